@@ -3,7 +3,6 @@ package audit
 import (
 	"math"
 	"testing"
-
 )
 
 func TestClopperPearsonKnownValues(t *testing.T) {
