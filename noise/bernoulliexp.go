@@ -1,0 +1,93 @@
+package noise
+
+import (
+	"math/bits"
+
+	"github.com/dpstat/dpstat/random"
+)
+
+// BernoulliExp returns true with probability exactly exp(−num/den)
+// (Canonne, Kamath & Steinke 2020, Algorithm 1). den = 0 gives false.
+//
+// For γ = num/den ≤ 1 it runs the von Neumann style loop: K = 1, 2, ... with
+// trials A_K ~ Bernoulli(γ/K) until the first failure, and answers whether
+// the K that failed is odd; P(K odd) = Σ (−γ)^j/j! = exp(−γ). For γ > 1 it
+// multiplies: floor(γ) trials of Bernoulli(exp(−1)), then one trial with the
+// fractional part. Arithmetic is on uint64 with 128-bit products, so there is
+// no overflow for any num and den.
+func BernoulliExp(src random.Source, num, den uint64) bool {
+	if den == 0 {
+		return false
+	}
+	q, r := num/den, num%den
+	return bernoulliExpParts(src, q, r, den)
+}
+
+// bernoulliExpParts returns true with probability exp(−(q + r/den)), r < den.
+func bernoulliExpParts(src random.Source, q, r, den uint64) bool {
+	for i := uint64(0); i < q; i++ {
+		if i == expIntSteps {
+			return false // cut-off, probability ≤ e^-256
+		}
+		if !bernoulliExpOne(src) {
+			return false
+		}
+	}
+	return bernoulliExpFrac(src, r, den)
+}
+
+// bernoulliExpFrac returns true with probability exp(−num/den), num ≤ den.
+func bernoulliExpFrac(src random.Source, num, den uint64) bool {
+	if num == 0 {
+		return true
+	}
+	for k := uint64(1); k <= expFracSteps; k++ {
+		// A_k ~ Bernoulli(num/(den·k)).
+		var a bool
+		hi, lo := bits.Mul64(den, k)
+		if hi == 0 {
+			a = UniformInt(src, lo) < num
+		} else {
+			// den·k overflows: the product of two independent trials has
+			// the same success probability.
+			a = UniformInt(src, k) == 0 && UniformInt(src, den) < num
+		}
+		if !a {
+			return k&1 == 1
+		}
+	}
+	return false // cut-off, probability ≤ 1/65!
+}
+
+// bernoulliExpOne returns true with probability exactly exp(−1). It is
+// bernoulliExpFrac(1, 1) with the certain first step skipped.
+func bernoulliExpOne(src random.Source) bool {
+	for k := uint64(2); k <= expFracSteps; k++ {
+		if UniformInt(src, k) != 0 {
+			return k&1 == 1
+		}
+	}
+	return false // cut-off, probability ≤ 1/64!
+}
+
+// BernoulliExpSplit returns true with probability exactly
+// exp(−(whole + num/den)), for num < den; it is BernoulliExp with the integer
+// part of the exponent already separated, for callers whose exponent does
+// not fit one uint64 fraction. den = 0 gives false.
+func BernoulliExpSplit(src random.Source, whole, num, den uint64) bool {
+	if den == 0 {
+		return false
+	}
+	if num >= den {
+		whole += num / den
+		num %= den
+	}
+	return bernoulliExpParts(src, whole, num, den)
+}
+
+// ExpNeverTrue reports whether BernoulliExpSplit(whole, ·, ·) always answers
+// false because the integer part reaches the cap of its Bernoulli(exp(−1))
+// loop: such an exponent is at least 257 and the exact success probability
+// is below e^-256, which SamplerDelta covers. Selection samplers use it to
+// skip candidates that can never be chosen.
+func ExpNeverTrue(whole uint64) bool { return whole > expIntSteps }
