@@ -136,11 +136,14 @@ func (b *Budget) spentLocked() EpsDelta {
 }
 
 func (b *Budget) remainingLocked(spent EpsDelta) EpsDelta {
-	sub := func(limit, spent float64) float64 {
-		r := ratDown(new(big.Rat).Sub(ratOf(limit), ratOf(spent)))
+	sub := func(limit float64, spent *big.Rat) float64 {
+		r := ratDown(new(big.Rat).Sub(ratOf(limit), spent))
 		return math.Max(r, 0)
 	}
-	return EpsDelta{Epsilon: sub(b.limit.Epsilon, spent.Epsilon), Delta: sub(b.limit.Delta, spent.Delta)}
+	if b.rule == Basic {
+		return EpsDelta{Epsilon: sub(b.limit.Epsilon, &b.eps), Delta: sub(b.limit.Delta, &b.delta)}
+	}
+	return EpsDelta{Epsilon: sub(b.limit.Epsilon, ratOf(spent.Epsilon)), Delta: sub(b.limit.Delta, ratOf(spent.Delta))}
 }
 
 // Check reports whether c would fit, without spending it: nil, a

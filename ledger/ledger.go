@@ -671,6 +671,9 @@ func (l *Ledger) Charge(ctx context.Context, c Charge) (Receipt, error) {
 	if c.Answer != nil {
 		c.Answer = bytes.Clone(c.Answer)
 	}
+	if err := ctx.Err(); err != nil {
+		return Receipt{}, err
+	}
 	r := &chargeReq{c: c, ready: make(chan struct{})}
 	select {
 	case <-ctx.Done():
