@@ -111,21 +111,21 @@ interval.`,
 
 // releaseReport is the JSON form of a release.
 type releaseReport struct {
-	Mechanism         string            `json:"mechanism"`
-	Value             json.RawMessage   `json:"value,omitempty"`
-	Values            json.RawMessage   `json:"values,omitempty"`
-	Scale             *float64          `json:"scale,omitempty"`
-	Granularity       *float64          `json:"granularity,omitempty"`
-	Sigma             *float64          `json:"sigma,omitempty"`
-	P                 *float64          `json:"p,omitempty"`
-	Q                 *float64          `json:"q,omitempty"`
-	Noise             string            `json:"noise,omitempty"`
-	Cost              accounting.Cost   `json:"cost"`
-	Confidence        float64           `json:"confidence"`
-	IntervalHalfWidth *float64          `json:"interval_half_width,omitempty"`
-	Interval          *[2]float64       `json:"interval,omitempty"`
-	UtilityBound      *float64          `json:"utility_bound,omitempty"`
-	InsecureSeed      *uint64           `json:"insecure_seed,omitempty"`
+	Mechanism         string          `json:"mechanism"`
+	Value             json.RawMessage `json:"value,omitempty"`
+	Values            json.RawMessage `json:"values,omitempty"`
+	Scale             *float64        `json:"scale,omitempty"`
+	Granularity       *float64        `json:"granularity,omitempty"`
+	Sigma             *float64        `json:"sigma,omitempty"`
+	P                 *float64        `json:"p,omitempty"`
+	Q                 *float64        `json:"q,omitempty"`
+	Noise             string          `json:"noise,omitempty"`
+	Cost              accounting.Cost `json:"cost"`
+	Confidence        float64         `json:"confidence"`
+	IntervalHalfWidth *float64        `json:"interval_half_width,omitempty"`
+	Interval          *[2]float64     `json:"interval,omitempty"`
+	UtilityBound      *float64        `json:"utility_bound,omitempty"`
+	InsecureSeed      *uint64         `json:"insecure_seed,omitempty"`
 }
 
 // releaser draws releases: draw appends one fresh release to dst, as text
