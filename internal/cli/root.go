@@ -40,6 +40,8 @@ durable privacy budget, and when a budget is spent dpstat refuses.`,
 		newBudgetCmd(),
 		newQueryCmd(),
 		newCatalogCmd(),
+		newLdpCmd(),
+		newCollectCmd(),
 	)
 	return root
 }
