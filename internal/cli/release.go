@@ -28,6 +28,9 @@ var releaseMechanisms = map[string][]string{
 	"report-noisy-max":    {"candidates", "scores", "sensitivity", "epsilon", "noise"},
 }
 
+// maxJSONCount bounds --count with --json, whose output is built in memory.
+const maxJSONCount = 10_000_000
+
 // commonReleaseFlags apply to every mechanism.
 var commonReleaseFlags = []string{"count", "json", "confidence", "insecure-seed"}
 
@@ -149,6 +152,9 @@ func runRelease(cmd *cobra.Command, name string, o releaseOptions) error {
 	}
 	if o.count < 1 {
 		return fmt.Errorf("--count %d: want a positive number of releases", o.count)
+	}
+	if o.json && o.count > maxJSONCount {
+		return fmt.Errorf("--count %d with --json: at most %d releases fit in one JSON document; use the text output (one release per line) for more", o.count, maxJSONCount)
 	}
 	if !(o.confidence > 0 && o.confidence < 1) {
 		return fmt.Errorf("--confidence %v: want a number strictly between 0 and 1", o.confidence)

@@ -292,6 +292,7 @@ func TestReleaseBadParameters(t *testing.T) {
 		{name: "Inf score", args: []string{"exponential", "--candidates", "a,b", "--scores", "Inf,1", "--epsilon", "1"}, want: []string{"--scores", "Inf"}},
 		{name: "bad noise", args: []string{"report-noisy-max", "--candidates", "a,b", "--scores", "1,2", "--epsilon", "1", "--noise", "laplace"}, want: []string{"--noise", "laplace"}},
 		{name: "count zero", args: []string{"laplace", "--value", "1", "--epsilon", "1", "--count", "0"}, want: []string{"--count", "0"}},
+		{name: "count too large for JSON", args: []string{"laplace", "--value", "1", "--epsilon", "1", "--count", "20000000", "--json"}, want: []string{"--count", "20000000", "--json"}},
 		{name: "confidence one", args: []string{"laplace", "--value", "1", "--epsilon", "1", "--confidence", "1"}, want: []string{"--confidence", "1"}},
 		{name: "confidence NaN", args: []string{"laplace", "--value", "1", "--epsilon", "1", "--confidence", "NaN"}, want: []string{"--confidence", "NaN"}},
 	}
