@@ -347,8 +347,9 @@ func validName(what, s string, allowEmpty bool) error {
 	return nil
 }
 
-// validate checks a key that names one budget.
-func (k Key) validate() error {
+// Validate reports whether k names one budget: dataset and analyst must be
+// non-empty printable UTF-8 text of at most MaxNameLen bytes.
+func (k Key) Validate() error {
 	if err := validName("dataset", k.Dataset, false); err != nil {
 		return err
 	}
@@ -429,7 +430,7 @@ func (l *Ledger) writable() error {
 // A limit may be raised, or lowered down to what is already spent but not
 // below it; the rule of a budget with releases cannot change.
 func (l *Ledger) Grant(k Key, limit accounting.EpsDelta, rule accounting.Rule) (Status, error) {
-	if err := k.validate(); err != nil {
+	if err := k.Validate(); err != nil {
 		return Status{}, err
 	}
 	if err := accounting.ValidateLimit(limit, rule); err != nil {
@@ -466,7 +467,7 @@ func (l *Ledger) Grant(k Key, limit accounting.EpsDelta, rule accounting.Rule) (
 // rule if it does not exist. An existing budget is returned unchanged
 // (whatever its limit and rule).
 func (l *Ledger) EnsureBudget(k Key, def accounting.EpsDelta, rule accounting.Rule) (Status, error) {
-	if err := k.validate(); err != nil {
+	if err := k.Validate(); err != nil {
 		return Status{}, err
 	}
 	if err := accounting.ValidateLimit(def, rule); err != nil {
@@ -499,7 +500,7 @@ func (l *Ledger) EnsureBudget(k Key, def accounting.EpsDelta, rule accounting.Ru
 
 // Status returns the budget of k, or an error wrapping ErrNoBudget.
 func (l *Ledger) Status(k Key) (Status, error) {
-	if err := k.validate(); err != nil {
+	if err := k.Validate(); err != nil {
 		return Status{}, err
 	}
 	var st Status
@@ -598,7 +599,7 @@ type Release struct {
 }
 
 func (c *Charge) validate() error {
-	if err := c.Key.validate(); err != nil {
+	if err := c.Key.Validate(); err != nil {
 		return err
 	}
 	if len(c.RequestID) > MaxRequestIDLen {
@@ -861,7 +862,7 @@ func (l *Ledger) History(filter Key, limit int) ([]Release, error) {
 // Answer returns the answer stored with a charge under answerKey for k, and
 // whether there was one.
 func (l *Ledger) Answer(k Key, answerKey string) ([]byte, bool, error) {
-	if err := k.validate(); err != nil {
+	if err := k.Validate(); err != nil {
 		return nil, false, err
 	}
 	var out []byte
