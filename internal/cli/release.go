@@ -76,8 +76,8 @@ Mechanisms:
   report-noisy-max     as exponential, with --noise exponential|gumbel
 
 The sensitivity defaults to 1. --count N prints N independent releases, one
-per line (each one costs the full privacy cost: this is for teaching and
-auditing). --json prints the release with its scale, cost and a confidence
+per line (N releases of one value cost N times the privacy cost: this is for
+teaching and auditing). --json prints the release with its scale, cost and a confidence
 interval.`,
 		Example: `  dpstat release laplace --value 3 --sensitivity 1 --epsilon 0.5
   dpstat release geometric --value 120 --epsilon 1 --json
@@ -104,7 +104,7 @@ interval.`,
 	f.StringVar(&o.candidates, "candidates", "", "exponential, report-noisy-max: comma-separated candidate names")
 	f.StringVar(&o.scores, "scores", "", "exponential, report-noisy-max: comma-separated scores, one per candidate")
 	f.StringVar(&o.noise, "noise", "exponential", "report-noisy-max: exponential (permute-and-flip) or gumbel (= exponential mechanism)")
-	f.IntVar(&o.count, "count", 1, "number of independent releases to print, one per line")
+	f.IntVar(&o.count, "count", 1, "number of independent releases to print, one per line (for teaching and auditing)")
 	f.BoolVar(&o.json, "json", false, "print JSON with the scale, cost and confidence interval")
 	f.Float64Var(&o.confidence, "confidence", 0.95, "confidence level of the reported interval, in (0, 1)")
 	f.Uint64Var(&o.insecureSeed, "insecure-seed", 0, "INSECURE: draw the noise from a seeded generator so the output is reproducible; provides no privacy")
