@@ -580,12 +580,7 @@ func buildSelection(fs *pflag.FlagSet, name string, o releaseOptions, src random
 		}
 		sel, cost = m.Select, m.Cost()
 		rep.Noise = strings.ToLower(o.noise)
-		// Permute-and-flip is never worse than the exponential mechanism,
-		// and Gumbel noise is the exponential mechanism, so its bound holds.
-		em, err := mechanism.NewExponential(mechanism.ExponentialOptions{Epsilon: o.epsilon, Sensitivity: o.sensitivity, Source: src})
-		if err == nil {
-			rep.UtilityBound = ptr(em.UtilityBound(len(cands), 1-o.confidence))
-		}
+		rep.UtilityBound = ptr(m.UtilityBound(len(cands), 1-o.confidence))
 	}
 	rep.Cost = cost
 	return &releaser{
