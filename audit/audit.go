@@ -16,7 +16,9 @@
 //  2. On the first half of each, evaluate a family of candidate events E
 //     (thresholds, exact values, "is a multiple of 2^−k", ...) and pick, for
 //     each direction (D against D', and D' against D), the event whose
-//     privacy loss looks largest.
+//     log-ratio is largest on that half, measured conservatively (by the
+//     same Clopper–Pearson bound as step 3, so that an event seen a handful
+//     of times cannot win by luck).
 //  3. On the held-out second half, bound P[M(D) ∈ E] from below and
 //     P[M(D') ∈ E] from above with one-sided Clopper–Pearson intervals, and
 //     report ln((p_low − δ) / p_high). The failure probability

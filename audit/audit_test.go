@@ -205,3 +205,31 @@ func TestIsMultiple(t *testing.T) {
 		})
 	}
 }
+
+func TestRunWithCustomFamily(t *testing.T) {
+	// A custom family with one event on integer outputs. M(D) is uniform
+	// on {0, 1, 2, 3}, M(D') on {0, 1}: the event "output ≥ 2" has
+	// probability 1/2 against 0, an unbounded ratio. The bound exceeds 5
+	// unless the 100,000 held-out draws give fewer than about 1,300 hits
+	// instead of 50,000 expected: probability far below 1e-9.
+	uniform := func(n uint64) Sampler[uint64] {
+		return func(src random.Source) uint64 { return src.Uint64() % n }
+	}
+	family := func([]uint64) []Event[uint64] {
+		return []Event[uint64]{{Name: "output ≥ 2", Contains: func(x uint64) bool { return x >= 2 }}}
+	}
+	res, err := Run(uniform(4), uniform(2), family, Options{Source: random.NewInsecureSeeded(11)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.EpsilonLowerBound < 5 || res.Event != "output ≥ 2" || res.Direction != DAgainstDPrime || res.OtherHits != 0 {
+		t.Errorf("got %v", res)
+	}
+	if s := res.String(); !strings.Contains(s, "output ≥ 2") || !strings.Contains(s, "D vs D'") {
+		t.Errorf("String() = %q, want the event and the direction", s)
+	}
+	empty := func([]uint64) []Event[uint64] { return nil }
+	if _, err := Run(uniform(4), uniform(2), empty, Options{Samples: 2000, Source: random.NewInsecureSeeded(12)}); err == nil {
+		t.Error("an empty event family was accepted")
+	}
+}
