@@ -205,7 +205,8 @@ func ExampleKaryRR_gridLocation() {
 // The same location reported with the exponential mechanism, scoring each
 // cell by minus its distance to the true cell: nearby cells are likely, far
 // ones unlikely. Moving the person anywhere on the grid changes any score by
-// at most the grid's diameter, the sensitivity.
+// at most the grid's diameter, the sensitivity; that large sensitivity is why
+// even at ε = 4 a single report is often far from the truth.
 func ExampleExponential_gridLocation() {
 	const k = 4
 	trueRow, trueCol := 1, 2
