@@ -189,7 +189,7 @@ func AnalyticGaussianSigma(epsilon, delta, l2Sensitivity float64) (float64, erro
 	if err := checkSensitivity("l2 sensitivity", l2Sensitivity); err != nil {
 		return 0, err
 	}
-	ok := func(s float64) bool { return analyticDelta(epsilon, s) <= delta }
+	ok := func(s float64) bool { return analyticDeltaUpper(epsilon, s) <= delta }
 	hi := 1.0
 	for i := 0; !ok(hi); i++ {
 		if i > 2000 {
@@ -228,6 +228,17 @@ func analyticDelta(eps, s float64) float64 {
 	first := normalCDF(a)
 	second := math.Exp(eps + logNormalCDF(b))
 	return first - second
+}
+
+// analyticDeltaUpper is analyticDelta plus a bound on its rounding error
+// (2^-50 of the two terms), so that a σ accepted by the bisection satisfies
+// the exact condition even when the two terms nearly cancel (small ε).
+func analyticDeltaUpper(eps, s float64) float64 {
+	a := 1/(2*s) - eps*s
+	b := -1/(2*s) - eps*s
+	first := normalCDF(a)
+	second := math.Exp(eps + logNormalCDF(b))
+	return first - second + (first+second)*0x1p-50
 }
 
 // normalCDF returns Φ(x) = erfc(−x/√2)/2, accurate in the lower tail.

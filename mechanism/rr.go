@@ -9,10 +9,34 @@ import (
 	"github.com/dpstat/dpstat/random"
 )
 
-// rrMargin lowers a computed keep-probability by a relative 2^-40, far more
-// than the float64 error of computing it, so that the ε of the probability
-// actually used never exceeds the ε requested.
-const rrMargin = 0x1p-40
+// rrEpsilon returns ln(p(k−1)/(1−p)), the ε of keeping the truth with
+// probability p among k values, for p in (0, 1) and km1 = k − 1.
+func rrEpsilon(p, km1 float64) float64 {
+	return math.Log(p) + math.Log(km1) - math.Log1p(-p)
+}
+
+// keepProbability returns the largest float64 p found below
+// e^ε/(e^ε + k − 1) whose ε' = ln(p(k−1)/(1−p)), as computed, is at most
+// ε·(1 − 2^-48): the margin exceeds the rounding error of computing ε', so
+// the true ε' of the exact dyadic p used is below ε. It steps p down one ulp
+// at a time, a bounded number of times.
+func keepProbability(eps, km1 float64) (float64, bool) {
+	p := 1 / (1 + km1*math.Exp(-eps))
+	if p >= 1 {
+		p = math.Nextafter(1, 0)
+	}
+	limit := eps - eps*0x1p-48
+	for i := 0; i < 1<<16; i++ {
+		if !(p > 0) {
+			return 0, false
+		}
+		if rrEpsilon(p, km1) <= limit {
+			return p, true
+		}
+		p = math.Nextafter(p, 0)
+	}
+	return 0, false
+}
 
 // Estimate is an unbiased estimate and its variance.
 type Estimate struct {
@@ -76,17 +100,17 @@ func NewBinaryRR(o BinaryRROptions) (*BinaryRR, error) {
 			return nil, fmt.Errorf("binary randomized response: p = %v: want a probability in (1/2, 1)", o.P)
 		}
 		p = o.P
-		eps = roundUp(math.Log(p) - math.Log1p(-p))
+		eps = roundUp(rrEpsilon(p, 1))
 	} else {
 		if err := checkEpsilon(o.Epsilon); err != nil {
 			return nil, fmt.Errorf("binary randomized response: %w", err)
 		}
-		p = 1 / (1 + math.Exp(-o.Epsilon))
-		p -= p * rrMargin
-		if !(p > 0.5) {
+		var ok bool
+		p, ok = keepProbability(o.Epsilon, 1)
+		if !ok || !(p > 0.5) {
 			return nil, fmt.Errorf("binary randomized response: epsilon = %v is too small to give a keep probability above 1/2 in float64; want epsilon >= 1e-10", o.Epsilon)
 		}
-		eps = math.Min(o.Epsilon, roundUp(math.Log(p)-math.Log1p(-p)))
+		eps = math.Min(o.Epsilon, roundUp(rrEpsilon(p, 1)))
 	}
 	return &BinaryRR{p: p, eps: eps, src: o.Source}, nil
 }
@@ -158,12 +182,11 @@ func NewKaryRR(o KaryRROptions) (*KaryRR, error) {
 		return nil, fmt.Errorf("k-ary randomized response: k = %d: want a number of values in [2, 2^40]", o.K)
 	}
 	km1 := float64(o.K - 1)
-	p := 1 / (1 + km1*math.Exp(-o.Epsilon))
-	p -= p * rrMargin
-	if !(p > 1/float64(o.K)) || !(p < 1) {
+	p, ok := keepProbability(o.Epsilon, km1)
+	if !ok || !(p > 1/float64(o.K)) {
 		return nil, fmt.Errorf("k-ary randomized response: epsilon = %v with k = %d gives no usable keep probability in float64; want a larger epsilon", o.Epsilon, o.K)
 	}
-	eps := math.Min(o.Epsilon, roundUp(math.Log(p)+math.Log(km1)-math.Log1p(-p)))
+	eps := math.Min(o.Epsilon, roundUp(rrEpsilon(p, km1)))
 	return &KaryRR{k: o.K, p: p, eps: eps, src: o.Source}, nil
 }
 
