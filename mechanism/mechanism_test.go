@@ -279,7 +279,7 @@ func TestExactWithHugeEpsilon(t *testing.T) {
 // does not.
 func TestGaussianSigmaReferences(t *testing.T) {
 	cases := []struct {
-		eps                float64
+		eps               float64
 		classic, analytic float64
 	}{
 		{1, 4.8448, 3.7306},
