@@ -3,4 +3,12 @@
 // Every release is charged here before it leaves: the charge is committed
 // and synced to disk first, and an answer whose charge did not commit is
 // never released. Budgets are kept per (dataset, analyst).
+//
+// The ledger is a bbolt file. A charge checks the budget with its rule (see
+// package accounting), appends the release and updates the budget in one
+// transaction; concurrent charges share a commit (group commit) without
+// ever sharing budget. Charges are idempotent by request ID. A file that is
+// not a ledger, is damaged or has a newer format is refused and left
+// untouched. One process at a time may have a ledger open for writing;
+// others wait in Open for Options.Timeout.
 package ledger

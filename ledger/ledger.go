@@ -166,6 +166,7 @@ func Open(path string, opts Options) (*Ledger, error) {
 		}
 		return newLedger(db, path, true), nil
 	}
+	deadline := time.Now().Add(opts.Timeout)
 	if exists && info.Size() > 0 {
 		// Check before opening for writing: bbolt may write to a file it
 		// opens read-write.
@@ -184,7 +185,9 @@ func Open(path string, opts Options) (*Ledger, error) {
 			return nil, fmt.Errorf("ledger %s: creating its directory: %w", path, err)
 		}
 	}
-	db, err := openBolt(path, false, opts.Timeout)
+	// The whole Open waits at most opts.Timeout (bbolt reads a zero
+	// timeout as "wait forever", so keep it positive).
+	db, err := openBolt(path, false, max(time.Until(deadline), time.Millisecond))
 	if err != nil {
 		return nil, err
 	}
@@ -513,6 +516,29 @@ func (l *Ledger) Status(k Key) (Status, error) {
 		return nil
 	})
 	return st, err
+}
+
+// Check reports whether cost c would fit in the budget of k now, without
+// charging it: nil, an error wrapping ErrNoBudget, a validation error, or
+// an *accounting.ExceededError. Another charge may take the budget first:
+// only Charge decides.
+func (l *Ledger) Check(k Key, c accounting.Cost) error {
+	if err := k.Validate(); err != nil {
+		return err
+	}
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("charge to %v: %w", k, err)
+	}
+	return l.view(func(tx *bolt.Tx) error {
+		b, err := loadBudget(tx, k)
+		if err != nil {
+			return err
+		}
+		if err := b.Check(c); err != nil {
+			return fmt.Errorf("%v: %w", k, err)
+		}
+		return nil
+	})
 }
 
 // Budgets returns every budget, sorted by dataset and then analyst.

@@ -589,3 +589,32 @@ func TestConcurrentChargesAreExact(t *testing.T) {
 		}
 	}
 }
+
+func TestCheck(t *testing.T) {
+	l := mustOpen(t, tempPath(t), Options{})
+	k := Key{"census", "alice"}
+	if err := l.Check(k, accounting.Pure(0.1)); !errors.Is(err, ErrNoBudget) {
+		t.Fatalf("Check without a budget: %v", err)
+	}
+	mustGrant(t, l, k, accounting.EpsDelta{Epsilon: 1}, accounting.Basic)
+	var ee *accounting.ExceededError
+	tests := []struct {
+		name  string
+		cost  accounting.Cost
+		check func(error) bool
+	}{
+		{"fits", accounting.Pure(1), func(err error) bool { return err == nil }},
+		{"exceeds", accounting.Pure(1.5), func(err error) bool { return errors.As(err, &ee) }},
+		{"bad", accounting.Cost{Epsilon: math.NaN()}, func(err error) bool { return err != nil && strings.Contains(err.Error(), "NaN") }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := l.Check(k, tt.cost); !tt.check(err) {
+				t.Fatalf("Check(%v) = %v", tt.cost, err)
+			}
+			if st, _ := l.Status(k); st.Releases != 0 {
+				t.Fatal("Check charged")
+			}
+		})
+	}
+}

@@ -1,0 +1,125 @@
+package ledger
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dpstat/dpstat/accounting"
+)
+
+// benchLedger opens a ledger in DPSTAT_BENCH_DIR (to measure a chosen
+// disk), else in a temporary directory, with a budget no benchmark can
+// exhaust.
+func benchLedger(b *testing.B) (*Ledger, Key) {
+	b.Helper()
+	dir := os.Getenv("DPSTAT_BENCH_DIR")
+	if dir == "" {
+		dir = b.TempDir()
+	} else {
+		var err error
+		if dir, err = os.MkdirTemp(dir, "ledger-bench-"); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = os.RemoveAll(dir) })
+	}
+	l, err := Open(filepath.Join(dir, "ledger.db"), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = l.Close() })
+	k := Key{"bench", "analyst"}
+	if _, err := l.Grant(k, accounting.EpsDelta{Epsilon: 1e15}, accounting.Basic); err != nil {
+		b.Fatal(err)
+	}
+	return l, k
+}
+
+var benchSeq atomic.Uint64
+
+func benchCharge(k Key) Charge {
+	id := benchSeq.Add(1)
+	return Charge{
+		RequestID:   fmt.Sprintf("bench-%d", id),
+		Key:         k,
+		Cost:        accounting.Pure(0x1p-10),
+		Description: "SELECT count(*) FROM people WHERE age > 30",
+	}
+}
+
+// BenchmarkCharge is one client charging in a loop: every charge is its
+// own fsync'd commit.
+func BenchmarkCharge(b *testing.B) {
+	l, k := benchLedger(b)
+	for b.Loop() {
+		if _, err := l.Charge(bg, benchCharge(k)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkChargeParallel is 32 concurrent clients (parallelism 32 /
+// GOMAXPROCS per processor); group commit shares each fsync among the
+// charges waiting for it.
+func BenchmarkChargeParallel(b *testing.B) {
+	l, k := benchLedger(b)
+	procs := max(1, runtimeProcs())
+	b.SetParallelism(max(1, 32/procs))
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := l.Charge(bg, benchCharge(k)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkChargeClients runs b.N charges from a fixed number of
+// concurrent clients and reports throughput (charges/s) and the 50th and
+// 99th percentile latency of one Charge call.
+func BenchmarkChargeClients(b *testing.B) {
+	for _, clients := range []int{1, 32} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			l, k := benchLedger(b)
+			lat := make([]time.Duration, b.N)
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			start := time.Now()
+			for range clients {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						i := next.Add(1) - 1
+						if i >= int64(b.N) {
+							return
+						}
+						t0 := time.Now()
+						if _, err := l.Charge(bg, benchCharge(k)); err != nil {
+							b.Error(err)
+							return
+						}
+						lat[i] = time.Since(t0)
+					}
+				}()
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "charges/s")
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+			b.ReportMetric(float64(lat[min(len(lat)-1, len(lat)*99/100)].Microseconds()), "p99-µs")
+		})
+	}
+}
+
+func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
