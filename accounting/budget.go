@@ -37,6 +37,10 @@ type Budget struct {
 	rho      big.Rat
 	rhoDelta big.Rat
 	releases int
+	// spent caches spentLocked (a zCDP conversion is not free); valid
+	// when spentOK.
+	spent   EpsDelta
+	spentOK bool
 }
 
 // NewBudget returns an empty budget with the given limit and rule. The
@@ -125,11 +129,23 @@ func (b *Budget) Totals() Cost {
 }
 
 func (b *Budget) spentLocked() EpsDelta {
+	if !b.spentOK {
+		b.spent, b.spentOK = b.computeSpent(), true
+	}
+	return b.spent
+}
+
+func (b *Budget) computeSpent() EpsDelta {
 	if b.rule == ZCDP {
 		if b.rho.Sign() == 0 {
 			return EpsDelta{Delta: ratUp(&b.rhoDelta)}
 		}
 		rest := ratDown(new(big.Rat).Sub(ratOf(b.limit.Delta), &b.rhoDelta))
+		if rest <= 0 {
+			// Only a trial limit in SetLimit can get here: nothing is left
+			// for the conversion.
+			return EpsDelta{Epsilon: math.Inf(1), Delta: b.limit.Delta}
+		}
 		return EpsDelta{Epsilon: tightEps(ratUp(&b.rho), rest), Delta: b.limit.Delta}
 	}
 	return EpsDelta{Epsilon: ratUp(&b.eps), Delta: ratUp(&b.delta)}
@@ -166,6 +182,7 @@ func (b *Budget) Spend(c Cost) error {
 	if err != nil {
 		return err
 	}
+	b.spent, b.spentOK = next.spent, true
 	b.eps.Set(&next.eps)
 	b.delta.Set(&next.delta)
 	b.rho.Set(&next.rho)
@@ -174,7 +191,11 @@ func (b *Budget) Spend(c Cost) error {
 	return nil
 }
 
-type sums struct{ eps, delta, rho, rhoDelta big.Rat }
+// sums are a budget's totals after a cost, with the resulting spent.
+type sums struct {
+	eps, delta, rho, rhoDelta big.Rat
+	spent                     EpsDelta
+}
 
 // admitLocked returns the totals after c, or the reason c does not fit.
 func (b *Budget) admitLocked(c Cost) (*sums, error) {
@@ -229,6 +250,7 @@ func (b *Budget) admitLocked(c Cost) (*sums, error) {
 			Would:     would,
 		}
 	}
+	n.spent = would
 	return n, nil
 }
 
@@ -301,6 +323,7 @@ func (b *Budget) UnmarshalJSON(data []byte) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.rule, b.limit, b.releases = s.Rule, s.Limit, s.Releases
+	b.spentOK = false
 	b.eps.Set(&n.eps)
 	b.delta.Set(&n.delta)
 	b.rho.Set(&n.rho)
@@ -326,9 +349,11 @@ func (b *Budget) SetLimit(limit EpsDelta, rule Rule) error {
 	trial.rho.Set(&b.rho)
 	trial.rhoDelta.Set(&b.rhoDelta)
 	spent := trial.spentLocked()
-	below := false
+	var below bool
 	if rule == ZCDP {
-		below = trial.rhoDelta.Cmp(ratOf(limit.Delta)) >= 0 && b.releases > 0 || spent.Epsilon > limit.Epsilon
+		// Σδ0 must stay below δ (strictly once anything is spent, as
+		// Spend requires) and the conversion within ε.
+		below = (b.releases > 0 && trial.rhoDelta.Cmp(ratOf(limit.Delta)) >= 0) || spent.Epsilon > limit.Epsilon
 	} else {
 		below = trial.eps.Cmp(ratOf(limit.Epsilon)) > 0 || trial.delta.Cmp(ratOf(limit.Delta)) > 0
 	}
@@ -337,5 +362,6 @@ func (b *Budget) SetLimit(limit EpsDelta, rule Rule) error {
 			limit.Epsilon, limit.Delta, spent.Epsilon, spent.Delta, rule)
 	}
 	b.limit, b.rule = limit, rule
+	b.spentOK = false
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"math/big"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -344,5 +346,60 @@ func TestParseRule(t *testing.T) {
 	}
 	if _, err := ParseRule("ZCDP "); err == nil {
 		t.Error(`ParseRule("ZCDP ") accepted`)
+	}
+}
+
+// TestBudgetMatchesExactReference spends random costs (a fixed seed) and
+// checks every decision of a basic budget against a reference computed
+// with exact rationals, and that a zCDP budget's spent ε never exceeds its
+// limit.
+func TestBudgetMatchesExactReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for trial := range 50 {
+		limit := EpsDelta{Epsilon: rng.Float64() * 3, Delta: rng.Float64() * 1e-4}
+		b := mustBudget(t, limit, Basic)
+		sumE, sumD := new(big.Rat), new(big.Rat)
+		for i := range 200 {
+			c := Approximate(rng.Float64()*0.2, rng.Float64()*2e-6)
+			if rng.IntN(4) == 0 {
+				c = Pure(rng.Float64() * 0.05)
+			}
+			e := new(big.Rat).Add(sumE, ratOf(c.Epsilon))
+			d := new(big.Rat).Add(sumD, ratOf(c.Delta))
+			wantFit := e.Cmp(ratOf(limit.Epsilon)) <= 0 && d.Cmp(ratOf(limit.Delta)) <= 0
+			err := b.Spend(c)
+			if (err == nil) != wantFit {
+				t.Fatalf("trial %d step %d: Spend(%v) = %v, exact reference says fit = %v", trial, i, c, err, wantFit)
+			}
+			if wantFit {
+				sumE, sumD = e, d
+			}
+			sp := b.Spent()
+			if ratOf(sp.Epsilon).Cmp(sumE) < 0 || ratOf(sp.Delta).Cmp(sumD) < 0 {
+				t.Fatalf("trial %d step %d: Spent() = %v under-counts", trial, i, sp)
+			}
+			rem := b.Remaining()
+			if new(big.Rat).Add(ratOf(rem.Epsilon), sumE).Cmp(ratOf(limit.Epsilon)) > 0 {
+				t.Fatalf("trial %d step %d: Remaining() = %v over-counts", trial, i, rem)
+			}
+		}
+
+		if trial >= 20 {
+			continue
+		}
+		z := mustBudget(t, EpsDelta{Epsilon: 0.5 + rng.Float64()*5, Delta: 1e-6 + rng.Float64()*1e-4}, ZCDP)
+		for i := range 100 {
+			c := Cost{Epsilon: 1, Rho: rng.Float64() * 0.05}
+			if rng.IntN(3) == 0 {
+				c = Approximate(rng.Float64()*0.3, rng.Float64()*1e-6)
+			}
+			_ = z.Spend(c)
+			if sp := z.Spent(); sp.Epsilon > z.Limit().Epsilon || sp.Delta > z.Limit().Delta || math.IsNaN(sp.Epsilon) {
+				t.Fatalf("trial %d step %d: zCDP spent %v exceeds the limit %v", trial, i, sp, z.Limit())
+			}
+			if fresh := z.computeSpent(); fresh != z.Spent() {
+				t.Fatalf("trial %d step %d: cached spent %v, recomputed %v", trial, i, z.Spent(), fresh)
+			}
+		}
 	}
 }

@@ -18,6 +18,10 @@ import (
 // disk), else in a temporary directory, with a budget no benchmark can
 // exhaust.
 func benchLedger(b *testing.B) (*Ledger, Key) {
+	return benchLedgerRule(b, accounting.Basic)
+}
+
+func benchLedgerRule(b *testing.B, rule accounting.Rule) (*Ledger, Key) {
 	b.Helper()
 	dir := os.Getenv("DPSTAT_BENCH_DIR")
 	if dir == "" {
@@ -35,7 +39,7 @@ func benchLedger(b *testing.B) (*Ledger, Key) {
 	}
 	b.Cleanup(func() { _ = l.Close() })
 	k := Key{"bench", "analyst"}
-	if _, err := l.Grant(k, accounting.EpsDelta{Epsilon: 1e15}, accounting.Basic); err != nil {
+	if _, err := l.Grant(k, accounting.EpsDelta{Epsilon: 1e15, Delta: 1e-5}, rule); err != nil {
 		b.Fatal(err)
 	}
 	return l, k
@@ -82,12 +86,16 @@ func BenchmarkChargeParallel(b *testing.B) {
 }
 
 // BenchmarkChargeClients runs b.N charges from a fixed number of
-// concurrent clients and reports throughput (charges/s) and the 50th and
+// concurrent clients, on a basic or a zCDP budget, and reports throughput (charges/s) and the 50th and
 // 99th percentile latency of one Charge call.
 func BenchmarkChargeClients(b *testing.B) {
-	for _, clients := range []int{1, 32} {
-		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-			l, k := benchLedger(b)
+	for _, bc := range []struct {
+		rule    accounting.Rule
+		clients int
+	}{{accounting.Basic, 1}, {accounting.Basic, 32}, {accounting.ZCDP, 32}} {
+		clients := bc.clients
+		b.Run(fmt.Sprintf("rule=%s/clients=%d", bc.rule, clients), func(b *testing.B) {
+			l, k := benchLedgerRule(b, bc.rule)
 			lat := make([]time.Duration, b.N)
 			var next atomic.Int64
 			var wg sync.WaitGroup
