@@ -368,10 +368,11 @@ func TestCosts(t *testing.T) {
 	if want := d * d / (2 * gau.Sigma() * gau.Sigma()); c.Rho < want || c.Rho > want*(1+1e-12) {
 		t.Errorf("gaussian ρ = %v, want Δ'²/(2σ²) = %v", c.Rho, want)
 	}
-	// σ as used is at least the analytic σ for Δ + g, and within 2^-19.
+	// σ as used is the analytic σ for Δ + g, raised by 2^-16, and rounded up
+	// by less than 2^-19 more.
 	a, _ := AnalyticGaussianSigma(1, 1e-5, d)
-	if gau.Sigma() < a || gau.Sigma() > a*(1+0x1p-19) {
-		t.Errorf("gaussian σ = %v, want in [%v, %v·(1+2^-19)]", gau.Sigma(), a, a)
+	if gau.Sigma() < a*(1+0x1p-16) || gau.Sigma() > a*(1+0x1p-16+0x1p-19) {
+		t.Errorf("gaussian σ = %v, want in [%v, %v·(1+2^-16+2^-19)]", gau.Sigma(), a*(1+0x1p-16), a)
 	}
 	// Randomized response: ε of the probability used, never above the ε
 	// requested and within 1e-9 of it.

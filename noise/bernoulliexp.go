@@ -23,15 +23,12 @@ func BernoulliExp(src random.Source, num, den uint64) bool {
 	return bernoulliExpParts(src, q, r, den)
 }
 
-// bernoulliExpParts returns true with probability exp(−(q + r/den)), r < den.
+// bernoulliExpParts returns true with probability exp(−(q + r/den)), r < den:
+// a trial with probability e^-q for the integer part, then one with
+// exp(−r/den).
 func bernoulliExpParts(src random.Source, q, r, den uint64) bool {
-	for i := uint64(0); i < q; i++ {
-		if i == expIntSteps {
-			return false // cut-off, probability ≤ e^-256
-		}
-		if !bernoulliExpOne(src) {
-			return false
-		}
+	if !bernoulliExpInt(src, q) {
+		return false
 	}
 	return bernoulliExpFrac(src, r, den)
 }
@@ -59,16 +56,8 @@ func bernoulliExpFrac(src random.Source, num, den uint64) bool {
 	return false // cut-off, probability ≤ 1/65!
 }
 
-// bernoulliExpOne returns true with probability exactly exp(−1). It is
-// bernoulliExpFrac(1, 1) with the certain first step skipped.
-func bernoulliExpOne(src random.Source) bool {
-	for k := uint64(2); k <= expFracSteps; k++ {
-		if UniformInt(src, k) != 0 {
-			return k&1 == 1
-		}
-	}
-	return false // cut-off, probability ≤ 1/64!
-}
+// bernoulliExpOne returns true with probability exp(−1).
+func bernoulliExpOne(src random.Source) bool { return bernoulliExpInt(src, 1) }
 
 // BernoulliExpSplit returns true with probability exactly
 // exp(−(whole + num/den)), for num < den; it is BernoulliExp with the integer

@@ -78,6 +78,9 @@ func DiscreteLaplace(src random.Source, scale Scale) int64 {
 		for v < geometricSteps && bernoulliExpOne(src) {
 			v++
 		}
+		if v == geometricSteps {
+			continue // cut-off: the round is discarded
+		}
 		// X = U + t·V in 128 bits, then Y = floor(X/s), saturated.
 		hi, lo := bits.Mul64(t, v)
 		var c uint64

@@ -305,9 +305,21 @@ func TestBernoulliExpExtremes(t *testing.T) {
 		t.Fatal("ExpNeverTrue must be true exactly above the cap 256")
 	}
 	// A source stuck at zero makes every Bernoulli trial succeed: the K
-	// loop and the integer loop both hit their caps and return false.
-	if BernoulliExp(&scripted{}, 1, 2) || BernoulliExp(&scripted{}, 5, 1) {
+	// loop hits its cap and returns false.
+	if BernoulliExp(&scripted{}, 1, 2) {
 		t.Fatal("capped BernoulliExp with a stuck source must return false")
+	}
+	// The integer part compares uniform words with floor(e^-q·2^192): a
+	// tie of all three words is a cut-off (false); one unit below is true.
+	w := expTable[3]
+	if BernoulliExpSplit(&scripted{words: w[:]}, 3, 0, 1) {
+		t.Fatal("a tie with e^-3's 192 bits must answer false")
+	}
+	if !BernoulliExpSplit(&scripted{words: []uint64{w[0], w[1], w[2] - 1}}, 3, 0, 1) {
+		t.Fatal("a uniform fraction just below e^-3's bits must answer true")
+	}
+	if BernoulliExpSplit(&scripted{words: []uint64{w[0] + 1}}, 3, 0, 1) {
+		t.Fatal("a uniform fraction above e^-3 must answer false")
 	}
 }
 
@@ -407,6 +419,21 @@ func TestDiscreteLaplaceVariance(t *testing.T) {
 	se := math.Sqrt(20.0/n) * b * b
 	if math.Abs(v-want) > 6*se {
 		t.Errorf("variance %v, want %v ± %v", v, want, 6*se)
+	}
+}
+
+// TestExpTable compares the 192-bit table of e^-q with math.Exp.
+func TestExpTable(t *testing.T) {
+	for q := 1; q <= expIntSteps; q++ {
+		w := expTable[q]
+		v := math.Ldexp(float64(w[0]), -64) + math.Ldexp(float64(w[1]), -128) + math.Ldexp(float64(w[2]), -192)
+		want := math.Exp(-float64(q))
+		if math.Abs(v-want) > math.Max(1e-15*want, 0x1p-190) {
+			t.Errorf("e^-%d: table %v, want %v", q, v, want)
+		}
+		if q > 133 && (w[0]|w[1]|w[2]) != 0 {
+			t.Errorf("e^-%d < 2^-192 but the table is nonzero", q)
+		}
 	}
 }
 

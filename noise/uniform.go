@@ -24,17 +24,19 @@ const (
 	// expFracSteps caps the K loop of Bernoulli(exp(−γ)) for γ ≤ 1. The loop
 	// passes step k with probability γ^k/k! ≤ 1/k!, and 1/64! < 2^-295.
 	expFracSteps = 64
-	// expIntSteps caps the Bernoulli(exp(−1)) trials that handle the integer
-	// part of γ > 1. All of them succeed with probability e^-256 < 2^-369;
-	// the sampler then answers false (the exact answer has probability at
-	// most e^-256 of being true).
+	// expIntSteps is the largest integer part q of an exponent γ for which
+	// Bernoulli(exp(−γ)) is sampled; for q > 256 it answers false, whose
+	// exact probability of being wrong is below e^-257 < 2^-370. For
+	// q ≤ 256, e^-q is known to 192 bits and a tie of all 192 uniform bits
+	// with it (probability 2^-192) answers false.
 	expIntSteps = 256
 	// laplaceRounds caps the outer rejection loop of DiscreteLaplace. A round
 	// is accepted with probability at least (1 − 1/e)/2 > 0.316, so 1000
 	// rounds all fail with probability below 0.684^1000 < 2^-547.
 	laplaceRounds = 1000
-	// geometricSteps caps the geometric part V of DiscreteLaplace: V ≥ 128
-	// has probability e^-128 < 2^-184 per round, below 2^-174 over all rounds.
+	// geometricSteps caps the geometric part V of DiscreteLaplace: V
+	// reaches 128 with probability e^-128 < 2^-184 per round (the round is
+	// then discarded), below 2^-174 over all rounds.
 	geometricSteps = 128
 	// gaussianRounds caps the rejection loop of DiscreteGaussian. A round is
 	// accepted with probability above 1/2 for every σ ≥ 1 (about 0.76 for

@@ -1,0 +1,82 @@
+package noise
+
+import (
+	"encoding/binary"
+	"math/big"
+
+	"github.com/dpstat/dpstat/random"
+)
+
+// expWords is the number of 64-bit words of e^-q kept per integer q.
+const expWords = 3
+
+// expTable[q] holds floor(e^-q · 2^192) as three words, most significant
+// first, for q = 1 .. expIntSteps.
+var expTable = buildExpTable()
+
+// buildExpTable computes e^-1 by its alternating series to 2048 bits, its
+// powers by repeated multiplication, and takes the floors at 2^-192. Each
+// step rounds by a relative 2^-2048 at most, so after 256 steps the relative
+// error is below 2^-2030; the floor is taken from a lower and an upper bound
+// and the two must agree (they do unless e^-q lies within 2^-2030 of a
+// multiple of 2^-192, which would be checked here, not assumed).
+func buildExpTable() [expIntSteps + 1][expWords]uint64 {
+	const prec = 2048
+	inv := new(big.Float).SetPrec(prec) // e^-1 = Σ (−1)^k / k!
+	term := new(big.Float).SetPrec(prec).SetInt64(1)
+	for k := int64(1); k < 400; k++ {
+		if k%2 == 1 {
+			inv.Add(inv, term)
+		} else {
+			inv.Sub(inv, term)
+		}
+		term.Quo(term, new(big.Float).SetPrec(prec).SetInt64(k))
+	}
+	// Step k added or subtracted 1/(k−1)!, so inv = Σ_{j<399} (−1)^j/j!,
+	// whose truncation error is below 1/399! < 2^-2800.
+	var t [expIntSteps + 1][expWords]uint64
+	x := new(big.Float).SetPrec(prec).SetInt64(1)
+	scale := new(big.Float).SetPrec(prec).SetMantExp(big.NewFloat(1), 64*expWords)
+	rel := new(big.Float).SetPrec(prec).SetMantExp(big.NewFloat(1), -2030)
+	one := new(big.Float).SetPrec(prec).SetInt64(1)
+	for q := 1; q <= expIntSteps; q++ {
+		x.Mul(x, inv)
+		lo := new(big.Float).SetPrec(prec).Mul(x, scale)
+		hi := new(big.Float).SetPrec(prec).Set(lo)
+		lo.Mul(lo, new(big.Float).SetPrec(prec).Sub(one, rel))
+		hi.Mul(hi, new(big.Float).SetPrec(prec).Add(one, rel))
+		li, _ := lo.Int(nil)
+		hiI, _ := hi.Int(nil)
+		if li.Cmp(hiI) != 0 {
+			panic("noise: e^-q table: floor not determined; raise the precision")
+		}
+		var buf [8 * expWords]byte
+		li.FillBytes(buf[:]) // e^-q < 1, so the floor fits in 192 bits
+		for i := range t[q] {
+			t[q][i] = binary.BigEndian.Uint64(buf[8*i:])
+		}
+	}
+	return t
+}
+
+// bernoulliExpInt returns true with probability e^-q for an integer q: it
+// compares a uniform binary fraction with floor(e^-q·2^192), one word at a
+// time. A tie over all three words (probability 2^-192) is a cut-off and
+// answers false; so does q > expIntSteps (exact probability below e^-256).
+// It draws one word except with probability at most 2^-64.
+func bernoulliExpInt(src random.Source, q uint64) bool {
+	if q == 0 {
+		return true
+	}
+	if q > expIntSteps {
+		return false
+	}
+	w := &expTable[q]
+	for i := 0; i < expWords; i++ {
+		u := src.Uint64()
+		if u != w[i] {
+			return u < w[i]
+		}
+	}
+	return false
+}
