@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"sync"
@@ -206,11 +207,8 @@ func newLedger(db *bolt.DB, path string, ro bool) *Ledger {
 }
 
 func openBolt(path string, ro bool, timeout time.Duration) (db *bolt.DB, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			db, err = nil, fmt.Errorf("ledger %s is corrupt (%v): %w", path, r, ErrNotLedger)
-		}
-	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recoverCorrupt(path, &err)
 	db, err = bolt.Open(path, 0o600, &bolt.Options{ReadOnly: ro, Timeout: timeout})
 	if err == nil {
 		return db, nil
@@ -226,14 +224,30 @@ func openBolt(path string, ro bool, timeout time.Duration) (db *bolt.DB, err err
 	return nil, fmt.Errorf("ledger %s cannot be opened as a dpstat ledger (%v); it was left unchanged: %w", path, err, ErrNotLedger)
 }
 
+// recoverCorrupt turns a panic (bbolt panics on inconsistent pages, and a
+// fault on a page past the end of a damaged file becomes a panic under
+// debug.SetPanicOnFault) into an error wrapping ErrNotLedger. It must be
+// deferred directly.
+func recoverCorrupt(path string, err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("ledger %s is corrupt (%v); the file was left as it was: %w", path, r, ErrNotLedger)
+	}
+}
+
 // checkFormat verifies the magic and version of an opened file.
 func checkFormat(db *bolt.DB, path string) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("ledger %s is corrupt (%v); it was left unchanged: %w", path, r, ErrNotLedger)
-		}
-	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recoverCorrupt(path, &err)
+	info, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("ledger %s: %w", path, err)
+	}
 	return db.View(func(tx *bolt.Tx) error {
+		// A file shorter than its own page count says is truncated;
+		// reading its pages would fault.
+		if need := tx.Size(); info.Size() < need {
+			return fmt.Errorf("ledger %s is truncated: the file has %d bytes but its pages need %d; it was left unchanged: %w", path, info.Size(), need, ErrNotLedger)
+		}
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {
 			return fmt.Errorf("ledger %s is a bbolt database but not a dpstat ledger (no %q bucket); it was left unchanged: %w", path, bucketMeta, ErrNotLedger)
@@ -260,7 +274,9 @@ func checkFormat(db *bolt.DB, path string) (err error) {
 }
 
 // initFormat creates the buckets and writes the magic of a new file.
-func initFormat(db *bolt.DB, path string) error {
+func initFormat(db *bolt.DB, path string) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recoverCorrupt(path, &err)
 	var fresh bool
 	if err := db.View(func(tx *bolt.Tx) error {
 		fresh = tx.Bucket(bucketMeta) == nil
@@ -271,7 +287,7 @@ func initFormat(db *bolt.DB, path string) error {
 	if !fresh {
 		return checkFormat(db, path)
 	}
-	err := db.Update(func(tx *bolt.Tx) error {
+	err = db.Update(func(tx *bolt.Tx) error {
 		// The file was empty when checked; refuse to write into a file
 		// that gained foreign content meanwhile.
 		if tx.Bucket(bucketMeta) != nil {
@@ -443,7 +459,7 @@ func (l *Ledger) Grant(k Key, limit accounting.EpsDelta, rule accounting.Rule) (
 		return Status{}, err
 	}
 	var st Status
-	err := l.db.Update(func(tx *bolt.Tx) error {
+	err := l.update(func(tx *bolt.Tx) error {
 		b, err := loadBudget(tx, k)
 		switch {
 		case errors.Is(err, ErrNoBudget):
@@ -483,7 +499,7 @@ func (l *Ledger) EnsureBudget(k Key, def accounting.EpsDelta, rule accounting.Ru
 		return Status{}, err
 	}
 	var st Status
-	err := l.db.Update(func(tx *bolt.Tx) error {
+	err := l.update(func(tx *bolt.Tx) error {
 		b, err := loadBudget(tx, k)
 		if errors.Is(err, ErrNoBudget) {
 			if b, err = accounting.NewBudget(def, rule); err != nil {
@@ -569,11 +585,8 @@ func (l *Ledger) view(fn func(*bolt.Tx) error) (err error) {
 		return fmt.Errorf("ledger %s: %w", l.path, ErrClosed)
 	default:
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("ledger %s is corrupt (%v): %w", l.path, r, ErrNotLedger)
-		}
-	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recoverCorrupt(l.path, &err)
 	return l.db.View(fn)
 }
 
@@ -772,11 +785,8 @@ func (l *Ledger) committer() {
 
 // update runs fn in a read-write transaction, turning a panic into an error.
 func (l *Ledger) update(fn func(*bolt.Tx) error) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("ledger %s is corrupt (%v): %w", l.path, r, ErrNotLedger)
-		}
-	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recoverCorrupt(l.path, &err)
 	return l.db.Update(fn)
 }
 

@@ -189,11 +189,41 @@ func TestForeignFilesAreRefusedAndUntouched(t *testing.T) {
 		{"missing bucket", func(t *testing.T, p string) {
 			writeBolt(t, p, setMeta(Magic, "1"))
 		}, `bucket "budgets" is missing`},
-		{"truncated ledger", func(t *testing.T, p string) {
+		{"truncated to 100 bytes", func(t *testing.T, p string) {
 			valid(t, p)
 			b, _ := os.ReadFile(p)
 			_ = os.WriteFile(p, b[:100], 0o600)
-		}, "ledger"},
+		}, "not a valid bbolt database"},
+		{"truncated to one page", func(t *testing.T, p string) {
+			valid(t, p)
+			b, _ := os.ReadFile(p)
+			_ = os.WriteFile(p, b[:4096], 0o600)
+		}, "file size too small"},
+		{"truncated to three pages", func(t *testing.T, p string) {
+			valid(t, p)
+			b, _ := os.ReadFile(p)
+			_ = os.WriteFile(p, b[:3*4096], 0o600)
+		}, "is truncated: the file has 12288 bytes"},
+		{"last page cut off", func(t *testing.T, p string) {
+			valid(t, p)
+			var size int64
+			db, err := bolt.Open(p, 0o600, &bolt.Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = db.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil })
+			_ = db.Close()
+			b, _ := os.ReadFile(p)
+			_ = os.WriteFile(p, b[:size-1], 0o600)
+		}, "is truncated"},
+		{"data pages damaged", func(t *testing.T, p string) {
+			valid(t, p)
+			b, _ := os.ReadFile(p)
+			for i := 2 * 4096; i < len(b); i++ {
+				b[i] ^= 0x5A
+			}
+			_ = os.WriteFile(p, b, 0o600)
+		}, "is corrupt"},
 		{"both meta pages damaged", func(t *testing.T, p string) {
 			valid(t, p)
 			b, _ := os.ReadFile(p)
