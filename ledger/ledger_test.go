@@ -648,3 +648,52 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestDamagedBudgetFailsOnlyItsOwnCharges: a charge whose transaction step
+// fails (here: its budget record is damaged) must not fail the charges
+// that shared its group commit.
+func TestDamagedBudgetFailsOnlyItsOwnCharges(t *testing.T) {
+	l := mustOpen(t, tempPath(t), Options{})
+	good, bad := Key{"census", "good"}, Key{"census", "bad"}
+	mustGrant(t, l, good, accounting.EpsDelta{Epsilon: 100}, accounting.Basic)
+	mustGrant(t, l, bad, accounting.EpsDelta{Epsilon: 100}, accounting.Basic)
+	if err := l.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketBudgets).Put(bad.bytes(), []byte("{not json"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var goodOK, badFailed atomic.Int64
+	for g := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 10 {
+				k := good
+				if (g+i)%2 == 1 {
+					k = bad
+				}
+				_, err := l.Charge(bg, Charge{Key: k, Cost: accounting.Pure(0.125)})
+				switch {
+				case k == good && err == nil:
+					goodOK.Add(1)
+				case k == bad && err != nil && strings.Contains(err.Error(), "damaged"):
+					badFailed.Add(1)
+				default:
+					t.Errorf("charge to %v: %v", k, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if goodOK.Load() != 160 || badFailed.Load() != 160 {
+		t.Fatalf("%d good charges succeeded and %d bad ones failed, want 160 and 160", goodOK.Load(), badFailed.Load())
+	}
+	st, err := l.Status(good)
+	if err != nil || st.Releases != 160 || st.Spent.Epsilon != 20 {
+		t.Fatalf("good budget: %+v, %v", st, err)
+	}
+	if h, _ := l.History(Key{}, 0); len(h) != 160 {
+		t.Fatalf("%d releases recorded, want 160", len(h))
+	}
+}
