@@ -232,6 +232,16 @@ func TestZCDPBudget(t *testing.T) {
 		t.Fatalf("Σδ0 reaching the budget δ: %v, want refused", err)
 	}
 
+	// A cost with ρ = 0 but ε > 0 is never free: it is charged as
+	// δ-approximately ε²/2-zCDP, whatever approximate-zCDP δ it states.
+	b = mustBudget(t, EpsDelta{Epsilon: 100, Delta: 1e-5}, ZCDP)
+	if err := b.Spend(Cost{Epsilon: 2, Delta: 1e-6, RhoDelta: 1e-7}); err != nil {
+		t.Fatal(err)
+	}
+	if tot := b.Totals(); tot.Rho != 2 || tot.RhoDelta != 1e-6 {
+		t.Fatalf("Totals() after an ε-only cost = %v, want ρ = 2, δ0 = 1e-6", tot)
+	}
+
 	// A cost with only (ε, δ) is charged as δ-approximately ε²/2-zCDP.
 	b = mustBudget(t, EpsDelta{Epsilon: 4.7285, Delta: 1e-5}, ZCDP)
 	for i := range 100 {

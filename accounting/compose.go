@@ -10,17 +10,21 @@ import (
 type ratT = big.Rat
 
 // Sequential composes releases on the same data: ε's, δ's, ρ's and the
-// approximate-zCDP δ's each add. Every sum is rounded up.
+// approximate-zCDP δ's each add. Every sum is rounded up. In this and the
+// other composition functions, a cost with ρ = 0 but ε > 0 or δ > 0
+// enters the zCDP fields as δ-approximately (ε²/2)-zCDP (see ZCDPCompose),
+// so that a missing ρ never makes a part of the composition free.
 func Sequential(costs ...Cost) (Cost, error) {
 	var out Cost
 	for i, c := range costs {
 		if err := c.Validate(); err != nil {
 			return Cost{}, fmt.Errorf("cost %d: %w", i, err)
 		}
+		z := zcdpView(c)
 		out.Epsilon = addUp(out.Epsilon, c.Epsilon)
 		out.Delta = addUp(out.Delta, c.Delta)
-		out.Rho = addUp(out.Rho, c.Rho)
-		out.RhoDelta = addUp(out.RhoDelta, c.RhoDelta)
+		out.Rho = addUp(out.Rho, z.Rho)
+		out.RhoDelta = addUp(out.RhoDelta, z.RhoDelta)
 	}
 	return out, checkComposed(out)
 }
@@ -41,10 +45,11 @@ func Parallel(costs ...Cost) (Cost, error) {
 		if err := c.Validate(); err != nil {
 			return Cost{}, fmt.Errorf("cost %d: %w", i, err)
 		}
+		z := zcdpView(c)
 		out.Epsilon = math.Max(out.Epsilon, c.Epsilon)
 		out.Delta = math.Max(out.Delta, c.Delta)
-		out.Rho = math.Max(out.Rho, c.Rho)
-		out.RhoDelta = math.Max(out.RhoDelta, c.RhoDelta)
+		out.Rho = math.Max(out.Rho, z.Rho)
+		out.RhoDelta = math.Max(out.RhoDelta, z.RhoDelta)
 	}
 	return out, nil
 }
@@ -69,6 +74,7 @@ func Advanced(c Cost, k int, deltaPrime float64) (Cost, error) {
 	}
 	kf := float64(k)
 	e := c.Epsilon
+	c = zcdpView(c)
 	first := e * math.Sqrt(2*kf*-math.Log(deltaPrime))
 	second := kf * e * math.Expm1(e)
 	out := Cost{
@@ -83,8 +89,8 @@ func Advanced(c Cost, k int, deltaPrime float64) (Cost, error) {
 // ZCDPCompose composes releases by adding their ρ's and approximate-zCDP
 // δ's (Bun & Steinke 2016) and converts the total to (ε, δ)-DP at the
 // target δ with ZCDPToEpsilon: the result is (ε(Σρ, δ − Σδ0), δ)-DP.
-// A cost without a zCDP statement (ρ = 0 but ε > 0) is counted as
-// δ-approximately (ε²/2)-zCDP, which every (ε, δ)-DP release is.
+// A cost without a zCDP statement (ρ = 0 but ε > 0 or δ > 0) is counted
+// as δ-approximately (ε²/2)-zCDP, which every (ε, δ)-DP release is.
 func ZCDPCompose(delta float64, costs ...Cost) (EpsDelta, error) {
 	if err := checkDelta("delta", delta); err != nil {
 		return EpsDelta{}, err
@@ -101,12 +107,14 @@ func ZCDPCompose(delta float64, costs ...Cost) (EpsDelta, error) {
 	return ApproxZCDPToEpsDelta(ratUp(rho), ratUp(rd), delta)
 }
 
-// zcdpView returns the cost as a zCDP statement: costs that state only
-// (ε, δ) are δ-approximately (ε²/2)-zCDP.
+// zcdpView returns the cost as a zCDP statement. A cost with ρ = 0 but a
+// positive ε or δ has no zCDP statement (a zero ρ would make it free), so
+// it is counted as what every (ε, δ)-DP release is: δ-approximately
+// (ε²/2)-zCDP (keeping a larger stated approximate-zCDP δ).
 func zcdpView(c Cost) Cost {
-	if c.Rho == 0 && c.RhoDelta == 0 && (c.Epsilon > 0 || c.Delta > 0) {
+	if c.Rho == 0 && (c.Epsilon > 0 || c.Delta > 0) {
 		c.Rho = mulUp(mulUp(c.Epsilon, c.Epsilon), 0.5)
-		c.RhoDelta = c.Delta
+		c.RhoDelta = math.Max(c.RhoDelta, c.Delta)
 	}
 	return c
 }
@@ -125,6 +133,7 @@ func Group(c Cost, k int) (Cost, error) {
 	if k == 1 {
 		return c, nil
 	}
+	c = zcdpView(c)
 	kf := float64(k)
 	factor := nudgeUp(kf*math.Exp((kf-1)*c.Epsilon), 4)
 	out := Cost{

@@ -171,6 +171,13 @@ func TestSequentialParallel(t *testing.T) {
 			}
 		})
 	}
+	// A part without a ρ is not free in the zCDP fields.
+	if got, _ := Sequential(Pure(1), Cost{Epsilon: 1, Delta: 1e-6}); got.Rho != 1 || got.RhoDelta != 1e-6 {
+		t.Errorf("Sequential(Pure(1), (1, 1e-6) without ρ) = %v, want ρ = 1, δ0 = 1e-6", got)
+	}
+	if got, _ := Parallel(Cost{Epsilon: 0.5, Rho: 0.01}, Cost{Epsilon: 1}); got.Rho != 0.5 {
+		t.Errorf("Parallel with a part without ρ = %v, want ρ = 0.5", got)
+	}
 	if _, err := Sequential(a, Cost{Epsilon: math.NaN()}); err == nil || !strings.Contains(err.Error(), "cost 1") {
 		t.Errorf("Sequential with a NaN cost: error = %v, want one naming cost 1", err)
 	}
