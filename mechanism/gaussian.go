@@ -78,29 +78,38 @@ func NewGaussian(o GaussianOptions) (*Gaussian, error) {
 			exp = floorLog2(sigma0) - 29
 		}
 	}
-	m.grid = noise.Grid{Exp: exp}
-	g := m.grid.Granularity()
-	sigma1, err := AnalyticGaussianSigma(o.Epsilon, o.Delta, roundUp(o.Sensitivity+g))
-	if err != nil {
-		return nil, fmt.Errorf("gaussian: %w", err)
-	}
-	steps := sigma1 / g
-	if steps <= 1.0/16 {
-		m.sigmaSteps = 0
-		m.sigma = sigma1
+	// σ for Δ + g in grid steps is σ0/g + σ0/Δ: coarsening the grid helps
+	// only while σ0/g dominates, so a few steps suffice or nothing will.
+	for tries := 0; ; tries++ {
+		m.grid = noise.Grid{Exp: exp}
+		g := m.grid.Granularity()
+		sigma1, err := AnalyticGaussianSigma(o.Epsilon, o.Delta, roundUp(o.Sensitivity+g))
+		if err != nil {
+			return nil, fmt.Errorf("gaussian: %w", err)
+		}
+		steps := sigma1 / g
+		if steps <= 1.0/16 {
+			m.sigmaSteps = 0
+			m.sigma = sigma1
+			return m, nil
+		}
+		// The margin 2^-16 covers the difference between the discrete and
+		// the continuous Gaussian's δ (Canonne, Kamath & Steinke 2020 give
+		// it exactly), which at 2^20 or more steps is of relative order
+		// 1e-8: the margin lowers δ by a relative 1e-4 or more. A test
+		// recomputes the discrete δ.
+		st := math.Ceil(roundUp(steps * (1 + 0x1p-16)))
+		if st > noise.MaxSigma {
+			if tries < 8 {
+				exp++
+				continue
+			}
+			return nil, fmt.Errorf("gaussian: epsilon = %v, delta = %v: sigma = %v is %v times the sensitivity, more than 2^31 grid steps can hold; want a larger epsilon", o.Epsilon, o.Delta, sigma1, sigma1/o.Sensitivity)
+		}
+		m.sigmaSteps = int64(st)
+		m.sigma = st * g
 		return m, nil
 	}
-	// The margin 2^-16 covers the difference between the discrete and the
-	// continuous Gaussian's δ (Canonne, Kamath & Steinke 2020, Theorem 7),
-	// which at 2^20 or more steps is of relative order 1e-8: it lowers δ by
-	// a relative 1e-4 or more. A test recomputes the discrete δ.
-	st := math.Ceil(roundUp(steps * (1 + 0x1p-16)))
-	if st > noise.MaxSigma {
-		return nil, fmt.Errorf("gaussian: sigma = %v is %v grid steps of %v: want at most 2^31 steps (raise epsilon)", sigma1, st, g)
-	}
-	m.sigmaSteps = int64(st)
-	m.sigma = st * g
-	return m, nil
 }
 
 // Release returns x plus discrete Gaussian noise, on the grid. The error is
@@ -128,14 +137,17 @@ func (m *Gaussian) Granularity() float64 { return m.grid.Granularity() }
 // σ actually used, and RhoDelta = 0.
 func (m *Gaussian) Cost() accounting.Cost {
 	d := m.sens + m.grid.Granularity()
-	return accounting.Cost{Epsilon: m.eps, Delta: m.delta, Rho: roundUp(d * d / (2 * m.sigma * m.sigma))}
+	r := d / m.sigma
+	return accounting.Cost{Epsilon: m.eps, Delta: m.delta, Rho: roundUp(r * r / 2)}
 }
 
-// Interval returns the half-width h with P(|release − x| ≤ h) ≈ confidence:
-// the normal quantile times σ plus one grid step for the discreteness of the
-// noise, plus half a step for the rounding of x. With σ of at least 2^20
-// grid steps the discrete Gaussian's tails match the continuous ones to far
-// better than that extra step.
+// Interval returns the half-width h with P(|release − x| ≤ h) ≥ confidence:
+// k grid steps, k the smallest integer with P(|Z| > k) ≤ 1 − confidence for
+// the discrete Gaussian Z actually used, plus half a step for the rounding
+// of x. The tail is computed by the Euler–Maclaurin formula
+// P(Z ≥ m) = (∫_m^∞ f + f(m)/2 + m·f(m)/(12σ²))/(σ√(2π)), f(y) =
+// exp(−y²/(2σ²)), whose remainder is negligible at 2^20 steps and more.
+// confidence ≤ 0 gives g/2, confidence ≥ 1 gives +Inf and NaN gives NaN.
 func (m *Gaussian) Interval(confidence float64) float64 {
 	g := m.grid.Granularity()
 	switch {
@@ -149,7 +161,27 @@ func (m *Gaussian) Interval(confidence float64) float64 {
 	if m.sigmaSteps == 0 {
 		return g / 2
 	}
-	return normalQuantile(confidence)*m.sigma + g + g/2
+	s := float64(m.sigmaSteps)
+	alpha := 1 - confidence
+	// ok(k): P(|Z| > k) = 2·P(Z ≥ k+1) ≤ α.
+	ok := func(k float64) bool { return 2*dgTail(s, k+1) <= alpha }
+	k := math.Ceil(normalQuantile(confidence) * s)
+	for i := 0; i < 64 && !ok(k); i++ {
+		k++
+	}
+	for i := 0; i < 64 && k > 0 && ok(k-1); i++ {
+		k--
+	}
+	return k*g + g/2
+}
+
+// dgTail returns P(Z ≥ m) for the discrete Gaussian with σ steps, by the
+// Euler–Maclaurin formula (see Interval), nudged up by a relative 1e-9.
+func dgTail(sigma, m float64) float64 {
+	f := math.Exp(-m * m / (2 * sigma * sigma))
+	integral := sigma * math.Sqrt(math.Pi/2) * math.Erfc(m/(sigma*math.Sqrt2))
+	t := (integral + f/2 + m/(sigma*sigma)*f/12) / (sigma * math.Sqrt(2*math.Pi))
+	return t * (1 + 1e-9)
 }
 
 // ClassicGaussianSigma returns the classic calibration σ = Δ₂·sqrt(2

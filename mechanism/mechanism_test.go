@@ -127,6 +127,10 @@ func TestConstructorsRejectBadOptions(t *testing.T) {
 			_, err := NewLaplace(LaplaceOptions{Epsilon: 1e-20, Sensitivity: 1})
 			return err
 		}, "epsilon"},
+		tc{"gaussian epsilon too small", func() error {
+			_, err := NewGaussian(GaussianOptions{Epsilon: 1e-10, Delta: 1e-12, Sensitivity: 1})
+			return err
+		}, "larger epsilon"},
 		tc{"classic epsilon 1", func() error { _, err := ClassicGaussianSigma(1, 1e-5, 1); return err }, "epsilon < 1"},
 		tc{"classic epsilon 2", func() error { _, err := ClassicGaussianSigma(2, 1e-5, 1); return err }, "epsilon < 1"},
 		tc{"binary rr neither", func() error { _, err := NewBinaryRR(BinaryRROptions{}); return err }, "neither"},
@@ -408,6 +412,18 @@ func TestCosts(t *testing.T) {
 // TestScalesIncludeTheGrid: the Laplace scale is at least (Δ + g)/ε and
 // within 2^-39 of it; the grid depends on Δ only.
 func TestScalesIncludeTheGrid(t *testing.T) {
+	for _, c := range []struct{ eps, delta, sens float64 }{{1e-6, 1e-5, 1}, {1e-8, 1e-5, 3}, {1e3, 1e-5, 1}, {1e-3, 1e-12, 1e-300}, {0.5, 0.5, 1e300}} {
+		m, err := NewGaussian(GaussianOptions{Epsilon: c.eps, Delta: c.delta, Sensitivity: c.sens})
+		if err != nil {
+			t.Fatalf("gaussian ε=%v δ=%v Δ=%v: %v", c.eps, c.delta, c.sens, err)
+		}
+		if v, err := m.Release(1); err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			t.Errorf("gaussian ε=%v δ=%v Δ=%v: Release = %v, %v", c.eps, c.delta, c.sens, v, err)
+		}
+		if c := m.Cost(); c.Validate() != nil {
+			t.Errorf("gaussian cost %v: %v", c, c.Validate())
+		}
+	}
 	for _, c := range []struct{ eps, sens float64 }{{1, 1}, {0.1, 3}, {2, 1e-300}, {0.5, 1e300}, {1e-9, 1}, {0x1p-40, 7}} {
 		lap, err := NewLaplace(LaplaceOptions{Epsilon: c.eps, Sensitivity: c.sens})
 		if err != nil {

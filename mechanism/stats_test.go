@@ -460,7 +460,7 @@ func TestAboveThreshold(t *testing.T) {
 
 // discreteGaussianDelta returns the exact δ of the discrete Gaussian
 // mechanism with σ and integer sensitivity d (both in grid steps) at ε
-// (Canonne, Kamath & Steinke 2020, Theorem 7):
+// (Canonne, Kamath & Steinke 2020 give it exactly):
 // P[Y > εσ²/d − d/2] − e^ε·P[Y > εσ²/d + d/2], Y ~ N_Z(0, σ²). Tails are
 // summed directly when sum is true, else by Euler–Maclaurin:
 // Σ_{y≥m} f(y) = ∫_m^∞ f + f(m)/2 − f'(m)/12 + R with |R| far below 1e-20

@@ -7,20 +7,27 @@ import (
 	"github.com/dpstat/dpstat/random"
 )
 
-// SamplerDelta bounds the probability that any loop cap is reached while
-// one sample is drawn by a sampler of this package (and by the selection
-// samplers of package mechanism, which use the same caps). It is a
-// deliberately loose union bound: the largest single term is below 2^-120
-// (see the caps below and docs/privacy.md).
+// SamplerDelta bounds the probability that any loop cap (or other cut-off)
+// is reached while one sample is drawn by a sampler of this package, or one
+// release is made by a mechanism of package mechanism. The implemented
+// output distribution is therefore within statistical distance SamplerDelta
+// of the exact one on every input, so a release that is (ε, δ)-DP with the
+// exact distribution is (ε, δ + (1 + e^ε)·SamplerDelta)-DP as implemented
+// (below δ + 2^-85 for ε ≤ 10). It is a deliberately loose union bound: the
+// largest single term, the round cap of the exponential mechanism, is below
+// 2^-115; every cap of this package contributes below 2^-180 per sample (see
+// the caps below and docs/privacy.md).
 const SamplerDelta = 0x1p-100
 
 // Loop caps. Each is chosen so that reaching it has probability far below
 // SamplerDelta; the bound for each is stated beside it.
 const (
 	// uniformTries caps the rejection loop of UniformInt. Each try is
-	// rejected with probability (2^64 mod n)/2^64 < 1/2, so all tries are
-	// rejected with probability below 2^-128.
-	uniformTries = 128
+	// rejected with probability (2^64 mod n)/2^64, which is below 1/2 for
+	// every n and below n/2^64 in general, so all tries are rejected with
+	// probability below 2^-256 (and far less for the n ≤ 2^52 that the
+	// samplers mostly use).
+	uniformTries = 256
 	// expFracSteps caps the K loop of Bernoulli(exp(−γ)) for γ ≤ 1. The loop
 	// passes step k with probability γ^k/k! ≤ 1/k!, and 1/64! < 2^-295.
 	expFracSteps = 64
@@ -57,7 +64,7 @@ func UniformInt(src random.Source, n uint64) uint64 {
 		thresh := -n % n
 		for try := 1; lo < thresh; try++ {
 			if try == uniformTries {
-				return 0 // cut-off, probability < 2^-128
+				return 0 // cut-off, probability < 2^-256
 			}
 			hi, lo = bits.Mul64(src.Uint64(), n)
 		}
