@@ -1,0 +1,191 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Request is one DP SQL question from an authenticated analyst.
+type Request struct {
+	// Analyst is the authenticated analyst's name; budgets are charged to
+	// (table, Analyst).
+	Analyst string
+	// SQL is the analyst's DP SQL text.
+	SQL string
+	// Epsilon and Delta are the total cost the analyst will pay for the
+	// answer; zero means the answerer's default.
+	Epsilon, Delta float64
+	// Confidence is the level of the reported intervals, in (0, 1); zero
+	// means the answerer's default (0.95).
+	Confidence float64
+	// DryRun asks for the cost and the expected interval widths without
+	// touching the data or charging anything.
+	DryRun bool
+	// RequestID, when set, makes the charge idempotent: a repeated request
+	// with the same ID is charged once.
+	RequestID string
+}
+
+// Pair is an (ε, δ) amount.
+type Pair struct {
+	Epsilon float64 `json:"epsilon"`
+	Delta   float64 `json:"delta"`
+}
+
+// BudgetLeft is the budget of the table a query was charged to, after the
+// charge.
+type BudgetLeft struct {
+	Spent     Pair `json:"spent"`
+	Remaining Pair `json:"remaining"`
+}
+
+// Response is an answer in the shape `dpstat query --format json` prints:
+// column names, rows of values, for each value its interval ([low, high], or
+// nil for group keys and exact values), the cost and the budget left.
+type Response struct {
+	Columns []string        `json:"columns"`
+	Rows    [][]any         `json:"rows"`
+	CI      [][]*[2]float64 `json:"ci"`
+	Cost    Pair            `json:"cost"`
+	Budget  BudgetLeft      `json:"budget"`
+	// Table is the table the query read and was charged to.
+	Table string `json:"table,omitempty"`
+	// DryRun is true for a preview: Rows hold no data (nil values) and CI
+	// the expected interval half-widths around zero; nothing was charged.
+	DryRun bool `json:"dry_run,omitempty"`
+	// Notes are human-readable remarks such as how the cost was split.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// ColumnInfo is one declared column: its type and the data owner's declared
+// bounds or public values. It never carries data.
+type ColumnInfo struct {
+	Name     string   `json:"name"`
+	Type     string   `json:"type"`
+	Lower    *float64 `json:"lower,omitempty"`
+	Upper    *float64 `json:"upper,omitempty"`
+	Values   []string `json:"values,omitempty"`
+	Nullable bool     `json:"nullable,omitempty"`
+}
+
+// TableInfo is a table an analyst may query, as declared in the catalog.
+type TableInfo struct {
+	Name             string       `json:"name"`
+	PrivacyUnit      string       `json:"privacy_unit,omitempty"`
+	MaxGroupsPerUnit int          `json:"max_groups_per_unit,omitempty"`
+	MaxRowsPerGroup  int          `json:"max_rows_per_group,omitempty"`
+	Columns          []ColumnInfo `json:"columns"`
+}
+
+// Answerer answers DP SQL. Implementations charge the ledger durably before
+// an answer is returned and charge nothing for a refused question or a dry
+// run. They must be safe for concurrent use.
+type Answerer interface {
+	// Answer answers req, or returns an *Error saying why not.
+	Answer(ctx context.Context, req Request) (*Response, error)
+	// Tables lists the tables the analyst may query, with their declared
+	// schemas and bounds.
+	Tables(analyst string) []TableInfo
+}
+
+// Kind classifies an error for the HTTP status and the PostgreSQL SQLSTATE
+// it is reported with.
+type Kind string
+
+// The kinds of error an Answerer or the server reports.
+const (
+	// KindBadRequest: a malformed request or parameter (400, 22023).
+	KindBadRequest Kind = "bad_request"
+	// KindSyntax: the SQL text does not parse (400, 42601).
+	KindSyntax Kind = "syntax_error"
+	// KindRefused: valid SQL that dpstat does not answer, e.g. SELECT *
+	// (400, 0A000).
+	KindRefused Kind = "refused"
+	// KindNotGranted: no budget on that table for this analyst (403,
+	// 42501).
+	KindNotGranted Kind = "not_granted"
+	// KindBudgetExceeded: the cost does not fit in the budget left (409,
+	// 53400).
+	KindBudgetExceeded Kind = "budget_exceeded"
+	// KindUnknownTable: the table is not in the catalog (400, 42P01).
+	KindUnknownTable Kind = "unknown_table"
+	// KindUnknownColumn: the column is not declared (400, 42703).
+	KindUnknownColumn Kind = "unknown_column"
+	// KindTimeout: the query ran out of time (503, 57014).
+	KindTimeout Kind = "timeout"
+	// KindInternal: anything else; reported without details (500, XX000).
+	KindInternal Kind = "internal"
+)
+
+// Error is an error with a Kind and a message meant for the analyst.
+type Error struct {
+	Kind    Kind
+	Message string
+	// Err is the underlying cause, for logs only; it is never sent to
+	// clients.
+	Err error
+}
+
+// Error implements error.
+func (e *Error) Error() string { return e.Message }
+
+// Unwrap returns the underlying cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns an *Error of kind k with a formatted message.
+func Errorf(k Kind, format string, args ...any) *Error {
+	return &Error{Kind: k, Message: fmt.Sprintf(format, args...)}
+}
+
+// AsError returns err as an *Error; an error of another type becomes
+// KindInternal with a generic message (the cause kept in Err).
+func AsError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &Error{Kind: KindTimeout, Message: "the query ran out of time", Err: err}
+	}
+	return &Error{Kind: KindInternal, Message: "internal error", Err: err}
+}
+
+// HTTPStatus is the HTTP status an error of kind k is reported with.
+func (k Kind) HTTPStatus() int {
+	switch k {
+	case KindBadRequest, KindSyntax, KindRefused, KindUnknownTable, KindUnknownColumn:
+		return http.StatusBadRequest
+	case KindNotGranted:
+		return http.StatusForbidden
+	case KindBudgetExceeded:
+		return http.StatusConflict
+	case KindTimeout:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// SQLState is the PostgreSQL error code an error of kind k is reported with.
+func (k Kind) SQLState() string {
+	switch k {
+	case KindBadRequest:
+		return "22023" // invalid_parameter_value
+	case KindSyntax:
+		return "42601" // syntax_error
+	case KindRefused:
+		return "0A000" // feature_not_supported
+	case KindNotGranted:
+		return "42501" // insufficient_privilege
+	case KindBudgetExceeded:
+		return "53400" // configuration_limit_exceeded
+	case KindUnknownTable:
+		return "42P01" // undefined_table
+	case KindUnknownColumn:
+		return "42703" // undefined_column
+	case KindTimeout:
+		return "57014" // query_canceled
+	}
+	return "XX000" // internal_error
+}

@@ -1,0 +1,665 @@
+// Package server is dpstat's multi-analyst query service over HTTP: a JSON
+// API for DP SQL with bearer tokens, budgets and release history, admin
+// endpoints for analysts and grants, an OpenAPI document, and a web
+// dashboard whose every asset is embedded in the binary.
+//
+// The server never answers a question itself: it authenticates the analyst,
+// enforces limits (body size, SQL length, concurrency, per-analyst rate) and
+// hands the question to an Answerer, which charges the ledger before it
+// returns an answer. Errors are JSON objects {"error": {"code", "message"}}
+// with a stable code and the matching HTTP status; internal errors are
+// reported without details.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dpstat/dpstat/accounting"
+	"github.com/dpstat/dpstat/analyst"
+	"github.com/dpstat/dpstat/ledger"
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultMaxBodyBytes  = 64 << 10
+	DefaultMaxSQLLen     = 16 << 10
+	DefaultMaxConcurrent = 256
+	DefaultQueryTimeout  = 30 * time.Second
+	DefaultHistoryLimit  = 100
+	MaxHistoryLimit      = 10000
+)
+
+// Options configures a Server.
+type Options struct {
+	// Answerer answers DP SQL (required).
+	Answerer Answerer
+	// Ledger is read for budgets and history and written for grants
+	// (required).
+	Ledger *ledger.Ledger
+	// Analysts authenticates tokens and is updated by the admin endpoints
+	// (required).
+	Analysts *analyst.Registry
+	// MaxBodyBytes bounds a request body; larger bodies get 413.
+	MaxBodyBytes int64
+	// MaxSQLLen bounds the SQL text in bytes; longer gets 413.
+	MaxSQLLen int
+	// MaxConcurrent bounds the API requests served at once; beyond it
+	// requests get 429 at once rather than queue.
+	MaxConcurrent int
+	// RatePerAnalyst, when positive, bounds each analyst's API requests
+	// per second (a token bucket of size Burst); beyond it, 429.
+	RatePerAnalyst float64
+	// Burst is the per-analyst bucket size; zero means max(1, RatePerAnalyst).
+	Burst int
+	// QueryTimeout bounds the time one query may take.
+	QueryTimeout time.Duration
+	// Logger receives internal errors; nil means the standard logger.
+	Logger *log.Logger
+}
+
+// Server is the HTTP front end. Create it with New.
+type Server struct {
+	opts    Options
+	sem     chan struct{}
+	limiter *rateLimiter
+	mux     *http.ServeMux
+	log     *log.Logger
+}
+
+// New validates opts and returns a Server.
+func New(opts Options) (*Server, error) {
+	if opts.Answerer == nil || opts.Ledger == nil || opts.Analysts == nil {
+		return nil, errors.New("server: Answerer, Ledger and Analysts are required")
+	}
+	if opts.MaxBodyBytes < 0 || opts.MaxSQLLen < 0 || opts.MaxConcurrent < 0 || opts.QueryTimeout < 0 || opts.Burst < 0 {
+		return nil, errors.New("server: limits must not be negative")
+	}
+	if math.IsNaN(opts.RatePerAnalyst) || math.IsInf(opts.RatePerAnalyst, 0) || opts.RatePerAnalyst < 0 {
+		return nil, fmt.Errorf("server: RatePerAnalyst = %v: want a finite number >= 0", opts.RatePerAnalyst)
+	}
+	if opts.MaxBodyBytes == 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.MaxSQLLen == 0 {
+		opts.MaxSQLLen = DefaultMaxSQLLen
+	}
+	if opts.MaxConcurrent == 0 {
+		opts.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if opts.QueryTimeout == 0 {
+		opts.QueryTimeout = DefaultQueryTimeout
+	}
+	if opts.Logger == nil {
+		opts.Logger = log.Default()
+	}
+	s := &Server{opts: opts, sem: make(chan struct{}, opts.MaxConcurrent), log: opts.Logger}
+	if opts.RatePerAnalyst > 0 {
+		burst := opts.Burst
+		if burst == 0 {
+			burst = int(math.Max(1, opts.RatePerAnalyst))
+		}
+		s.limiter = newRateLimiter(opts.RatePerAnalyst, burst)
+	}
+	s.routes()
+	return s, nil
+}
+
+// MaxSQLLen is the longest SQL text the server accepts, in bytes.
+func (s *Server) MaxSQLLen() int { return s.opts.MaxSQLLen }
+
+// Handler returns the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// HTTPServer returns an http.Server for addr with the server's handler and
+// timeouts against slow clients: 5 s to send the headers, 15 s for the
+// whole request, the query timeout plus 15 s for the response, 60 s idle.
+func (s *Server) HTTPServer(addr string) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           s.mux,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      s.opts.QueryTimeout + 15*time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          s.log,
+	}
+}
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /openapi.json", serveOpenAPI)
+	m.Handle("POST /v1/query", s.api(false, s.handleQuery))
+	m.Handle("GET /v1/tables", s.api(false, s.handleTables))
+	m.Handle("GET /v1/budget", s.api(false, s.handleBudget))
+	m.Handle("GET /v1/history", s.api(false, s.handleHistory))
+	m.Handle("GET /v1/me", s.api(false, s.handleMe))
+	m.Handle("GET /v1/admin/analysts", s.api(true, s.handleListAnalysts))
+	m.Handle("POST /v1/admin/analysts", s.api(true, s.handleAddAnalyst))
+	m.Handle("POST /v1/admin/analysts/{name}/revoke", s.api(true, s.handleRevoke))
+	m.Handle("POST /v1/admin/analysts/{name}/rotate", s.api(true, s.handleRotate))
+	m.Handle("POST /v1/admin/grants", s.api(true, s.handleGrant))
+	m.Handle("GET /v1/admin/releases", s.api(true, s.handleAllReleases))
+	m.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s %s; see /openapi.json", r.Method, r.URL.Path))
+	})
+	m.Handle("/", dashboardHandler())
+	s.mux = m
+}
+
+type ctxKey struct{}
+
+// analystOf returns the authenticated analyst of a request.
+func analystOf(r *http.Request) analyst.Analyst {
+	a, _ := r.Context().Value(ctxKey{}).(analyst.Analyst)
+	return a
+}
+
+type apiFunc func(w http.ResponseWriter, r *http.Request) error
+
+// api wraps an endpoint: panics become 500, concurrency and rate limits
+// give 429, the bearer token is checked (401), admin endpoints need the
+// admin role (403), and a returned error is written as JSON.
+func (s *Server) api(admin bool, fn apiFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				s.log.Printf("dpstat serve: panic serving %s %s: %v", r.Method, r.URL.Path, p)
+				writeError(w, http.StatusInternalServerError, string(KindInternal), "internal error")
+			}
+		}()
+		w.Header().Set("Cache-Control", "no-store")
+		select {
+		case s.sem <- struct{}{}:
+			defer func() { <-s.sem }()
+		default:
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusTooManyRequests, "overloaded", fmt.Sprintf("the server is serving its maximum of %d requests; retry shortly", s.opts.MaxConcurrent))
+			return
+		}
+		a, ok := s.authenticate(w, r)
+		if !ok {
+			return
+		}
+		if s.limiter != nil && !s.limiter.allow(a.Name) {
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusTooManyRequests, "rate_limited", fmt.Sprintf("analyst %q is over the limit of %g requests per second; retry shortly", a.Name, s.opts.RatePerAnalyst))
+			return
+		}
+		if admin && !a.IsAdmin() {
+			writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("analyst %q does not have the admin role", a.Name))
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, a))
+		if err := fn(w, r); err != nil {
+			s.writeErr(w, err)
+		}
+	})
+}
+
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (analyst.Analyst, bool) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="dpstat"`)
+		writeError(w, http.StatusUnauthorized, "unauthorized", "missing token: send the header Authorization: Bearer TOKEN")
+		return analyst.Analyst{}, false
+	}
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="dpstat"`)
+		writeError(w, http.StatusUnauthorized, "unauthorized", "the Authorization header must be: Bearer TOKEN")
+		return analyst.Analyst{}, false
+	}
+	a, err := s.opts.Analysts.Authenticate(strings.TrimSpace(tok))
+	switch {
+	case errors.Is(err, analyst.ErrRevoked):
+		w.Header().Set("WWW-Authenticate", `Bearer realm="dpstat", error="invalid_token"`)
+		writeError(w, http.StatusUnauthorized, "token_revoked", "this token has been revoked; ask an administrator for a new one")
+		return analyst.Analyst{}, false
+	case err != nil:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="dpstat", error="invalid_token"`)
+		writeError(w, http.StatusUnauthorized, "unauthorized", "invalid token")
+		return analyst.Analyst{}, false
+	}
+	return a, true
+}
+
+// httpError is an error with its own status and code.
+type httpError struct {
+	status  int
+	code    string
+	message string
+}
+
+func (e *httpError) Error() string { return e.message }
+
+func badRequest(format string, args ...any) error {
+	return &httpError{http.StatusBadRequest, string(KindBadRequest), fmt.Sprintf(format, args...)}
+}
+
+func (s *Server) writeErr(w http.ResponseWriter, err error) {
+	var he *httpError
+	if errors.As(err, &he) {
+		writeError(w, he.status, he.code, he.message)
+		return
+	}
+	e := AsError(err)
+	if e.Kind == KindInternal {
+		s.log.Printf("dpstat serve: internal error: %v", err)
+		writeError(w, http.StatusInternalServerError, string(KindInternal), "internal error")
+		return
+	}
+	writeError(w, e.Kind.HTTPStatus(), string(e.Kind), e.Message)
+}
+
+type errorBody struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func writeError(w http.ResponseWriter, status int, code, message string) {
+	var b errorBody
+	b.Error.Code, b.Error.Message = code, message
+	writeJSON(w, status, b)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		data = []byte(`{"error":{"code":"internal","message":"internal error"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	w.Write(append(data, '\n'))
+}
+
+// decodeBody reads one JSON object of at most MaxBodyBytes into v,
+// refusing unknown fields and trailing data.
+func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "application/json") {
+		return &httpError{http.StatusUnsupportedMediaType, "unsupported_media_type", fmt.Sprintf("Content-Type %q: want application/json", ct)}
+	}
+	body := http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		if _, terr := dec.Token(); terr != io.EOF {
+			err = errors.New("trailing data after the JSON object")
+		}
+	}
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return &httpError{http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("request body is larger than %d bytes", s.opts.MaxBodyBytes)}
+		}
+		if errors.Is(err, io.EOF) {
+			return badRequest("empty request body: want a JSON object")
+		}
+		return badRequest("malformed JSON body: %v", err)
+	}
+	return nil
+}
+
+// queryBody is the body of POST /v1/query.
+type queryBody struct {
+	SQL        string   `json:"sql"`
+	Epsilon    *float64 `json:"epsilon"`
+	Delta      *float64 `json:"delta"`
+	Confidence *float64 `json:"confidence"`
+	DryRun     bool     `json:"dry_run"`
+}
+
+// ValidateParams checks the per-query parameters an analyst may set; zero
+// means "the default" and is accepted. It is shared with the PostgreSQL
+// front end.
+func ValidateParams(epsilon, delta, confidence float64) error {
+	if math.IsNaN(epsilon) || math.IsInf(epsilon, 0) || epsilon < 0 {
+		return Errorf(KindBadRequest, "epsilon = %v: want a finite number > 0", epsilon)
+	}
+	if math.IsNaN(delta) || delta < 0 || delta >= 1 {
+		return Errorf(KindBadRequest, "delta = %v: want a number in [0, 1)", delta)
+	}
+	if math.IsNaN(confidence) || confidence < 0 || confidence >= 1 {
+		return Errorf(KindBadRequest, "confidence = %v: want a number in (0, 1), e.g. 0.95", confidence)
+	}
+	return nil
+}
+
+func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) error {
+	var b queryBody
+	if err := s.decodeBody(w, r, &b); err != nil {
+		return err
+	}
+	if strings.TrimSpace(b.SQL) == "" {
+		return badRequest(`"sql" is empty: want a DP SQL query such as SELECT COUNT(*) FROM t`)
+	}
+	if len(b.SQL) > s.opts.MaxSQLLen {
+		return &httpError{http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("SQL text is %d bytes long: want at most %d", len(b.SQL), s.opts.MaxSQLLen)}
+	}
+	req := Request{Analyst: analystOf(r).Name, SQL: b.SQL, DryRun: b.DryRun}
+	for _, p := range []struct {
+		name string
+		v    *float64
+		dst  *float64
+	}{{"epsilon", b.Epsilon, &req.Epsilon}, {"delta", b.Delta, &req.Delta}, {"confidence", b.Confidence, &req.Confidence}} {
+		if p.v != nil {
+			if *p.v == 0 && p.name != "delta" {
+				return badRequest("%s = 0: want a number > 0, or leave it out for the default", p.name)
+			}
+			*p.dst = *p.v
+		}
+	}
+	if err := ValidateParams(req.Epsilon, req.Delta, req.Confidence); err != nil {
+		return err
+	}
+	if id := r.Header.Get("Idempotency-Key"); id != "" {
+		if len(id) > 128 {
+			return badRequest("Idempotency-Key is %d bytes long: want at most 128", len(id))
+		}
+		req.RequestID = req.Analyst + "/" + id
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.QueryTimeout)
+	defer cancel()
+	resp, err := s.opts.Answerer.Answer(ctx, req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, resp)
+	return nil
+}
+
+func (s *Server) handleTables(w http.ResponseWriter, r *http.Request) error {
+	tables := s.opts.Answerer.Tables(analystOf(r).Name)
+	if tables == nil {
+		tables = []TableInfo{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tables": tables})
+	return nil
+}
+
+// BudgetInfo is one of an analyst's budgets.
+type BudgetInfo struct {
+	Table     string          `json:"table"`
+	Analyst   string          `json:"analyst"`
+	Rule      accounting.Rule `json:"rule"`
+	Limit     Pair            `json:"limit"`
+	Spent     Pair            `json:"spent"`
+	Remaining Pair            `json:"remaining"`
+	Releases  int             `json:"releases"`
+}
+
+func budgetInfo(st ledger.Status) BudgetInfo {
+	return BudgetInfo{
+		Table: st.Key.Dataset, Analyst: st.Key.Analyst, Rule: st.Rule,
+		Limit:     Pair{st.Limit.Epsilon, st.Limit.Delta},
+		Spent:     Pair{st.Spent.Epsilon, st.Spent.Delta},
+		Remaining: Pair{st.Remaining.Epsilon, st.Remaining.Delta},
+		Releases:  st.Releases,
+	}
+}
+
+func (s *Server) budgetsOf(name string) ([]BudgetInfo, error) {
+	all, err := s.opts.Ledger.Budgets()
+	if err != nil {
+		return nil, err
+	}
+	out := []BudgetInfo{}
+	for _, st := range all {
+		if name == "" || st.Key.Analyst == name {
+			out = append(out, budgetInfo(st))
+		}
+	}
+	return out, nil
+}
+
+func (s *Server) handleBudget(w http.ResponseWriter, r *http.Request) error {
+	b, err := s.budgetsOf(analystOf(r).Name)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"budgets": b})
+	return nil
+}
+
+// ReleaseInfo is one charged release.
+type ReleaseInfo struct {
+	ID          uint64    `json:"id"`
+	Time        time.Time `json:"time"`
+	Table       string    `json:"table"`
+	Analyst     string    `json:"analyst"`
+	Description string    `json:"description"`
+	Cost        Pair      `json:"cost"`
+}
+
+func limitParam(r *http.Request) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return DefaultHistoryLimit, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > MaxHistoryLimit {
+		return 0, badRequest("limit = %q: want a whole number from 1 to %d", v, MaxHistoryLimit)
+	}
+	return n, nil
+}
+
+func (s *Server) history(w http.ResponseWriter, r *http.Request, name string) error {
+	n, err := limitParam(r)
+	if err != nil {
+		return err
+	}
+	rels, err := s.opts.Ledger.History(ledger.Key{Analyst: name}, n)
+	if err != nil {
+		return err
+	}
+	out := make([]ReleaseInfo, 0, len(rels))
+	for _, rel := range rels {
+		out = append(out, ReleaseInfo{ID: rel.ID, Time: rel.Time, Table: rel.Key.Dataset, Analyst: rel.Key.Analyst,
+			Description: rel.Description, Cost: Pair{rel.Cost.Epsilon, rel.Cost.Delta}})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"releases": out})
+	return nil
+}
+
+func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request) error {
+	return s.history(w, r, analystOf(r).Name)
+}
+
+func (s *Server) handleAllReleases(w http.ResponseWriter, r *http.Request) error {
+	return s.history(w, r, "")
+}
+
+func (s *Server) handleMe(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, analystOf(r))
+	return nil
+}
+
+// AnalystInfo is an analyst with its budgets, as the admin endpoints list
+// them.
+type AnalystInfo struct {
+	analyst.Analyst
+	Budgets []BudgetInfo `json:"budgets"`
+}
+
+func (s *Server) handleListAnalysts(w http.ResponseWriter, r *http.Request) error {
+	all, err := s.budgetsOf("")
+	if err != nil {
+		return err
+	}
+	out := []AnalystInfo{}
+	for _, a := range s.opts.Analysts.List() {
+		info := AnalystInfo{Analyst: a, Budgets: []BudgetInfo{}}
+		for _, b := range all {
+			if b.Analyst == a.Name {
+				info.Budgets = append(info.Budgets, b)
+			}
+		}
+		out = append(out, info)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"analysts": out})
+	return nil
+}
+
+// GrantBody is the body of POST /v1/admin/grants, and one grant in POST
+// /v1/admin/analysts.
+type GrantBody struct {
+	Analyst string  `json:"analyst,omitempty"`
+	Table   string  `json:"table"`
+	Epsilon float64 `json:"epsilon"`
+	Delta   float64 `json:"delta"`
+	Rule    string  `json:"rule,omitempty"`
+}
+
+func (s *Server) grant(g GrantBody) (BudgetInfo, error) {
+	if _, ok := s.opts.Analysts.Get(g.Analyst); !ok {
+		return BudgetInfo{}, &httpError{http.StatusNotFound, "not_found", fmt.Sprintf("no analyst %q", g.Analyst)}
+	}
+	if g.Table == "" {
+		return BudgetInfo{}, badRequest(`"table" is empty: want a table of the catalog`)
+	}
+	known := false
+	for _, t := range s.opts.Answerer.Tables("") {
+		known = known || t.Name == g.Table
+	}
+	if !known {
+		return BudgetInfo{}, badRequest("table %q is not in the catalog", g.Table)
+	}
+	rule := accounting.Basic
+	if g.Rule != "" {
+		var err error
+		if rule, err = accounting.ParseRule(g.Rule); err != nil {
+			return BudgetInfo{}, badRequest("%v", err)
+		}
+	}
+	st, err := s.opts.Ledger.Grant(ledger.Key{Dataset: g.Table, Analyst: g.Analyst}, accounting.EpsDelta{Epsilon: g.Epsilon, Delta: g.Delta}, rule)
+	if err != nil {
+		return BudgetInfo{}, badRequest("grant refused: %v", err)
+	}
+	return budgetInfo(st), nil
+}
+
+func (s *Server) handleGrant(w http.ResponseWriter, r *http.Request) error {
+	var g GrantBody
+	if err := s.decodeBody(w, r, &g); err != nil {
+		return err
+	}
+	b, err := s.grant(g)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, b)
+	return nil
+}
+
+type addAnalystBody struct {
+	Name   string      `json:"name"`
+	Role   string      `json:"role"`
+	Grants []GrantBody `json:"grants"`
+}
+
+func (s *Server) handleAddAnalyst(w http.ResponseWriter, r *http.Request) error {
+	var b addAnalystBody
+	if err := s.decodeBody(w, r, &b); err != nil {
+		return err
+	}
+	role := analyst.RoleAnalyst
+	if b.Role != "" {
+		var err error
+		if role, err = analyst.ParseRole(b.Role); err != nil {
+			return badRequest("%v", err)
+		}
+	}
+	a, tok, err := s.opts.Analysts.Add(b.Name, role)
+	if errors.Is(err, analyst.ErrExists) {
+		return &httpError{http.StatusConflict, "exists", err.Error()}
+	}
+	if err != nil {
+		return badRequest("%v", err)
+	}
+	info := AnalystInfo{Analyst: a, Budgets: []BudgetInfo{}}
+	for _, g := range b.Grants {
+		g.Analyst = a.Name
+		bi, err := s.grant(g)
+		if err != nil {
+			return err
+		}
+		info.Budgets = append(info.Budgets, bi)
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"analyst": info, "token": tok})
+	return nil
+}
+
+func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.opts.Analysts.Revoke(r.PathValue("name"))
+	if errors.Is(err, analyst.ErrUnknown) {
+		return &httpError{http.StatusNotFound, "not_found", err.Error()}
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"analyst": a})
+	return nil
+}
+
+func (s *Server) handleRotate(w http.ResponseWriter, r *http.Request) error {
+	a, tok, err := s.opts.Analysts.Rotate(r.PathValue("name"))
+	if errors.Is(err, analyst.ErrUnknown) {
+		return &httpError{http.StatusNotFound, "not_found", err.Error()}
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"analyst": a, "token": tok})
+	return nil
+}
+
+// rateLimiter is a token bucket per analyst.
+type rateLimiter struct {
+	rate  float64
+	burst float64
+	mu    sync.Mutex
+	b     map[string]*bucket
+}
+
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+func newRateLimiter(rate float64, burst int) *rateLimiter {
+	return &rateLimiter{rate: rate, burst: float64(burst), b: map[string]*bucket{}}
+}
+
+func (l *rateLimiter) allow(name string) bool {
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, ok := l.b[name]
+	if !ok {
+		b = &bucket{tokens: l.burst, last: now}
+		l.b[name] = b
+	}
+	b.tokens = math.Min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}

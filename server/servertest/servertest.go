@@ -1,0 +1,139 @@
+// Package servertest provides a stand-in Answerer for testing and
+// benchmarking the server's front ends without a query engine. It parses
+// nothing beyond the table name, answers with fixed rows, and charges a real
+// ledger exactly as a real answerer must: before answering, never for a
+// refusal or a dry run.
+package servertest
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strings"
+
+	"github.com/dpstat/dpstat/accounting"
+	"github.com/dpstat/dpstat/ledger"
+	"github.com/dpstat/dpstat/server"
+)
+
+// Answerer is a fake server.Answerer over two declared tables, "adult" and
+// "visits". Its answers are fixed numbers; only its charging is real.
+type Answerer struct {
+	// Ledger is charged for every answer.
+	Ledger *ledger.Ledger
+}
+
+var fromRE = regexp.MustCompile(`(?i)\bfrom\s+("?)([A-Za-z_][A-Za-z0-9_]*)("?)`)
+
+func f(v float64) *float64 { return &v }
+
+var tables = []server.TableInfo{
+	{Name: "adult", Columns: []server.ColumnInfo{
+		{Name: "age", Type: "int", Lower: f(17), Upper: f(90)},
+		{Name: "hours_per_week", Type: "int", Lower: f(1), Upper: f(99)},
+		{Name: "sex", Type: "text", Values: []string{"Female", "Male"}},
+		{Name: "education", Type: "text"},
+	}},
+	{Name: "visits", PrivacyUnit: "visitor_id", MaxGroupsPerUnit: 3, MaxRowsPerGroup: 1, Columns: []server.ColumnInfo{
+		{Name: "visitor_id", Type: "int"},
+		{Name: "day", Type: "int", Values: []string{"1", "2", "3", "4", "5", "6", "7"}},
+		{Name: "euros_spent", Type: "float", Lower: f(0), Upper: f(60)},
+	}},
+}
+
+// Tables lists the tables on which analyst has a budget ("" lists all).
+func (a *Answerer) Tables(analyst string) []server.TableInfo {
+	var out []server.TableInfo
+	for _, t := range tables {
+		if analyst == "" {
+			out = append(out, t)
+			continue
+		}
+		if _, err := a.Ledger.Status(ledger.Key{Dataset: t.Name, Analyst: analyst}); err == nil {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Answer answers "SELECT sex, COUNT(*) ... FROM table" with two fixed rows,
+// charging Epsilon (default 1) and Delta to (table, analyst).
+func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Response, error) {
+	sql := strings.TrimSpace(req.SQL)
+	sql = strings.TrimSuffix(sql, ";")
+	low := strings.ToLower(sql)
+	switch {
+	case !strings.HasPrefix(low, "select"):
+		if strings.HasPrefix(low, "drop") || strings.HasPrefix(low, "insert") || strings.HasPrefix(low, "delete") || strings.HasPrefix(low, "update") {
+			return nil, server.Errorf(server.KindRefused, "only SELECT queries are answered; got %q", firstWord(sql))
+		}
+		return nil, server.Errorf(server.KindSyntax, "syntax error at or near %q", firstWord(sql))
+	case strings.Contains(sql, ";"):
+		return nil, server.Errorf(server.KindRefused, "several statements in one query are refused: send one SELECT")
+	case strings.Contains(low, "select *"):
+		return nil, server.Errorf(server.KindRefused, "SELECT * is refused: name aggregates such as COUNT(*)")
+	}
+	m := fromRE.FindStringSubmatch(sql)
+	if m == nil {
+		return nil, server.Errorf(server.KindSyntax, "no FROM clause: name a table")
+	}
+	table := m[2]
+	known := false
+	for _, t := range tables {
+		known = known || t.Name == table
+	}
+	if !known {
+		return nil, server.Errorf(server.KindUnknownTable, "table %q is not in the catalog", table)
+	}
+	key := ledger.Key{Dataset: table, Analyst: req.Analyst}
+	if _, err := a.Ledger.Status(key); errors.Is(err, ledger.ErrNoBudget) {
+		return nil, server.Errorf(server.KindNotGranted, "analyst %q has no budget on table %q", req.Analyst, table)
+	} else if err != nil {
+		return nil, err
+	}
+	eps := req.Epsilon
+	if eps == 0 {
+		eps = 1
+	}
+	cost := accounting.Approximate(eps, req.Delta)
+	resp := &server.Response{
+		Columns: []string{"sex", "count"},
+		Table:   table,
+		Cost:    server.Pair{Epsilon: eps, Delta: req.Delta},
+	}
+	if req.DryRun {
+		resp.DryRun = true
+		resp.Rows = [][]any{{"Female", nil}, {"Male", nil}}
+		resp.CI = [][]*[2]float64{{nil, {-3 / eps, 3 / eps}}, {nil, {-3 / eps, 3 / eps}}}
+		st, err := a.Ledger.Status(key)
+		if err != nil {
+			return nil, err
+		}
+		resp.Budget = server.BudgetLeft{Spent: server.Pair{Epsilon: st.Spent.Epsilon, Delta: st.Spent.Delta},
+			Remaining: server.Pair{Epsilon: st.Remaining.Epsilon, Delta: st.Remaining.Delta}}
+		return resp, nil
+	}
+	rc, err := a.Ledger.Charge(ctx, ledger.Charge{RequestID: req.RequestID, Key: key, Description: sql, Cost: cost})
+	var ex *accounting.ExceededError
+	if errors.As(err, &ex) {
+		return nil, server.Errorf(server.KindBudgetExceeded, "budget exceeded: %v", ex)
+	}
+	if err != nil {
+		return nil, err
+	}
+	resp.Rows = [][]any{{"Female", 10771.0}, {"Male", 21790.0}}
+	resp.CI = [][]*[2]float64{{nil, {10771 - 3/eps, 10771 + 3/eps}}, {nil, {21790 - 3/eps, 21790 + 3/eps}}}
+	resp.Budget = server.BudgetLeft{Spent: server.Pair{Epsilon: rc.Spent.Epsilon, Delta: rc.Spent.Delta},
+		Remaining: server.Pair{Epsilon: rc.Remaining.Epsilon, Delta: rc.Remaining.Delta}}
+	return resp, nil
+}
+
+func firstWord(s string) string {
+	if i := strings.IndexAny(s, " \t\n("); i > 0 {
+		s = s[:i]
+	}
+	if len(s) > 40 {
+		s = s[:40]
+	}
+	return s
+}
