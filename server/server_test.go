@@ -22,10 +22,10 @@ import (
 )
 
 type env struct {
-	ledger                      *ledger.Ledger
-	reg                         *analyst.Registry
-	srv                         *server.Server
-	ts                          *httptest.Server
+	ledger                     *ledger.Ledger
+	reg                        *analyst.Registry
+	srv                        *server.Server
+	ts                         *httptest.Server
 	alice, bob, admin, revoked string
 }
 
