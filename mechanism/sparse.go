@@ -3,6 +3,7 @@ package mechanism
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"sync"
 
@@ -111,4 +112,23 @@ func (m *AboveThreshold) ThresholdScale() float64 {
 // least 4(Δ + g)/ε.
 func (m *AboveThreshold) QueryScale() float64 {
 	return m.queryScale.Float() * m.grid.Granularity()
+}
+
+// Accuracy returns α such that, over numQueries queries, except with
+// probability failure: a query reported above has a true value of at least
+// T − α, and every query tested before it had a true value below T + α.
+// It uses the exact discrete-Laplace tails: the threshold noise within h_T
+// steps with probability 1 − failure/2 and every query's noise within h_q
+// steps with probability 1 − failure/(2·numQueries), so α = (h_T + h_q)·g
+// plus one step for rounding T and the query to the grid: about
+// (2 ln(2/β) + 4 ln(2k/β))(Δ + g)/ε, below the textbook 8(Δ/ε)·ln(2k/β). It returns NaN for
+// numQueries < 1 or failure outside (0, 1).
+func (m *AboveThreshold) Accuracy(numQueries int, failure float64) float64 {
+	if numQueries < 1 || math.IsNaN(failure) || !(failure > 0 && failure < 1) {
+		return math.NaN()
+	}
+	hT := dlapTailSteps(m.thresholdScale, 1-failure/2)
+	hQ := dlapTailSteps(m.queryScale, 1-failure/(2*float64(numQueries)))
+	g := m.grid.Granularity()
+	return (hT+hQ)*g + g
 }

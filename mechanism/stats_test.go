@@ -455,6 +455,17 @@ func TestAboveThreshold(t *testing.T) {
 		if s := m.QueryScale(); s != 2*m.ThresholdScale() {
 			t.Errorf("query scale %v, want twice the threshold scale", s)
 		}
+		// Accuracy is the continuous-Laplace value 2Δ'ln(2/β)/ε +
+		// 4Δ'ln(2k/β)/ε to within a step or two (below the textbook
+		// 8Δ'ln(2k/β)/ε, which splits α evenly).
+		d := 1 + m.Granularity()
+		want := 2*d*math.Log(2/0.05) + 4*d*math.Log(2*100/0.05)
+		if a := m.Accuracy(100, 0.05); math.Abs(a-want) > 0.01*want {
+			t.Errorf("Accuracy(100, 0.05) = %v, want about %v", a, want)
+		}
+		if a := m.Accuracy(0, 0.05); !math.IsNaN(a) {
+			t.Errorf("Accuracy(0, ·) = %v, want NaN", a)
+		}
 	}
 }
 

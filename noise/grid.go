@@ -14,7 +14,10 @@ import (
 // Rounding x to the nearest grid point moves two values that differ by Δ
 // to points that differ by at most Δ + 2^Exp, so a mechanism on the grid
 // calibrates its noise to the sensitivity Δ + 2^Exp.
-type Grid struct{ Exp int }
+type Grid struct {
+	// Exp is the base-2 exponent of the grid step 2^Exp.
+	Exp int
+}
 
 // Granularity returns 2^Exp (0 if it underflows float64, +Inf if it
 // overflows).

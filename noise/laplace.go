@@ -9,7 +9,11 @@ import (
 )
 
 // Scale is an exact rational scale Num/Den > 0.
-type Scale struct{ Num, Den uint64 }
+type Scale struct {
+	// Num and Den are the numerator and the denominator; both must be
+	// positive.
+	Num, Den uint64
+}
 
 // Float returns Num/Den as a float64 (for display and accuracy formulas
 // only; sampling uses the exact rational).

@@ -17,7 +17,7 @@ import (
 // largest single term, the round cap of the exponential mechanism, is below
 // 2^-115; every cap of this package contributes below 2^-180 per sample (see
 // the caps below and docs/privacy.md).
-const SamplerDelta = 0x1p-100
+const SamplerDelta float64 = 0x1p-100
 
 // Loop caps. Each is chosen so that reaching it has probability far below
 // SamplerDelta; the bound for each is stated beside it.
