@@ -131,3 +131,25 @@ func BenchmarkChargeClients(b *testing.B) {
 }
 
 func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
+
+// BenchmarkOpenChargeClose is what one command-line invocation does to the
+// ledger: open (with the format check), charge once, close.
+func BenchmarkOpenChargeClose(b *testing.B) {
+	l, k := benchLedger(b)
+	path := l.Path()
+	if err := l.Close(); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		l, err := Open(path, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := l.Charge(bg, benchCharge(k)); err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
