@@ -1,0 +1,564 @@
+// Package catalog reads and checks the data owner's declaration of the
+// tables dpstat may answer questions about: where each table's data lives,
+// which column identifies a person, how many groups and rows one person may
+// contribute, and each column's type, public bounds and public value list.
+//
+// Everything in a catalog is a declaration. dpstat never reads a bound or a
+// value list from the data: a bound that the data exceeds clamps the data,
+// and a group key that is not in the public list is left out.
+package catalog
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Type is a column's declared type.
+type Type string
+
+// The column types a catalog may declare.
+const (
+	Int   Type = "int"
+	Float Type = "float"
+	Text  Type = "text"
+	Bool  Type = "bool"
+)
+
+// MaxIntBound is the largest magnitude accepted for the bounds and values
+// of an int column: 2^53, so that every bound is exact as a float64 too.
+const MaxIntBound = 1 << 53
+
+// Catalog is a checked catalog: every table has a source, every bound is
+// finite and ordered, every value list matches its column's type.
+type Catalog struct {
+	// Path is the file the catalog was read from, if any.
+	Path string
+	// Budget is the privacy budget each analyst gets on each table unless
+	// granted otherwise.
+	Budget Budget
+	// Tables lists the tables in the order the catalog declares them.
+	Tables []*Table
+}
+
+// Budget is a per-analyst, per-table privacy budget.
+type Budget struct {
+	Epsilon float64
+	Delta   float64
+}
+
+// Table is one declared table.
+type Table struct {
+	// Name is the table's name in queries.
+	Name string
+	// Source is the data file, resolved against the catalog's directory.
+	Source string
+	// Format is "csv" or "parquet", from the source's extension.
+	Format string
+	// PrivacyUnit names the column that identifies a person; empty means
+	// that every row is a different person.
+	PrivacyUnit string
+	// MaxGroupsPerUnit (L0) is how many groups one person may contribute
+	// to. It is 1 when PrivacyUnit is empty.
+	MaxGroupsPerUnit int64
+	// MaxRowsPerGroup (L∞) is how many rows one person may contribute to
+	// one group. It is 1 when PrivacyUnit is empty.
+	MaxRowsPerGroup int64
+	// Columns lists the declared columns in declaration order.
+	Columns []*Column
+}
+
+// Column is one declared column.
+type Column struct {
+	Name string
+	Type Type
+	// Lower and Upper are the declared bounds, or nil when none are
+	// declared. Aggregates other than COUNT need both.
+	Lower, Upper *float64
+	// Values is the public list of values: int64, float64, string or bool
+	// according to Type. Nil when none is declared.
+	Values []any
+	// Nullable records that the owner declared the column may be missing.
+	// dpstat treats missing values the same either way (they are excluded
+	// from the aggregates that read the column); the flag documents the
+	// data.
+	Nullable bool
+}
+
+// Bounded reports whether the column declares both bounds.
+func (c *Column) Bounded() bool { return c.Lower != nil && c.Upper != nil }
+
+// Table returns the table with the given name, compared case-insensitively
+// as SQL does for unquoted names, or nil.
+func (c *Catalog) Table(name string) *Table {
+	for _, t := range c.Tables {
+		if t.Name == name {
+			return t
+		}
+	}
+	for _, t := range c.Tables {
+		if strings.EqualFold(t.Name, name) {
+			return t
+		}
+	}
+	return nil
+}
+
+// Column returns the column with the given name (exact match first, then
+// case-insensitive), or nil.
+func (t *Table) Column(name string) *Column {
+	for _, c := range t.Columns {
+		if c.Name == name {
+			return c
+		}
+	}
+	for _, c := range t.Columns {
+		if strings.EqualFold(c.Name, name) {
+			return c
+		}
+	}
+	return nil
+}
+
+// HasPrivacyUnit reports whether one person may own several rows.
+func (t *Table) HasPrivacyUnit() bool { return t.PrivacyUnit != "" }
+
+// The YAML shape of a catalog. Decoding is strict: unknown fields are errors.
+type rawCatalog struct {
+	Budget *rawBudget           `yaml:"budget"`
+	Tables map[string]*rawTable `yaml:"tables"`
+}
+
+type rawBudget struct {
+	Epsilon *float64 `yaml:"epsilon"`
+	Delta   *float64 `yaml:"delta"`
+}
+
+type rawTable struct {
+	Source           string                `yaml:"source"`
+	PrivacyUnit      string                `yaml:"privacy_unit"`
+	MaxGroupsPerUnit *int64                `yaml:"max_groups_per_unit"`
+	MaxRowsPerGroup  *int64                `yaml:"max_rows_per_group"`
+	Columns          map[string]*rawColumn `yaml:"columns"`
+}
+
+type rawColumn struct {
+	Type     string    `yaml:"type"`
+	Lower    *float64  `yaml:"lower"`
+	Upper    *float64  `yaml:"upper"`
+	Values   yaml.Node `yaml:"values"`
+	Nullable bool      `yaml:"nullable"`
+}
+
+// Load reads and checks the catalog file at path. Sources are resolved
+// against the file's directory and must exist.
+func Load(path string) (*Catalog, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	c, err := Parse(data, filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("catalog %s: %w", path, err)
+	}
+	c.Path = path
+	return c, nil
+}
+
+// Parse decodes and checks a catalog; relative sources are resolved against
+// dir and must exist. All problems found are reported together, one a line.
+func Parse(data []byte, dir string) (*Catalog, error) {
+	var raw rawCatalog
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("not a valid catalog: %w", cleanYAMLError(err))
+	}
+	// A second decode into a node tree recovers the declaration order of
+	// tables and columns, which maps do not keep.
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("not a valid catalog: %w", cleanYAMLError(err))
+	}
+	order := declarationOrder(&doc)
+
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	c := &Catalog{}
+	if raw.Budget == nil || raw.Budget.Epsilon == nil {
+		add("budget: missing; declare e.g. `budget: {epsilon: 10, delta: 1e-6}`")
+	} else {
+		c.Budget.Epsilon = *raw.Budget.Epsilon
+		if raw.Budget.Delta != nil {
+			c.Budget.Delta = *raw.Budget.Delta
+		}
+		if e := c.Budget.Epsilon; math.IsNaN(e) || math.IsInf(e, 0) || e <= 0 {
+			add("budget: epsilon = %v: want a finite number > 0", e)
+		}
+		if d := c.Budget.Delta; math.IsNaN(d) || d < 0 || d >= 1 {
+			add("budget: delta = %v: want a number in [0, 1)", d)
+		}
+	}
+	if len(raw.Tables) == 0 {
+		add("tables: none declared")
+	}
+	names := make([]string, 0, len(raw.Tables))
+	for name := range raw.Tables {
+		names = append(names, name)
+	}
+	sortByOrder(names, order.tables)
+	for _, name := range names {
+		t, terrs := checkTable(name, raw.Tables[name], dir, order.columns[name])
+		errs = append(errs, terrs...)
+		if t != nil {
+			c.Tables = append(c.Tables, t)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return c, nil
+}
+
+func checkTable(name string, rt *rawTable, dir string, colOrder []string) (*Table, []error) {
+	var errs []error
+	add := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("table %s: "+format, append([]any{name}, args...)...))
+	}
+	if rt == nil {
+		add("empty declaration; declare at least `source:` and `columns:`")
+		return nil, errs
+	}
+	if !validName(name) {
+		add("name %q: want letters, digits and underscores, starting with a letter or underscore", name)
+	}
+	t := &Table{Name: name, PrivacyUnit: rt.PrivacyUnit, MaxGroupsPerUnit: 1, MaxRowsPerGroup: 1}
+	if rt.Source == "" {
+		add("source: missing; give a CSV or Parquet file relative to the catalog")
+	} else {
+		src := rt.Source
+		if !filepath.IsAbs(src) {
+			src = filepath.Join(dir, src)
+		}
+		t.Source = src
+		switch strings.ToLower(filepath.Ext(src)) {
+		case ".csv", ".tsv":
+			t.Format = "csv"
+		case ".parquet":
+			t.Format = "parquet"
+		default:
+			add("source %q: unknown format; want a file ending in .csv or .parquet", rt.Source)
+		}
+		if st, err := os.Stat(src); err != nil {
+			add("source %q: file not found (looked for %s)", rt.Source, src)
+		} else if st.IsDir() {
+			add("source %q: is a directory, want a file", rt.Source)
+		}
+	}
+	if rt.PrivacyUnit == "" {
+		if rt.MaxGroupsPerUnit != nil || rt.MaxRowsPerGroup != nil {
+			add("max_groups_per_unit and max_rows_per_group need a privacy_unit column; without one every row is a different person")
+		}
+	} else {
+		if rt.MaxGroupsPerUnit == nil {
+			add("max_groups_per_unit: missing; a table with a privacy_unit must declare how many groups one person may contribute to")
+		} else if *rt.MaxGroupsPerUnit < 1 {
+			add("max_groups_per_unit = %d: want an integer >= 1", *rt.MaxGroupsPerUnit)
+		} else {
+			t.MaxGroupsPerUnit = *rt.MaxGroupsPerUnit
+		}
+		if rt.MaxRowsPerGroup == nil {
+			add("max_rows_per_group: missing; a table with a privacy_unit must declare how many rows one person may contribute per group")
+		} else if *rt.MaxRowsPerGroup < 1 {
+			add("max_rows_per_group = %d: want an integer >= 1", *rt.MaxRowsPerGroup)
+		} else {
+			t.MaxRowsPerGroup = *rt.MaxRowsPerGroup
+		}
+		if t.MaxGroupsPerUnit > 1<<20 || t.MaxRowsPerGroup > 1<<20 {
+			add("contribution bounds %d groups × %d rows: want at most 1048576 each", t.MaxGroupsPerUnit, t.MaxRowsPerGroup)
+		}
+	}
+	if len(rt.Columns) == 0 {
+		add("columns: none declared")
+	}
+	cols := make([]string, 0, len(rt.Columns))
+	for cn := range rt.Columns {
+		cols = append(cols, cn)
+	}
+	sortByOrder(cols, colOrder)
+	for _, cn := range cols {
+		col, cerrs := checkColumn(cn, rt.Columns[cn])
+		for _, e := range cerrs {
+			add("column %s: %v", cn, e)
+		}
+		if col != nil {
+			t.Columns = append(t.Columns, col)
+		}
+	}
+	if rt.PrivacyUnit != "" && rt.Columns != nil {
+		if _, ok := rt.Columns[rt.PrivacyUnit]; !ok {
+			add("privacy_unit %q is not a declared column; declared: %s", rt.PrivacyUnit, strings.Join(cols, ", "))
+		}
+	}
+	return t, errs
+}
+
+func checkColumn(name string, rc *rawColumn) (*Column, []error) {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if rc == nil {
+		add("empty declaration; declare at least `type:` (int, float, text or bool)")
+		return nil, errs
+	}
+	if !validName(name) {
+		add("name %q: want letters, digits and underscores, starting with a letter or underscore", name)
+	}
+	col := &Column{Name: name, Type: Type(rc.Type), Lower: rc.Lower, Upper: rc.Upper, Nullable: rc.Nullable}
+	switch col.Type {
+	case Int, Float, Text, Bool:
+	case "":
+		add("type: missing; want int, float, text or bool")
+	default:
+		add("type %q: unknown; want int, float, text or bool", rc.Type)
+	}
+	numeric := col.Type == Int || col.Type == Float
+	if (rc.Lower != nil || rc.Upper != nil) && !numeric && col.Type != "" {
+		add("lower/upper declared on a %s column; bounds apply only to int and float columns", col.Type)
+	}
+	if numeric {
+		if (rc.Lower == nil) != (rc.Upper == nil) {
+			add("declares only one of lower and upper; declare both or neither")
+		}
+		for _, b := range []struct {
+			name string
+			v    *float64
+		}{{"lower", rc.Lower}, {"upper", rc.Upper}} {
+			if b.v == nil {
+				continue
+			}
+			v := *b.v
+			switch {
+			case math.IsNaN(v) || math.IsInf(v, 0):
+				add("%s = %v: want a finite number", b.name, v)
+			case col.Type == Int && v != math.Trunc(v):
+				add("%s = %v: an int column wants an integer bound", b.name, v)
+			case math.Abs(v) > MaxIntBound:
+				add("%s = %v: want a magnitude of at most 2^53 = %d", b.name, v, int64(MaxIntBound))
+			}
+		}
+		if rc.Lower != nil && rc.Upper != nil && *rc.Lower > *rc.Upper {
+			add("lower = %v is above upper = %v; want lower <= upper", *rc.Lower, *rc.Upper)
+		}
+	}
+	if rc.Values.Kind != 0 {
+		vals, verrs := decodeValues(&rc.Values, col.Type)
+		errs = append(errs, verrs...)
+		col.Values = vals
+	}
+	return col, errs
+}
+
+// decodeValues checks a public value list against the column type.
+func decodeValues(n *yaml.Node, typ Type) ([]any, []error) {
+	var errs []error
+	if n.Kind != yaml.SequenceNode {
+		return nil, []error{fmt.Errorf("values: want a list, e.g. [a, b, c]")}
+	}
+	if len(n.Content) == 0 {
+		return nil, []error{fmt.Errorf("values: empty list; declare at least one value or leave values out")}
+	}
+	out := make([]any, 0, len(n.Content))
+	seen := map[any]bool{}
+	for i, item := range n.Content {
+		if item.Kind != yaml.ScalarNode {
+			errs = append(errs, fmt.Errorf("values[%d]: want a single value", i))
+			continue
+		}
+		v, err := scalarValue(item, typ)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("values[%d] = %q: %v", i, item.Value, err))
+			continue
+		}
+		if seen[v] {
+			errs = append(errs, fmt.Errorf("values[%d] = %q: listed twice", i, item.Value))
+			continue
+		}
+		seen[v] = true
+		out = append(out, v)
+	}
+	return out, errs
+}
+
+func scalarValue(item *yaml.Node, typ Type) (any, error) {
+	switch typ {
+	case Int:
+		var v int64
+		if item.Tag != "!!int" || item.Decode(&v) != nil {
+			return nil, errors.New("want an integer for an int column")
+		}
+		if v > MaxIntBound || v < -MaxIntBound {
+			return nil, errors.New("want a magnitude of at most 2^53")
+		}
+		return v, nil
+	case Float:
+		var v float64
+		if (item.Tag != "!!int" && item.Tag != "!!float") || item.Decode(&v) != nil {
+			return nil, errors.New("want a number for a float column")
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, errors.New("want a finite number")
+		}
+		return v, nil
+	case Bool:
+		var v bool
+		if item.Tag != "!!bool" || item.Decode(&v) != nil {
+			return nil, errors.New("want true or false for a bool column")
+		}
+		return v, nil
+	case Text:
+		if item.Tag == "!!null" {
+			return nil, errors.New("want a text value; missing values are never group keys")
+		}
+		if strings.ContainsRune(item.Value, 0) {
+			return nil, errors.New("text values may not contain NUL characters")
+		}
+		return item.Value, nil
+	default:
+		return nil, errors.New("the column has no valid type")
+	}
+}
+
+func validName(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r == '_', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case r >= '0' && r <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+type orders struct {
+	tables  []string
+	columns map[string][]string
+}
+
+func declarationOrder(doc *yaml.Node) orders {
+	o := orders{columns: map[string][]string{}}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return o
+	}
+	tables := mappingValue(doc.Content[0], "tables")
+	if tables == nil || tables.Kind != yaml.MappingNode {
+		return o
+	}
+	for i := 0; i+1 < len(tables.Content); i += 2 {
+		name := tables.Content[i].Value
+		o.tables = append(o.tables, name)
+		if cols := mappingValue(tables.Content[i+1], "columns"); cols != nil && cols.Kind == yaml.MappingNode {
+			for j := 0; j+1 < len(cols.Content); j += 2 {
+				o.columns[name] = append(o.columns[name], cols.Content[j].Value)
+			}
+		}
+	}
+	return o
+}
+
+func mappingValue(m *yaml.Node, key string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func sortByOrder(names []string, order []string) {
+	pos := map[string]int{}
+	for i, n := range order {
+		pos[n] = i
+	}
+	sort.SliceStable(names, func(i, j int) bool {
+		pi, oki := pos[names[i]]
+		pj, okj := pos[names[j]]
+		if oki && okj {
+			return pi < pj
+		}
+		if oki != okj {
+			return oki
+		}
+		return names[i] < names[j]
+	})
+}
+
+func cleanYAMLError(err error) error {
+	return errors.New(strings.TrimPrefix(err.Error(), "yaml: "))
+}
+
+// Summary describes the catalog in a few lines for people: each table with
+// its source, privacy unit, contribution bounds and columns.
+func (c *Catalog) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "budget per analyst and table: epsilon=%g delta=%g\n", c.Budget.Epsilon, c.Budget.Delta)
+	for _, t := range c.Tables {
+		fmt.Fprintf(&b, "table %s: %s (%s)", t.Name, filepath.Base(t.Source), t.Format)
+		if t.HasPrivacyUnit() {
+			fmt.Fprintf(&b, ", privacy unit %s, at most %d groups and %d rows per group per person",
+				t.PrivacyUnit, t.MaxGroupsPerUnit, t.MaxRowsPerGroup)
+		} else {
+			b.WriteString(", one row per person")
+		}
+		b.WriteString("\n")
+		for _, col := range t.Columns {
+			fmt.Fprintf(&b, "  %s %s", col.Name, col.Type)
+			if col.Bounded() {
+				fmt.Fprintf(&b, " [%g, %g]", *col.Lower, *col.Upper)
+			}
+			if col.Values != nil {
+				fmt.Fprintf(&b, " values %s", formatValues(col.Values))
+			}
+			if col.Nullable {
+				b.WriteString(" nullable")
+			}
+			var usable []string
+			usable = append(usable, "COUNT")
+			if col.Bounded() {
+				usable = append(usable, "SUM", "AVG")
+			}
+			if col.Values != nil {
+				usable = append(usable, "GROUP BY")
+			}
+			if col.Name == t.PrivacyUnit {
+				usable = []string{"privacy unit"}
+			}
+			fmt.Fprintf(&b, " (%s)\n", strings.Join(usable, ", "))
+		}
+	}
+	return b.String()
+}
+
+func formatValues(vs []any) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = fmt.Sprint(v)
+	}
+	if len(parts) > 8 {
+		parts = append(parts[:8], fmt.Sprintf("… (%d in all)", len(vs)))
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}

@@ -1,0 +1,223 @@
+// Package duckdb runs dpstat's generated SQL on an embedded DuckDB database,
+// which reads CSV and Parquet files in place with no set-up.
+package duckdb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	// The DuckDB database/sql driver, registered as "duckdb".
+	_ "github.com/duckdb/duckdb-go/v2"
+
+	"github.com/dpstat/dpstat/engine"
+)
+
+// Options configures an embedded DuckDB engine. The zero value is an
+// in-memory database using every core.
+type Options struct {
+	// Threads limits DuckDB's worker threads; 0 means DuckDB's default
+	// (one per core).
+	Threads int
+	// MemoryLimit caps DuckDB's memory, e.g. "2GB"; empty means DuckDB's
+	// default (80% of the machine's memory).
+	MemoryLimit string
+}
+
+// Engine is an embedded, in-memory DuckDB database. It is safe for
+// concurrent use.
+type Engine struct {
+	db *sql.DB
+}
+
+var (
+	_ engine.Engine    = (*Engine)(nil)
+	_ engine.Registrar = (*Engine)(nil)
+)
+
+// Open starts an in-memory DuckDB database.
+func Open(opts Options) (*Engine, error) {
+	if opts.Threads < 0 {
+		return nil, fmt.Errorf("duckdb: Threads = %d: want 0 (default) or a positive number", opts.Threads)
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return nil, fmt.Errorf("duckdb: open: %w", err)
+	}
+	e := &Engine{db: db}
+	ctx := context.Background()
+	if opts.Threads > 0 {
+		if _, err := db.ExecContext(ctx, fmt.Sprintf("SET threads = %d", opts.Threads)); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("duckdb: set threads: %w", err)
+		}
+	}
+	if opts.MemoryLimit != "" {
+		if _, err := db.ExecContext(ctx, "SET memory_limit = "+Dialect.QuoteString(opts.MemoryLimit)); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("duckdb: memory limit %q: %w", opts.MemoryLimit, err)
+		}
+	}
+	return e, nil
+}
+
+// DB exposes the underlying database for benchmarks and tests that need to
+// run plain SQL beside dpstat's.
+func (e *Engine) DB() *sql.DB { return e.db }
+
+// Dialect returns DuckDB's dialect.
+func (e *Engine) Dialect() engine.Dialect { return Dialect }
+
+// Close closes the database.
+func (e *Engine) Close() error { return e.db.Close() }
+
+// Query runs one statement and reads all of its rows.
+func (e *Engine) Query(ctx context.Context, query string, args ...any) (*engine.Rows, error) {
+	rows, err := e.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	out := &engine.Rows{Columns: cols}
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		out.Rows = append(out.Rows, vals)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// RegisterFile creates (or replaces) a view named name over the file. Only
+// the declared columns are exposed, each cast to its type with TRY_CAST so
+// that a malformed value becomes NULL; NaN in a float column becomes NULL;
+// CSV rows that do not parse are skipped. No value in the file can make a
+// later query fail.
+func (e *Engine) RegisterFile(ctx context.Context, name, path, format string, columns []engine.Column) error {
+	if len(columns) == 0 {
+		return fmt.Errorf("duckdb: source for %s declares no columns", name)
+	}
+	var from string
+	switch format {
+	case "csv":
+		delim := ","
+		if strings.HasSuffix(strings.ToLower(path), ".tsv") {
+			delim = "\t"
+		}
+		from = fmt.Sprintf("read_csv(%s, header = true, all_varchar = true, ignore_errors = true, delim = %s, quote = '\"', escape = '\"')",
+			Dialect.QuoteString(path), Dialect.QuoteString(delim))
+	case "parquet":
+		from = fmt.Sprintf("read_parquet(%s)", Dialect.QuoteString(path))
+	default:
+		return fmt.Errorf("duckdb: source format %q: want csv or parquet", format)
+	}
+	sel := make([]string, len(columns))
+	for i, c := range columns {
+		q := Dialect.QuoteIdent(c.Name)
+		cast := fmt.Sprintf("TRY_CAST(%s AS %s)", q, Dialect.TypeName(c.Type))
+		if c.Type == engine.Double {
+			cast = fmt.Sprintf("CASE WHEN isnan(%s) THEN NULL ELSE %s END", cast, cast)
+		}
+		sel[i] = cast + " AS " + q
+	}
+	stmt := fmt.Sprintf("CREATE OR REPLACE VIEW %s AS SELECT %s FROM %s",
+		Dialect.QuoteIdent(name), strings.Join(sel, ", "), from)
+	if _, err := e.db.ExecContext(ctx, stmt); err != nil {
+		return fmt.Errorf("duckdb: cannot read the source of table %s (%s): %w", name, path, err)
+	}
+	// Resolve the view once so that a missing column or unreadable file is
+	// reported now, as a problem with the declaration, and not later.
+	if _, err := e.db.ExecContext(ctx, "DESCRIBE "+Dialect.QuoteIdent(name)); err != nil {
+		return fmt.Errorf("duckdb: cannot read the source of table %s (%s): %w", name, path, err)
+	}
+	return nil
+}
+
+// SniffCSV returns the column names and the types DuckDB's CSV sniffer
+// infers for a file, for writing a catalog skeleton. It reads the data
+// only to guess types; it never reports values.
+func (e *Engine) SniffCSV(ctx context.Context, path string) ([]engine.Column, error) {
+	rows, err := e.db.QueryContext(ctx, "DESCRIBE SELECT * FROM read_csv("+Dialect.QuoteString(path)+")")
+	if err != nil {
+		return nil, fmt.Errorf("duckdb: cannot read %s as CSV: %w", path, err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var out []engine.Column
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		name, _ := vals[0].(string)
+		typ, _ := vals[1].(string)
+		out = append(out, engine.Column{Name: name, Type: neutralType(typ)})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, errors.New("duckdb: no columns found")
+	}
+	return out, nil
+}
+
+func neutralType(t string) engine.Type {
+	t = strings.ToUpper(t)
+	switch {
+	case t == "BOOLEAN":
+		return engine.Boolean
+	case strings.Contains(t, "INT"):
+		return engine.Integer
+	case t == "DOUBLE" || t == "FLOAT" || t == "REAL" || strings.HasPrefix(t, "DECIMAL"):
+		return engine.Double
+	default:
+		return engine.Text
+	}
+}
+
+// Dialect is DuckDB's SQL dialect.
+var Dialect engine.Dialect = dialect{}
+
+type dialect struct{ engine.ANSI }
+
+func (dialect) Name() string { return "duckdb" }
+
+func (dialect) TypeName(t engine.Type) string {
+	switch t {
+	case engine.Integer:
+		return "BIGINT"
+	case engine.Double:
+		return "DOUBLE"
+	case engine.Boolean:
+		return "BOOLEAN"
+	default:
+		return "VARCHAR"
+	}
+}
+
+// ExactSum relies on DuckDB summing BIGINT into HUGEINT (128 bits).
+func (dialect) ExactSum(expr string) string { return "sum(" + expr + ")" }
+func (dialect) Random() string              { return "random()" }
+func (dialect) SupportsQualify() bool       { return true }

@@ -1,0 +1,131 @@
+// Package engine is the small interface between dpstat's query planner and
+// the database that computes exact aggregates: run this SQL, give the rows
+// back, and say which SQL dialect you speak.
+//
+// Everything that differs between engines (quoting, random numbers, how a
+// file becomes a table, whether QUALIFY exists, the wide integer type for
+// exact sums) lives in a Dialect, so the planner writes one engine-neutral
+// plan and asks the dialect how to spell it. Implementations live in
+// sub-packages named after the engine (engine/duckdb).
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Engine runs SQL that dpstat generated (never an analyst's text) and
+// returns the rows.
+type Engine interface {
+	// Query runs one statement and returns all its rows. Values are Go
+	// values as the engine's driver returns them (int64, float64, string,
+	// bool, *big.Int for wide integers, nil for NULL).
+	Query(ctx context.Context, sql string, args ...any) (*Rows, error)
+	// Dialect says how to spell SQL for this engine.
+	Dialect() Dialect
+	// Close releases the engine's resources.
+	Close() error
+}
+
+// Registrar is implemented by engines that can expose a data file as a
+// named relation (DuckDB reads CSV and Parquet files directly).
+type Registrar interface {
+	// RegisterFile makes the file at path, in the given format ("csv" or
+	// "parquet"), queryable under name, with the given columns cast to
+	// their types. Missing or malformed values become NULL; rows that do
+	// not parse are skipped, so no data value can make a later query fail.
+	RegisterFile(ctx context.Context, name, path, format string, columns []Column) error
+}
+
+// Column is a column of a registered source and the engine-neutral type it
+// is cast to.
+type Column struct {
+	Name string
+	Type Type
+}
+
+// Type is an engine-neutral column type.
+type Type int
+
+// The column types.
+const (
+	Integer Type = iota // 64-bit signed integer
+	Double              // IEEE 754 double
+	Text                // character string
+	Boolean             // true or false
+)
+
+// Rows is a fully read result.
+type Rows struct {
+	Columns []string
+	Rows    [][]any
+}
+
+// Dialect spells SQL for one engine. Methods must be pure functions.
+type Dialect interface {
+	// Name identifies the dialect, e.g. "duckdb".
+	Name() string
+	// QuoteIdent quotes an identifier so that any name is taken literally.
+	QuoteIdent(name string) string
+	// QuoteString renders a string literal.
+	QuoteString(s string) string
+	// TypeName spells an engine-neutral type.
+	TypeName(t Type) string
+	// ExactSum spells an aggregate that sums a 64-bit integer expression
+	// exactly, into a type wide enough (at least 128 bits) that no number
+	// of rows can overflow it.
+	ExactSum(expr string) string
+	// Random is an expression giving a uniform random number per row, used
+	// only to choose which rows a person keeps (never for noise).
+	Random() string
+	// SupportsQualify reports whether QUALIFY filters window functions.
+	SupportsQualify() bool
+}
+
+// Literal renders a Go value (int64, float64, string, bool or nil) as an SQL
+// literal in the dialect. Floats must be finite.
+func Literal(d Dialect, v any) (string, error) {
+	switch x := v.(type) {
+	case nil:
+		return "NULL", nil
+	case int64:
+		return strconv.FormatInt(x, 10), nil
+	case int:
+		return strconv.Itoa(x), nil
+	case float64:
+		if x != x || x > 1.7976931348623157e308 || x < -1.7976931348623157e308 {
+			return "", fmt.Errorf("engine: cannot render the non-finite number %v as a literal", x)
+		}
+		s := strconv.FormatFloat(x, 'g', -1, 64)
+		if !strings.ContainsAny(s, ".eE") {
+			s += ".0"
+		}
+		return "CAST(" + s + " AS " + d.TypeName(Double) + ")", nil
+	case string:
+		return d.QuoteString(x), nil
+	case bool:
+		if x {
+			return "TRUE", nil
+		}
+		return "FALSE", nil
+	default:
+		return "", fmt.Errorf("engine: cannot render a %T as a literal", v)
+	}
+}
+
+// ANSI is the standard SQL spelling that most engines share: double-quoted
+// identifiers and single-quoted strings with doubled quotes. Dialects embed
+// it and override what differs.
+type ANSI struct{}
+
+// QuoteIdent doubles embedded double quotes and wraps the name in them.
+func (ANSI) QuoteIdent(name string) string {
+	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
+}
+
+// QuoteString doubles embedded single quotes and wraps the string in them.
+func (ANSI) QuoteString(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}

@@ -1,0 +1,478 @@
+package query
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/dpstat/dpstat/accounting"
+	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/engine"
+	"github.com/dpstat/dpstat/ledger"
+	"github.com/dpstat/dpstat/random"
+)
+
+// Ledger is what answering needs of a budget ledger; *ledger.Ledger
+// provides it, and tests substitute their own.
+type Ledger interface {
+	// EnsureBudget creates the budget of k with limit def if it does not
+	// exist and returns its status.
+	EnsureBudget(k ledger.Key, def accounting.EpsDelta, rule accounting.Rule) (ledger.Status, error)
+	// Charge commits a release's cost durably, or refuses it.
+	Charge(ctx context.Context, c ledger.Charge) (ledger.Receipt, error)
+}
+
+// Service answers queries over a catalog's tables. It is safe for
+// concurrent use if its engine and ledger are.
+type Service struct {
+	cat *catalog.Catalog
+	eng engine.Engine
+	led Ledger
+}
+
+// NewService registers every table of the catalog with the engine (which
+// must implement engine.Registrar) and returns a service that charges led.
+func NewService(ctx context.Context, cat *catalog.Catalog, eng engine.Engine, led Ledger) (*Service, error) {
+	if cat == nil || eng == nil || led == nil {
+		return nil, errors.New("query: NewService needs a catalog, an engine and a ledger")
+	}
+	if err := Register(ctx, cat, eng); err != nil {
+		return nil, err
+	}
+	return &Service{cat: cat, eng: eng, led: led}, nil
+}
+
+// Register exposes every table of the catalog in the engine under its
+// name, with only its declared columns, cast to their declared types.
+func Register(ctx context.Context, cat *catalog.Catalog, eng engine.Engine) error {
+	reg, ok := eng.(engine.Registrar)
+	if !ok {
+		return fmt.Errorf("query: engine %s cannot read catalog sources", eng.Dialect().Name())
+	}
+	for _, t := range cat.Tables {
+		cols := make([]engine.Column, len(t.Columns))
+		for i, c := range t.Columns {
+			cols[i] = engine.Column{Name: c.Name, Type: engineType(c.Type)}
+		}
+		if err := reg.RegisterFile(ctx, t.Name, t.Source, t.Format, cols); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func engineType(t catalog.Type) engine.Type {
+	switch t {
+	case catalog.Int:
+		return engine.Integer
+	case catalog.Float:
+		return engine.Double
+	case catalog.Bool:
+		return engine.Boolean
+	}
+	return engine.Text
+}
+
+// DefaultEpsilon is the ε a query spends when the caller does not say.
+const DefaultEpsilon = 1.0
+
+// DefaultConfidence is the confidence level of the reported intervals.
+const DefaultConfidence = 0.95
+
+// Options are the analyst's parameters for one query.
+type Options struct {
+	// Epsilon is the query's total ε, split among its aggregates.
+	Epsilon float64
+	// Delta is the δ the analyst allows. Queries of this version are pure
+	// ε-DP and spend no δ; it must still be in [0, 1).
+	Delta float64
+	// Confidence is the level of the reported intervals, in (0, 1).
+	Confidence float64
+	// Analyst names whose budget is charged.
+	Analyst string
+	// Source is the noise source; nil means the secure pooled source.
+	// Tests may pass a seeded source.
+	Source random.Source
+}
+
+func (o Options) validate() error {
+	if math.IsNaN(o.Epsilon) || math.IsInf(o.Epsilon, 0) || o.Epsilon <= 0 {
+		return refuse("epsilon = %v: want a finite number > 0", o.Epsilon)
+	}
+	if math.IsNaN(o.Delta) || o.Delta < 0 || o.Delta >= 1 {
+		return refuse("delta = %v: want a number in [0, 1)", o.Delta)
+	}
+	if math.IsNaN(o.Confidence) || o.Confidence <= 0 || o.Confidence >= 1 {
+		return refuse("confidence = %v: want a number strictly between 0 and 1, e.g. 0.95", o.Confidence)
+	}
+	if strings.TrimSpace(o.Analyst) == "" {
+		return refuse("analyst name is empty")
+	}
+	return nil
+}
+
+// Result is a released answer.
+type Result struct {
+	// Columns names the outputs.
+	Columns []string
+	// Rows holds one row per released group: keys as the catalog declares
+	// them, COUNT as int64, SUM and AVG as float64.
+	Rows [][]any
+	// CI holds, for each cell of Rows, the interval of a noisy value or nil
+	// for a group key.
+	CI [][]*Interval
+	// Confidence is the level of the intervals.
+	Confidence float64
+	// Cost is what the query was charged.
+	Cost accounting.Cost
+	// Split says how the query's ε was divided among its aggregates.
+	Split []Share
+	// Budget is the analyst's budget on the table after the charge.
+	Budget BudgetState
+	// ReleaseID identifies the charge in the ledger.
+	ReleaseID uint64
+	// Notes state how the answer was computed, for people.
+	Notes []string
+}
+
+// Share is one aggregate's part of the query's ε.
+type Share struct {
+	Column     string          `json:"column"`
+	Epsilon    float64         `json:"epsilon"`
+	Mechanisms []MechanismInfo `json:"mechanisms"`
+}
+
+// BudgetState is the analyst's budget after a query.
+type BudgetState struct {
+	Dataset   string              `json:"dataset"`
+	Analyst   string              `json:"analyst"`
+	Rule      accounting.Rule     `json:"rule"`
+	Spent     accounting.EpsDelta `json:"spent"`
+	Remaining accounting.EpsDelta `json:"remaining"`
+}
+
+// Prepared is a checked query ready to run: its plan, its noise and its
+// engine SQL. Nothing has run and nothing has been charged.
+type Prepared struct {
+	Plan  *Plan
+	Noise *Noise
+	SQL   string
+	Opts  Options
+}
+
+// Prepare parses, checks and plans a query and calibrates its noise. Every
+// refusal happens here, before any engine runs.
+func (s *Service) Prepare(sql string, opts Options) (*Prepared, error) {
+	return Prepare(s.cat, s.eng.Dialect(), sql, opts)
+}
+
+// Prepare parses, checks and plans a query against a catalog for an
+// engine dialect, and calibrates its noise.
+func Prepare(cat *catalog.Catalog, d engine.Dialect, sql string, opts Options) (*Prepared, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	q, err := Parse(sql, cat)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := NewPlan(q, cat.Table(q.Table), opts.Epsilon)
+	if err != nil {
+		return nil, err
+	}
+	nz, err := plan.NewNoise(opts.Source)
+	if err != nil {
+		return nil, err
+	}
+	text, err := plan.SQL(d)
+	if err != nil {
+		return nil, err
+	}
+	return &Prepared{Plan: plan, Noise: nz, SQL: text, Opts: opts}, nil
+}
+
+// EngineError reports that the engine failed to compute a query's exact
+// statistics. Its message withholds the engine's own text, which may quote
+// data; nothing was charged.
+type EngineError struct {
+	Table string
+	// Err is the engine's error, for the data owner's logs only.
+	Err error
+}
+
+func (e *EngineError) Error() string {
+	return fmt.Sprintf("the engine could not read table %s (details withheld because they may quote data; nothing was charged; the data owner can check the source with `dpstat catalog check`)", e.Table)
+}
+
+// Unwrap returns the engine's error.
+func (e *EngineError) Unwrap() error { return e.Err }
+
+// Answer runs a query end to end: prepare (every refusal), run the exact
+// aggregation once in the engine, charge the ledger durably, and only then
+// add noise and release. A query refused or failed for any reason before
+// the charge costs nothing.
+func (s *Service) Answer(ctx context.Context, sql string, opts Options) (*Result, error) {
+	p, err := s.Prepare(sql, opts)
+	if err != nil {
+		return nil, err
+	}
+	return s.Run(ctx, p)
+}
+
+// Run executes a prepared query: engine, charge, noise.
+func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
+	key := ledger.Key{Dataset: p.Plan.Table.Name, Analyst: p.Opts.Analyst}
+	limit := accounting.EpsDelta{Epsilon: s.cat.Budget.Epsilon, Delta: s.cat.Budget.Delta}
+	if _, err := s.led.EnsureBudget(key, limit, accounting.Basic); err != nil {
+		return nil, fmt.Errorf("budget for %s: %w", key, err)
+	}
+	rows, err := s.eng.Query(ctx, p.SQL)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &EngineError{Table: p.Plan.Table.Name, Err: err}
+	}
+	exact, err := p.Plan.ReadExact(rows)
+	if err != nil {
+		return nil, err
+	}
+	receipt, err := s.led.Charge(ctx, ledger.Charge{
+		RequestID:   newRequestID(),
+		Key:         key,
+		Description: p.Plan.Query.Text,
+		Cost:        p.Noise.Cost,
+	})
+	if err != nil {
+		var ex *accounting.ExceededError
+		if errors.As(err, &ex) {
+			return nil, fmt.Errorf("query refused, nothing charged: %w", err)
+		}
+		return nil, fmt.Errorf("charging the ledger failed, nothing released: %w", err)
+	}
+	res, err := p.Release(exact)
+	if err != nil {
+		return nil, err
+	}
+	res.ReleaseID = receipt.ReleaseID
+	res.Budget = BudgetState{Dataset: key.Dataset, Analyst: key.Analyst, Rule: receipt.Rule, Spent: receipt.Spent, Remaining: receipt.Remaining}
+	return res, nil
+}
+
+func newRequestID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("query: the operating system's entropy source failed: " + err.Error())
+	}
+	return "query-" + hex.EncodeToString(b[:])
+}
+
+// Release adds noise to exact statistics and post-processes the noisy
+// values (AVG, HAVING, ORDER BY, LIMIT) into a Result. It must be called
+// only after the cost has been charged; it is separate so that tests can
+// re-noise one engine result many times.
+func (p *Prepared) Release(exact *Exact) (*Result, error) {
+	plan, q := p.Plan, p.Plan.Query
+	values, cis, err := p.Noise.Apply(exact, p.Opts.Confidence)
+	if err != nil {
+		return nil, err
+	}
+	aggCol := map[int]int{} // output index → aggregate index
+	for j, a := range plan.Aggregates {
+		aggCol[a.Output] = j
+	}
+	keyCol := map[string]int{}
+	for i, g := range q.GroupBy {
+		keyCol[g] = i
+	}
+	res := &Result{Confidence: p.Opts.Confidence, Cost: p.Noise.Cost}
+	for _, o := range q.Outputs {
+		res.Columns = append(res.Columns, o.Name)
+	}
+	for g, key := range plan.Keys {
+		row := make([]any, len(q.Outputs))
+		ci := make([]*Interval, len(q.Outputs))
+		for i, o := range q.Outputs {
+			if o.IsKey() {
+				row[i] = key[keyCol[o.Key]]
+				continue
+			}
+			j := aggCol[i]
+			row[i] = values[g][j]
+			iv := cis[g][j]
+			ci[i] = &iv
+		}
+		if q.Having != nil && !evalHaving(q.Having, row) {
+			continue
+		}
+		res.Rows = append(res.Rows, row)
+		res.CI = append(res.CI, ci)
+	}
+	if len(q.OrderBy) > 0 {
+		idx := make([]int, len(res.Rows))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.SliceStable(idx, func(a, b int) bool {
+			for _, t := range q.OrderBy {
+				c := compareValues(res.Rows[idx[a]][t.Output], res.Rows[idx[b]][t.Output])
+				if c != 0 {
+					return (c < 0) != t.Desc
+				}
+			}
+			return false
+		})
+		rows, ci := make([][]any, len(idx)), make([][]*Interval, len(idx))
+		for i, k := range idx {
+			rows[i], ci[i] = res.Rows[k], res.CI[k]
+		}
+		res.Rows, res.CI = rows, ci
+	}
+	if q.Offset > 0 {
+		off := min(q.Offset, int64(len(res.Rows)))
+		res.Rows, res.CI = res.Rows[off:], res.CI[off:]
+	}
+	if q.Limit >= 0 && q.Limit < int64(len(res.Rows)) {
+		res.Rows, res.CI = res.Rows[:q.Limit], res.CI[:q.Limit]
+	}
+	mi := 0
+	for _, a := range plan.Aggregates {
+		sh := Share{Column: q.Outputs[a.Output].Name, Epsilon: a.Epsilon}
+		for range a.Releases {
+			sh.Mechanisms = append(sh.Mechanisms, p.Noise.Mechanisms[mi])
+			mi++
+		}
+		res.Split = append(res.Split, sh)
+	}
+	// Mechanisms are listed in release order, which follows the aggregates.
+	res.Notes = plan.notes()
+	return res, nil
+}
+
+// notes explains the answer's construction.
+func (p *Plan) notes() []string {
+	var n []string
+	if p.Bounded {
+		n = append(n, fmt.Sprintf("each %s contributes at most %d row(s) per group and to at most %d group(s), chosen at random",
+			p.Table.PrivacyUnit, p.Contribution.RowsPerGroup, p.Contribution.Groups))
+	}
+	for _, a := range p.Aggregates {
+		switch a.Aggregate.Func {
+		case Sum:
+			n = append(n, fmt.Sprintf("%s: values clamped to [%g, %g], missing values excluded", a.Aggregate, a.Lower, a.Upper))
+		case Avg:
+			n = append(n, fmt.Sprintf("%s: noisy centred sum / noisy count, values clamped to [%g, %g]; the midpoint %g is reported where the noisy count is not positive",
+				a.Aggregate, a.Lower, a.Upper, a.Lower+(a.Upper-a.Lower)/2))
+		}
+	}
+	if len(p.Query.GroupBy) > 0 {
+		n = append(n, "every group of the public value lists is released, including groups with no rows")
+	}
+	return n
+}
+
+// evalHaving evaluates a HAVING condition on a noisy answer row.
+func evalHaving(e Expr, row []any) bool {
+	val := func(o Operand) any {
+		if o.Kind == OutputRef {
+			return row[o.Output]
+		}
+		return o.Value
+	}
+	switch x := e.(type) {
+	case Compare:
+		c := compareValues(val(x.Left), val(x.Right))
+		switch x.Op {
+		case "=":
+			return c == 0
+		case "<>":
+			return c != 0
+		case "<":
+			return c < 0
+		case "<=":
+			return c <= 0
+		case ">":
+			return c > 0
+		case ">=":
+			return c >= 0
+		}
+	case And:
+		for _, a := range x.Args {
+			if !evalHaving(a, row) {
+				return false
+			}
+		}
+		return true
+	case Or:
+		for _, a := range x.Args {
+			if evalHaving(a, row) {
+				return true
+			}
+		}
+		return false
+	case Not:
+		return !evalHaving(x.Arg, row)
+	case In:
+		v := val(x.Arg)
+		found := false
+		for _, w := range x.Values {
+			found = found || compareValues(v, val(w)) == 0
+		}
+		return found != x.Negate
+	case IsNull:
+		return (val(x.Arg) == nil) != x.Negate
+	case Between:
+		v := val(x.Arg)
+		in := compareValues(v, val(x.Low)) >= 0 && compareValues(v, val(x.High)) <= 0
+		return in != x.Negate
+	}
+	return false
+}
+
+// compareValues orders two answer values: numbers numerically, strings and
+// booleans naturally.
+func compareValues(a, b any) int {
+	if fa, ok := number(a); ok {
+		if fb, ok := number(b); ok {
+			switch {
+			case fa < fb:
+				return -1
+			case fa > fb:
+				return 1
+			}
+			return 0
+		}
+	}
+	switch x := a.(type) {
+	case string:
+		if y, ok := b.(string); ok {
+			return strings.Compare(x, y)
+		}
+	case bool:
+		if y, ok := b.(bool); ok {
+			switch {
+			case x == y:
+				return 0
+			case !x:
+				return -1
+			}
+			return 1
+		}
+	}
+	return strings.Compare(fmt.Sprint(a), fmt.Sprint(b))
+}
+
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return float64(x), true
+	case float64:
+		return x, true
+	}
+	return 0, false
+}

@@ -1,0 +1,293 @@
+// Package query answers aggregate SQL over a catalog's tables with
+// differential privacy.
+//
+// An analyst's SQL text is parsed with the PostgreSQL grammar and turned into
+// dpstat's own small query model (Query); anything the model cannot express
+// is refused before an engine sees it. A Plan derives every released
+// statistic's sensitivity from its stages (contribution bounding, clamping,
+// aggregation, noise), generates engine SQL from the model (never from the
+// analyst's text), and a Service runs it: the engine computes exact
+// per-group aggregates once, the cost is charged to a durable ledger, and
+// only then is noise added and the answer released.
+package query
+
+import (
+	"fmt"
+	"strings"
+)
+
+// AggFunc is an aggregate function of the query model.
+type AggFunc int
+
+// The aggregate functions of this part of the SQL surface.
+const (
+	// CountStar is COUNT(*): rows per group.
+	CountStar AggFunc = iota
+	// Count is COUNT(col): rows per group where col is not NULL.
+	Count
+	// Sum is SUM(col): the sum of col clamped to its declared bounds,
+	// NULLs excluded.
+	Sum
+	// Avg is AVG(col): a noisy centred sum over a noisy count, clamped to
+	// the declared bounds.
+	Avg
+)
+
+// String returns the SQL name of the function.
+func (f AggFunc) String() string {
+	switch f {
+	case CountStar, Count:
+		return "COUNT"
+	case Sum:
+		return "SUM"
+	case Avg:
+		return "AVG"
+	}
+	return fmt.Sprintf("AggFunc(%d)", int(f))
+}
+
+// Aggregate is one aggregate in the select list.
+type Aggregate struct {
+	Func AggFunc
+	// Column is the catalog's name of the aggregated column; empty for
+	// COUNT(*).
+	Column string
+}
+
+// String renders the aggregate as SQL, e.g. "AVG(hours_per_week)".
+func (a Aggregate) String() string {
+	if a.Func == CountStar {
+		return "COUNT(*)"
+	}
+	return a.Func.String() + "(" + a.Column + ")"
+}
+
+// Output is one column of the answer: a group key or an aggregate.
+type Output struct {
+	// Name is the alias, or a name derived from the expression.
+	Name string
+	// Key is the grouped column this output shows; empty for aggregates.
+	Key string
+	// Agg is the aggregate this output computes; nil for keys.
+	Agg *Aggregate
+}
+
+// IsKey reports whether the output is a group key.
+func (o Output) IsKey() bool { return o.Agg == nil }
+
+// Query is a checked aggregate query over one catalog table.
+type Query struct {
+	// Table is the catalog's name of the queried table.
+	Table string
+	// Outputs is the select list.
+	Outputs []Output
+	// GroupBy lists the grouped columns (catalog names), each with a public
+	// value list.
+	GroupBy []string
+	// Where is the row predicate, or nil.
+	Where Expr
+	// Having filters the noisy answer rows, or nil. Its operands are
+	// outputs and literals.
+	Having Expr
+	// OrderBy sorts the noisy answer rows.
+	OrderBy []OrderTerm
+	// Limit is the maximum number of answer rows, or -1 for no limit.
+	Limit int64
+	// Offset is the number of answer rows skipped.
+	Offset int64
+	// Text is the query as the parser normalizes it, for the ledger.
+	Text string
+}
+
+// Aggregates returns the aggregates of the select list in order.
+func (q *Query) Aggregates() []Aggregate {
+	var out []Aggregate
+	for _, o := range q.Outputs {
+		if o.Agg != nil {
+			out = append(out, *o.Agg)
+		}
+	}
+	return out
+}
+
+// OrderTerm sorts by one output.
+type OrderTerm struct {
+	// Output indexes Query.Outputs.
+	Output int
+	Desc   bool
+}
+
+// Expr is a boolean expression of the query model: a row predicate in
+// WHERE (operands are columns and literals) or an answer filter in HAVING
+// (operands are outputs and literals).
+type Expr interface {
+	exprNode()
+}
+
+// OperandKind says what an Operand refers to.
+type OperandKind int
+
+// The operand kinds.
+const (
+	// Literal is a constant: int64, float64, string or bool.
+	Literal OperandKind = iota
+	// ColumnRef is a column of the queried table (WHERE only).
+	ColumnRef
+	// OutputRef is an output of the query (HAVING only).
+	OutputRef
+)
+
+// Operand is a leaf of an expression.
+type Operand struct {
+	Kind OperandKind
+	// Value is the literal: int64, float64, string or bool.
+	Value any
+	// Column is the catalog column name for ColumnRef.
+	Column string
+	// Output indexes Query.Outputs for OutputRef.
+	Output int
+}
+
+// Compare is Left Op Right with Op one of =, <>, <, <=, >, >=.
+type Compare struct {
+	Op          string
+	Left, Right Operand
+}
+
+// And is the conjunction of its arguments.
+type And struct{ Args []Expr }
+
+// Or is the disjunction of its arguments.
+type Or struct{ Args []Expr }
+
+// Not negates its argument.
+type Not struct{ Arg Expr }
+
+// In is Arg [NOT] IN (Values...).
+type In struct {
+	Arg    Operand
+	Values []Operand
+	Negate bool
+}
+
+// IsNull is Arg IS [NOT] NULL.
+type IsNull struct {
+	Arg    Operand
+	Negate bool
+}
+
+// Between is Arg [NOT] BETWEEN Low AND High.
+type Between struct {
+	Arg, Low, High Operand
+	Negate         bool
+}
+
+func (Compare) exprNode() {}
+func (And) exprNode()     {}
+func (Or) exprNode()      {}
+func (Not) exprNode()     {}
+func (In) exprNode()      {}
+func (IsNull) exprNode()  {}
+func (Between) exprNode() {}
+
+// String renders the model back as SQL-like text for messages and tests.
+func (q *Query) String() string {
+	var b strings.Builder
+	b.WriteString("SELECT ")
+	for i, o := range q.Outputs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if o.Agg != nil {
+			b.WriteString(o.Agg.String())
+		} else {
+			b.WriteString(o.Key)
+		}
+		b.WriteString(" AS " + o.Name)
+	}
+	b.WriteString(" FROM " + q.Table)
+	if q.Where != nil {
+		b.WriteString(" WHERE " + exprString(q.Where, q))
+	}
+	if len(q.GroupBy) > 0 {
+		b.WriteString(" GROUP BY " + strings.Join(q.GroupBy, ", "))
+	}
+	if q.Having != nil {
+		b.WriteString(" HAVING " + exprString(q.Having, q))
+	}
+	if len(q.OrderBy) > 0 {
+		b.WriteString(" ORDER BY ")
+		for i, t := range q.OrderBy {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(q.Outputs[t.Output].Name)
+			if t.Desc {
+				b.WriteString(" DESC")
+			}
+		}
+	}
+	if q.Limit >= 0 {
+		fmt.Fprintf(&b, " LIMIT %d", q.Limit)
+	}
+	if q.Offset > 0 {
+		fmt.Fprintf(&b, " OFFSET %d", q.Offset)
+	}
+	return b.String()
+}
+
+func operandString(o Operand, q *Query) string {
+	switch o.Kind {
+	case ColumnRef:
+		return o.Column
+	case OutputRef:
+		return q.Outputs[o.Output].Name
+	}
+	if s, ok := o.Value.(string); ok {
+		return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+	}
+	return fmt.Sprint(o.Value)
+}
+
+func exprString(e Expr, q *Query) string {
+	switch x := e.(type) {
+	case Compare:
+		return operandString(x.Left, q) + " " + x.Op + " " + operandString(x.Right, q)
+	case And:
+		return joinExprs(x.Args, " AND ", q)
+	case Or:
+		return joinExprs(x.Args, " OR ", q)
+	case Not:
+		return "NOT (" + exprString(x.Arg, q) + ")"
+	case In:
+		parts := make([]string, len(x.Values))
+		for i, v := range x.Values {
+			parts[i] = operandString(v, q)
+		}
+		not := ""
+		if x.Negate {
+			not = "NOT "
+		}
+		return operandString(x.Arg, q) + " " + not + "IN (" + strings.Join(parts, ", ") + ")"
+	case IsNull:
+		if x.Negate {
+			return operandString(x.Arg, q) + " IS NOT NULL"
+		}
+		return operandString(x.Arg, q) + " IS NULL"
+	case Between:
+		not := ""
+		if x.Negate {
+			not = "NOT "
+		}
+		return operandString(x.Arg, q) + " " + not + "BETWEEN " + operandString(x.Low, q) + " AND " + operandString(x.High, q)
+	}
+	return "?"
+}
+
+func joinExprs(args []Expr, sep string, q *Query) string {
+	parts := make([]string, len(args))
+	for i, a := range args {
+		parts[i] = "(" + exprString(a, q) + ")"
+	}
+	return strings.Join(parts, sep)
+}

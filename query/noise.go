@@ -1,0 +1,352 @@
+package query
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+
+	"github.com/dpstat/dpstat/accounting"
+	"github.com/dpstat/dpstat/engine"
+	"github.com/dpstat/dpstat/mechanism"
+	"github.com/dpstat/dpstat/random"
+)
+
+// Exact holds the engine's exact statistics for every group of the plan,
+// empty groups included (their counts and sums are zero).
+type Exact struct {
+	// Stats[g][s] is statistic s of group Plan.Keys[g]: a count, or a
+	// fixed-point sum in grid steps of 2^Summand.Exp.
+	Stats [][]*big.Int
+}
+
+// ReadExact matches the engine's rows to the plan's public keys. Rows whose
+// key is not in the public lists cannot occur (the SQL filters them) and
+// are ignored; groups without rows get zeros.
+func (p *Plan) ReadExact(rows *engine.Rows) (*Exact, error) {
+	nk := len(p.Query.GroupBy)
+	if len(rows.Columns) != nk+len(p.Statistics) {
+		return nil, fmt.Errorf("query: engine returned %d columns, want %d", len(rows.Columns), nk+len(p.Statistics))
+	}
+	index := make(map[string]int, len(p.Keys))
+	for i, k := range p.Keys {
+		index[keyString(k)] = i
+	}
+	ex := &Exact{Stats: make([][]*big.Int, len(p.Keys))}
+	for i := range ex.Stats {
+		ex.Stats[i] = make([]*big.Int, len(p.Statistics))
+		for j := range ex.Stats[i] {
+			ex.Stats[i][j] = new(big.Int)
+		}
+	}
+	for _, r := range rows.Rows {
+		key := make([]any, nk)
+		for i := 0; i < nk; i++ {
+			key[i] = normalizeKey(r[i])
+		}
+		g, ok := index[keyString(key)]
+		if !ok {
+			continue
+		}
+		for j := range p.Statistics {
+			v, err := toBig(r[nk+j])
+			if err != nil {
+				return nil, fmt.Errorf("query: statistic %d: %w", j, err)
+			}
+			ex.Stats[g][j].Add(ex.Stats[g][j], v)
+		}
+	}
+	return ex, nil
+}
+
+func keyString(k []any) string { return fmt.Sprintf("%#v", k) }
+
+// normalizeKey maps driver values onto the catalog's value types.
+func normalizeKey(v any) any {
+	switch x := v.(type) {
+	case int32:
+		return int64(x)
+	case int16:
+		return int64(x)
+	case int8:
+		return int64(x)
+	case int:
+		return int64(x)
+	case float32:
+		return float64(x)
+	case []byte:
+		return string(x)
+	}
+	return v
+}
+
+func toBig(v any) (*big.Int, error) {
+	switch x := v.(type) {
+	case nil:
+		return new(big.Int), nil // a sum of no values
+	case *big.Int:
+		return new(big.Int).Set(x), nil
+	case int64:
+		return big.NewInt(x), nil
+	case int32:
+		return big.NewInt(int64(x)), nil
+	case int:
+		return big.NewInt(int64(x)), nil
+	case uint64:
+		return new(big.Int).SetUint64(x), nil
+	case float64:
+		// Exact integers only: the statistics are integer counts and sums.
+		if x != math.Trunc(x) || math.IsInf(x, 0) {
+			return nil, fmt.Errorf("non-integer value from the engine")
+		}
+		b, _ := new(big.Float).SetFloat64(x).Int(nil)
+		return b, nil
+	}
+	return nil, fmt.Errorf("unexpected engine value of type %T", v)
+}
+
+// countMechanism and sumMechanism are what the noise stage needs of the
+// mechanisms; mechanism.Geometric and mechanism.Laplace provide them.
+type countMechanism interface {
+	Release(x int64) int64
+	Scale() float64
+	Cost() accounting.Cost
+	Interval(confidence float64) float64
+}
+
+type sumMechanism interface {
+	Release(x float64) (float64, error)
+	Scale() float64
+	Granularity() float64
+	Cost() accounting.Cost
+	Interval(confidence float64) float64
+}
+
+// Noise is the noise stage of a plan: one calibrated mechanism per release.
+type Noise struct {
+	plan   *Plan
+	counts map[int]countMechanism
+	sums   map[int]sumMechanism
+	// Mechanisms describes each release's mechanism, in release order.
+	Mechanisms []MechanismInfo
+	// Cost is the sequential composition of every release's cost.
+	Cost accounting.Cost
+}
+
+// MechanismInfo describes the mechanism of one release.
+type MechanismInfo struct {
+	Name        string  `json:"mechanism"`
+	Epsilon     float64 `json:"epsilon"`
+	Sensitivity float64 `json:"sensitivity"`
+	Scale       float64 `json:"scale"`
+}
+
+// NewNoise calibrates a mechanism for every release of the plan. src nil
+// means the secure pooled source; tests pass a seeded one.
+func (p *Plan) NewNoise(src random.Source) (*Noise, error) {
+	n := &Noise{plan: p, counts: map[int]countMechanism{}, sums: map[int]sumMechanism{}}
+	var costs []accounting.Cost
+	for i, r := range p.Releases {
+		switch r.Kind {
+		case NoisyCount:
+			sens := p.Contribution.Groups * p.Contribution.RowsPerGroup
+			m, err := mechanism.NewGeometric(mechanism.GeometricOptions{Epsilon: r.Epsilon, Sensitivity: sens, Source: src})
+			if err != nil {
+				return nil, refuse("%v", err)
+			}
+			n.counts[i] = m
+			costs = append(costs, m.Cost())
+			n.Mechanisms = append(n.Mechanisms, MechanismInfo{"geometric", r.Epsilon, float64(sens), m.Scale()})
+		default:
+			m, sens, err := p.newSumMechanism(r, src)
+			if err != nil {
+				return nil, refuse("%v", err)
+			}
+			n.sums[i] = m
+			costs = append(costs, m.Cost())
+			n.Mechanisms = append(n.Mechanisms, MechanismInfo{"laplace", r.Epsilon, sens, m.Scale()})
+		}
+	}
+	c, err := accounting.Sequential(costs...)
+	if err != nil {
+		return nil, refuse("%v", err)
+	}
+	n.Cost = c
+	return n, nil
+}
+
+// newSumMechanism calibrates grid Laplace noise for a sum release. Each of
+// the up to Contribution.Groups groups that one person changes is rounded
+// to the grid separately, which can add one grid step per group; the
+// mechanism accounts for one, so the others are added to the sensitivity
+// (found by a short fixed-point iteration, as the grid depends on it).
+func (p *Plan) newSumMechanism(r Release, src random.Source) (*mechanism.Laplace, float64, error) {
+	extra := float64(p.Contribution.Groups - 1)
+	sens := r.Sensitivity
+	if sens <= 0 {
+		// A column declared with lower == upper: every row adds the same
+		// value, but noise is still calibrated to one grid step.
+		sens = math.SmallestNonzeroFloat64
+	}
+	want := sens
+	for i := 0; i < 8; i++ {
+		m, err := mechanism.NewLaplace(mechanism.LaplaceOptions{Epsilon: r.Epsilon, Sensitivity: want, Source: src})
+		if err != nil {
+			return nil, 0, err
+		}
+		need := sens + extra*m.Granularity()
+		if need <= want {
+			return m, want, nil
+		}
+		want = need
+	}
+	return nil, 0, errors.New("query: could not calibrate the grid of a sum")
+}
+
+// Interval is a confidence interval for one released value.
+type Interval struct {
+	Low  float64 `json:"low"`
+	High float64 `json:"high"`
+}
+
+// Apply adds noise to the exact statistics and returns the released value
+// of every aggregate for every group (rows follow Plan.Keys, columns follow
+// Plan.Aggregates) with confidence intervals.
+func (n *Noise) Apply(ex *Exact, confidence float64) (values [][]any, cis [][]Interval, err error) {
+	p := n.plan
+	values = make([][]any, len(p.Keys))
+	cis = make([][]Interval, len(p.Keys))
+	// Each release's half-width does not depend on the data.
+	tail := 1 - (1-confidence)/2 // each half of an AVG gets half the miss probability
+	for g := range p.Keys {
+		noisy := make([]float64, len(p.Releases))
+		for i, r := range p.Releases {
+			switch r.Kind {
+			case NoisyCount:
+				noisy[i] = float64(n.counts[i].Release(saturatedInt64(ex.Stats[g][r.Stat])))
+			case NoisySum, NoisyCentredSum:
+				m := n.sums[i]
+				x := onGrid(ex, g, r, p, m.Granularity())
+				v, err := m.Release(x)
+				if err != nil {
+					return nil, nil, err
+				}
+				noisy[i] = v
+			}
+		}
+		row := make([]any, len(p.Aggregates))
+		ci := make([]Interval, len(p.Aggregates))
+		for j, a := range p.Aggregates {
+			switch a.Aggregate.Func {
+			case CountStar, Count:
+				i := a.Releases[0]
+				h := n.counts[i].Interval(confidence)
+				row[j] = int64(noisy[i])
+				ci[j] = Interval{noisy[i] - h, noisy[i] + h}
+			case Sum:
+				i := a.Releases[0]
+				h := n.sums[i].Interval(confidence)
+				row[j] = noisy[i]
+				ci[j] = Interval{noisy[i] - h, noisy[i] + h}
+			case Avg:
+				si, ci0 := a.Releases[0], a.Releases[1]
+				hs := n.sums[si].Interval(tail)
+				hc := n.counts[ci0].Interval(tail)
+				row[j], ci[j] = average(noisy[si], noisy[ci0], hs, hc, a.Lower, a.Upper)
+			}
+		}
+		values[g] = row
+		cis[g] = ci
+	}
+	return values, cis, nil
+}
+
+// average post-processes a noisy centred sum c and a noisy count n into a
+// mean clamped to [lo, hi]; when n ≤ 0 the mean is the midpoint. The
+// interval takes every (sum, count) pair within the half-widths hs and hc
+// of the noisy ones (each covering with probability 1 − α/2, so both with
+// 1 − α) and is clamped to [lo, hi]; when the count's interval reaches 0 it
+// is [lo, hi].
+func average(c, n, hs, hc, lo, hi float64) (float64, Interval) {
+	mid := lo + (hi-lo)/2
+	clamp := func(x float64) float64 { return math.Min(hi, math.Max(lo, x)) }
+	v := mid
+	if n > 0 {
+		v = clamp(mid + c/n)
+	}
+	if n-hc < 1 {
+		return v, Interval{lo, hi}
+	}
+	low, high := math.Inf(1), math.Inf(-1)
+	for _, s := range []float64{c - hs, c + hs} {
+		for _, d := range []float64{n - hc, n + hc} {
+			q := s / d
+			low, high = math.Min(low, q), math.Max(high, q)
+		}
+	}
+	return v, Interval{clamp(mid + low), clamp(mid + high)}
+}
+
+// saturatedInt64 converts an exact count to int64, saturating.
+func saturatedInt64(b *big.Int) int64 {
+	if b.IsInt64() {
+		return b.Int64()
+	}
+	if b.Sign() > 0 {
+		return math.MaxInt64
+	}
+	return math.MinInt64
+}
+
+// maxGridSteps bounds a pre-rounded sum in grid steps so that it converts
+// to float64 exactly; saturating there is a 1-Lipschitz map, so it keeps
+// the sensitivity.
+const maxGridSteps = 1<<53 - 1
+
+// onGrid returns a sum release's exact value rounded to the mechanism's
+// grid (computed on integers) and saturated, as a float64 that is exactly a
+// grid point, so no float rounding of a large exact sum can move it.
+func onGrid(ex *Exact, g int, r Release, p *Plan, gran float64) float64 {
+	sm := p.Statistics[r.Stat].Summand
+	steps := new(big.Int).Set(ex.Stats[g][r.Stat]) // value = steps·2^exp
+	exp := sm.Exp
+	if r.Kind == NoisyCentredSum {
+		// Σ(x − m) with m = (Lower+Upper)/2 steps: 2·sum − count·(Lower+Upper)
+		// in half steps.
+		cnt := ex.Stats[g][r.CountStat]
+		mid := new(big.Int).Mul(cnt, big.NewInt(sm.Lower+sm.Upper))
+		steps.Lsh(steps, 1).Sub(steps, mid)
+		exp--
+	}
+	frac, gexp := math.Frexp(gran) // gran = 0.5·2^gexp exactly (a power of two)
+	if frac != 0.5 {
+		// Not a power of two: the mechanism's own rounding applies.
+		f, _ := new(big.Float).SetMantExp(new(big.Float).SetInt(steps), exp).Float64()
+		return f
+	}
+	j := gexp - 1
+	rounded := roundShift(steps, exp-j)
+	if rounded.Cmp(big.NewInt(maxGridSteps)) > 0 {
+		rounded.SetInt64(maxGridSteps)
+	} else if rounded.Cmp(big.NewInt(-maxGridSteps)) < 0 {
+		rounded.SetInt64(-maxGridSteps)
+	}
+	return math.Ldexp(float64(rounded.Int64()), j)
+}
+
+// roundShift returns round(x·2^shift), halves away from zero.
+func roundShift(x *big.Int, shift int) *big.Int {
+	if shift >= 0 {
+		return new(big.Int).Lsh(x, uint(shift))
+	}
+	neg := x.Sign() < 0
+	a := new(big.Int).Abs(x)
+	// floor((|x| + 2^(s−1)) / 2^s)
+	s := uint(-shift)
+	half := new(big.Int).Lsh(big.NewInt(1), s-1)
+	a.Add(a, half).Rsh(a, s)
+	if neg {
+		a.Neg(a)
+	}
+	return a
+}

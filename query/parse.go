@@ -1,0 +1,830 @@
+package query
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/dpstat/dpstat/catalog"
+)
+
+// RefusedError reports a query that dpstat will not answer. It is returned
+// before any engine runs and before anything is charged.
+type RefusedError struct {
+	// Reason says what is wrong and, where there is one, what would be
+	// accepted.
+	Reason string
+}
+
+func (e *RefusedError) Error() string { return "query refused: " + e.Reason }
+
+func refuse(format string, args ...any) error {
+	return &RefusedError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// Parse parses one SQL statement and checks it against the catalog,
+// returning dpstat's model of it or a *RefusedError.
+func Parse(sql string, cat *catalog.Catalog) (*Query, error) {
+	if strings.TrimSpace(sql) == "" {
+		return nil, refuse("empty query; write e.g. SELECT COUNT(*) FROM t")
+	}
+	tree, err := pg.Parse(sql)
+	if err != nil {
+		return nil, refuse("syntax error: %v", err)
+	}
+	if len(tree.Stmts) != 1 {
+		return nil, refuse("one statement at a time, got %d", len(tree.Stmts))
+	}
+	sel := tree.Stmts[0].Stmt.GetSelectStmt()
+	if sel == nil {
+		return nil, refuse("only SELECT queries are answered, got %s", statementKind(tree.Stmts[0].Stmt))
+	}
+	p := &parser{cat: cat}
+	q, err := p.selectStmt(sel)
+	if err != nil {
+		return nil, err
+	}
+	text, err := pg.Deparse(tree)
+	if err != nil {
+		text = strings.TrimSpace(sql)
+	}
+	q.Text = text
+	return q, nil
+}
+
+func statementKind(n *pg.Node) string {
+	name := fmt.Sprintf("%T", n.GetNode())
+	name = strings.TrimPrefix(name, "*pg_query.Node_")
+	name = strings.TrimSuffix(name, "Stmt")
+	switch name {
+	case "Insert", "Update", "Delete", "Create", "Drop", "Copy", "Explain", "Transaction", "Merge":
+		return strings.ToUpper(name)
+	}
+	return "a " + name + " statement"
+}
+
+// MaxAggregates is the most aggregates one query may release.
+const MaxAggregates = 64
+
+type parser struct {
+	cat   *catalog.Catalog
+	table *catalog.Table
+	alias string
+	q     *Query
+}
+
+func (p *parser) selectStmt(s *pg.SelectStmt) (*Query, error) {
+	switch {
+	case s.Op != pg.SetOperation_SETOP_NONE && s.Op != pg.SetOperation_SET_OPERATION_UNDEFINED:
+		return nil, refuse("UNION, INTERSECT and EXCEPT are not supported yet; ask one aggregate query at a time")
+	case s.WithClause != nil:
+		return nil, refuse("WITH (common table expressions) is not supported yet: subqueries are not supported yet")
+	case s.IntoClause != nil:
+		return nil, refuse("SELECT INTO is not allowed: dpstat only answers queries")
+	case len(s.ValuesLists) > 0:
+		return nil, refuse("VALUES lists are not queries over a catalog table")
+	case len(s.LockingClause) > 0:
+		return nil, refuse("FOR UPDATE/SHARE is not allowed")
+	case len(s.DistinctClause) > 0:
+		return nil, refuse("SELECT DISTINCT is not supported; use GROUP BY over columns with public value lists")
+	case len(s.WindowClause) > 0:
+		return nil, refuse("window functions are not supported")
+	}
+	if err := p.from(s.FromClause); err != nil {
+		return nil, err
+	}
+	p.q = &Query{Table: p.table.Name, Limit: -1}
+	if s.GroupDistinct {
+		return nil, refuse("GROUP BY DISTINCT is not supported")
+	}
+	for _, g := range s.GroupClause {
+		col, err := p.groupKey(g, s.TargetList)
+		if err != nil {
+			return nil, err
+		}
+		for _, prev := range p.q.GroupBy {
+			if prev == col {
+				return nil, refuse("GROUP BY lists column %s twice", col)
+			}
+		}
+		p.q.GroupBy = append(p.q.GroupBy, col)
+	}
+	if len(s.TargetList) == 0 {
+		return nil, refuse("empty select list; select at least one aggregate (COUNT, SUM or AVG)")
+	}
+	for _, t := range s.TargetList {
+		if err := p.target(t); err != nil {
+			return nil, err
+		}
+	}
+	if n := len(p.q.Aggregates()); n > MaxAggregates {
+		return nil, refuse("%d aggregates in one query: want at most %d (each takes a share of ε)", n, MaxAggregates)
+	}
+	if len(p.q.Aggregates()) == 0 {
+		return nil, refuse("the select list has no aggregate; dpstat releases aggregates only (COUNT, SUM, AVG)")
+	}
+	names := map[string]bool{}
+	for _, o := range p.q.Outputs {
+		if names[strings.ToLower(o.Name)] {
+			return nil, refuse("two outputs are named %q; give them different aliases with AS", o.Name)
+		}
+		names[strings.ToLower(o.Name)] = true
+	}
+	if s.WhereClause != nil {
+		e, err := p.expr(s.WhereClause, false)
+		if err != nil {
+			return nil, err
+		}
+		p.q.Where = e
+	}
+	if s.HavingClause != nil {
+		e, err := p.expr(s.HavingClause, true)
+		if err != nil {
+			return nil, err
+		}
+		p.q.Having = e
+	}
+	for _, n := range s.SortClause {
+		t, err := p.orderTerm(n)
+		if err != nil {
+			return nil, err
+		}
+		p.q.OrderBy = append(p.q.OrderBy, t)
+	}
+	if s.LimitOption == pg.LimitOption_LIMIT_OPTION_WITH_TIES {
+		return nil, refuse("FETCH ... WITH TIES is not supported; use LIMIT")
+	}
+	if s.LimitCount != nil {
+		n, null, err := nonNegativeInt(s.LimitCount, "LIMIT")
+		if err != nil {
+			return nil, err
+		}
+		if !null {
+			p.q.Limit = n
+		}
+	}
+	if s.LimitOffset != nil {
+		n, _, err := nonNegativeInt(s.LimitOffset, "OFFSET")
+		if err != nil {
+			return nil, err
+		}
+		p.q.Offset = n
+	}
+	return p.q, nil
+}
+
+func nonNegativeInt(n *pg.Node, what string) (int64, bool, error) {
+	c := n.GetAConst()
+	if c == nil {
+		return 0, false, refuse("%s takes a whole number, not an expression", what)
+	}
+	if c.Isnull {
+		return 0, true, nil
+	}
+	if iv, ok := c.Val.(*pg.A_Const_Ival); ok && iv.Ival.Ival >= 0 {
+		return int64(iv.Ival.Ival), false, nil
+	}
+	return 0, false, refuse("%s takes a whole number >= 0", what)
+}
+
+func (p *parser) from(from []*pg.Node) error {
+	if len(from) == 0 {
+		return refuse("no FROM clause; query one of the catalog's tables: %s", p.tableNames())
+	}
+	if len(from) > 1 {
+		return refuse("joins are not supported yet; query one table at a time")
+	}
+	n := from[0]
+	switch {
+	case n.GetJoinExpr() != nil:
+		return refuse("joins are not supported yet; query one table at a time")
+	case n.GetRangeSubselect() != nil:
+		return refuse("subqueries are not supported yet")
+	case n.GetRangeFunction() != nil, n.GetRangeTableFunc() != nil:
+		return refuse("table functions are not allowed in FROM; query one of the catalog's tables: %s", p.tableNames())
+	}
+	rv := n.GetRangeVar()
+	if rv == nil {
+		return refuse("unsupported FROM clause; query one of the catalog's tables: %s", p.tableNames())
+	}
+	if rv.Catalogname != "" || rv.Schemaname != "" {
+		return refuse("qualified table name %s: query one of the catalog's tables by its name: %s",
+			strings.Trim(rv.Catalogname+"."+rv.Schemaname+"."+rv.Relname, "."), p.tableNames())
+	}
+	t := p.cat.Table(rv.Relname)
+	if t == nil {
+		hint := ""
+		if strings.ContainsAny(rv.Relname, "/\\.") {
+			hint = " (file paths are not allowed in FROM)"
+		}
+		return refuse("unknown table %q%s; the catalog declares: %s", rv.Relname, hint, p.tableNames())
+	}
+	p.table = t
+	if rv.Alias != nil {
+		if len(rv.Alias.Colnames) > 0 {
+			return refuse("column aliases in FROM are not supported")
+		}
+		p.alias = rv.Alias.Aliasname
+	}
+	return nil
+}
+
+func (p *parser) tableNames() string {
+	var names []string
+	for _, t := range p.cat.Tables {
+		names = append(names, t.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+func (p *parser) columnNames() string {
+	var names []string
+	for _, c := range p.table.Columns {
+		names = append(names, c.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// columnRef resolves a column reference to a declared column.
+func (p *parser) columnRef(cr *pg.ColumnRef) (*catalog.Column, error) {
+	var parts []string
+	for _, f := range cr.Fields {
+		if f.GetAStar() != nil {
+			return nil, refuse("SELECT * is not supported; name the aggregates to release, e.g. COUNT(*)")
+		}
+		s := f.GetString_()
+		if s == nil {
+			return nil, refuse("unsupported column reference")
+		}
+		parts = append(parts, s.Sval)
+	}
+	switch len(parts) {
+	case 1:
+	case 2:
+		q := parts[0]
+		if !(q == p.alias || (p.alias == "" && strings.EqualFold(q, p.table.Name))) {
+			return nil, refuse("unknown table or alias %q in %s; the query reads only %s", q, strings.Join(parts, "."), p.table.Name)
+		}
+		parts = parts[1:]
+	default:
+		return nil, refuse("unsupported column reference %s", strings.Join(parts, "."))
+	}
+	col := p.table.Column(parts[0])
+	if col == nil {
+		return nil, refuse("unknown column %q in table %s; declared columns: %s", parts[0], p.table.Name, p.columnNames())
+	}
+	return col, nil
+}
+
+func (p *parser) groupKey(n *pg.Node, targets []*pg.Node) (string, error) {
+	if c := n.GetAConst(); c != nil {
+		// GROUP BY 1 refers to the first select-list item.
+		iv, ok := c.Val.(*pg.A_Const_Ival)
+		if !ok || iv.Ival.Ival < 1 || int(iv.Ival.Ival) > len(targets) {
+			return "", refuse("GROUP BY position must be a select-list position from 1 to %d", len(targets))
+		}
+		rt := targets[iv.Ival.Ival-1].GetResTarget()
+		if rt == nil || rt.Val.GetColumnRef() == nil {
+			return "", refuse("GROUP BY %d does not refer to a column", iv.Ival.Ival)
+		}
+		n = rt.Val
+	}
+	cr := n.GetColumnRef()
+	if cr == nil {
+		if n.GetGroupingSet() != nil {
+			return "", refuse("GROUPING SETS, ROLLUP and CUBE are not supported yet")
+		}
+		return "", refuse("GROUP BY expressions are not supported yet; group by columns with public value lists")
+	}
+	col, err := p.columnRef(cr)
+	if err != nil {
+		return "", err
+	}
+	if col.Values == nil {
+		return "", refuse("key selection is not supported yet; declare `values:` for column %s in the catalog to group by it", col.Name)
+	}
+	return col.Name, nil
+}
+
+func (p *parser) target(n *pg.Node) error {
+	rt := n.GetResTarget()
+	if rt == nil || rt.Val == nil {
+		return refuse("unsupported select-list item")
+	}
+	if cr := rt.Val.GetColumnRef(); cr != nil {
+		col, err := p.columnRef(cr)
+		if err != nil {
+			return err
+		}
+		grouped := false
+		for _, g := range p.q.GroupBy {
+			grouped = grouped || g == col.Name
+		}
+		if !grouped {
+			return refuse("column %s is neither aggregated nor in GROUP BY; dpstat releases aggregates only", col.Name)
+		}
+		name := rt.Name
+		if name == "" {
+			name = col.Name
+		}
+		p.q.Outputs = append(p.q.Outputs, Output{Name: name, Key: col.Name})
+		return nil
+	}
+	fc := rt.Val.GetFuncCall()
+	if fc == nil {
+		if rt.Val.GetSubLink() != nil {
+			return refuse("subqueries are not supported yet")
+		}
+		return refuse("select-list expression at position %d is not supported; select COUNT, SUM or AVG of a column, or a grouped column", rt.Location+1)
+	}
+	agg, err := p.aggregate(fc)
+	if err != nil {
+		return err
+	}
+	name := rt.Name
+	if name == "" {
+		name = strings.ToLower(agg.Func.String())
+		if agg.Column != "" {
+			name += "_" + agg.Column
+		}
+	}
+	p.q.Outputs = append(p.q.Outputs, Output{Name: name, Agg: &agg})
+	return nil
+}
+
+func funcName(fc *pg.FuncCall) string {
+	var parts []string
+	for _, n := range fc.Funcname {
+		if s := n.GetString_(); s != nil {
+			parts = append(parts, s.Sval)
+		}
+	}
+	if len(parts) == 2 && parts[0] == "pg_catalog" {
+		parts = parts[1:]
+	}
+	return strings.ToLower(strings.Join(parts, "."))
+}
+
+var laterAggregates = map[string]string{
+	"median":          "MEDIAN comes with quantiles in a later version",
+	"percentile_cont": "quantiles come in a later version",
+	"percentile_disc": "quantiles come in a later version",
+	"quantile":        "quantiles come in a later version",
+	"var_pop":         "variance comes in a later version",
+	"var_samp":        "variance comes in a later version",
+	"variance":        "variance comes in a later version",
+	"stddev":          "standard deviation comes in a later version",
+	"stddev_pop":      "standard deviation comes in a later version",
+	"stddev_samp":     "standard deviation comes in a later version",
+	"min":             "MIN and MAX would reveal one person's value; they are never released",
+	"max":             "MIN and MAX would reveal one person's value; they are never released",
+}
+
+func (p *parser) aggregate(fc *pg.FuncCall) (Aggregate, error) {
+	name := funcName(fc)
+	switch {
+	case fc.Over != nil:
+		return Aggregate{}, refuse("window functions (%s ... OVER) are not supported", strings.ToUpper(name))
+	case fc.AggDistinct:
+		return Aggregate{}, refuse("%s(DISTINCT ...) is not supported yet", strings.ToUpper(name))
+	case fc.AggFilter != nil:
+		return Aggregate{}, refuse("aggregate FILTER clauses are not supported; use WHERE")
+	case len(fc.AggOrder) > 0 || fc.AggWithinGroup:
+		return Aggregate{}, refuse("ordered aggregates are not supported yet")
+	case fc.FuncVariadic:
+		return Aggregate{}, refuse("VARIADIC arguments are not supported")
+	}
+	var f AggFunc
+	switch name {
+	case "count":
+		f = Count
+		if fc.AggStar {
+			return Aggregate{Func: CountStar}, nil
+		}
+	case "sum":
+		f = Sum
+	case "avg":
+		f = Avg
+	default:
+		if why, ok := laterAggregates[name]; ok {
+			return Aggregate{}, refuse("%s is not supported: %s; supported: COUNT, SUM, AVG", strings.ToUpper(name), why)
+		}
+		return Aggregate{}, refuse("function %s is not supported in the select list; supported aggregates: COUNT(*), COUNT(col), SUM(col), AVG(col)", name)
+	}
+	if fc.AggStar {
+		return Aggregate{}, refuse("%s(*) is not valid; name a column", strings.ToUpper(name))
+	}
+	if len(fc.Args) != 1 {
+		return Aggregate{}, refuse("%s takes exactly one column, got %d arguments", strings.ToUpper(name), len(fc.Args))
+	}
+	cr := fc.Args[0].GetColumnRef()
+	if cr == nil {
+		if fc.Args[0].GetFuncCall() != nil {
+			return Aggregate{}, refuse("%s of an expression is not supported; aggregate a column", strings.ToUpper(name))
+		}
+		if c := fc.Args[0].GetAConst(); c != nil && f == Count {
+			// COUNT(1) counts rows, as COUNT(*) does.
+			if !c.Isnull {
+				return Aggregate{Func: CountStar}, nil
+			}
+		}
+		return Aggregate{}, refuse("%s of an expression is not supported; aggregate a column", strings.ToUpper(name))
+	}
+	col, err := p.columnRef(cr)
+	if err != nil {
+		return Aggregate{}, err
+	}
+	if f == Sum || f == Avg {
+		if col.Type != catalog.Int && col.Type != catalog.Float {
+			return Aggregate{}, refuse("%s(%s): column %s is %s; SUM and AVG need an int or float column", strings.ToUpper(name), col.Name, col.Name, col.Type)
+		}
+		if !col.Bounded() {
+			return Aggregate{}, refuse("%s(%s) needs declared bounds: declare `lower:` and `upper:` for column %s in the catalog", strings.ToUpper(name), col.Name, col.Name)
+		}
+	}
+	return Aggregate{Func: f, Column: col.Name}, nil
+}
+
+var compareOps = map[string]string{"=": "=", "<>": "<>", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+
+// expr converts a boolean expression; having selects output references
+// (HAVING) instead of column references (WHERE).
+func (p *parser) expr(n *pg.Node, having bool) (Expr, error) {
+	switch {
+	case n.GetBoolExpr() != nil:
+		b := n.GetBoolExpr()
+		args := make([]Expr, len(b.Args))
+		for i, a := range b.Args {
+			e, err := p.expr(a, having)
+			if err != nil {
+				return nil, err
+			}
+			args[i] = e
+		}
+		switch b.Boolop {
+		case pg.BoolExprType_AND_EXPR:
+			return And{Args: args}, nil
+		case pg.BoolExprType_OR_EXPR:
+			return Or{Args: args}, nil
+		case pg.BoolExprType_NOT_EXPR:
+			if len(args) != 1 {
+				return nil, refuse("malformed NOT")
+			}
+			return Not{Arg: args[0]}, nil
+		}
+		return nil, refuse("unsupported boolean operator")
+	case n.GetNullTest() != nil:
+		nt := n.GetNullTest()
+		arg, err := p.operand(nt.Arg, having)
+		if err != nil {
+			return nil, err
+		}
+		return IsNull{Arg: arg, Negate: nt.Nulltesttype == pg.NullTestType_IS_NOT_NULL}, nil
+	case n.GetAExpr() != nil:
+		return p.aexpr(n.GetAExpr(), having)
+	case n.GetSubLink() != nil:
+		return nil, refuse("subqueries are not supported yet")
+	case n.GetColumnRef() != nil && !having:
+		col, err := p.columnRef(n.GetColumnRef())
+		if err != nil {
+			return nil, err
+		}
+		if col.Type != catalog.Bool {
+			return nil, refuse("column %s is %s, not a condition; compare it with a value", col.Name, col.Type)
+		}
+		return Compare{Op: "=", Left: Operand{Kind: ColumnRef, Column: col.Name}, Right: Operand{Kind: Literal, Value: true}}, nil
+	case n.GetAConst() != nil:
+		if b, ok := n.GetAConst().Val.(*pg.A_Const_Boolval); ok {
+			v := b.Boolval.Boolval
+			return Compare{Op: "=", Left: Operand{Kind: Literal, Value: v}, Right: Operand{Kind: Literal, Value: true}}, nil
+		}
+	case n.GetFuncCall() != nil && !having:
+		fc := n.GetFuncCall()
+		if _, ok := aggregateNames[funcName(fc)]; ok {
+			return nil, refuse("aggregates are not allowed in WHERE; use HAVING to filter the noisy results")
+		}
+		return nil, refuse("function %s is not supported in WHERE; use comparisons, AND, OR, NOT, IN, BETWEEN and IS NULL", funcName(fc))
+	}
+	where := "WHERE"
+	if having {
+		where = "HAVING"
+	}
+	return nil, refuse("unsupported condition in %s; use comparisons, AND, OR, NOT, IN, BETWEEN and IS NULL over %s",
+		where, map[bool]string{false: "columns and literals", true: "outputs and literals"}[having])
+}
+
+var aggregateNames = map[string]bool{"count": true, "sum": true, "avg": true, "min": true, "max": true, "median": true}
+
+func (p *parser) aexpr(a *pg.A_Expr, having bool) (Expr, error) {
+	op := ""
+	if len(a.Name) == 1 && a.Name[0].GetString_() != nil {
+		op = a.Name[0].GetString_().Sval
+	}
+	switch a.Kind {
+	case pg.A_Expr_Kind_AEXPR_OP:
+		norm, ok := compareOps[op]
+		if !ok {
+			return nil, refuse("operator %s is not supported in conditions; use =, <>, <, <=, >, >=", op)
+		}
+		l, err := p.operand(a.Lexpr, having)
+		if err != nil {
+			return nil, err
+		}
+		r, err := p.operand(a.Rexpr, having)
+		if err != nil {
+			return nil, err
+		}
+		if err := p.comparable(l, r); err != nil {
+			return nil, err
+		}
+		return Compare{Op: norm, Left: l, Right: r}, nil
+	case pg.A_Expr_Kind_AEXPR_IN:
+		arg, err := p.operand(a.Lexpr, having)
+		if err != nil {
+			return nil, err
+		}
+		list := a.Rexpr.GetList()
+		if list == nil {
+			return nil, refuse("IN takes a list of values")
+		}
+		in := In{Arg: arg, Negate: op == "<>"}
+		for _, item := range list.Items {
+			v, err := p.operand(item, having)
+			if err != nil {
+				return nil, err
+			}
+			if v.Kind != Literal {
+				return nil, refuse("IN lists may hold only literal values")
+			}
+			if err := p.comparable(arg, v); err != nil {
+				return nil, err
+			}
+			in.Values = append(in.Values, v)
+		}
+		return in, nil
+	case pg.A_Expr_Kind_AEXPR_BETWEEN, pg.A_Expr_Kind_AEXPR_NOT_BETWEEN:
+		arg, err := p.operand(a.Lexpr, having)
+		if err != nil {
+			return nil, err
+		}
+		list := a.Rexpr.GetList()
+		if list == nil || len(list.Items) != 2 {
+			return nil, refuse("BETWEEN takes two bounds")
+		}
+		lo, err := p.operand(list.Items[0], having)
+		if err != nil {
+			return nil, err
+		}
+		hi, err := p.operand(list.Items[1], having)
+		if err != nil {
+			return nil, err
+		}
+		if err := p.comparable(arg, lo); err != nil {
+			return nil, err
+		}
+		if err := p.comparable(arg, hi); err != nil {
+			return nil, err
+		}
+		return Between{Arg: arg, Low: lo, High: hi, Negate: a.Kind == pg.A_Expr_Kind_AEXPR_NOT_BETWEEN}, nil
+	case pg.A_Expr_Kind_AEXPR_LIKE, pg.A_Expr_Kind_AEXPR_ILIKE, pg.A_Expr_Kind_AEXPR_SIMILAR:
+		return nil, refuse("LIKE and SIMILAR TO are not supported yet; use = or IN")
+	}
+	return nil, refuse("unsupported operator in a condition; use =, <>, <, <=, >, >=, IN, BETWEEN, IS NULL")
+}
+
+// operand converts a leaf: a column (WHERE), an output (HAVING) or a literal.
+func (p *parser) operand(n *pg.Node, having bool) (Operand, error) {
+	if n == nil {
+		return Operand{}, refuse("missing operand")
+	}
+	if c := n.GetAConst(); c != nil {
+		return constOperand(c)
+	}
+	if tc := n.GetTypeCast(); tc != nil {
+		if c := tc.Arg.GetAConst(); c != nil {
+			return castConst(c, tc.TypeName)
+		}
+		return Operand{}, refuse("casts are supported on literals only")
+	}
+	if having {
+		return p.outputRef(n)
+	}
+	if cr := n.GetColumnRef(); cr != nil {
+		col, err := p.columnRef(cr)
+		if err != nil {
+			return Operand{}, err
+		}
+		return Operand{Kind: ColumnRef, Column: col.Name}, nil
+	}
+	if fc := n.GetFuncCall(); fc != nil {
+		if aggregateNames[funcName(fc)] {
+			return Operand{}, refuse("aggregates are not allowed in WHERE; use HAVING to filter the noisy results")
+		}
+		return Operand{}, refuse("function %s is not supported in WHERE", funcName(fc))
+	}
+	if n.GetSubLink() != nil {
+		return Operand{}, refuse("subqueries are not supported yet")
+	}
+	return Operand{}, refuse("expressions are not supported in conditions; compare columns with literals")
+}
+
+// outputRef resolves a HAVING or ORDER BY operand to an output: an alias, a
+// grouped column in the select list, or an aggregate that the select list
+// computes.
+func (p *parser) outputRef(n *pg.Node) (Operand, error) {
+	if cr := n.GetColumnRef(); cr != nil && len(cr.Fields) == 1 && cr.Fields[0].GetString_() != nil {
+		name := cr.Fields[0].GetString_().Sval
+		for i, o := range p.q.Outputs {
+			if o.Name == name {
+				return Operand{Kind: OutputRef, Output: i}, nil
+			}
+		}
+		for i, o := range p.q.Outputs {
+			if strings.EqualFold(o.Name, name) || (o.IsKey() && strings.EqualFold(o.Key, name)) {
+				return Operand{Kind: OutputRef, Output: i}, nil
+			}
+		}
+	}
+	if cr := n.GetColumnRef(); cr != nil {
+		col, err := p.columnRef(cr)
+		if err != nil {
+			return Operand{}, err
+		}
+		for i, o := range p.q.Outputs {
+			if o.IsKey() && o.Key == col.Name {
+				return Operand{Kind: OutputRef, Output: i}, nil
+			}
+		}
+		return Operand{}, refuse("column %s is not an output of the query; HAVING and ORDER BY apply to the outputs", col.Name)
+	}
+	if fc := n.GetFuncCall(); fc != nil {
+		agg, err := p.aggregate(fc)
+		if err != nil {
+			return Operand{}, err
+		}
+		for i, o := range p.q.Outputs {
+			if o.Agg != nil && *o.Agg == agg {
+				return Operand{Kind: OutputRef, Output: i}, nil
+			}
+		}
+		return Operand{}, refuse("%s is not in the select list; HAVING and ORDER BY may use only aggregates that the query releases", agg)
+	}
+	return Operand{}, refuse("HAVING and ORDER BY may refer only to outputs of the query and literals")
+}
+
+func (p *parser) orderTerm(n *pg.Node) (OrderTerm, error) {
+	sb := n.GetSortBy()
+	if sb == nil {
+		return OrderTerm{}, refuse("unsupported ORDER BY item")
+	}
+	if sb.SortbyDir == pg.SortByDir_SORTBY_USING {
+		return OrderTerm{}, refuse("ORDER BY ... USING is not supported")
+	}
+	if sb.SortbyNulls != pg.SortByNulls_SORTBY_NULLS_DEFAULT && sb.SortbyNulls != pg.SortByNulls_SORT_BY_NULLS_UNDEFINED {
+		return OrderTerm{}, refuse("NULLS FIRST/LAST is not supported: released values are never NULL")
+	}
+	desc := sb.SortbyDir == pg.SortByDir_SORTBY_DESC
+	if c := sb.Node.GetAConst(); c != nil {
+		iv, ok := c.Val.(*pg.A_Const_Ival)
+		if !ok || iv.Ival.Ival < 1 || int(iv.Ival.Ival) > len(p.q.Outputs) {
+			return OrderTerm{}, refuse("ORDER BY position must be from 1 to %d", len(p.q.Outputs))
+		}
+		return OrderTerm{Output: int(iv.Ival.Ival) - 1, Desc: desc}, nil
+	}
+	op, err := p.outputRef(sb.Node)
+	if err != nil {
+		return OrderTerm{}, err
+	}
+	return OrderTerm{Output: op.Output, Desc: desc}, nil
+}
+
+func constOperand(c *pg.A_Const) (Operand, error) {
+	if c.Isnull {
+		return Operand{}, refuse("comparisons with NULL are never true; use IS NULL or IS NOT NULL")
+	}
+	switch v := c.Val.(type) {
+	case *pg.A_Const_Ival:
+		return Operand{Kind: Literal, Value: int64(v.Ival.Ival)}, nil
+	case *pg.A_Const_Fval:
+		s := v.Fval.Fval
+		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return Operand{Kind: Literal, Value: i}, nil
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsInf(f, 0) {
+			return Operand{}, refuse("number %s is out of range", s)
+		}
+		return Operand{Kind: Literal, Value: f}, nil
+	case *pg.A_Const_Sval:
+		if strings.ContainsRune(v.Sval.Sval, 0) {
+			return Operand{}, refuse("string literals may not contain NUL characters")
+		}
+		return Operand{Kind: Literal, Value: v.Sval.Sval}, nil
+	case *pg.A_Const_Boolval:
+		return Operand{Kind: Literal, Value: v.Boolval.Boolval}, nil
+	}
+	return Operand{}, refuse("unsupported literal")
+}
+
+func castConst(c *pg.A_Const, tn *pg.TypeName) (Operand, error) {
+	o, err := constOperand(c)
+	if err != nil {
+		return o, err
+	}
+	typ := ""
+	if tn != nil && len(tn.Names) > 0 {
+		if s := tn.Names[len(tn.Names)-1].GetString_(); s != nil {
+			typ = strings.ToLower(s.Sval)
+		}
+	}
+	s := fmt.Sprint(o.Value)
+	switch typ {
+	case "int2", "int4", "int8", "int", "integer", "bigint", "smallint":
+		i, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			return Operand{}, refuse("cannot cast %q to an integer", s)
+		}
+		return Operand{Kind: Literal, Value: i}, nil
+	case "float4", "float8", "float", "real", "double", "numeric", "decimal":
+		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return Operand{}, refuse("cannot cast %q to a finite number", s)
+		}
+		return Operand{Kind: Literal, Value: f}, nil
+	case "text", "varchar":
+		return Operand{Kind: Literal, Value: s}, nil
+	case "bool", "boolean":
+		b, err := strconv.ParseBool(strings.TrimSpace(s))
+		if err != nil {
+			return Operand{}, refuse("cannot cast %q to a boolean", s)
+		}
+		return Operand{Kind: Literal, Value: b}, nil
+	}
+	return Operand{}, refuse("cast to %s is not supported", typ)
+}
+
+// kindOf returns the type family of an operand: "number", "text", "bool".
+func (p *parser) kindOf(o Operand) string {
+	switch o.Kind {
+	case ColumnRef:
+		switch p.table.Column(o.Column).Type {
+		case catalog.Int, catalog.Float:
+			return "number"
+		case catalog.Text:
+			return "text"
+		case catalog.Bool:
+			return "bool"
+		}
+	case OutputRef:
+		out := p.q.Outputs[o.Output]
+		if out.Agg != nil {
+			return "number"
+		}
+		switch p.table.Column(out.Key).Type {
+		case catalog.Int, catalog.Float:
+			return "number"
+		case catalog.Text:
+			return "text"
+		case catalog.Bool:
+			return "bool"
+		}
+	case Literal:
+		switch o.Value.(type) {
+		case int64, float64:
+			return "number"
+		case string:
+			return "text"
+		case bool:
+			return "bool"
+		}
+	}
+	return "unknown"
+}
+
+func (p *parser) describe(o Operand) string {
+	switch o.Kind {
+	case ColumnRef:
+		c := p.table.Column(o.Column)
+		return fmt.Sprintf("column %s (%s)", c.Name, c.Type)
+	case OutputRef:
+		return "output " + p.q.Outputs[o.Output].Name
+	}
+	if s, ok := o.Value.(string); ok {
+		return fmt.Sprintf("text '%s'", s)
+	}
+	return fmt.Sprintf("%s %v", p.kindOf(o), o.Value)
+}
+
+func (p *parser) comparable(a, b Operand) error {
+	ka, kb := p.kindOf(a), p.kindOf(b)
+	if ka != kb {
+		return refuse("cannot compare %s with %s", p.describe(a), p.describe(b))
+	}
+	// An int column compared with a fractional literal is fine (age < 30.5);
+	// nothing else needs checking.
+	return nil
+}
+

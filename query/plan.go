@@ -1,0 +1,317 @@
+package query
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/dpstat/dpstat/catalog"
+)
+
+// A plan answers a Query in four stages, and each stage states what it
+// guarantees so that the next one can derive its sensitivity:
+//
+//  1. Contribution bounding (in the engine) keeps, for each person, at most
+//     MaxRowsPerGroup rows in each group and at most MaxGroupsPerUnit
+//     groups, chosen at random. It guarantees a Contribution: one person
+//     changes at most Groups groups, by at most RowsPerGroup rows each.
+//  2. Clamping (in the engine) maps each row to a Summand: 1 for a counted
+//     row, or the column's value clamped to the declared bounds and
+//     rounded onto a fixed-point grid. It guarantees a bound PerRow on the
+//     absolute value of one row's summand.
+//  3. Aggregation (in the engine) sums summands per group, exactly, into a
+//     Statistic. By 1 and 2, adding or removing one person moves the vector
+//     of a statistic's per-group values by at most Contribution.L1(PerRow)
+//     in L1 norm.
+//  4. Noise (in Go) releases each Release with a mechanism calibrated to
+//     that L1 sensitivity and the release's share of ε.
+//
+// The only place a sensitivity is computed is Contribution.L1, from a
+// summand bound: no aggregate states its own sensitivity.
+
+// Contribution is the guarantee of the bounding stage: adding or removing
+// one person changes at most Groups groups, and at most RowsPerGroup rows
+// in each.
+type Contribution struct {
+	Groups       int64
+	RowsPerGroup int64
+}
+
+// L1 is the L1 sensitivity, across all groups, of a per-group sum of
+// summands bounded by perRow in absolute value.
+func (c Contribution) L1(perRow float64) float64 {
+	return float64(c.Groups) * float64(c.RowsPerGroup) * perRow
+}
+
+// SummandKind says what one row contributes to a statistic.
+type SummandKind int
+
+// The summand kinds.
+const (
+	// RowCount adds 1 per row.
+	RowCount SummandKind = iota
+	// NonNullCount adds 1 per row whose column is not NULL.
+	NonNullCount
+	// FixedPointSum adds the column's value, clamped to [Lower, Upper] and
+	// rounded to a multiple of 2^Exp, as the integer number of grid steps;
+	// NULL adds nothing.
+	FixedPointSum
+)
+
+// Summand is the guarantee of the clamping stage for one statistic.
+type Summand struct {
+	Kind   SummandKind
+	Column string
+	// Exp is the fixed-point exponent: a summand of n steps is worth
+	// n·2^Exp. 0 for counts and int columns.
+	Exp int
+	// Lower and Upper are the clamping bounds in grid steps
+	// (FixedPointSum only).
+	Lower, Upper int64
+	// LowerValue and UpperValue are the declared bounds.
+	LowerValue, UpperValue float64
+}
+
+// PerRow bounds the absolute value of one row's summand, in value units.
+func (s Summand) PerRow() float64 {
+	if s.Kind != FixedPointSum {
+		return 1
+	}
+	return math.Ldexp(float64(max(abs64(s.Lower), abs64(s.Upper))), s.Exp)
+}
+
+// CentredPerRow bounds one row's summand after subtracting the midpoint of
+// the clamping range, in value units: (Upper − Lower)/2 grid steps.
+func (s Summand) CentredPerRow() float64 {
+	return math.Ldexp(float64(s.Upper-s.Lower)/2, s.Exp)
+}
+
+func abs64(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// Statistic is an exact per-group aggregate that the engine computes.
+type Statistic struct {
+	Summand Summand
+}
+
+// ReleaseKind says how a noisy value is formed from statistics.
+type ReleaseKind int
+
+// The release kinds.
+const (
+	// NoisyCount releases a count statistic with geometric noise.
+	NoisyCount ReleaseKind = iota
+	// NoisySum releases a fixed-point sum statistic with grid Laplace noise.
+	NoisySum
+	// NoisyCentredSum releases Σ(x − m) = sum − m·count, m the midpoint of
+	// the clamping range, with grid Laplace noise.
+	NoisyCentredSum
+)
+
+// Release is one noisy value per group.
+type Release struct {
+	Kind ReleaseKind
+	// Stat indexes Plan.Statistics: the count or the sum released.
+	Stat int
+	// CountStat indexes the count that centres a NoisyCentredSum.
+	CountStat int
+	// PerRow is the summand bound this release's sensitivity derives from.
+	PerRow float64
+	// Sensitivity is Contribution.L1(PerRow).
+	Sensitivity float64
+	// Epsilon is the release's share of the query's ε.
+	Epsilon float64
+}
+
+// AggregatePlan is how one output aggregate is answered.
+type AggregatePlan struct {
+	// Output indexes Query.Outputs.
+	Output    int
+	Aggregate Aggregate
+	// Releases index Plan.Releases: one for COUNT and SUM; for AVG the
+	// centred sum and the count.
+	Releases []int
+	// Epsilon is the aggregate's share of the query's ε.
+	Epsilon float64
+	// Lower and Upper are the declared bounds (SUM, AVG).
+	Lower, Upper float64
+}
+
+// Plan is a checked query with its stages, sensitivities and ε split.
+type Plan struct {
+	Query   *Query
+	Table   *catalog.Table
+	Epsilon float64
+	// Contribution is the bounding stage's guarantee.
+	Contribution Contribution
+	// Bounded reports whether the engine must bound contributions (the
+	// table has a privacy unit); BoundGroups whether it must also limit the
+	// number of groups per person.
+	Bounded, BoundGroups bool
+	// Keys lists every group of the answer: the cross product of the
+	// GROUP BY columns' public value lists (one empty key without GROUP BY).
+	Keys [][]any
+	// Statistics are the exact aggregates the engine computes per group.
+	Statistics []Statistic
+	// Releases are the noisy values released per group.
+	Releases   []Release
+	Aggregates []AggregatePlan
+}
+
+// MaxGroups caps the number of groups a query may release, so that a cross
+// product of value lists cannot exhaust memory.
+const MaxGroups = 1_000_000
+
+// fixedPointBits is the number of bits a fixed-point float summand may use:
+// each clamped value is at most 2^fixedPointBits grid steps in magnitude.
+const fixedPointBits = 40
+
+// NewPlan builds the plan for q over table with total privacy parameter
+// epsilon, split equally among the aggregates (and, for AVG, equally
+// between its centred sum and its count).
+func NewPlan(q *Query, table *catalog.Table, epsilon float64) (*Plan, error) {
+	if math.IsNaN(epsilon) || math.IsInf(epsilon, 0) || epsilon <= 0 {
+		return nil, refuse("epsilon = %v: want a finite number > 0", epsilon)
+	}
+	p := &Plan{Query: q, Table: table, Epsilon: epsilon}
+
+	// Groups: the cross product of public value lists.
+	p.Keys = [][]any{{}}
+	for _, g := range q.GroupBy {
+		vals := table.Column(g).Values
+		if len(p.Keys)*len(vals) > MaxGroups {
+			return nil, refuse("GROUP BY %v gives more than %d groups", q.GroupBy, MaxGroups)
+		}
+		next := make([][]any, 0, len(p.Keys)*len(vals))
+		for _, k := range p.Keys {
+			for _, v := range vals {
+				nk := append(append([]any{}, k...), v)
+				next = append(next, nk)
+			}
+		}
+		p.Keys = next
+	}
+
+	// Stage 1: contribution bounding.
+	p.Contribution = Contribution{Groups: 1, RowsPerGroup: 1}
+	if table.HasPrivacyUnit() {
+		p.Bounded = true
+		p.Contribution.RowsPerGroup = table.MaxRowsPerGroup
+		p.Contribution.Groups = table.MaxGroupsPerUnit
+		// A person cannot touch more groups than there are.
+		if n := int64(len(p.Keys)); n <= p.Contribution.Groups {
+			p.Contribution.Groups = n
+		} else {
+			p.BoundGroups = true
+		}
+	}
+
+	// Stages 2–4 per aggregate.
+	shares := splitEpsilon(epsilon, len(q.Aggregates()))
+	k := 0
+	for i, o := range q.Outputs {
+		if o.Agg == nil {
+			continue
+		}
+		a := *o.Agg
+		share := shares[k]
+		k++
+		ap := AggregatePlan{Output: i, Aggregate: a, Epsilon: share}
+		switch a.Func {
+		case CountStar:
+			st := p.statistic(Summand{Kind: RowCount})
+			ap.Releases = []int{p.release(NoisyCount, st, -1, 1, share)}
+		case Count:
+			st := p.statistic(Summand{Kind: NonNullCount, Column: a.Column})
+			ap.Releases = []int{p.release(NoisyCount, st, -1, 1, share)}
+		case Sum:
+			sm := fixedPointSummand(table.Column(a.Column))
+			st := p.statistic(sm)
+			ap.Lower, ap.Upper = sm.LowerValue, sm.UpperValue
+			ap.Releases = []int{p.release(NoisySum, st, -1, sm.PerRow(), share)}
+		case Avg:
+			sm := fixedPointSummand(table.Column(a.Column))
+			st := p.statistic(sm)
+			cnt := p.statistic(Summand{Kind: NonNullCount, Column: a.Column})
+			ap.Lower, ap.Upper = sm.LowerValue, sm.UpperValue
+			ap.Releases = []int{
+				p.release(NoisyCentredSum, st, cnt, sm.CentredPerRow(), share/2),
+				p.release(NoisyCount, cnt, -1, 1, share/2),
+			}
+		default:
+			return nil, fmt.Errorf("query: no plan for aggregate %v", a)
+		}
+		p.Aggregates = append(p.Aggregates, ap)
+	}
+	return p, nil
+}
+
+// splitEpsilon divides epsilon into n shares that add up to exactly
+// epsilon in floating point: n−1 equal shares of ε/n truncated to 30
+// significant bits (so that their sum and their halves are exact) and the
+// remainder, which is then exact too. Equal up to a relative 2^-30.
+func splitEpsilon(epsilon float64, n int) []float64 {
+	out := make([]float64, n)
+	if n == 1 {
+		out[0] = epsilon
+		return out
+	}
+	s := epsilon / float64(n)
+	_, e := math.Frexp(s)
+	s = math.Ldexp(math.Floor(math.Ldexp(s, 30-e)), e-30)
+	for i := 0; i < n-1; i++ {
+		out[i] = s
+	}
+	out[n-1] = epsilon - float64(n-1)*s
+	return out
+}
+
+// statistic returns the index of the statistic with summand s, adding it
+// if the plan does not compute it yet (SUM(x) and AVG(x) share sum(x)).
+func (p *Plan) statistic(s Summand) int {
+	for i, st := range p.Statistics {
+		if st.Summand == s {
+			return i
+		}
+	}
+	p.Statistics = append(p.Statistics, Statistic{Summand: s})
+	return len(p.Statistics) - 1
+}
+
+// release adds a release whose sensitivity is derived from the bounding
+// stage's Contribution and the clamping stage's per-row bound.
+func (p *Plan) release(kind ReleaseKind, stat, countStat int, perRow, eps float64) int {
+	p.Releases = append(p.Releases, Release{
+		Kind: kind, Stat: stat, CountStat: countStat,
+		PerRow: perRow, Sensitivity: p.Contribution.L1(perRow), Epsilon: eps,
+	})
+	return len(p.Releases) - 1
+}
+
+// fixedPointSummand chooses the grid for summing a bounded column exactly:
+// int columns sum their integer values (Exp = 0); float columns sum
+// round(x·2^−Exp) with Exp chosen so that the larger bound is about
+// 2^fixedPointBits steps, and the bounds become whole numbers of steps.
+func fixedPointSummand(col *catalog.Column) Summand {
+	lo, hi := *col.Lower, *col.Upper
+	s := Summand{Kind: FixedPointSum, Column: col.Name, LowerValue: lo, UpperValue: hi}
+	if col.Type == catalog.Int {
+		s.Lower, s.Upper = int64(lo), int64(hi)
+		return s
+	}
+	m := math.Max(math.Abs(lo), math.Abs(hi))
+	if m == 0 {
+		s.Exp = -fixedPointBits
+	} else {
+		_, e := math.Frexp(m) // m < 2^e
+		s.Exp = e - fixedPointBits
+	}
+	// Scaling by a power of two is exact; rounding halves away from zero
+	// matches the engine's round().
+	s.Lower = int64(math.Round(math.Ldexp(lo, -s.Exp)))
+	s.Upper = int64(math.Round(math.Ldexp(hi, -s.Exp)))
+	return s
+}

@@ -1,0 +1,280 @@
+package query
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/engine"
+)
+
+// SQL generates the engine statement that computes the plan's exact
+// statistics per group, from the model only: identifiers are quoted and
+// literals rendered by the dialect. Its result has one row per non-empty
+// group: the key columns k0, k1, … then the statistics s0, s1, … (counts
+// and fixed-point sums, exact integers; a sum of no values is NULL).
+func (p *Plan) SQL(d engine.Dialect) (string, error) {
+	g := &sqlGen{d: d, p: p}
+	return g.generate()
+}
+
+type sqlGen struct {
+	d engine.Dialect
+	p *Plan
+}
+
+func (g *sqlGen) ident(s string) string { return g.d.QuoteIdent(s) }
+
+func (g *sqlGen) generate() (string, error) {
+	p := g.p
+	nk := len(p.Query.GroupBy)
+	keys := make([]string, nk)
+	for i := range keys {
+		keys[i] = "k" + strconv.Itoa(i)
+	}
+
+	// The row stage: filter, project keys and clamped summands.
+	var cols []string
+	if p.Bounded {
+		cols = append(cols, g.ident(p.Table.PrivacyUnit)+" AS u")
+	}
+	for i, k := range p.Query.GroupBy {
+		cols = append(cols, g.ident(k)+" AS "+keys[i])
+	}
+	rowExprs := make([]string, len(p.Statistics)) // per-row input of each statistic ("" for COUNT(*))
+	for i, st := range p.Statistics {
+		e, err := g.summand(st.Summand)
+		if err != nil {
+			return "", err
+		}
+		if e != "" {
+			rowExprs[i] = "v" + strconv.Itoa(i)
+			cols = append(cols, e+" AS "+rowExprs[i])
+		}
+	}
+	var conds []string
+	if p.Bounded {
+		conds = append(conds, g.ident(p.Table.PrivacyUnit)+" IS NOT NULL")
+	}
+	for _, k := range p.Query.GroupBy {
+		c, err := g.inList(k, p.Table.Column(k).Values)
+		if err != nil {
+			return "", err
+		}
+		conds = append(conds, c)
+	}
+	if p.Query.Where != nil {
+		c, err := g.expr(p.Query.Where)
+		if err != nil {
+			return "", err
+		}
+		conds = append(conds, "("+c+")")
+	}
+	if len(cols) == 0 {
+		cols = append(cols, "1 AS one")
+	}
+	rows := "SELECT " + strings.Join(cols, ", ") + " FROM " + g.ident(p.Table.Name)
+	if len(conds) > 0 {
+		rows += " WHERE " + strings.Join(conds, " AND ")
+	}
+
+	aggs := func(inputs func(i int) string) string {
+		out := make([]string, len(p.Statistics))
+		for i := range p.Statistics {
+			out[i] = inputs(i) + " AS s" + strconv.Itoa(i)
+		}
+		return strings.Join(out, ", ")
+	}
+	exact := func(i int) string {
+		switch p.Statistics[i].Summand.Kind {
+		case RowCount:
+			return "count(*)"
+		case NonNullCount:
+			return "count(" + rowExprs[i] + ")"
+		default:
+			return g.d.ExactSum(rowExprs[i])
+		}
+	}
+	groupBy := func(extra ...string) string {
+		all := append(append([]string{}, extra...), keys...)
+		if len(all) == 0 {
+			return ""
+		}
+		return " GROUP BY " + strings.Join(all, ", ")
+	}
+	selectKeys := strings.Join(keys, ", ")
+	if selectKeys != "" {
+		selectKeys += ", "
+	}
+
+	if !p.Bounded {
+		return "WITH r AS (" + rows + ")\nSELECT " + selectKeys + aggs(exact) + " FROM r" + groupBy(), nil
+	}
+
+	// Bounded: keep at most RowsPerGroup rows per (person, group), sum per
+	// (person, group), keep at most Groups groups per person, then sum.
+	var b strings.Builder
+	b.WriteString("WITH r AS (" + rows + "),\n")
+	b.WriteString("r_bounded AS (" + g.keepRandom("r", append([]string{"u"}, keys...), p.Contribution.RowsPerGroup) + "),\n")
+	b.WriteString("per_unit AS (SELECT u, " + selectKeys + aggs(exact) + " FROM r_bounded" + groupBy("u") + ")")
+	from := "per_unit"
+	if p.BoundGroups {
+		b.WriteString(",\nper_unit_bounded AS (" + g.keepRandom("per_unit", []string{"u"}, p.Contribution.Groups) + ")")
+		from = "per_unit_bounded"
+	}
+	resum := func(i int) string { return g.d.ExactSum("s" + strconv.Itoa(i)) }
+	if len(p.Statistics) == 0 {
+		return "", fmt.Errorf("query: plan without statistics")
+	}
+	b.WriteString("\nSELECT " + selectKeys + aggs(resum) + " FROM " + from + groupBy())
+	return b.String(), nil
+}
+
+// keepRandom keeps at most limit rows of rel per partition, chosen
+// uniformly at random. Whether QUALIFY exists is the dialect's business.
+func (g *sqlGen) keepRandom(rel string, partition []string, limit int64) string {
+	rn := "row_number() OVER (PARTITION BY " + strings.Join(partition, ", ") + " ORDER BY " + g.d.Random() + ")"
+	if g.d.SupportsQualify() {
+		return "SELECT * FROM " + rel + " QUALIFY " + rn + " <= " + strconv.FormatInt(limit, 10)
+	}
+	return "SELECT * FROM (SELECT *, " + rn + " AS rn FROM " + rel + ") AS numbered WHERE rn <= " + strconv.FormatInt(limit, 10)
+}
+
+// summand renders the clamping stage for one statistic: the per-row value
+// the engine aggregates, or "" for COUNT(*).
+func (g *sqlGen) summand(s Summand) (string, error) {
+	switch s.Kind {
+	case RowCount:
+		return "", nil
+	case NonNullCount:
+		return g.ident(s.Column), nil
+	}
+	// greatest and least skip NULLs (greatest(NULL, 0) is 0), so a NULL is
+	// kept NULL explicitly: it is excluded from the sum, never clamped.
+	col := g.ident(s.Column)
+	intType := g.d.TypeName(engine.Integer)
+	if s.Exp == 0 && g.p.Table.Column(s.Column).Type == catalog.Int {
+		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE least(greatest(%s, %d), %d) END", col, col, s.Lower, s.Upper), nil
+	}
+	lo, err := engine.Literal(g.d, s.LowerValue)
+	if err != nil {
+		return "", err
+	}
+	hi, err := engine.Literal(g.d, s.UpperValue)
+	if err != nil {
+		return "", err
+	}
+	scale, err := engine.Literal(g.d, math.Ldexp(1, -s.Exp))
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE CAST(round(least(greatest(%s, %s), %s) * %s) AS %s) END",
+		col, col, lo, hi, scale, intType), nil
+}
+
+func (g *sqlGen) inList(col string, values []any) (string, error) {
+	lits := make([]string, len(values))
+	for i, v := range values {
+		l, err := engine.Literal(g.d, v)
+		if err != nil {
+			return "", err
+		}
+		lits[i] = l
+	}
+	return g.ident(col) + " IN (" + strings.Join(lits, ", ") + ")", nil
+}
+
+func (g *sqlGen) operand(o Operand) (string, error) {
+	switch o.Kind {
+	case ColumnRef:
+		return g.ident(o.Column), nil
+	case Literal:
+		return engine.Literal(g.d, o.Value)
+	}
+	return "", fmt.Errorf("query: output reference in a row predicate")
+}
+
+func (g *sqlGen) expr(e Expr) (string, error) {
+	switch x := e.(type) {
+	case Compare:
+		l, err := g.operand(x.Left)
+		if err != nil {
+			return "", err
+		}
+		r, err := g.operand(x.Right)
+		if err != nil {
+			return "", err
+		}
+		return l + " " + x.Op + " " + r, nil
+	case And, Or:
+		var args []Expr
+		sep := " AND "
+		if a, ok := x.(And); ok {
+			args = a.Args
+		} else {
+			args = x.(Or).Args
+			sep = " OR "
+		}
+		parts := make([]string, len(args))
+		for i, a := range args {
+			s, err := g.expr(a)
+			if err != nil {
+				return "", err
+			}
+			parts[i] = "(" + s + ")"
+		}
+		return strings.Join(parts, sep), nil
+	case Not:
+		s, err := g.expr(x.Arg)
+		if err != nil {
+			return "", err
+		}
+		return "NOT (" + s + ")", nil
+	case In:
+		a, err := g.operand(x.Arg)
+		if err != nil {
+			return "", err
+		}
+		parts := make([]string, len(x.Values))
+		for i, v := range x.Values {
+			if parts[i], err = g.operand(v); err != nil {
+				return "", err
+			}
+		}
+		not := ""
+		if x.Negate {
+			not = "NOT "
+		}
+		return a + " " + not + "IN (" + strings.Join(parts, ", ") + ")", nil
+	case IsNull:
+		a, err := g.operand(x.Arg)
+		if err != nil {
+			return "", err
+		}
+		if x.Negate {
+			return a + " IS NOT NULL", nil
+		}
+		return a + " IS NULL", nil
+	case Between:
+		a, err := g.operand(x.Arg)
+		if err != nil {
+			return "", err
+		}
+		lo, err := g.operand(x.Low)
+		if err != nil {
+			return "", err
+		}
+		hi, err := g.operand(x.High)
+		if err != nil {
+			return "", err
+		}
+		not := ""
+		if x.Negate {
+			not = "NOT "
+		}
+		return a + " " + not + "BETWEEN " + lo + " AND " + hi, nil
+	}
+	return "", fmt.Errorf("query: unknown expression %T", e)
+}
