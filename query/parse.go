@@ -827,4 +827,3 @@ func (p *parser) comparable(a, b Operand) error {
 	// nothing else needs checking.
 	return nil
 }
-
