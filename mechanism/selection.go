@@ -25,7 +25,9 @@ type selector struct {
 	grid      noise.Grid
 	c         float64 // c as a float, for accuracy statements
 	cNum      uint64  // c = cNum/cDen exactly
-	cDen      uint64
+	cDen      uint64  // a power of two, 2^cShift
+	cShift    uint
+	inv       float64 // 2^-Exp when it is a normal float64, else 0
 }
 
 // newSelector validates ε and Δ and computes the grid and c.
@@ -57,16 +59,40 @@ func newSelector(what string, eps, sens float64) (selector, error) {
 		}
 		s.cNum, s.cDen = uint64(math.Floor(math.Ldexp(c, d))), 1<<uint(d)
 	}
+	s.cShift = uint(bits.TrailingZeros64(s.cDen))
 	s.c = float64(s.cNum) / float64(s.cDen)
+	if -exp >= -1022 && -exp <= 1023 {
+		s.inv = math.Ldexp(1, -exp)
+	}
 	return s, nil
 }
 
-// weights holds, for the candidates that can be chosen at all, their index
-// and the exact exponent whole + frac/cDen of their weight exp(−c·k_i).
+// entry is a candidate that can be chosen at all: its index and the exact
+// exponent whole + frac/cDen of its weight exp(−c·k_i).
+type entry struct {
+	idx   int32  // candidate index (at most 2^31 − 1 candidates)
+	whole uint32 // at most 256
+	frac  uint64
+}
+
+// weights lists the candidates that can be chosen.
 type weights struct {
-	idx   []int
-	whole []uint64
-	frac  []uint64
+	e []entry
+}
+
+// roundScore returns round(u/g) when it fits in 62 bits. u·2^-Exp is exact
+// whenever the product is a normal float64; a subnormal product is below
+// 2^-1022 in magnitude and rounds to 0 either way, and an overflow fails the
+// range check.
+func (s *selector) roundScore(u float64) (int64, bool) {
+	if s.inv == 0 {
+		return s.grid.RoundInt64(u)
+	}
+	v := u * s.inv
+	if v < 0x1p62 && v > -0x1p62 {
+		return int64(math.Round(v)), true
+	}
+	return 0, false
 }
 
 // prepare validates the scores and computes the candidates' exponents.
@@ -78,52 +104,59 @@ func (s *selector) prepare(what string, scores []float64) (weights, error) {
 	if len(scores) == 0 {
 		return weights{}, fmt.Errorf("%s: no candidates: want at least one score", what)
 	}
-	r := make([]int64, len(scores))
+	if len(scores) > math.MaxInt32 {
+		return weights{}, fmt.Errorf("%s: %d candidates: want at most 2^31 − 1", what, len(scores))
+	}
+	e := make([]entry, len(scores))
 	fits := true
+	max := int64(math.MinInt64)
 	for i, u := range scores {
 		if math.IsNaN(u) || math.IsInf(u, 0) {
 			return weights{}, fmt.Errorf("%s: score[%d] = %v: want a finite number", what, i, u)
 		}
-		v, ok := s.grid.RoundInt64(u)
+		v, ok := s.roundScore(u)
 		if !ok {
 			fits = false
 		}
-		r[i] = v
-	}
-	ks := make([]uint64, len(scores))
-	if fits {
-		max := r[0]
-		for _, v := range r {
-			if v > max {
-				max = v
-			}
+		if v > max {
+			max = v
 		}
-		for i, v := range r {
-			ks[i] = uint64(max - v) // |v| ≤ 2^62, so the difference fits
+		e[i].frac = uint64(v) // the rounded score, for now
+	}
+	if fits {
+		for i := range e {
+			// |v| ≤ 2^62, so max − v ≤ 2^63 is right modulo 2^64.
+			e[i].frac = uint64(max - int64(e[i].frac))
 		}
 	} else {
-		s.bigDiffs(scores, ks)
+		s.bigDiffs(scores, e)
 	}
-	w := weights{idx: make([]int, 0, len(scores)), whole: make([]uint64, 0, len(scores)), frac: make([]uint64, 0, len(scores))}
-	for i, k := range ks {
+	n := 0
+	shift := s.cShift
+	for i := range e {
+		k := e[i].frac
 		hi, lo := bits.Mul64(s.cNum, k)
-		if hi >= s.cDen {
-			continue // exponent ≥ 2^64
+		// q = floor((hi·2^64 + lo)/2^shift), rem = lo mod 2^shift.
+		if hi>>shift != 0 {
+			continue // q ≥ 2^64
 		}
-		q, rem := bits.Div64(hi, lo, s.cDen)
+		q := lo >> shift
+		if shift > 0 {
+			q |= hi << (64 - shift)
+		}
+		rem := lo & (s.cDen - 1)
 		if noise.ExpNeverTrue(q) {
 			continue
 		}
-		w.idx = append(w.idx, i)
-		w.whole = append(w.whole, q)
-		w.frac = append(w.frac, rem)
+		e[n] = entry{idx: int32(i), whole: uint32(q), frac: rem}
+		n++
 	}
-	return w, nil
+	return weights{e: e[:n]}, nil
 }
 
 // bigDiffs computes k_i = round(u_max/g) − round(u_i/g) with big integers,
-// saturating at 2^63.
-func (s *selector) bigDiffs(scores []float64, ks []uint64) {
+// saturating at 2^63, into e[i].frac.
+func (s *selector) bigDiffs(scores []float64, e []entry) {
 	r := make([]*big.Int, len(scores))
 	var max *big.Int
 	for i, u := range scores {
@@ -136,9 +169,9 @@ func (s *selector) bigDiffs(scores []float64, ks []uint64) {
 	for i := range r {
 		d.Sub(max, r[i])
 		if d.IsUint64() && d.Uint64() <= 1<<63 {
-			ks[i] = d.Uint64()
+			e[i].frac = d.Uint64()
 		} else {
-			ks[i] = 1 << 63
+			e[i].frac = 1 << 63
 		}
 	}
 }
@@ -155,12 +188,12 @@ func exponentialRounds(n int) int { return 80 * n }
 // returns a uniformly random candidate among all n, independently of the
 // scores.
 func (s *selector) sampleExponential(src random.Source, w weights, n int) int {
-	m := uint64(len(w.idx))
-	rounds := exponentialRounds(len(w.idx))
+	m := uint64(len(w.e))
+	rounds := exponentialRounds(len(w.e))
 	for i := 0; i < rounds; i++ {
-		j := noise.UniformInt(src, m)
-		if noise.BernoulliExpSplit(src, w.whole[j], w.frac[j], s.cDen) {
-			return w.idx[j]
+		c := &w.e[noise.UniformInt(src, m)]
+		if noise.BernoulliExpSplit(src, uint64(c.whole), c.frac, s.cDen) {
+			return int(c.idx)
 		}
 	}
 	return int(noise.UniformInt(src, uint64(n)))
@@ -173,21 +206,18 @@ func (s *selector) sampleExponential(src random.Source, w weights, n int) int {
 // their trial anyway, so visiting only the others in random order gives the
 // same distribution.
 func (s *selector) samplePermuteAndFlip(src random.Source, w weights) int {
-	m := len(w.idx)
-	perm := make([]int32, m)
-	for i := range perm {
-		perm[i] = int32(i)
-	}
+	// Fisher–Yates in place on the entries (they belong to this call).
+	e := w.e
+	m := len(e)
 	for i := 0; i < m; i++ {
 		j := i + int(noise.UniformInt(src, uint64(m-i)))
-		perm[i], perm[j] = perm[j], perm[i]
-		c := perm[i]
-		if noise.BernoulliExpSplit(src, w.whole[c], w.frac[c], s.cDen) {
-			return w.idx[c]
+		e[i], e[j] = e[j], e[i]
+		if noise.BernoulliExpSplit(src, uint64(e[i].whole), e[i].frac, s.cDen) {
+			return int(e[i].idx)
 		}
 	}
 	// Unreachable: the best candidate has exponent 0 and always passes.
-	return w.idx[perm[m-1]]
+	return int(e[m-1].idx)
 }
 
 // utilityBound returns the score loss t such that the selected candidate's
