@@ -147,13 +147,17 @@ func (e *Engine) RegisterFile(ctx context.Context, name, path, format string, co
 	return nil
 }
 
-// SniffCSV returns the column names and the types DuckDB's CSV sniffer
-// infers for a file, for writing a catalog skeleton. It reads the data
-// only to guess types; it never reports values.
-func (e *Engine) SniffCSV(ctx context.Context, path string) ([]engine.Column, error) {
-	rows, err := e.db.QueryContext(ctx, "DESCRIBE SELECT * FROM read_csv("+Dialect.QuoteString(path)+")")
+// Sniff returns the column names and the types DuckDB infers for a CSV or
+// Parquet file, for writing a catalog skeleton. It reads the data only to
+// guess types; it never reports values.
+func (e *Engine) Sniff(ctx context.Context, path string) ([]engine.Column, error) {
+	reader := "read_csv"
+	if strings.HasSuffix(strings.ToLower(path), ".parquet") {
+		reader = "read_parquet"
+	}
+	rows, err := e.db.QueryContext(ctx, "DESCRIBE SELECT * FROM "+reader+"("+Dialect.QuoteString(path)+")")
 	if err != nil {
-		return nil, fmt.Errorf("duckdb: cannot read %s as CSV: %w", path, err)
+		return nil, fmt.Errorf("duckdb: cannot read %s: %w", path, err)
 	}
 	defer rows.Close()
 	cols, err := rows.Columns()

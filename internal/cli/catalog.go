@@ -1,17 +1,188 @@
 package cli
 
 import (
-	"errors"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode"
 
 	"github.com/spf13/cobra"
+
+	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/engine"
+	"github.com/dpstat/dpstat/engine/duckdb"
+	"github.com/dpstat/dpstat/query"
 )
 
 func newCatalogCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "catalog",
-		Short: "not yet available",
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("dpstat catalog is not available yet")
+		Short: "Check or start a catalog: the data owner's declaration of tables, bounds and value lists",
+	}
+	cmd.AddCommand(newCatalogCheckCmd(), newCatalogInitCmd())
+	return cmd
+}
+
+func newCatalogCheckCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "check FILE",
+		Short: "Check a catalog and say precisely what is wrong",
+		Long: `Check a catalog: its YAML shape (unknown fields are errors), every bound
+(finite, lower <= upper, integers for int columns), every value list against
+its column's type, the contribution bounds, the privacy unit, and that every
+source file exists and has the declared columns. Prints "ok" and a summary,
+or every problem found.
+
+This command is for the data owner: when a source cannot be read it shows the
+engine's full message, which may quote the data.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cat, err := catalog.Load(args[0])
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			eng, err := duckdb.Open(duckdb.Options{})
+			if err != nil {
+				return err
+			}
+			defer eng.Close()
+			if err := query.Register(ctx, cat, eng); err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintln(out, "ok")
+			fmt.Fprint(out, cat.Summary())
+			return nil
 		},
 	}
+}
+
+func newCatalogInitCmd() *cobra.Command {
+	var output, table string
+	cmd := &cobra.Command{
+		Use:   "init DATA.csv",
+		Short: "Write a catalog skeleton for a CSV file, leaving bounds to the data owner",
+		Long: `Write a catalog skeleton for a CSV (or Parquet) file: the table, its source
+and every column with the type DuckDB's reader infers. Bounds, value lists,
+the privacy unit and the budget are left as commented placeholders for the
+data owner to fill in: they are never read from the data.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data := args[0]
+			if _, err := os.Stat(data); err != nil {
+				return fmt.Errorf("data file: %w", err)
+			}
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			eng, err := duckdb.Open(duckdb.Options{})
+			if err != nil {
+				return err
+			}
+			defer eng.Close()
+			cols, err := eng.Sniff(ctx, data)
+			if err != nil {
+				return err
+			}
+			if table == "" {
+				table = tableName(data)
+			}
+			src := data
+			outDir := "."
+			if output != "" {
+				outDir = filepath.Dir(output)
+			}
+			if absData, err := filepath.Abs(data); err == nil {
+				if absOut, err := filepath.Abs(outDir); err == nil {
+					if rel, err := filepath.Rel(absOut, absData); err == nil {
+						src = rel
+					}
+				}
+			}
+			var w io.Writer = cmd.OutOrStdout()
+			if output != "" {
+				if _, err := os.Stat(output); err == nil {
+					return fmt.Errorf("%s exists; dpstat catalog init does not overwrite a catalog", output)
+				}
+				f, err := os.Create(output)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				w = f
+			}
+			return writeSkeleton(w, table, src, cols)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "write the skeleton to this file instead of standard output (never overwritten)")
+	cmd.Flags().StringVar(&table, "table", "", "table name (default: the file name without its extension)")
+	return cmd
+}
+
+func tableName(path string) string {
+	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	var b strings.Builder
+	for i, r := range base {
+		switch {
+		case r == '_' || unicode.IsLetter(r) && r < 128 || unicode.IsDigit(r) && i > 0:
+			b.WriteRune(r)
+		default:
+			b.WriteRune('_')
+		}
+	}
+	if b.Len() == 0 {
+		return "data"
+	}
+	return b.String()
+}
+
+func writeSkeleton(w io.Writer, table, src string, cols []engine.Column) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, `# Catalog skeleton for %s. Fill in what only the data owner knows,
+# then run: dpstat catalog check THIS_FILE
+# Bounds and value lists are public declarations: choose them from knowledge
+# about the domain, never from the data itself.
+budget: {epsilon: 1, delta: 0}       # per analyst and table: choose yours
+tables:
+  %s:
+    source: %s
+    # privacy_unit: person_id         # the column identifying a person, if one person may have several rows
+    # max_groups_per_unit: 1          # with a privacy_unit: groups one person may contribute to
+    # max_rows_per_group: 1           # with a privacy_unit: rows one person may contribute per group
+    columns:
+`, src, table, yamlString(src))
+	for _, c := range cols {
+		typ := map[engine.Type]string{engine.Integer: "int", engine.Double: "float", engine.Text: "text", engine.Boolean: "bool"}[c.Type]
+		hint := ""
+		switch c.Type {
+		case engine.Integer, engine.Double:
+			hint = "  # add lower: and upper: to allow SUM and AVG"
+		case engine.Text:
+			hint = "  # add values: [...] (a public list) to allow GROUP BY"
+		}
+		fmt.Fprintf(&b, "      %s: {type: %s}%s\n", yamlKey(c.Name), typ, hint)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func yamlKey(s string) string {
+	for i, r := range s {
+		if !(r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) && i > 0) {
+			return yamlString(s)
+		}
+	}
+	return s
+}
+
+func yamlString(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
 }

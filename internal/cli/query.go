@@ -1,17 +1,296 @@
 package cli
 
 import (
-	"errors"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/engine/duckdb"
+	"github.com/dpstat/dpstat/query"
 )
 
 func newQueryCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "query",
-		Short: "not yet available",
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("dpstat query is not available yet")
+	var (
+		catalogPath, ledgerPath, analyst, format string
+		opts                                     = query.Options{Epsilon: query.DefaultEpsilon, Confidence: query.DefaultConfidence}
+	)
+	cmd := &cobra.Command{
+		Use:   `query --catalog FILE [flags] "SQL"`,
+		Short: "Answer an aggregate SQL query with differential privacy",
+		Long: `Answer an aggregate SQL query over a catalog's table with differential
+privacy, and charge its cost to the analyst's budget on that table.
+
+Supported: SELECT COUNT(*), COUNT(col), SUM(col), AVG(col) and grouped columns
+FROM one table [WHERE a row condition] [GROUP BY columns with public value
+lists] [HAVING, ORDER BY, LIMIT over the noisy results]. SUM and AVG need the
+column's bounds in the catalog. The query's epsilon (default 1) is split
+equally among its aggregates; every answer comes with intervals at the
+--confidence level. A refused query costs nothing.
+
+The budget charged is the analyst's budget on the queried table (the ledger
+key is the table name and the analyst); it is created from the catalog's
+budget on first use.`,
+		Example: `  dpstat query --catalog examples/catalog.yaml \
+    "SELECT sex, COUNT(*), AVG(hours_per_week) FROM adult GROUP BY sex"`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if catalogPath == "" {
+				return fmt.Errorf("--catalog is required: give the data owner's catalog file")
+			}
+			switch format {
+			case "table", "csv", "json":
+			default:
+				return fmt.Errorf("--format %q: want table, csv or json", format)
+			}
+			opts.Analyst = analyst
+			cat, err := catalog.Load(catalogPath)
+			if err != nil {
+				return err
+			}
+			// Every refusal happens here, before the engine or the ledger.
+			prep, err := query.Prepare(cat, duckdb.Dialect, args[0], opts)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			eng, err := duckdb.Open(duckdb.Options{})
+			if err != nil {
+				return err
+			}
+			defer eng.Close()
+			led, err := openLedger(ledgerPath)
+			if err != nil {
+				return err
+			}
+			defer led.Close()
+			svc, err := query.NewService(ctx, cat, eng, led)
+			if err != nil {
+				return err
+			}
+			res, err := svc.Run(ctx, prep)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			switch format {
+			case "json":
+				return writeQueryJSON(out, res)
+			case "csv":
+				return writeQueryCSV(out, res)
+			}
+			return writeQueryTable(out, res)
 		},
 	}
+	f := cmd.Flags()
+	f.StringVar(&catalogPath, "catalog", "", "the data owner's catalog file (YAML); required")
+	f.Float64Var(&opts.Epsilon, "epsilon", query.DefaultEpsilon, "the query's privacy cost ε, split equally among its aggregates")
+	f.Float64Var(&opts.Delta, "delta", 0, "the δ the query may spend, in [0, 1); the queries of this version spend none")
+	f.Float64Var(&opts.Confidence, "confidence", query.DefaultConfidence, "confidence level of the reported intervals, in (0, 1)")
+	f.StringVar(&format, "format", "table", "output format: table, csv or json")
+	f.StringVar(&analyst, "analyst", defaultAnalyst(), "whose budget is charged (default $USER, else \"default\")")
+	addLedgerFlag(cmd, &ledgerPath)
+	return cmd
+}
+
+func defaultAnalyst() string {
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	return "default"
+}
+
+// queryJSON is the JSON form of a result.
+type queryJSON struct {
+	Columns    []string        `json:"columns"`
+	Rows       [][]any         `json:"rows"`
+	CI         [][]*[2]float64 `json:"ci"`
+	Confidence float64         `json:"confidence"`
+	Cost       epsDeltaJSON    `json:"cost"`
+	Budget     budgetJSON      `json:"budget"`
+	Split      []query.Share   `json:"split"`
+	ReleaseID  uint64          `json:"release_id"`
+	Notes      []string        `json:"notes,omitempty"`
+	Ledger     *ledgerKeyJSON  `json:"ledger,omitempty"`
+}
+
+type epsDeltaJSON struct {
+	Epsilon float64 `json:"epsilon"`
+	Delta   float64 `json:"delta"`
+}
+
+type budgetJSON struct {
+	Spent     epsDeltaJSON `json:"spent"`
+	Remaining epsDeltaJSON `json:"remaining"`
+	Rule      string       `json:"rule"`
+}
+
+type ledgerKeyJSON struct {
+	Dataset string `json:"dataset"`
+	Analyst string `json:"analyst"`
+}
+
+func writeQueryJSON(w io.Writer, r *query.Result) error {
+	out := queryJSON{
+		Columns:    r.Columns,
+		Rows:       r.Rows,
+		Confidence: r.Confidence,
+		Cost:       epsDeltaJSON{r.Cost.Epsilon, r.Cost.Delta},
+		Budget: budgetJSON{
+			Spent:     epsDeltaJSON{r.Budget.Spent.Epsilon, r.Budget.Spent.Delta},
+			Remaining: epsDeltaJSON{r.Budget.Remaining.Epsilon, r.Budget.Remaining.Delta},
+			Rule:      string(r.Budget.Rule),
+		},
+		Split:     r.Split,
+		ReleaseID: r.ReleaseID,
+		Notes:     r.Notes,
+		Ledger:    &ledgerKeyJSON{r.Budget.Dataset, r.Budget.Analyst},
+	}
+	if out.Rows == nil {
+		out.Rows = [][]any{}
+	}
+	out.CI = make([][]*[2]float64, len(r.CI))
+	for i, row := range r.CI {
+		out.CI[i] = make([]*[2]float64, len(row))
+		for j, iv := range row {
+			if iv != nil {
+				out.CI[i][j] = &[2]float64{iv.Low, iv.High}
+			}
+		}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+func writeQueryCSV(w io.Writer, r *query.Result) error {
+	cw := csv.NewWriter(w)
+	var header []string
+	isAgg := make([]bool, len(r.Columns))
+	if len(r.CI) > 0 {
+		for j, iv := range r.CI[0] {
+			isAgg[j] = iv != nil
+		}
+	} else {
+		for j := range r.Columns {
+			isAgg[j] = true
+		}
+	}
+	for j, c := range r.Columns {
+		header = append(header, c)
+		if isAgg[j] {
+			header = append(header, c+"_low", c+"_high")
+		}
+	}
+	if err := cw.Write(header); err != nil {
+		return err
+	}
+	for i, row := range r.Rows {
+		var rec []string
+		for j, v := range row {
+			rec = append(rec, formatPlain(v))
+			if iv := r.CI[i][j]; iv != nil {
+				rec = append(rec, strconv.FormatFloat(iv.Low, 'g', -1, 64), strconv.FormatFloat(iv.High, 'g', -1, 64))
+			}
+		}
+		if err := cw.Write(rec); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func formatPlain(v any) string {
+	switch x := v.(type) {
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case nil:
+		return ""
+	}
+	return fmt.Sprint(v)
+}
+
+// formatNoisy prints a noisy value with the decimals its interval warrants.
+func formatNoisy(v any, half float64) string {
+	f, ok := v.(float64)
+	if !ok {
+		return fmt.Sprint(v)
+	}
+	if math.Abs(f) >= 1e15 || half <= 0 || math.IsInf(half, 0) || math.IsNaN(half) {
+		return strconv.FormatFloat(f, 'g', 6, 64)
+	}
+	dec := int(math.Ceil(-math.Log10(half))) + 1
+	dec = max(0, min(dec, 8))
+	return strconv.FormatFloat(f, 'f', dec, 64)
+}
+
+func writeQueryTable(w io.Writer, r *query.Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	var header []string
+	isAgg := make([]bool, len(r.Columns))
+	for j := range r.Columns {
+		isAgg[j] = len(r.CI) == 0 || r.CI[0][j] != nil
+	}
+	if len(r.CI) == 0 {
+		// No rows (HAVING or LIMIT removed them all): show the columns.
+		for j := range r.Columns {
+			isAgg[j] = false
+		}
+	}
+	for j, c := range r.Columns {
+		header = append(header, c)
+		if isAgg[j] {
+			header = append(header, "±")
+		}
+	}
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for i, row := range r.Rows {
+		var cells []string
+		for j, v := range row {
+			iv := r.CI[i][j]
+			if iv == nil {
+				cells = append(cells, fmt.Sprint(v))
+				continue
+			}
+			x, _ := toFloat(v)
+			half := math.Max(x-iv.Low, iv.High-x)
+			cells = append(cells, formatNoisy(v, half), formatNoisy(half, half))
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var split []string
+	for _, s := range r.Split {
+		split = append(split, fmt.Sprintf("%s ε=%g", s.Column, s.Epsilon))
+	}
+	fmt.Fprintf(w, "± is the half-width of a %g%% interval; ε split: %s\n", r.Confidence*100, strings.Join(split, ", "))
+	fmt.Fprintf(w, "cost ε=%g δ=%g; budget of %s on %s: spent ε=%g δ=%g, left ε=%g δ=%g\n",
+		r.Cost.Epsilon, r.Cost.Delta, r.Budget.Analyst, r.Budget.Dataset,
+		r.Budget.Spent.Epsilon, r.Budget.Spent.Delta, r.Budget.Remaining.Epsilon, r.Budget.Remaining.Delta)
+	return nil
+}
+
+func toFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return float64(x), true
+	case float64:
+		return x, true
+	}
+	return 0, false
 }
