@@ -3,10 +3,13 @@
 package duckdb
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
+	"encoding/csv"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	// The DuckDB database/sql driver, registered as "duckdb".
@@ -114,12 +117,23 @@ func (e *Engine) RegisterFile(ctx context.Context, name, path, format string, co
 	var from string
 	switch format {
 	case "csv":
-		delim := ","
+		delim := ','
 		if strings.HasSuffix(strings.ToLower(path), ".tsv") {
-			delim = "\t"
+			delim = '\t'
 		}
-		from = fmt.Sprintf("read_csv(%s, header = true, all_varchar = true, ignore_errors = true, delim = %s, quote = '\"', escape = '\"')",
-			Dialect.QuoteString(path), Dialect.QuoteString(delim))
+		header, err := csvHeader(path, delim)
+		if err != nil {
+			return fmt.Errorf("duckdb: cannot read the header of table %s's source %s: %w", name, path, err)
+		}
+		// The dialect is fixed and nothing is sniffed from the data: every
+		// field is read as text, rows with too few fields are padded with
+		// NULL, extra fields and stray quotes do not stop the reader.
+		spec := make([]string, len(header))
+		for i, h := range header {
+			spec[i] = Dialect.QuoteString(h) + ": 'VARCHAR'"
+		}
+		from = fmt.Sprintf("read_csv(%s, header = true, auto_detect = false, columns = {%s}, delim = %s, quote = '\"', escape = '\"', ignore_errors = true, strict_mode = false, null_padding = true)",
+			Dialect.QuoteString(path), strings.Join(spec, ", "), Dialect.QuoteString(string(delim)))
 	case "parquet":
 		from = fmt.Sprintf("read_parquet(%s)", Dialect.QuoteString(path))
 	default:
@@ -185,6 +199,27 @@ func (e *Engine) Sniff(ctx context.Context, path string) ([]engine.Column, error
 		return nil, errors.New("duckdb: no columns found")
 	}
 	return out, nil
+}
+
+// csvHeader reads the first record of a CSV file: the column names.
+func csvHeader(path string, delim rune) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r := csv.NewReader(bufio.NewReader(f))
+	r.Comma = delim
+	r.FieldsPerRecord = -1
+	r.LazyQuotes = true
+	rec, err := r.Read()
+	if err != nil {
+		return nil, fmt.Errorf("no header line: %w", err)
+	}
+	if len(rec) > 0 {
+		rec[0] = strings.TrimPrefix(rec[0], "\ufeff")
+	}
+	return rec, nil
 }
 
 func neutralType(t string) engine.Type {
