@@ -178,7 +178,7 @@ func NewKaryRR(o KaryRROptions) (*KaryRR, error) {
 	if err := checkEpsilon(o.Epsilon); err != nil {
 		return nil, fmt.Errorf("k-ary randomized response: %w", err)
 	}
-	if o.K < 2 || o.K > maxKaryK {
+	if o.K < 2 || int64(o.K) > maxKaryK {
 		return nil, fmt.Errorf("k-ary randomized response: k = %d: want a number of values in [2, 2^40]", o.K)
 	}
 	km1 := float64(o.K - 1)
