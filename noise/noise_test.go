@@ -717,3 +717,91 @@ func TestGridRoundErrors(t *testing.T) {
 		t.Errorf("Granularity = %v, want 0.125", g)
 	}
 }
+
+// TestDiscreteLaplaceLargeScaleShape checks the whole distribution at the
+// scale the Laplace mechanism uses (about 2^20 steps, a rational scale with
+// a power-of-two denominator): 100000 draws binned at multiples of b/2
+// over ±4b, tails lumped, against the exact CDF P(Z ≤ k) = 1 −
+// p^(k+1)/(1+p) for k ≥ 0 and p^(−k)/(1+p) for k < 0. One chi-square
+// check: false failure below 1e-8.
+func TestDiscreteLaplaceLargeScaleShape(t *testing.T) {
+	src := random.NewInsecureSeeded(11)
+	s, _ := ScaleAtLeast(1048577.3)
+	b := s.Float()
+	p := math.Exp(-1 / b)
+	cdf := func(k float64) float64 { // P(Z ≤ k), k integer
+		if k >= 0 {
+			return 1 - math.Pow(p, k+1)/(1+p)
+		}
+		return math.Pow(p, -k) / (1 + p)
+	}
+	var edges []float64 // bin i is (edges[i-1], edges[i]]
+	for j := -8; j <= 8; j++ {
+		edges = append(edges, math.Floor(float64(j)*b/2))
+	}
+	probs := make([]float64, len(edges)+1)
+	prev := 0.0
+	for i, e := range edges {
+		c := cdf(e)
+		probs[i] = c - prev
+		prev = c
+	}
+	probs[len(edges)] = 1 - prev
+	const n = 100000
+	obs := make([]int, len(probs))
+	for i := 0; i < n; i++ {
+		k := float64(DiscreteLaplace(src, s))
+		j := 0
+		for j < len(edges) && k > edges[j] {
+			j++
+		}
+		obs[j]++
+	}
+	chiSquareCheck(t, "discrete Laplace, scale 2^20", obs, probs, n)
+}
+
+// dgTailEM returns P(Z ≥ m), m ≥ 1, for the discrete Gaussian with a large σ,
+// by the Euler–Maclaurin formula (remainder negligible for σ ≥ 1000).
+func dgTailEM(sigma, m float64) float64 {
+	f := math.Exp(-m * m / (2 * sigma * sigma))
+	integral := sigma * math.Sqrt(math.Pi/2) * math.Erfc(m/(sigma*math.Sqrt2))
+	return (integral + f/2 + m/(sigma*sigma)*f/12) / (sigma * math.Sqrt(2*math.Pi))
+}
+
+// TestDiscreteGaussianLargeSigmaShape checks the whole distribution at the
+// σ the Gaussian mechanism uses (2^20 to 2^21 steps): 100000 draws binned at
+// multiples of σ/2 over ±3.5σ, tails lumped. One chi-square check: false
+// failure below 1e-8.
+func TestDiscreteGaussianLargeSigmaShape(t *testing.T) {
+	src := random.NewInsecureSeeded(12)
+	const sigma = 1572869
+	cdf := func(k float64) float64 { // P(Z ≤ k)
+		if k >= 0 {
+			return 1 - dgTailEM(sigma, k+1)
+		}
+		return dgTailEM(sigma, -k)
+	}
+	var edges []float64
+	for j := -7; j <= 7; j++ {
+		edges = append(edges, math.Floor(float64(j)*sigma/2))
+	}
+	probs := make([]float64, len(edges)+1)
+	prev := 0.0
+	for i, e := range edges {
+		c := cdf(e)
+		probs[i] = c - prev
+		prev = c
+	}
+	probs[len(edges)] = 1 - prev
+	const n = 100000
+	obs := make([]int, len(probs))
+	for i := 0; i < n; i++ {
+		k := float64(DiscreteGaussian(src, sigma))
+		j := 0
+		for j < len(edges) && k > edges[j] {
+			j++
+		}
+		obs[j]++
+	}
+	chiSquareCheck(t, "discrete Gaussian, σ ≈ 1.5·2^20", obs, probs, n)
+}
