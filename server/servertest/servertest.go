@@ -23,6 +23,8 @@ type Answerer struct {
 	Ledger *ledger.Ledger
 }
 
+var quotedRE = regexp.MustCompile(`'(?:[^']|'')*'`)
+
 var fromRE = regexp.MustCompile(`(?i)\bfrom\s+("?)([A-Za-z_][A-Za-z0-9_]*)("?)`)
 
 func f(v float64) *float64 { return &v }
@@ -68,7 +70,7 @@ func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Resp
 			return nil, server.Errorf(server.KindRefused, "only SELECT queries are answered; got %q", firstWord(sql))
 		}
 		return nil, server.Errorf(server.KindSyntax, "syntax error at or near %q", firstWord(sql))
-	case strings.Contains(sql, ";"):
+	case strings.Contains(quotedRE.ReplaceAllString(sql, "''"), ";"):
 		return nil, server.Errorf(server.KindRefused, "several statements in one query are refused: send one SELECT")
 	case strings.Contains(low, "select *"):
 		return nil, server.Errorf(server.KindRefused, "SELECT * is refused: name aggregates such as COUNT(*)")

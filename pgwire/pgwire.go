@@ -1,0 +1,265 @@
+// Package pgwire is dpstat's PostgreSQL wire-protocol front end, so that
+// psql, drivers such as pgx and JDBC, and BI tools can run DP SQL against a
+// dpstat server.
+//
+// A client logs in with its analyst name as the user and its token as the
+// password (cleartext password authentication; use TLS off loopback).
+// Queries go to a server.Answerer exactly as over HTTP: rows come back as a
+// normal result set and the intervals, the cost and the budget left as
+// NOTICE messages (or as extra columns after SET dpstat.intervals = on).
+// Both the simple and the extended query protocol are served; a bound
+// parameter is turned into one literal (a number, a quoted string or NULL)
+// in the DP SQL text, which dpstat's own parser then checks, so a parameter
+// can never change the statement's structure and never reaches an engine.
+//
+// Session commands: SET/SHOW dpstat.epsilon, dpstat.delta,
+// dpstat.confidence and dpstat.intervals; BEGIN, COMMIT and ROLLBACK are
+// accepted as no-ops (each answer is charged when it is released); common
+// client settings (client_encoding, DateStyle, ...) are accepted; the
+// pg_catalog queries psql sends for \d and \dt are answered from the
+// catalog's declarations.
+//
+// Errors are ErrorResponses with SQLSTATE codes: 28P01 for a bad token,
+// 42501 for a table not granted, 42601 for a syntax error, 0A000 for a
+// query dpstat refuses, 53400 for an exhausted budget, 53300 when the
+// server has its maximum of connections, 22023 for a bad setting, 54000 for
+// an over-long statement, 08P01 for a protocol violation.
+package pgwire
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/dpstat/dpstat/analyst"
+	"github.com/dpstat/dpstat/server"
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultMaxConns       = 64
+	DefaultStartupTimeout = 10 * time.Second
+	DefaultIdleTimeout    = 30 * time.Minute
+	DefaultQueryTimeout   = 30 * time.Second
+	DefaultMaxQueryLen    = 16 << 10
+	// ServerVersion is what the front end reports as server_version;
+	// psql chooses its catalog queries by it.
+	ServerVersion = "15.0 (dpstat)"
+)
+
+// Options configures a Server.
+type Options struct {
+	// Answerer answers DP SQL (required).
+	Answerer server.Answerer
+	// Analysts checks user names and tokens (required).
+	Analysts *analyst.Registry
+	// TLS, when set, is offered to clients that ask (SSLRequest) and
+	// required of every client: a plaintext login is refused.
+	TLS *tls.Config
+	// MaxConns bounds the open sessions; a client beyond it gets SQLSTATE
+	// 53300.
+	MaxConns int
+	// StartupTimeout bounds the time from connecting to being logged in.
+	StartupTimeout time.Duration
+	// IdleTimeout closes a session that sends nothing for this long.
+	IdleTimeout time.Duration
+	// QueryTimeout bounds one query.
+	QueryTimeout time.Duration
+	// MaxQueryLen bounds a statement's text in bytes (54000 beyond).
+	MaxQueryLen int
+	// DefaultEpsilon is a session's dpstat.epsilon before SET; zero means
+	// the answerer's default.
+	DefaultEpsilon float64
+	// Logger receives internal errors; nil means the standard logger.
+	Logger *log.Logger
+}
+
+// Server serves the PostgreSQL protocol on listeners given to Serve.
+type Server struct {
+	opts  Options
+	slots chan struct{}
+	log   *log.Logger
+
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	conns     map[net.Conn]struct{}
+	closing   bool
+	wg        sync.WaitGroup
+}
+
+// New validates opts and returns a Server.
+func New(opts Options) (*Server, error) {
+	if opts.Answerer == nil || opts.Analysts == nil {
+		return nil, errors.New("pgwire: Answerer and Analysts are required")
+	}
+	if opts.MaxConns < 0 || opts.StartupTimeout < 0 || opts.IdleTimeout < 0 || opts.QueryTimeout < 0 || opts.MaxQueryLen < 0 {
+		return nil, errors.New("pgwire: limits must not be negative")
+	}
+	if opts.DefaultEpsilon != 0 {
+		if err := server.ValidateParams(opts.DefaultEpsilon, 0, 0); err != nil {
+			return nil, fmt.Errorf("pgwire: DefaultEpsilon: %w", err)
+		}
+	}
+	if opts.MaxConns == 0 {
+		opts.MaxConns = DefaultMaxConns
+	}
+	if opts.StartupTimeout == 0 {
+		opts.StartupTimeout = DefaultStartupTimeout
+	}
+	if opts.IdleTimeout == 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	if opts.QueryTimeout == 0 {
+		opts.QueryTimeout = DefaultQueryTimeout
+	}
+	if opts.MaxQueryLen == 0 {
+		opts.MaxQueryLen = DefaultMaxQueryLen
+	}
+	if opts.Logger == nil {
+		opts.Logger = log.Default()
+	}
+	return &Server{
+		opts: opts, slots: make(chan struct{}, opts.MaxConns), log: opts.Logger,
+		listeners: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{},
+	}, nil
+}
+
+// ErrServerClosed is returned by Serve after Shutdown or Close.
+var ErrServerClosed = errors.New("pgwire: server closed")
+
+// Serve accepts connections on ln until Shutdown or Close.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrServerClosed
+	}
+	s.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, ln)
+		s.mu.Unlock()
+	}()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closing := s.closing
+			s.mu.Unlock()
+			if closing {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			return err
+		}
+		s.mu.Lock()
+		if s.closing {
+			s.mu.Unlock()
+			c.Close()
+			return ErrServerClosed
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.wg.Done()
+			defer func() {
+				s.mu.Lock()
+				delete(s.conns, c)
+				s.mu.Unlock()
+				c.Close()
+			}()
+			select {
+			case s.slots <- struct{}{}:
+				defer func() { <-s.slots }()
+				s.serveConn(c)
+			default:
+				s.refuseConn(c)
+			}
+		}()
+	}
+}
+
+// Shutdown stops accepting, lets running queries finish and closes every
+// session, waiting until they are gone or ctx is done.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	// Wake sessions blocked reading the next message; a query in flight
+	// finishes first because sessions check their deadline only between
+	// messages.
+	for c := range s.conns {
+		c.SetReadDeadline(time.Now())
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.Close()
+		return ctx.Err()
+	}
+}
+
+// Close closes every listener and connection at once.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closing = true
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Server) closingNow() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
+}
+
+// refuseConn answers a client beyond MaxConns with 53300 once it has sent
+// its startup message.
+func (s *Server) refuseConn(c net.Conn) {
+	c.SetDeadline(time.Now().Add(s.opts.StartupTimeout))
+	be := pgproto3.NewBackend(c, c)
+	for range 3 {
+		msg, err := be.ReceiveStartupMessage()
+		if err != nil {
+			return
+		}
+		switch msg.(type) {
+		case *pgproto3.SSLRequest, *pgproto3.GSSEncRequest:
+			if _, err := c.Write([]byte{'N'}); err != nil {
+				return
+			}
+			continue
+		case *pgproto3.StartupMessage:
+			be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "53300",
+				Message: fmt.Sprintf("sorry, too many clients already: the server allows %d connections", s.opts.MaxConns)})
+			be.Flush()
+		}
+		return
+	}
+}
