@@ -171,6 +171,12 @@ func (p *Plan) NewNoise(src random.Source) (*Noise, error) {
 	if err != nil {
 		return nil, refuse("%v", err)
 	}
+	// The shares add up to at most the query's ε (splitEpsilon), so the
+	// query is charged exactly the ε it asked for, never a float sum that
+	// rounding pushed above it.
+	if c.Epsilon > p.Epsilon || len(p.Releases) > 1 {
+		c.Epsilon = p.Epsilon
+	}
 	n.Cost = c
 	return n, nil
 }

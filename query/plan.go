@@ -3,6 +3,7 @@ package query
 import (
 	"fmt"
 	"math"
+	"math/big"
 
 	"github.com/dpstat/dpstat/catalog"
 )
@@ -249,23 +250,26 @@ func NewPlan(q *Query, table *catalog.Table, epsilon float64) (*Plan, error) {
 	return p, nil
 }
 
-// splitEpsilon divides epsilon into n shares that add up to exactly
-// epsilon in floating point: n−1 equal shares of ε/n truncated to 30
-// significant bits (so that their sum and their halves are exact) and the
-// remainder, which is then exact too. Equal up to a relative 2^-30.
+// splitEpsilon divides epsilon into n equal shares whose exact (real)
+// sum is at most epsilon: ε/n rounded down to 30 significant bits, so that
+// the shares and their halves add up in floating point without rounding.
+// One aggregate gets all of ε.
 func splitEpsilon(epsilon float64, n int) []float64 {
 	out := make([]float64, n)
-	if n == 1 {
-		out[0] = epsilon
-		return out
+	s := epsilon
+	if n > 1 {
+		s = epsilon / float64(n)
+		_, e := math.Frexp(s)
+		s = math.Ldexp(math.Floor(math.Ldexp(s, 30-e)), e-30)
+		// The float quotient may round up; n·s ≤ ε must hold exactly.
+		total := new(big.Rat).Mul(new(big.Rat).SetFloat64(s), new(big.Rat).SetInt64(int64(n)))
+		if total.Cmp(new(big.Rat).SetFloat64(epsilon)) > 0 {
+			s = math.Ldexp(math.Floor(math.Ldexp(s, 30-e))-1, e-30)
+		}
 	}
-	s := epsilon / float64(n)
-	_, e := math.Frexp(s)
-	s = math.Ldexp(math.Floor(math.Ldexp(s, 30-e)), e-30)
-	for i := 0; i < n-1; i++ {
+	for i := range out {
 		out[i] = s
 	}
-	out[n-1] = epsilon - float64(n-1)*s
 	return out
 }
 

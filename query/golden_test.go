@@ -1,0 +1,68 @@
+package query
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dpstat/dpstat/engine/duckdb"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// TestGoldenSQL compares the engine SQL generated for each query shape with
+// testdata/golden/NAME.sql, so that a change in the rewriting shows up as a
+// readable diff. Run with -update to rewrite the files.
+func TestGoldenSQL(t *testing.T) {
+	cats := map[string]string{"test": "testdata/catalog.yaml", "examples": "../examples/catalog.yaml"}
+	tests := []struct {
+		name, catalog, sql string
+	}{
+		{"count_star", "test", "SELECT COUNT(*) FROM people"},
+		{"count_column", "test", "SELECT COUNT(age) FROM people"},
+		{"sum_int", "test", "SELECT SUM(age) FROM people"},
+		{"sum_float", "test", "SELECT SUM(score) FROM people"},
+		{"avg_shares_sum", "test", "SELECT SUM(age), AVG(age) FROM people"},
+		{"group_by", "test", "SELECT city, COUNT(*), AVG(score) FROM people GROUP BY city"},
+		{"group_by_two", "test", "SELECT city, flag, COUNT(*) FROM people GROUP BY city, flag"},
+		{"where", "test", "SELECT COUNT(*) FROM people WHERE (age BETWEEN 20 AND 30 OR city IN ('A', 'it''s')) AND NOT flag AND score IS NOT NULL"},
+		{"having_order_limit", "test", "SELECT city, COUNT(*) AS n FROM people GROUP BY city HAVING n > 1 ORDER BY n DESC LIMIT 1"},
+		{"quoted_names", "test", `SELECT "city", COUNT(*) FROM "people" WHERE "city" <> 'x"y' GROUP BY "city"`},
+		{"unit_total", "examples", "SELECT COUNT(*), SUM(euros_spent) FROM visits"},
+		{"unit_grouped", "examples", "SELECT day, COUNT(*), AVG(minutes_spent) FROM visits GROUP BY day"},
+		{"unit_grouped_where", "examples", "SELECT day, SUM(euros_spent) FROM visits WHERE minutes_spent > 10 GROUP BY day"},
+		{"adult", "examples", "SELECT sex, COUNT(*), AVG(hours_per_week) FROM adult GROUP BY sex"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cat := loadCatalog(t, cats[tt.catalog])
+			p, err := Prepare(cat, duckdb.Dialect, tt.sql, Options{Epsilon: 1, Confidence: 0.95, Analyst: "a"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := "-- " + tt.sql + "\n" + p.SQL + "\n"
+			path := filepath.Join("testdata", "golden", tt.name+".sql")
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -run TestGoldenSQL -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("generated SQL differs from %s:\n got:\n%s\nwant:\n%s", path, got, want)
+			}
+			if strings.Contains(p.SQL, tt.sql) {
+				t.Errorf("the analyst's text reached the engine SQL")
+			}
+		})
+	}
+}

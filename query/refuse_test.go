@@ -1,0 +1,167 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/big"
+	"strings"
+	"testing"
+
+	"github.com/dpstat/dpstat/accounting"
+)
+
+// TestRefusals checks that every unsupported query is refused with a
+// precise message, before the engine runs anything and without a charge.
+func TestRefusals(t *testing.T) {
+	svc, rec, led := newTestService(t, "testdata/catalog.yaml")
+	tests := []struct {
+		name, sql, want string
+		opts            *Options
+	}{
+		{"empty", "  ", "empty query", nil},
+		{"syntax error", "SELEKT COUNT(*) FROM people", "syntax error", nil},
+		{"several statements", "SELECT COUNT(*) FROM people; SELECT COUNT(*) FROM people", "one statement at a time", nil},
+		{"insert", "INSERT INTO people VALUES (1)", "only SELECT queries are answered, got INSERT", nil},
+		{"drop", "DROP TABLE people", "only SELECT", nil},
+		{"copy", "COPY people TO '/tmp/x'", "only SELECT", nil},
+		{"select star", "SELECT * FROM people", "SELECT * is not supported", nil},
+		{"non-aggregated column", "SELECT age, COUNT(*) FROM people", "column age is neither aggregated nor in GROUP BY", nil},
+		{"no aggregate", "SELECT city FROM people GROUP BY city", "no aggregate", nil},
+		{"sum without bounds", "SELECT SUM(id) FROM people", "SUM(id) needs declared bounds: declare `lower:` and `upper:` for column id", nil},
+		{"avg of text", "SELECT AVG(city) FROM people", "column city is text", nil},
+		{"group by without values", "SELECT age, COUNT(*) FROM people GROUP BY age", "key selection is not supported yet; declare `values:` for column age", nil},
+		{"group by expression", "SELECT COUNT(*) FROM people GROUP BY age / 10", "GROUP BY expressions are not supported yet", nil},
+		{"rollup", "SELECT COUNT(*) FROM people GROUP BY ROLLUP (city)", "ROLLUP", nil},
+		{"join", "SELECT COUNT(*) FROM people JOIN empty ON people.id = empty.id", "joins are not supported yet", nil},
+		{"comma join", "SELECT COUNT(*) FROM people, empty", "joins are not supported yet", nil},
+		{"subquery in from", "SELECT COUNT(*) FROM (SELECT * FROM people) AS s", "subqueries are not supported yet", nil},
+		{"subquery in where", "SELECT COUNT(*) FROM people WHERE age IN (SELECT age FROM people)", "subqueries are not supported yet", nil},
+		{"cte", "WITH s AS (SELECT * FROM people) SELECT COUNT(*) FROM s", "subqueries are not supported yet", nil},
+		{"union", "SELECT COUNT(*) FROM people UNION SELECT COUNT(*) FROM people", "UNION", nil},
+		{"table function", "SELECT COUNT(*) FROM read_csv('/etc/passwd')", "table functions are not allowed in FROM", nil},
+		{"file path", `SELECT COUNT(*) FROM "/etc/passwd.csv"`, "file paths are not allowed", nil},
+		{"unknown table", "SELECT COUNT(*) FROM secrets", `unknown table "secrets"; the catalog declares: people, empty, malformed`, nil},
+		{"schema-qualified", "SELECT COUNT(*) FROM main.people", "qualified table name", nil},
+		{"unknown column", "SELECT COUNT(salary) FROM people", `unknown column "salary" in table people`, nil},
+		{"unknown column in where", "SELECT COUNT(*) FROM people WHERE salary > 3", `unknown column "salary"`, nil},
+		{"wrong qualifier", "SELECT COUNT(x.age) FROM people", `unknown table or alias "x"`, nil},
+		{"distinct aggregate", "SELECT COUNT(DISTINCT age) FROM people", "COUNT(DISTINCT ...) is not supported yet", nil},
+		{"select distinct", "SELECT DISTINCT COUNT(*) FROM people", "SELECT DISTINCT", nil},
+		{"window function", "SELECT COUNT(*) OVER () FROM people", "window functions", nil},
+		{"min", "SELECT MIN(age) FROM people", "MIN and MAX would reveal one person's value", nil},
+		{"median", "SELECT MEDIAN(age) FROM people", "MEDIAN", nil},
+		{"other function", "SELECT lower(city) FROM people", "lower", nil},
+		{"expression in select", "SELECT COUNT(*) + 1 FROM people", "select-list expression", nil},
+		{"aggregate of expression", "SELECT SUM(age * 2) FROM people", "SUM of an expression is not supported", nil},
+		{"aggregate in where", "SELECT COUNT(*) FROM people WHERE COUNT(*) > 1", "aggregates are not allowed in WHERE", nil},
+		{"function in where", "SELECT COUNT(*) FROM people WHERE length(city) > 1", "function length is not supported in WHERE", nil},
+		{"like", "SELECT COUNT(*) FROM people WHERE city LIKE 'A%'", "LIKE", nil},
+		{"type mismatch", "SELECT COUNT(*) FROM people WHERE age = 'old'", "cannot compare column age (int) with text 'old'", nil},
+		{"compare with null", "SELECT COUNT(*) FROM people WHERE age = NULL", "use IS NULL", nil},
+		{"having unknown aggregate", "SELECT COUNT(*) FROM people HAVING SUM(age) > 3", "SUM(age) is not in the select list", nil},
+		{"order by non-output", "SELECT COUNT(*) FROM people ORDER BY age", "not an output of the query", nil},
+		{"duplicate output names", "SELECT COUNT(*) AS n, SUM(age) AS n FROM people", `two outputs are named "n"`, nil},
+		{"filter clause", "SELECT COUNT(*) FILTER (WHERE age > 3) FROM people", "FILTER", nil},
+		{"select into", "SELECT COUNT(*) INTO t FROM people", "SELECT INTO", nil},
+		{"limit expression", "SELECT COUNT(*) FROM people LIMIT 1 + 1", "LIMIT takes a whole number", nil},
+		{"epsilon zero", "SELECT COUNT(*) FROM people", "epsilon = 0", &Options{Epsilon: 0, Confidence: 0.95, Analyst: "a"}},
+		{"epsilon negative", "SELECT COUNT(*) FROM people", "epsilon = -1", &Options{Epsilon: -1, Confidence: 0.95, Analyst: "a"}},
+		{"epsilon NaN", "SELECT COUNT(*) FROM people", "epsilon = NaN", &Options{Epsilon: math.NaN(), Confidence: 0.95, Analyst: "a"}},
+		{"epsilon infinite", "SELECT COUNT(*) FROM people", "epsilon = +Inf", &Options{Epsilon: math.Inf(1), Confidence: 0.95, Analyst: "a"}},
+		{"delta one", "SELECT COUNT(*) FROM people", "delta = 1", &Options{Epsilon: 1, Delta: 1, Confidence: 0.95, Analyst: "a"}},
+		{"delta negative", "SELECT COUNT(*) FROM people", "delta = -0.1", &Options{Epsilon: 1, Delta: -0.1, Confidence: 0.95, Analyst: "a"}},
+		{"confidence one", "SELECT COUNT(*) FROM people", "confidence = 1", &Options{Epsilon: 1, Confidence: 1, Analyst: "a"}},
+		{"no analyst", "SELECT COUNT(*) FROM people", "analyst name is empty", &Options{Epsilon: 1, Confidence: 0.95}},
+		{"epsilon too small for the scale", "SELECT SUM(age) FROM people", "epsilon", &Options{Epsilon: 1e-300, Confidence: 0.95, Analyst: "a"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := Options{Epsilon: 1, Confidence: 0.95, Analyst: "a"}
+			if tt.opts != nil {
+				opts = *tt.opts
+			}
+			before, charges := rec.calls(), led.count()
+			_, err := svc.Answer(context.Background(), tt.sql, opts)
+			if err == nil {
+				t.Fatalf("%s: answered, want a refusal containing %q", tt.sql, tt.want)
+			}
+			var r *RefusedError
+			if !errors.As(err, &r) {
+				t.Errorf("error %v is not a *RefusedError", err)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("%s:\n got %v\nwant it to contain %q", tt.sql, err, tt.want)
+			}
+			if rec.calls() != before {
+				t.Errorf("the engine ran %d statement(s) for a refused query", rec.calls()-before)
+			}
+			if led.count() != charges {
+				t.Errorf("a refused query was charged")
+			}
+		})
+	}
+}
+
+// TestBudgetExceededReleasesNothing: when the ledger refuses the charge the
+// answer is withheld and the error carries the budget's figures.
+func TestBudgetExceededReleasesNothing(t *testing.T) {
+	svc, _, led := newTestService(t, "testdata/catalog.yaml")
+	led.exceed = true
+	res, err := svc.Answer(context.Background(), "SELECT COUNT(*) FROM people", Options{Epsilon: 1, Confidence: 0.95, Analyst: "a"})
+	if err == nil || res != nil {
+		t.Fatalf("answered over budget: %v", res)
+	}
+	var ex *accounting.ExceededError
+	if !errors.As(err, &ex) || !strings.Contains(err.Error(), "nothing charged") || !strings.Contains(err.Error(), "privacy budget exceeded") {
+		t.Errorf("error = %v, want the ledger's ExceededError with its figures", err)
+	}
+}
+
+// TestChargeDescribesQuery: the ledger gets the table and analyst as the
+// key, a fresh request ID, the normalized query and the composed cost.
+func TestChargeDescribesQuery(t *testing.T) {
+	svc, _, led := newTestService(t, "testdata/catalog.yaml")
+	res, err := svc.Answer(context.Background(), "select city, count(*), avg(age) from people group by city",
+		Options{Epsilon: 0.75, Confidence: 0.95, Analyst: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := led.charges[0]
+	if c.Key.Dataset != "people" || c.Key.Analyst != "alice" {
+		t.Errorf("key = %+v", c.Key)
+	}
+	if c.Cost.Epsilon != 0.75 || c.Cost.Delta != 0 || res.Cost != c.Cost {
+		t.Errorf("cost = %+v, result cost %+v; want ε = 0.75 exactly, δ = 0", c.Cost, res.Cost)
+	}
+	if !strings.Contains(c.Description, "SELECT city, count(*), avg(age) FROM people GROUP BY city") {
+		t.Errorf("description = %q", c.Description)
+	}
+	if c.RequestID == "" {
+		t.Error("empty request ID")
+	}
+	if _, err := svc.Answer(context.Background(), "SELECT COUNT(*) FROM people", Options{Epsilon: 1, Confidence: 0.95, Analyst: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if led.charges[1].RequestID == c.RequestID {
+		t.Error("two queries shared a request ID")
+	}
+}
+
+func TestSplitEpsilonNeverExceeds(t *testing.T) {
+	for _, eps := range []float64{1, 0.1, 0.3, 3, 1e-9, 7.77, 1e20} {
+		for n := 1; n <= MaxAggregates; n++ {
+			s := splitEpsilon(eps, n)
+			total := new(big.Rat)
+			for _, x := range s {
+				if x <= 0 || math.Abs(x-eps/float64(n)) > eps/float64(n)*1e-8 {
+					t.Fatalf("splitEpsilon(%v, %d) share %v, want close to %v", eps, n, x, eps/float64(n))
+				}
+				total.Add(total, new(big.Rat).SetFloat64(x))
+			}
+			if total.Cmp(new(big.Rat).SetFloat64(eps)) > 0 {
+				t.Fatalf("splitEpsilon(%v, %d): shares add up to %v, more than ε", eps, n, total.FloatString(20))
+			}
+		}
+	}
+}

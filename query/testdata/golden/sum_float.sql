@@ -1,0 +1,3 @@
+-- SELECT SUM(score) FROM people
+WITH r AS (SELECT CASE WHEN "score" IS NULL THEN NULL ELSE CAST(round(least(greatest("score", CAST(0.0 AS DOUBLE)), CAST(10.0 AS DOUBLE)) * CAST(6.8719476736e+10 AS DOUBLE)) AS BIGINT) END AS v0 FROM "people")
+SELECT sum(v0) AS s0 FROM r
