@@ -44,6 +44,8 @@ type AboveThreshold struct {
 
 	mu        sync.Mutex
 	threshold *big.Int // round(T/g) + noise, in grid steps
+	thrSmall  int64    // the same, when it lies within ±2^62
+	thrFits   bool
 	done      bool
 }
 
@@ -70,7 +72,11 @@ func NewAboveThreshold(o AboveThresholdOptions) (*AboveThreshold, error) {
 	src, b := source(o.Source)
 	t.Add(t, big.NewInt(noise.DiscreteLaplace(src, ts)))
 	release(b)
-	return &AboveThreshold{eps: o.Epsilon, sens: o.Sensitivity, grid: g, thresholdScale: ts, queryScale: qs, src: o.Source, threshold: t}, nil
+	m := &AboveThreshold{eps: o.Epsilon, sens: o.Sensitivity, grid: g, thresholdScale: ts, queryScale: qs, src: o.Source, threshold: t}
+	if t.IsInt64() && t.Int64() <= 1<<62 && t.Int64() >= -1<<62 {
+		m.thrSmall, m.thrFits = t.Int64(), true
+	}
+	return m, nil
 }
 
 // Test reports whether the noisy query value reaches the noisy threshold.
@@ -85,15 +91,33 @@ func (m *AboveThreshold) Test(queryValue float64) (above bool, err error) {
 	if m.done {
 		return false, ErrAboveThresholdDone
 	}
-	q, _ := m.grid.Round(queryValue)
 	src, b := source(m.src)
-	q.Add(q, big.NewInt(noise.DiscreteLaplace(src, m.queryScale)))
+	k := noise.DiscreteLaplace(src, m.queryScale)
 	release(b)
-	if q.Cmp(m.threshold) >= 0 {
-		m.done = true
-		return true, nil
+	if r, ok := m.grid.RoundInt64(queryValue); ok && m.thrFits {
+		above = reaches(r, k, m.thrSmall)
+	} else {
+		q, _ := m.grid.Round(queryValue)
+		q.Add(q, big.NewInt(k))
+		above = q.Cmp(m.threshold) >= 0
 	}
-	return false, nil
+	if above {
+		m.done = true
+	}
+	return above, nil
+}
+
+// reaches reports whether r + k ≥ t without overflow, for |r|, |t| ≤ 2^62
+// and any k: it compares r with t − k, whose overflow shows as a sign change.
+func reaches(r, k, t int64) bool {
+	d := t - k
+	switch {
+	case k > 0 && d > t: // t − k < −2^63 ≤ r
+		return true
+	case k < 0 && d < t: // t − k > 2^63 − 1 ≥ r
+		return false
+	}
+	return r >= d
 }
 
 // Cost returns Pure(ε).

@@ -2,6 +2,7 @@ package mechanism
 
 import (
 	"math"
+	"math/big"
 	"testing"
 
 	"github.com/dpstat/dpstat/random"
@@ -520,6 +521,30 @@ func TestGaussianDiscreteDelta(t *testing.T) {
 		d := math.Floor(c.sens/g) + 1
 		if got := discreteGaussianDelta(steps, d, c.eps, false); got > c.delta {
 			t.Errorf("ε=%v δ=%v Δ=%v: discrete δ = %v exceeds δ", c.eps, c.delta, c.sens, got)
+		}
+	}
+}
+
+// TestReachesMatchesBigIntegers compares the overflow-free int64 comparison
+// of AboveThreshold with big-integer arithmetic on extreme and random
+// values (deterministic).
+func TestReachesMatchesBigIntegers(t *testing.T) {
+	vals := []int64{0, 1, -1, 1 << 62, -1 << 62, 1<<62 - 1, math.MaxInt64, math.MinInt64 + 1, math.MinInt64, 12345, -98765}
+	src := random.NewInsecureSeeded(1900)
+	for i := 0; i < 200; i++ {
+		vals = append(vals, int64(src.Uint64()))
+	}
+	clamp := func(v int64) int64 { return max(-1<<62, min(1<<62, v)) }
+	for _, r := range vals {
+		for _, k := range vals {
+			for _, th := range vals[:12] {
+				r, th := clamp(r), clamp(th)
+				sum := new(big.Int).Add(big.NewInt(r), big.NewInt(k))
+				want := sum.Cmp(big.NewInt(th)) >= 0
+				if got := reaches(r, k, th); got != want {
+					t.Fatalf("reaches(%d, %d, %d) = %v, want %v", r, k, th, got, want)
+				}
+			}
 		}
 	}
 }
