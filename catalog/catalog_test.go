@@ -1,0 +1,145 @@
+package catalog
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeSource(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "d.csv"), []byte("pid,age,sex\n1,30,F\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+const good = `budget: {epsilon: 10, delta: 1e-6}
+tables:
+  people:
+    source: d.csv
+    privacy_unit: pid
+    max_groups_per_unit: 3
+    max_rows_per_group: 2
+    columns:
+      pid:   {type: int}
+      age:   {type: int, lower: 17, upper: 90}
+      sex:   {type: text, values: [F, M]}
+      score: {type: float, lower: -1.5, upper: 2.5, nullable: true}
+      ok:    {type: bool, values: [true, false]}
+`
+
+func TestParseGood(t *testing.T) {
+	dir := writeSource(t)
+	c, err := Parse([]byte(good), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Budget != (Budget{10, 1e-6}) {
+		t.Errorf("budget = %+v", c.Budget)
+	}
+	tb := c.Table("PEOPLE")
+	if tb == nil || tb.Source != filepath.Join(dir, "d.csv") || tb.Format != "csv" {
+		t.Fatalf("table = %+v", tb)
+	}
+	if tb.PrivacyUnit != "pid" || tb.MaxGroupsPerUnit != 3 || tb.MaxRowsPerGroup != 2 {
+		t.Errorf("bounds = %+v", tb)
+	}
+	var names []string
+	for _, col := range tb.Columns {
+		names = append(names, col.Name)
+	}
+	if strings.Join(names, ",") != "pid,age,sex,score,ok" {
+		t.Errorf("columns in order %v, want the declaration order", names)
+	}
+	if a := tb.Column("age"); !a.Bounded() || *a.Lower != 17 || *a.Upper != 90 {
+		t.Errorf("age = %+v", a)
+	}
+	if s := tb.Column("sex"); len(s.Values) != 2 || s.Values[0] != "F" {
+		t.Errorf("sex values = %v", s.Values)
+	}
+	if o := tb.Column("ok"); o.Values[0] != true {
+		t.Errorf("ok values = %v", o.Values)
+	}
+	if !strings.Contains(c.Summary(), "privacy unit pid") {
+		t.Errorf("summary = %s", c.Summary())
+	}
+}
+
+func TestParseNoPrivacyUnit(t *testing.T) {
+	dir := writeSource(t)
+	c, err := Parse([]byte("budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      age: {type: int}\n"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tb := c.Tables[0]; tb.HasPrivacyUnit() || tb.MaxGroupsPerUnit != 1 || tb.MaxRowsPerGroup != 1 {
+		t.Errorf("table = %+v", tb)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"unknown field", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    colums: {}\n", "field colums not found"},
+		{"unknown column field", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: int, min: 3}\n", "field min not found"},
+		{"lower above upper", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: int, lower: 5, upper: 1}\n", "column a: lower = 5 is above upper = 1"},
+		{"NaN bound", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: float, lower: .nan, upper: 1}\n", "lower = NaN: want a finite number"},
+		{"infinite bound", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: float, lower: 0, upper: .inf}\n", "upper = +Inf: want a finite number"},
+		{"one bound", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: float, lower: 0}\n", "only one of lower and upper"},
+		{"fractional int bound", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: int, lower: 0.5, upper: 3}\n", "an int column wants an integer bound"},
+		{"huge bound", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: float, lower: 0, upper: 1e300}\n", "at most 2^53"},
+		{"unknown type", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: integer}\n", `type "integer": unknown; want int, float, text or bool`},
+		{"missing type", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {lower: 1, upper: 2}\n", "type: missing"},
+		{"bounds on text", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: text, lower: 1, upper: 2}\n", "bounds apply only to int and float columns"},
+		{"missing source", "budget: {epsilon: 1}\ntables:\n  t:\n    columns:\n      a: {type: int}\n", "source: missing"},
+		{"source not found", "budget: {epsilon: 1}\ntables:\n  t:\n    source: nope.csv\n    columns:\n      a: {type: int}\n", `source "nope.csv": file not found`},
+		{"unknown format", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.xlsx\n    columns:\n      a: {type: int}\n", "unknown format"},
+		{"privacy unit not a column", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    privacy_unit: who\n    max_groups_per_unit: 1\n    max_rows_per_group: 1\n    columns:\n      a: {type: int}\n", `privacy_unit "who" is not a declared column`},
+		{"zero L0", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    privacy_unit: a\n    max_groups_per_unit: 0\n    max_rows_per_group: 1\n    columns:\n      a: {type: int}\n", "max_groups_per_unit = 0: want an integer >= 1"},
+		{"negative Linf", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    privacy_unit: a\n    max_groups_per_unit: 1\n    max_rows_per_group: -2\n    columns:\n      a: {type: int}\n", "max_rows_per_group = -2"},
+		{"missing L0", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    privacy_unit: a\n    max_rows_per_group: 1\n    columns:\n      a: {type: int}\n", "max_groups_per_unit: missing"},
+		{"bounds without unit", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    max_rows_per_group: 2\n    columns:\n      a: {type: int}\n", "need a privacy_unit"},
+		{"wrong value type int", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: int, values: [1, two]}\n", `values[1] = "two": want an integer`},
+		{"wrong value type bool", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: bool, values: [yes please]}\n", "want true or false"},
+		{"duplicate value", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: text, values: [x, x]}\n", "listed twice"},
+		{"empty values", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: text, values: []}\n", "values: empty list"},
+		{"values not a list", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: text, values: x}\n", "values: want a list"},
+		{"missing budget", "tables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: int}\n", "budget: missing"},
+		{"zero budget", "budget: {epsilon: 0}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: int}\n", "budget: epsilon = 0"},
+		{"delta one", "budget: {epsilon: 1, delta: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: int}\n", "budget: delta = 1"},
+		{"no tables", "budget: {epsilon: 1}\n", "tables: none declared"},
+		{"no columns", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n", "columns: none declared"},
+		{"bad table name", "budget: {epsilon: 1}\ntables:\n  a-b:\n    source: d.csv\n    columns:\n      a: {type: int}\n", `name "a-b"`},
+		{"not yaml", "budget: [", "not a valid catalog"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := writeSource(t)
+			_, err := Parse([]byte(tt.yaml), dir)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseReportsEveryProblem(t *testing.T) {
+	dir := writeSource(t)
+	_, err := Parse([]byte("budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: int, lower: 5, upper: 1}\n      b: {type: blob}\n"), dir)
+	if err == nil || !strings.Contains(err.Error(), "column a") || !strings.Contains(err.Error(), "column b") {
+		t.Errorf("error = %v, want both problems", err)
+	}
+}
+
+func TestLoadExamples(t *testing.T) {
+	c, err := Load("../examples/catalog.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Table("adult") == nil || c.Table("visits") == nil || c.Table("visits").MaxGroupsPerUnit != 3 {
+		t.Errorf("examples catalog = %+v", c)
+	}
+}
