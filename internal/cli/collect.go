@@ -1,17 +1,153 @@
 package cli
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/dpstat/dpstat/collector"
 )
 
+type collectOptions struct {
+	store     string
+	addr      string
+	tokenFile string
+	maxBody   int64
+	maxBatch  int
+}
+
 func newCollectCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "collect",
-		Short: "not yet available",
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("dpstat collect is not available yet")
+	var o collectOptions
+	cmd := &cobra.Command{
+		Use:   "collect --store PATH [--http 127.0.0.1:8090]",
+		Short: "Run the collector of locally private survey reports",
+		Long: `Run the collector: an HTTP service where a curator creates surveys, devices
+fetch a survey's public parameters and post randomized reports, and anyone
+reads the estimates with intervals. Reports are committed to the store (fsync)
+before they are acknowledged.
+
+The curator's token: with --admin-token-file FILE, the token is read from FILE,
+or, if FILE does not exist, a new token is generated and written to it (mode
+0600). Without the flag, a token is generated at the first start and printed
+once on standard error; the store keeps only its SHA-256. To replace a lost
+token, restart with --admin-token-file.
+
+Endpoints:
+  GET  /                            demo page (answer a survey, see the estimates)
+  GET  /dpstat-ldp.mjs              the JavaScript client
+  GET  /api/surveys                 surveys
+  POST /api/surveys                 create (Authorization: Bearer TOKEN)
+  GET  /api/surveys/ID              public parameters, with exact probabilities
+  POST /api/surveys/ID/reports      {"reports": [{"id": ..., "value": ...}, ...]}
+  GET  /api/surveys/ID/estimates    estimates with intervals (?confidence=0.95)`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runCollect(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.store, "store", "", "collector store file, created if missing (required)")
+	f.StringVar(&o.addr, "http", "127.0.0.1:8090", "address to listen on")
+	f.StringVar(&o.tokenFile, "admin-token-file", "", "file holding the curator's token (created with a new token if missing)")
+	f.Int64Var(&o.maxBody, "max-body", collector.DefaultMaxBody, "largest request body, in bytes")
+	f.IntVar(&o.maxBatch, "max-batch", collector.DefaultMaxBatch, "most reports in one request")
+	return cmd
+}
+
+// setupToken makes sure the store has a curator token and tells the
+// operator how to find it.
+func setupToken(st *collector.Store, file string, stderr io.Writer) error {
+	if file != "" {
+		b, err := os.ReadFile(file)
+		switch {
+		case err == nil:
+			tok := strings.TrimSpace(string(b))
+			if err := st.SetAdminToken(tok); err != nil {
+				return fmt.Errorf("--admin-token-file %s: %w", file, err)
+			}
+			fmt.Fprintf(stderr, "curator token read from %s\n", file)
+			return nil
+		case errors.Is(err, os.ErrNotExist):
+			tok, err := collector.NewToken()
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(file, []byte(tok+"\n"), 0o600); err != nil {
+				return fmt.Errorf("--admin-token-file %s: %w", file, err)
+			}
+			if err := st.SetAdminToken(tok); err != nil {
+				return err
+			}
+			fmt.Fprintf(stderr, "new curator token written to %s\n", file)
+			return nil
+		default:
+			return fmt.Errorf("--admin-token-file %s: %w", file, err)
+		}
+	}
+	if st.HasAdminToken() {
+		fmt.Fprintln(stderr, "curator token: as printed at the first start (restart with --admin-token-file to set a new one)")
+		return nil
+	}
+	tok, err := collector.NewToken()
+	if err != nil {
+		return err
+	}
+	if err := st.SetAdminToken(tok); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "curator token (shown once; the store keeps only its hash): %s\n", tok)
+	return nil
+}
+
+func runCollect(ctx context.Context, stdout, stderr io.Writer, o collectOptions) error {
+	if o.store == "" {
+		return errors.New("--store is required: the collector's store file (created if missing)")
+	}
+	if o.maxBody < 1024 {
+		return fmt.Errorf("--max-body = %d: want at least 1024 bytes", o.maxBody)
+	}
+	if o.maxBatch < 1 {
+		return fmt.Errorf("--max-batch = %d: want at least 1", o.maxBatch)
+	}
+	st, err := collector.Open(o.store, collector.StoreOptions{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := setupToken(st, o.tokenFile, stderr); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("--http %s: %w", o.addr, err)
+	}
+	srv := &http.Server{
+		Handler:           collector.Handler(st, collector.ServerOptions{MaxBody: o.maxBody, MaxBatch: o.maxBatch}),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	fmt.Fprintf(stdout, "collector listening on http://%s/ (store %s)\n", ln.Addr(), o.store)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return srv.Shutdown(sctx)
 	}
 }

@@ -1,0 +1,766 @@
+// Package collector is dpstat's collector of locally private reports: a
+// durable store of surveys and their aggregated reports, and the HTTP
+// service through which a curator creates surveys, devices fetch a survey's
+// public parameters and post their randomized reports, and anyone reads the
+// estimates with intervals.
+//
+// The collector never sees a true answer: devices randomize with package
+// ldp (or the JavaScript client, which uses the same exact probabilities)
+// before anything leaves them. No person identifier is ever asked for; a
+// report carries only a report id chosen by the device, which makes posting
+// idempotent (a report posted twice is counted once).
+//
+// Durability: a batch of reports is validated as a whole, then its tally
+// update and its report ids are written in one bbolt transaction, which is
+// committed (fsync) before the collector answers 2xx; a report that was
+// acknowledged survives a crash. The store keeps, per survey, the tally (the
+// counts the estimators need) and a log of accepted report ids, one record
+// per batch appended at the end of the log; the ids are also held in memory
+// (as 128-bit hashes) so that duplicates are found without reading the log.
+// The report contents themselves are not kept.
+package collector
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/dpstat/dpstat/ldp"
+)
+
+var (
+	bucketMeta    = []byte("meta")
+	bucketSurveys = []byte("surveys")
+	bucketTally   = []byte("tally")
+	bucketIDs     = []byte("ids")
+	keyAdmin      = []byte("admin-token-sha256")
+)
+
+// MaxValues is the largest number of listed domain values.
+const MaxValues = 10000
+
+// MaxIDLength is the longest report or survey id, in bytes.
+const MaxIDLength = 64
+
+// Domain is the set of answers a survey accepts: either a list of values
+// (labels), or a numeric range [lo, hi]. With a frequency mechanism a range
+// stands for the integers lo, lo+1, …, hi; with the mean mechanism it is the
+// real interval the number is declared to lie in.
+type Domain struct {
+	// Values lists the answers (2 to MaxValues distinct labels).
+	Values []string `json:"values,omitempty"`
+	// Range is [lo, hi].
+	Range []float64 `json:"range,omitempty"`
+}
+
+// SurveySpec is what a curator sends to create a survey.
+type SurveySpec struct {
+	// ID is optional; the collector picks a random id if it is empty.
+	ID string `json:"id,omitempty"`
+	// Question is the text shown to people.
+	Question string `json:"question"`
+	// Domain is the set of answers.
+	Domain Domain `json:"domain"`
+	// Mechanism is rr, krr, oue, olh, sue, mean or auto (the
+	// recommendation for ε and the domain size).
+	Mechanism string `json:"mechanism"`
+	// Epsilon is the local ε of each report.
+	Epsilon float64 `json:"epsilon"`
+}
+
+// Survey is a stored survey.
+type Survey struct {
+	ID        string    `json:"id"`
+	Question  string    `json:"question"`
+	Domain    Domain    `json:"domain"`
+	Mechanism ldp.Kind  `json:"mechanism"`
+	Epsilon   float64   `json:"epsilon"`
+	Created   time.Time `json:"created"`
+}
+
+// Labels returns the answer labels, one per domain value (for mean, the
+// single label "mean").
+func (s Survey) Labels() []string {
+	if s.Mechanism == ldp.KindMean {
+		return []string{"mean"}
+	}
+	if len(s.Domain.Values) > 0 {
+		return s.Domain.Values
+	}
+	lo, hi := int64(s.Domain.Range[0]), int64(s.Domain.Range[1])
+	out := make([]string, 0, hi-lo+1)
+	for v := lo; v <= hi; v++ {
+		out = append(out, strconv.FormatInt(v, 10))
+	}
+	return out
+}
+
+// survey is a loaded survey with its randomizer and live state.
+type survey struct {
+	Survey
+	oracle ldp.FrequencyOracle // nil for mean
+	mean   *ldp.Mean
+	params ldp.Params
+	tally  ldp.Tally
+}
+
+func (s *survey) newAggregator() ldp.Aggregator {
+	if s.mean != nil {
+		return s.mean.NewAggregator()
+	}
+	return s.oracle.NewAggregator()
+}
+
+// build validates a survey and constructs its randomizer.
+func build(sv Survey) (*survey, error) {
+	out := &survey{Survey: sv}
+	if sv.Question == "" || len(sv.Question) > 1000 {
+		return nil, fmt.Errorf("question has %d bytes: want 1 to 1000", len(sv.Question))
+	}
+	d := sv.Domain
+	switch {
+	case len(d.Values) > 0 && d.Range != nil:
+		return nil, errors.New("domain has both values and range: want exactly one")
+	case len(d.Values) > 0:
+		if len(d.Values) < 2 || len(d.Values) > MaxValues {
+			return nil, fmt.Errorf("domain has %d values: want 2 to %d", len(d.Values), MaxValues)
+		}
+		seen := make(map[string]bool, len(d.Values))
+		for i, v := range d.Values {
+			if v == "" || len(v) > 200 {
+				return nil, fmt.Errorf("domain value %d has %d bytes: want 1 to 200", i, len(v))
+			}
+			if seen[v] {
+				return nil, fmt.Errorf("domain value %q appears twice: want distinct values", v)
+			}
+			seen[v] = true
+		}
+		if sv.Mechanism == ldp.KindMean {
+			return nil, errors.New("mechanism mean needs a numeric range domain: want domain {\"range\": [lo, hi]}")
+		}
+	case d.Range != nil:
+		if len(d.Range) != 2 || math.IsNaN(d.Range[0]) || math.IsNaN(d.Range[1]) || math.IsInf(d.Range[0], 0) || math.IsInf(d.Range[1], 0) || !(d.Range[0] < d.Range[1]) {
+			return nil, fmt.Errorf("domain range %v: want [lo, hi] with finite lo < hi", d.Range)
+		}
+		if sv.Mechanism != ldp.KindMean {
+			lo, hi := d.Range[0], d.Range[1]
+			if lo != math.Trunc(lo) || hi != math.Trunc(hi) || hi-lo+1 > ldp.MaxDomain {
+				return nil, fmt.Errorf("domain range [%v, %v] with mechanism %s: want integer bounds spanning at most %d values (or mechanism mean for a real range)", lo, hi, sv.Mechanism, ldp.MaxDomain)
+			}
+		}
+	default:
+		return nil, errors.New("domain is empty: want {\"values\": [...]} or {\"range\": [lo, hi]}")
+	}
+	var err error
+	if sv.Mechanism == ldp.KindMean {
+		out.mean, err = ldp.NewMean(ldp.MeanOptions{Epsilon: sv.Epsilon, Lo: d.Range[0], Hi: d.Range[1]})
+		if err != nil {
+			return nil, err
+		}
+		out.params = out.mean.Params()
+	} else {
+		out.oracle, err = ldp.New(ldp.Options{Mechanism: sv.Mechanism, Epsilon: sv.Epsilon, Domain: domainSize(d)})
+		if err != nil {
+			return nil, err
+		}
+		out.params = out.oracle.Params()
+	}
+	out.tally = ldp.Tally{Counts: make([]int64, out.params.Domain)}
+	return out, nil
+}
+
+func domainSize(d Domain) int {
+	if len(d.Values) > 0 {
+		return len(d.Values)
+	}
+	return int(d.Range[1]-d.Range[0]) + 1
+}
+
+// validID accepts 1 to MaxIDLength bytes of letters, digits and - _ . :
+func validID(id string) bool {
+	if len(id) == 0 || len(id) > MaxIDLength {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
+			return false
+		}
+	}
+	return true
+}
+
+// StoreOptions configures Open.
+type StoreOptions struct {
+	// ReadOnly opens the store for reading (estimates) alongside no
+	// writer; a store held by a running collector cannot be opened.
+	ReadOnly bool
+	// Timeout is how long to wait for the store's file lock (default 1 s).
+	Timeout time.Duration
+}
+
+// Store is the collector's durable store. Its methods are safe for
+// concurrent use.
+type Store struct {
+	db       *bolt.DB
+	readOnly bool
+	seeds    [2]maphash.Seed
+
+	mu      sync.Mutex
+	surveys map[string]*survey
+	ids     map[string]map[[2]uint64]struct{}
+}
+
+// Open opens (creating if needed) the store at path and loads its surveys,
+// tallies and report ids.
+func Open(path string, o StoreOptions) (*Store, error) {
+	if o.Timeout <= 0 {
+		o.Timeout = time.Second
+	}
+	if o.ReadOnly {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("collector store %s: %w", path, err)
+		}
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: o.Timeout, ReadOnly: o.ReadOnly, FreelistType: bolt.FreelistMapType})
+	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, fmt.Errorf("collector store %s is locked by another process (a running collector?): ask it over HTTP, or stop it first", path)
+		}
+		return nil, fmt.Errorf("collector store %s: %w", path, err)
+	}
+	s := &Store{db: db, readOnly: o.ReadOnly, seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
+		surveys: map[string]*survey{}, ids: map[string]map[[2]uint64]struct{}{}}
+	if !o.ReadOnly {
+		err = db.Update(func(tx *bolt.Tx) error {
+			for _, b := range [][]byte{bucketMeta, bucketSurveys, bucketTally, bucketIDs} {
+				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("collector store %s: %w", path, err)
+		}
+	}
+	if err := s.load(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("collector store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func (s *Store) load() error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		sb := tx.Bucket(bucketSurveys)
+		if sb == nil {
+			return nil // a read-only open of an empty store
+		}
+		return sb.ForEach(func(k, v []byte) error {
+			var sv Survey
+			if err := json.Unmarshal(v, &sv); err != nil {
+				return fmt.Errorf("survey %q: %w", k, err)
+			}
+			b, err := build(sv)
+			if err != nil {
+				return fmt.Errorf("survey %q: %w", k, err)
+			}
+			if raw := tx.Bucket(bucketTally).Get(k); raw != nil {
+				t, err := decodeTally(raw, b.params.Domain)
+				if err != nil {
+					return fmt.Errorf("survey %q tally: %w", k, err)
+				}
+				b.tally = t
+			}
+			set := map[[2]uint64]struct{}{}
+			if ib := tx.Bucket(bucketIDs).Bucket(k); ib != nil {
+				err := ib.ForEach(func(_, rec []byte) error {
+					for len(rec) > 0 {
+						n := int(rec[0])
+						if n == 0 || len(rec) < 1+n {
+							return errors.New("corrupt report id log")
+						}
+						set[s.hashID(rec[1:1+n])] = struct{}{}
+						rec = rec[1+n:]
+					}
+					return nil
+				})
+				if err != nil {
+					return fmt.Errorf("survey %q: %w", k, err)
+				}
+			}
+			s.surveys[sv.ID] = b
+			s.ids[sv.ID] = set
+			return nil
+		})
+	})
+}
+
+func (s *Store) hashID(id []byte) [2]uint64 {
+	return [2]uint64{maphash.Bytes(s.seeds[0], id), maphash.Bytes(s.seeds[1], id)}
+}
+
+// Close closes the store.
+func (s *Store) Close() error { return s.db.Close() }
+
+func encodeTally(t ldp.Tally) []byte {
+	buf := make([]byte, 0, 2+binary.MaxVarintLen64*(1+len(t.Counts)))
+	buf = binary.AppendUvarint(buf, uint64(t.N))
+	for _, c := range t.Counts {
+		buf = binary.AppendUvarint(buf, uint64(c))
+	}
+	return buf
+}
+
+func decodeTally(b []byte, d int) (ldp.Tally, error) {
+	t := ldp.Tally{Counts: make([]int64, d)}
+	r := bytes.NewReader(b)
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		return t, err
+	}
+	t.N = int64(n)
+	for i := range t.Counts {
+		c, err := binary.ReadUvarint(r)
+		if err != nil {
+			return t, err
+		}
+		t.Counts[i] = int64(c)
+	}
+	return t, nil
+}
+
+// ErrNotFound is returned (wrapped) for an unknown survey.
+var ErrNotFound = errors.New("survey not found")
+
+// CreateSurvey validates a survey and stores it (durably) before returning.
+func (s *Store) CreateSurvey(spec SurveySpec) (Survey, error) {
+	if s.readOnly {
+		return Survey{}, errors.New("the store is open read-only")
+	}
+	kind := ldp.Kind("")
+	if spec.Mechanism == "auto" || spec.Mechanism == "" {
+		if len(spec.Domain.Values) == 0 && spec.Domain.Range == nil {
+			return Survey{}, errors.New("domain is empty: want {\"values\": [...]} or {\"range\": [lo, hi]}")
+		}
+		if len(spec.Domain.Range) == 2 && len(spec.Domain.Values) == 0 && (spec.Domain.Range[0] != math.Trunc(spec.Domain.Range[0]) || spec.Domain.Range[1] != math.Trunc(spec.Domain.Range[1])) {
+			kind = ldp.KindMean
+		} else if len(spec.Domain.Range) == 2 && len(spec.Domain.Values) == 0 && !(spec.Domain.Range[1]-spec.Domain.Range[0]+1 <= ldp.MaxDomain) {
+			kind = ldp.KindMean
+		} else {
+			var d int
+			if len(spec.Domain.Values) > 0 {
+				d = len(spec.Domain.Values)
+			} else if len(spec.Domain.Range) == 2 {
+				d = int(spec.Domain.Range[1]-spec.Domain.Range[0]) + 1
+			}
+			var err error
+			if kind, _, err = ldp.Recommend(spec.Epsilon, d); err != nil {
+				return Survey{}, err
+			}
+		}
+	} else {
+		var err error
+		if kind, err = ldp.ParseKind(spec.Mechanism); err != nil {
+			return Survey{}, err
+		}
+	}
+	sv := Survey{ID: spec.ID, Question: spec.Question, Domain: spec.Domain, Mechanism: kind, Epsilon: spec.Epsilon, Created: time.Now().UTC().Truncate(time.Second)}
+	if sv.ID == "" {
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return Survey{}, err
+		}
+		sv.ID = hex.EncodeToString(b[:])
+	} else if !validID(sv.ID) {
+		return Survey{}, fmt.Errorf("survey id %q: want 1 to %d letters, digits, '-', '_', '.' or ':'", sv.ID, MaxIDLength)
+	}
+	b, err := build(sv)
+	if err != nil {
+		return Survey{}, err
+	}
+	raw, err := json.Marshal(sv)
+	if err != nil {
+		return Survey{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.surveys[sv.ID]; ok {
+		return Survey{}, fmt.Errorf("survey id %q is taken: %w", sv.ID, ErrExists)
+	}
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.Bucket(bucketSurveys).Put([]byte(sv.ID), raw); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketTally).Put([]byte(sv.ID), encodeTally(b.tally)); err != nil {
+			return err
+		}
+		_, err := tx.Bucket(bucketIDs).CreateBucketIfNotExists([]byte(sv.ID))
+		return err
+	})
+	if err != nil {
+		return Survey{}, err
+	}
+	s.surveys[sv.ID] = b
+	s.ids[sv.ID] = map[[2]uint64]struct{}{}
+	return sv, nil
+}
+
+// ErrExists is returned (wrapped) when a survey id is taken.
+var ErrExists = errors.New("survey exists")
+
+func (s *Store) get(id string) (*survey, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.surveys[id]
+	if !ok {
+		return nil, fmt.Errorf("survey %q: %w", id, ErrNotFound)
+	}
+	return b, nil
+}
+
+// Public is what devices need to answer a survey: the question, the answer
+// labels, and the randomizer's exact public parameters.
+type Public struct {
+	Survey
+	// Labels are the answers in the order of the domain values 0, 1, ….
+	Labels []string `json:"labels,omitempty"`
+	// Params are the randomizer's exact parameters.
+	Params ldp.Params `json:"params"`
+	// HexDigits is, for oue and sue, the number of hex digits of a report's
+	// bits (2 per byte, ceil(domain/8) bytes, bit v in byte v/8 at
+	// position v%8).
+	HexDigits int `json:"hex_digits,omitempty"`
+}
+
+// Public returns a survey's public parameters.
+func (s *Store) Public(id string) (Public, error) {
+	b, err := s.get(id)
+	if err != nil {
+		return Public{}, err
+	}
+	return b.public(), nil
+}
+
+func (b *survey) public() Public {
+	p := Public{Survey: b.Survey, Params: b.params}
+	if b.mean == nil && b.params.Domain <= MaxValues {
+		p.Labels = b.Labels()
+	}
+	if b.params.Mechanism == ldp.KindOUE || b.params.Mechanism == ldp.KindSUE {
+		p.HexDigits = 2 * ((b.params.Domain + 7) / 8)
+	}
+	return p
+}
+
+// Surveys lists the stored surveys, by id.
+func (s *Store) Surveys() []Survey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Survey, 0, len(s.surveys))
+	for _, b := range s.surveys {
+		out = append(out, b.Survey)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Report is one report as a device sends it. Value is the reported value
+// (rr, krr, mean: the reported bit 0/1; olh: the perturbed hash), Seed the
+// olh hash seed, Bits the oue/sue bit vector in hex.
+type Report struct {
+	ID    string  `json:"id"`
+	Value *int64  `json:"value,omitempty"`
+	Seed  *uint32 `json:"seed,omitempty"`
+	Bits  string  `json:"bits,omitempty"`
+}
+
+// ReportError says which report of a batch does not fit the survey.
+type ReportError struct {
+	// Index is the report's position in the batch.
+	Index int
+	// Code is a short machine-readable reason.
+	Code string
+	// Message names the problem and what would be accepted.
+	Message string
+}
+
+func (e *ReportError) Error() string { return fmt.Sprintf("report %d: %s", e.Index, e.Message) }
+
+// IngestResult says what became of a batch.
+type IngestResult struct {
+	// Accepted counts the new reports, now counted in the survey.
+	Accepted int `json:"accepted"`
+	// Duplicates counts reports whose id was already accepted (they
+	// are not counted again).
+	Duplicates int `json:"duplicates"`
+	// Total is the survey's number of reports after the batch.
+	Total int64 `json:"total"`
+}
+
+// convert turns a wire report into an ldp.Report for the survey.
+func (b *survey) convert(i int, r Report) (ldp.Report, *ReportError) {
+	bad := func(code, format string, args ...any) *ReportError {
+		return &ReportError{Index: i, Code: code, Message: fmt.Sprintf(format, args...)}
+	}
+	if !validID(r.ID) {
+		return ldp.Report{}, bad("invalid_report_id", "report id %q: want 1 to %d letters, digits, '-', '_', '.' or ':' chosen by the device", r.ID, MaxIDLength)
+	}
+	k := b.params.Mechanism
+	switch k {
+	case ldp.KindOUE, ldp.KindSUE:
+		if r.Value != nil || r.Seed != nil {
+			return ldp.Report{}, bad("wrong_fields", "survey uses %s: want a report with \"bits\" only", k)
+		}
+		want := 2 * ((b.params.Domain + 7) / 8)
+		if len(r.Bits) != want {
+			return ldp.Report{}, bad("wrong_length", "bits has %d hex digits: want %d for a domain of %d values", len(r.Bits), want, b.params.Domain)
+		}
+		words := make([]uint64, (b.params.Domain+63)/64)
+		for j := 0; j < len(r.Bits); j += 2 {
+			hi, ok1 := unhex(r.Bits[j])
+			lo, ok2 := unhex(r.Bits[j+1])
+			if !ok1 || !ok2 {
+				return ldp.Report{}, bad("malformed_bits", "bits has a non-hex character at %d: want hex digits", j)
+			}
+			byteIdx := j / 2
+			words[byteIdx/8] |= uint64(hi<<4|lo) << (8 * (byteIdx % 8))
+		}
+		return ldp.Report{Bits: words}, nil
+	case ldp.KindOLH:
+		if r.Value == nil || r.Seed == nil || r.Bits != "" {
+			return ldp.Report{}, bad("wrong_fields", "survey uses olh: want a report with \"seed\" and \"value\"")
+		}
+		if *r.Value < 0 || *r.Value >= int64(b.params.G) {
+			return ldp.Report{}, bad("out_of_domain", "value = %d: want a hashed value in [0, %d)", *r.Value, b.params.G)
+		}
+		return ldp.Report{Value: int(*r.Value), Seed: *r.Seed}, nil
+	default:
+		if r.Value == nil || r.Seed != nil || r.Bits != "" {
+			return ldp.Report{}, bad("wrong_fields", "survey uses %s: want a report with \"value\" only", k)
+		}
+		if *r.Value < 0 || *r.Value >= int64(b.params.Domain) {
+			return ldp.Report{}, bad("out_of_domain", "value = %d: want a value in [0, %d)", *r.Value, b.params.Domain)
+		}
+		return ldp.Report{Value: int(*r.Value)}, nil
+	}
+}
+
+func unhex(c byte) (uint64, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return uint64(c - '0'), true
+	case 'a' <= c && c <= 'f':
+		return uint64(c - 'a' + 10), true
+	case 'A' <= c && c <= 'F':
+		return uint64(c - 'A' + 10), true
+	}
+	return 0, false
+}
+
+// Ingest validates a batch of reports for a survey and, if every report
+// fits, counts the new ones and records their ids durably (committed with
+// fsync) before returning. A report that does not fit refuses the whole
+// batch with a *ReportError and nothing is counted. Reports whose id was
+// already accepted are acknowledged as duplicates and not counted again.
+func (s *Store) Ingest(id string, reports []Report) (IngestResult, error) {
+	if s.readOnly {
+		return IngestResult{}, errors.New("the store is open read-only")
+	}
+	b, err := s.get(id)
+	if err != nil {
+		return IngestResult{}, err
+	}
+	conv := make([]ldp.Report, len(reports))
+	hashes := make([][2]uint64, len(reports))
+	for i, r := range reports {
+		c, rerr := b.convert(i, r)
+		if rerr != nil {
+			return IngestResult{}, rerr
+		}
+		conv[i] = c
+		hashes[i] = s.hashID([]byte(r.ID))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	set := s.ids[id]
+	agg := b.newAggregator()
+	if err := agg.Merge(b.tally); err != nil {
+		return IngestResult{}, err
+	}
+	fresh := make(map[[2]uint64]struct{}, len(reports))
+	var log []byte
+	res := IngestResult{}
+	for i, r := range conv {
+		h := hashes[i]
+		if _, dup := set[h]; dup {
+			res.Duplicates++
+			continue
+		}
+		if _, dup := fresh[h]; dup {
+			res.Duplicates++
+			continue
+		}
+		if err := agg.Add(r); err != nil {
+			return IngestResult{}, &ReportError{Index: i, Code: "invalid_report", Message: err.Error()}
+		}
+		fresh[h] = struct{}{}
+		log = append(log, byte(len(reports[i].ID)))
+		log = append(log, reports[i].ID...)
+		res.Accepted++
+	}
+	t := agg.Tally()
+	if res.Accepted > 0 {
+		err = s.db.Update(func(tx *bolt.Tx) error {
+			ib := tx.Bucket(bucketIDs).Bucket([]byte(id))
+			seq, err := ib.NextSequence()
+			if err != nil {
+				return err
+			}
+			var key [8]byte
+			binary.BigEndian.PutUint64(key[:], seq)
+			if err := ib.Put(key[:], log); err != nil {
+				return err
+			}
+			return tx.Bucket(bucketTally).Put([]byte(id), encodeTally(t))
+		})
+		if err != nil {
+			return IngestResult{}, fmt.Errorf("storing reports: %w", err)
+		}
+		b.tally = t
+		for h := range fresh {
+			set[h] = struct{}{}
+		}
+	}
+	res.Total = b.tally.N
+	return res, nil
+}
+
+// HasReport reports whether a report id was accepted for a survey.
+func (s *Store) HasReport(survey, reportID string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.ids[survey][s.hashID([]byte(reportID))]
+	return ok
+}
+
+// ValueEstimate is the estimate of one answer's frequency (or of the mean).
+type ValueEstimate struct {
+	Label    string  `json:"label"`
+	Estimate float64 `json:"estimate"`
+	StdError float64 `json:"std_error"`
+	Lo       float64 `json:"lo"`
+	Hi       float64 `json:"hi"`
+}
+
+// EstimateResult holds a survey's estimates.
+type EstimateResult struct {
+	Survey     Survey          `json:"survey"`
+	Epsilon    float64         `json:"epsilon"`
+	N          int64           `json:"n"`
+	Confidence float64         `json:"confidence"`
+	Estimates  []ValueEstimate `json:"estimates"`
+}
+
+// Estimates returns a survey's estimates with (confidence) intervals; with
+// no reports yet, Estimates is empty.
+func (s *Store) Estimates(id string, confidence float64) (EstimateResult, error) {
+	if math.IsNaN(confidence) || !(confidence > 0 && confidence < 1) {
+		return EstimateResult{}, fmt.Errorf("confidence = %v: want a number in (0, 1)", confidence)
+	}
+	b, err := s.get(id)
+	if err != nil {
+		return EstimateResult{}, err
+	}
+	s.mu.Lock()
+	t := ldp.Tally{N: b.tally.N, Counts: append([]int64(nil), b.tally.Counts...)}
+	s.mu.Unlock()
+	out := EstimateResult{Survey: b.Survey, Epsilon: b.params.Epsilon, N: t.N, Confidence: confidence, Estimates: []ValueEstimate{}}
+	if t.N == 0 {
+		return out, nil
+	}
+	if b.mean != nil {
+		e, err := b.mean.Estimate(t)
+		if err != nil {
+			return out, err
+		}
+		lo, hi := e.Interval(confidence)
+		out.Estimates = append(out.Estimates, ValueEstimate{Label: "mean", Estimate: e.Value, StdError: math.Sqrt(e.Variance), Lo: lo, Hi: hi})
+		return out, nil
+	}
+	est, err := ldp.Estimates(b.oracle, t)
+	if err != nil {
+		return out, err
+	}
+	labels := b.Labels()
+	for v, e := range est {
+		lo, hi := e.Interval(confidence)
+		out.Estimates = append(out.Estimates, ValueEstimate{Label: labels[v], Estimate: e.Value, StdError: math.Sqrt(e.Variance), Lo: lo, Hi: hi})
+	}
+	return out, nil
+}
+
+// AdminTokenMatches reports whether token is the curator's token (compared
+// in constant time through its SHA-256).
+func (s *Store) AdminTokenMatches(token string) bool {
+	var stored []byte
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		if mb := tx.Bucket(bucketMeta); mb != nil {
+			stored = append(stored, mb.Get(keyAdmin)...)
+		}
+		return nil
+	})
+	if len(stored) != sha256.Size || token == "" {
+		return false
+	}
+	h := sha256.Sum256([]byte(token))
+	return subtle.ConstantTimeCompare(h[:], stored) == 1
+}
+
+// HasAdminToken reports whether a curator token is set.
+func (s *Store) HasAdminToken() bool {
+	var ok bool
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		if mb := tx.Bucket(bucketMeta); mb != nil {
+			ok = mb.Get(keyAdmin) != nil
+		}
+		return nil
+	})
+	return ok
+}
+
+// SetAdminToken stores the SHA-256 of the curator's token (the token itself
+// is never stored).
+func (s *Store) SetAdminToken(token string) error {
+	if len(token) < 16 {
+		return fmt.Errorf("admin token has %d characters: want at least 16", len(token))
+	}
+	h := sha256.Sum256([]byte(token))
+	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyAdmin, h[:]) })
+}
+
+// NewToken returns a random 256-bit token in hex.
+func NewToken() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b[:]), nil
+}
