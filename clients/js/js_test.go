@@ -1,0 +1,113 @@
+package js
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/dpstat/dpstat/ldp"
+)
+
+// fixtureCase is one randomizer whose exact parameters the JavaScript tests
+// check the client against.
+type fixtureCase struct {
+	Name   string     `json:"name"`
+	Value  int        `json:"value"`
+	Params ldp.Params `json:"params"`
+	Range  []float64  `json:"range,omitempty"`
+}
+
+type hashCase struct {
+	Seed uint32 `json:"seed"`
+	V    uint32 `json:"v"`
+	G    int    `json:"g"`
+	Hash int    `json:"hash"`
+}
+
+type fixtures struct {
+	Cases  []fixtureCase `json:"cases"`
+	Hashes []hashCase    `json:"hashes"`
+}
+
+func buildFixtures(t *testing.T) []byte {
+	t.Helper()
+	var f fixtures
+	for _, c := range []struct {
+		name string
+		o    ldp.Options
+		v    int
+	}{
+		{"rr eps 1", ldp.Options{Mechanism: ldp.KindRR, Epsilon: 1, Domain: 2}, 1},
+		{"krr eps 1 d 5", ldp.Options{Mechanism: ldp.KindKRR, Epsilon: 1, Domain: 5}, 2},
+		{"krr eps 0.1 d 3", ldp.Options{Mechanism: ldp.KindKRR, Epsilon: 0.1, Domain: 3}, 0},
+		{"oue eps 1 d 12", ldp.Options{Mechanism: ldp.KindOUE, Epsilon: 1, Domain: 12}, 5},
+		{"sue eps 2 d 9", ldp.Options{Mechanism: ldp.KindSUE, Epsilon: 2, Domain: 9}, 8},
+		{"olh eps 1 d 20", ldp.Options{Mechanism: ldp.KindOLH, Epsilon: 1, Domain: 20}, 7},
+		{"olh eps 3 d 100", ldp.Options{Mechanism: ldp.KindOLH, Epsilon: 3, Domain: 100}, 42},
+	} {
+		o, err := ldp.New(c.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Cases = append(f.Cases, fixtureCase{Name: c.name, Value: c.v, Params: o.Params()})
+	}
+	m, err := ldp.NewMean(ldp.MeanOptions{Epsilon: 1, Lo: 10, Hi: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Cases = append(f.Cases, fixtureCase{Name: "mean eps 1 [10, 20]", Value: 13, Params: m.Params(), Range: []float64{10, 20}})
+	x := uint32(12345)
+	for i := range 64 {
+		x = x*1664525 + 1013904223
+		seed := x
+		x = x*1664525 + 1013904223
+		v := x % 5000
+		g := []int{2, 4, 8, 21, 1 << 16}[i%5]
+		f.Hashes = append(f.Hashes, hashCase{Seed: seed, V: v, G: g, Hash: ldp.Hash(seed, v, g)})
+	}
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(b, '\n')
+}
+
+// TestFixturesUpToDate checks that testdata/fixtures.json holds exactly the
+// parameters and hash values the Go randomizers use now (set
+// DPSTAT_UPDATE_FIXTURES=1 to rewrite it).
+func TestFixturesUpToDate(t *testing.T) {
+	want := buildFixtures(t)
+	path := filepath.Join("testdata", "fixtures.json")
+	if os.Getenv("DPSTAT_UPDATE_FIXTURES") == "1" {
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s is out of date with package ldp: run DPSTAT_UPDATE_FIXTURES=1 go test ./clients/js/", path)
+	}
+}
+
+// TestNodeClientAgreesWithGo runs the JavaScript client's tests with Node's
+// built-in runner; they check the client's output distribution against the
+// exact probabilities of testdata/fixtures.json (see dpstat-ldp.test.mjs for
+// the false-failure probabilities).
+func TestNodeClientAgreesWithGo(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not on PATH: the JavaScript client's tests did not run (install Node.js 18 or later)")
+	}
+	cmd := exec.Command(node, "--test", "dpstat-ldp.test.mjs")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node --test failed: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}
