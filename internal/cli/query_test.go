@@ -1,0 +1,176 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dpstat/dpstat/ledger"
+)
+
+func runQueryCLI(args ...string) (stdout, stderr string, code int) {
+	var out, errb bytes.Buffer
+	code = Execute(args, &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+const exampleCatalog = "../../examples/catalog.yaml"
+
+func TestQueryCLITable(t *testing.T) {
+	led := filepath.Join(t.TempDir(), "l.db")
+	out, errOut, code := runQueryCLI("query", "--catalog", exampleCatalog, "--ledger", led, "--analyst", "ana",
+		"SELECT sex, COUNT(*), AVG(hours_per_week) FROM adult GROUP BY sex")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"sex", "count", "±", "avg_hours_per_week", "Female", "Male",
+		"ε split: count ε=0.5, avg_hours_per_week ε=0.5", "cost ε=1 δ=0; budget of ana on adult: spent ε=1 δ=0, left ε=9 δ=1e-06"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestQueryCLIJSONAndBudget(t *testing.T) {
+	led := filepath.Join(t.TempDir(), "l.db")
+	var last map[string]any
+	for i := 0; i < 2; i++ {
+		out, errOut, code := runQueryCLI("query", "--catalog", exampleCatalog, "--ledger", led, "--analyst", "ana",
+			"--format", "json", "--epsilon", "0.5", "--confidence", "0.9",
+			"SELECT day, COUNT(*) AS n, SUM(euros_spent) FROM visits GROUP BY day ORDER BY day LIMIT 3")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		last = nil
+		if err := json.Unmarshal([]byte(out), &last); err != nil {
+			t.Fatalf("%v:\n%s", err, out)
+		}
+	}
+	if cols := last["columns"].([]any); len(cols) != 3 || cols[1] != "n" {
+		t.Errorf("columns = %v", cols)
+	}
+	rows := last["rows"].([]any)
+	ci := last["ci"].([]any)
+	if len(rows) != 3 || len(ci) != 3 {
+		t.Fatalf("rows = %v, ci = %v", rows, ci)
+	}
+	first := ci[0].([]any)
+	if first[0] != nil || len(first[1].([]any)) != 2 {
+		t.Errorf("ci row = %v, want null for the key and [low, high] for values", first)
+	}
+	if rows[0].([]any)[0].(float64) != 1 {
+		t.Errorf("first day = %v", rows[0])
+	}
+	budget := last["budget"].(map[string]any)
+	if spent := budget["spent"].(map[string]any)["epsilon"].(float64); spent != 1 {
+		t.Errorf("spent after two queries of 0.5 = %v", spent)
+	}
+	if rem := budget["remaining"].(map[string]any)["epsilon"].(float64); rem != 9 {
+		t.Errorf("remaining = %v", rem)
+	}
+	if c := last["cost"].(map[string]any); c["epsilon"].(float64) != 0.5 || c["delta"].(float64) != 0 {
+		t.Errorf("cost = %v", c)
+	}
+}
+
+func TestQueryCLICSV(t *testing.T) {
+	led := filepath.Join(t.TempDir(), "l.db")
+	out, errOut, code := runQueryCLI("query", "--catalog", exampleCatalog, "--ledger", led, "--format", "csv",
+		"SELECT income, COUNT(*) FROM adult GROUP BY income")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || lines[0] != "income,count,count_low,count_high" {
+		t.Errorf("csv = %q", out)
+	}
+}
+
+// TestQueryCLIRefusalsChargeNothing: refused queries, bad flags and an
+// exhausted budget exit non-zero with a message and charge nothing.
+func TestQueryCLIRefusalsChargeNothing(t *testing.T) {
+	dir := t.TempDir()
+	led := filepath.Join(dir, "l.db")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"select star", []string{"SELECT * FROM adult"}, "SELECT * is not supported"},
+		{"key selection", []string{"SELECT education, COUNT(*) FROM adult GROUP BY education"}, "key selection is not supported yet"},
+		{"epsilon zero", []string{"--epsilon", "0", "SELECT COUNT(*) FROM adult"}, "epsilon = 0"},
+		{"delta one", []string{"--delta", "1", "SELECT COUNT(*) FROM adult"}, "delta = 1"},
+		{"bad format", []string{"--format", "xml", "SELECT COUNT(*) FROM adult"}, "--format"},
+		{"over budget", []string{"--epsilon", "11", "SELECT COUNT(*) FROM adult"}, "privacy budget exceeded"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"query", "--catalog", exampleCatalog, "--ledger", led, "--analyst", "bob"}, tt.args...)
+			out, errOut, code := runQueryCLI(args...)
+			if code == 0 || !strings.Contains(errOut, tt.want) || out != "" {
+				t.Errorf("exit %d, stdout %q, stderr %q; want a failure mentioning %q", code, out, errOut, tt.want)
+			}
+		})
+	}
+	if _, err := os.Stat(led); err == nil {
+		l, err := ledger.Open(led, ledger.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		hist, err := l.History(ledger.Key{}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hist) != 0 {
+			t.Errorf("refused queries were charged: %v", hist)
+		}
+	}
+	_, errOut, code := runQueryCLI("query", "SELECT COUNT(*) FROM adult")
+	if code == 0 || !strings.Contains(errOut, "--catalog is required") {
+		t.Errorf("missing catalog: exit %d, %s", code, errOut)
+	}
+}
+
+func TestCatalogCLI(t *testing.T) {
+	out, errOut, code := runQueryCLI("catalog", "check", exampleCatalog)
+	if code != 0 || !strings.HasPrefix(out, "ok\n") || !strings.Contains(out, "table visits") {
+		t.Errorf("check: exit %d, %s %s", code, out, errOut)
+	}
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("budget: {epsilon: 1}\ntables:\n  t:\n    source: none.csv\n    columns:\n      a: {type: int, lower: 3, upper: 1}\n"), 0o644)
+	_, errOut, code = runQueryCLI("catalog", "check", bad)
+	if code == 0 || !strings.Contains(errOut, "lower = 3 is above upper = 1") || !strings.Contains(errOut, "file not found") {
+		t.Errorf("check bad: exit %d, %s", code, errOut)
+	}
+	// init writes a skeleton without bounds, and the owner's completed
+	// skeleton passes check.
+	data := filepath.Join(dir, "my data.csv")
+	os.WriteFile(data, []byte("id,age,name,ok\n1,30,x,true\n2,40,y,false\n"), 0o644)
+	skel := filepath.Join(dir, "catalog.yaml")
+	_, errOut, code = runQueryCLI("catalog", "init", "-o", skel, data)
+	if code != 0 {
+		t.Fatalf("init: exit %d, %s", code, errOut)
+	}
+	b, _ := os.ReadFile(skel)
+	s := string(b)
+	for _, want := range []string{"my_data:", `source: "my data.csv"`, "id: {type: int}", "age: {type: int}", "name: {type: text}", "ok: {type: bool}"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("skeleton lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "lower: 30") || strings.Contains(s, "upper: 40") {
+		t.Errorf("skeleton filled bounds from the data:\n%s", s)
+	}
+	out, errOut, code = runQueryCLI("catalog", "check", skel)
+	if code != 0 || !strings.HasPrefix(out, "ok") {
+		t.Errorf("check skeleton: exit %d, %s %s", code, out, errOut)
+	}
+	if _, errOut, code = runQueryCLI("catalog", "init", "-o", skel, data); code == 0 || !strings.Contains(errOut, "does not overwrite") {
+		t.Errorf("init overwrote: %s", errOut)
+	}
+}
