@@ -291,9 +291,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // decodeBody reads one JSON object of at most MaxBodyBytes into v,
 // refusing unknown fields and trailing data.
 func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "application/json") {
-		return &httpError{http.StatusUnsupportedMediaType, "unsupported_media_type", fmt.Sprintf("Content-Type %q: want application/json", ct)}
-	}
 	body := http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
 	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()

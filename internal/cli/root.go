@@ -42,6 +42,7 @@ durable privacy budget, and when a budget is spent dpstat refuses.`,
 		newCatalogCmd(),
 		newLdpCmd(),
 		newCollectCmd(),
+		newServeCmd(), newAnalystCmd(),
 	)
 	return root
 }

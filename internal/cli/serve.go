@@ -1,0 +1,216 @@
+package cli
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dpstat/dpstat/analyst"
+	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/engine/duckdb"
+	"github.com/dpstat/dpstat/pgwire"
+	"github.com/dpstat/dpstat/query"
+	"github.com/dpstat/dpstat/server"
+	"github.com/dpstat/dpstat/server/queryanswer"
+)
+
+// serveConfig is what dpstat serve runs with.
+type serveConfig struct {
+	catalog, ledger  string
+	httpAddr, pgAddr string
+	tlsCert, tlsKey  string
+	maxConns         int
+	maxConcurrent    int
+	rate             float64
+	maxSQL           int
+	queryTimeout     time.Duration
+	shutdownTimeout  time.Duration
+	threads          int
+	memoryLimit      string
+}
+
+func newServeCmd() *cobra.Command {
+	var cfg serveConfig
+	cmd := &cobra.Command{
+		Use:   "serve --catalog FILE [--ledger PATH] [--http ADDR] [--pg ADDR]",
+		Short: "Serve DP SQL to many analysts over HTTP, the PostgreSQL protocol and a web dashboard",
+		Long: `Serve DP SQL to the analysts of the ledger: a JSON API and a web dashboard on
+--http, the PostgreSQL wire protocol on --pg (psql "host=... port=...
+user=NAME password=TOKEN"). Every answer is charged to the analyst's budget on
+the table before it is released; an analyst may query only the tables an
+administrator granted (dpstat analyst add/grant, or the admin API).
+
+Create analysts before starting: while the server runs it holds the ledger,
+and the dpstat analyst commands cannot open it; use the admin API then.
+SIGINT or SIGTERM stops the server gracefully: no new requests, requests in
+flight finish, then the ledger is closed.`,
+		Example: `  dpstat analyst add curator --admin --ledger ./ledger.db
+  dpstat analyst add alice --table adult --epsilon 3 --delta 1e-6 --ledger ./ledger.db
+  dpstat serve --catalog examples/catalog.yaml --ledger ./ledger.db --http 127.0.0.1:8080 --pg 127.0.0.1:5433`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runServe(ctx, cfg, cmd.OutOrStdout(), nil)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.catalog, "catalog", "", "catalog file declaring the tables (required)")
+	addLedgerFlag(cmd, &cfg.ledger)
+	f.StringVar(&cfg.httpAddr, "http", "127.0.0.1:8080", "address of the HTTP API and dashboard; empty disables")
+	f.StringVar(&cfg.pgAddr, "pg", "127.0.0.1:5433", "address of the PostgreSQL protocol; empty disables")
+	f.StringVar(&cfg.tlsCert, "tls-cert", "", "TLS certificate (PEM) for HTTPS and PostgreSQL TLS; with --tls-key")
+	f.StringVar(&cfg.tlsKey, "tls-key", "", "TLS private key (PEM)")
+	f.IntVar(&cfg.maxConns, "max-conns", pgwire.DefaultMaxConns, "maximum PostgreSQL sessions")
+	f.IntVar(&cfg.maxConcurrent, "max-concurrent", server.DefaultMaxConcurrent, "maximum HTTP API requests served at once (429 beyond)")
+	f.Float64Var(&cfg.rate, "rate", 0, "per-analyst HTTP API requests per second (0: unlimited; 429 beyond)")
+	f.IntVar(&cfg.maxSQL, "max-sql", server.DefaultMaxSQLLen, "maximum SQL text length in bytes")
+	f.DurationVar(&cfg.queryTimeout, "query-timeout", server.DefaultQueryTimeout, "maximum time for one query")
+	f.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a graceful shutdown waits for requests in flight")
+	f.IntVar(&cfg.threads, "threads", 0, "engine worker threads (0: one per core)")
+	f.StringVar(&cfg.memoryLimit, "memory-limit", "", "engine memory limit, e.g. 2GB (default: the engine's)")
+	return cmd
+}
+
+// runServe runs the server until ctx is done, then shuts it down
+// gracefully. ready, if not nil, is called with the bound addresses once
+// both listeners accept connections.
+func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(httpAddr, pgAddr string)) error {
+	if cfg.catalog == "" {
+		return errors.New("--catalog is required: the catalog file declaring the tables")
+	}
+	if cfg.httpAddr == "" && cfg.pgAddr == "" {
+		return errors.New("--http and --pg are both empty: give at least one address to listen on")
+	}
+	if (cfg.tlsCert == "") != (cfg.tlsKey == "") {
+		return errors.New("--tls-cert and --tls-key go together: give both or neither")
+	}
+	var tlsCfg *tls.Config
+	if cfg.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.tlsCert, cfg.tlsKey)
+		if err != nil {
+			return fmt.Errorf("loading --tls-cert/--tls-key: %w", err)
+		}
+		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	cat, err := catalog.Load(cfg.catalog)
+	if err != nil {
+		return err
+	}
+	eng, err := duckdb.Open(duckdb.Options{Threads: cfg.threads, MemoryLimit: cfg.memoryLimit})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	led, err := openLedger(cfg.ledger)
+	if err != nil {
+		return err
+	}
+	defer led.Close()
+	reg, err := analyst.NewRegistry(led)
+	if err != nil {
+		return err
+	}
+	svc, err := query.NewService(ctx, cat, eng, led)
+	if err != nil {
+		return err
+	}
+	ans, err := queryanswer.New(svc, cat, led)
+	if err != nil {
+		return err
+	}
+	logger := log.New(os.Stderr, "", log.LstdFlags)
+	var (
+		httpSrv          *http.Server
+		pgSrv            *pgwire.Server
+		httpLn, pgLn     net.Listener
+		errc             = make(chan error, 2)
+		httpAddr, pgAddr string
+	)
+	if cfg.httpAddr != "" {
+		api, err := server.New(server.Options{Answerer: ans, Ledger: led, Analysts: reg, MaxSQLLen: cfg.maxSQL,
+			MaxConcurrent: cfg.maxConcurrent, RatePerAnalyst: cfg.rate, QueryTimeout: cfg.queryTimeout, Logger: logger})
+		if err != nil {
+			return err
+		}
+		if httpLn, err = net.Listen("tcp", cfg.httpAddr); err != nil {
+			return fmt.Errorf("--http %s: %w", cfg.httpAddr, err)
+		}
+		httpSrv = api.HTTPServer(cfg.httpAddr)
+		scheme := "http"
+		if tlsCfg != nil {
+			httpSrv.TLSConfig = tlsCfg.Clone()
+			httpLn = tls.NewListener(httpLn, httpSrv.TLSConfig)
+			scheme = "https"
+		}
+		httpAddr = httpLn.Addr().String()
+		go func() {
+			if err := httpSrv.Serve(httpLn); !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("HTTP server: %w", err)
+			}
+		}()
+		fmt.Fprintf(out, "dpstat serve: HTTP API and dashboard on %s://%s/\n", scheme, httpAddr)
+	}
+	if cfg.pgAddr != "" {
+		pgSrv, err = pgwire.New(pgwire.Options{Answerer: ans, Analysts: reg, TLS: tlsCfg, MaxConns: cfg.maxConns,
+			QueryTimeout: cfg.queryTimeout, MaxQueryLen: cfg.maxSQL, Logger: logger})
+		if err != nil {
+			return err
+		}
+		if pgLn, err = net.Listen("tcp", cfg.pgAddr); err != nil {
+			if httpSrv != nil {
+				httpSrv.Close()
+			}
+			return fmt.Errorf("--pg %s: %w", cfg.pgAddr, err)
+		}
+		pgAddr = pgLn.Addr().String()
+		go func() {
+			if err := pgSrv.Serve(pgLn); !errors.Is(err, pgwire.ErrServerClosed) {
+				errc <- fmt.Errorf("PostgreSQL server: %w", err)
+			}
+		}()
+		host, port, _ := net.SplitHostPort(pgAddr)
+		fmt.Fprintf(out, "dpstat serve: PostgreSQL protocol on %s (psql \"host=%s port=%s user=NAME password=TOKEN\")\n", pgAddr, host, port)
+	}
+	admins := 0
+	for _, a := range reg.List() {
+		if a.IsAdmin() && !a.Revoked {
+			admins++
+		}
+	}
+	fmt.Fprintf(out, "dpstat serve: %d tables, %d analysts (%d admins), ledger %s\n", len(cat.Tables), len(reg.List()), admins, led.Path())
+	if ready != nil {
+		ready(httpAddr, pgAddr)
+	}
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+	}
+	fmt.Fprintln(out, "dpstat serve: shutting down: finishing requests in flight")
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
+	defer cancel()
+	if httpSrv != nil {
+		if err := httpSrv.Shutdown(sctx); err != nil {
+			httpSrv.Close()
+		}
+	}
+	if pgSrv != nil {
+		pgSrv.Shutdown(sctx)
+	}
+	// The deferred Close calls run now: the ledger closes only after every
+	// request has finished or the shutdown timeout has passed.
+	fmt.Fprintln(out, "dpstat serve: stopped")
+	return runErr
+}

@@ -1,0 +1,250 @@
+// Package queryanswer answers the server's DP SQL requests with package
+// query: it adapts a query.Service over a catalog to server.Answerer.
+//
+// Unlike the command line, the server answers only on tables where an
+// administrator granted the analyst a budget: a request on any other table
+// is refused as not granted, before the engine runs and without creating a
+// budget.
+package queryanswer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/big"
+	"strconv"
+	"strings"
+
+	"github.com/dpstat/dpstat/accounting"
+	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/ledger"
+	"github.com/dpstat/dpstat/query"
+	"github.com/dpstat/dpstat/server"
+)
+
+// maxPreviewGroups bounds the groups a dry run lists.
+const maxPreviewGroups = 1000
+
+// Answerer is a server.Answerer over a query.Service.
+type Answerer struct {
+	svc    *query.Service
+	cat    *catalog.Catalog
+	ledger *ledger.Ledger
+	tables []server.TableInfo
+}
+
+// New returns an Answerer that answers with svc over cat and checks grants
+// in led (the ledger svc charges).
+func New(svc *query.Service, cat *catalog.Catalog, led *ledger.Ledger) (*Answerer, error) {
+	if svc == nil || cat == nil || led == nil {
+		return nil, errors.New("queryanswer: service, catalog and ledger are required")
+	}
+	a := &Answerer{svc: svc, cat: cat, ledger: led}
+	for _, t := range cat.Tables {
+		a.tables = append(a.tables, tableInfo(t))
+	}
+	return a, nil
+}
+
+func tableInfo(t *catalog.Table) server.TableInfo {
+	ti := server.TableInfo{Name: t.Name, PrivacyUnit: t.PrivacyUnit}
+	if t.HasPrivacyUnit() {
+		ti.MaxGroupsPerUnit, ti.MaxRowsPerGroup = int(t.MaxGroupsPerUnit), int(t.MaxRowsPerGroup)
+	}
+	for _, c := range t.Columns {
+		ci := server.ColumnInfo{Name: c.Name, Type: string(c.Type), Lower: c.Lower, Upper: c.Upper, Nullable: c.Nullable}
+		for _, v := range c.Values {
+			ci.Values = append(ci.Values, valueText(v))
+		}
+		ti.Columns = append(ti.Columns, ci)
+	}
+	return ti
+}
+
+func valueText(v any) string {
+	switch x := v.(type) {
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case string:
+		return x
+	}
+	return fmt.Sprint(v)
+}
+
+// Tables lists the catalog's tables on which analyst has a budget; ""
+// lists them all.
+func (a *Answerer) Tables(analyst string) []server.TableInfo {
+	var out []server.TableInfo
+	for _, t := range a.tables {
+		if analyst != "" {
+			if _, err := a.ledger.Status(ledger.Key{Dataset: t.Name, Analyst: analyst}); err != nil {
+				continue
+			}
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// classify turns the query package's errors into server errors.
+func classify(err error) error {
+	var re *query.RefusedError
+	var ex *accounting.ExceededError
+	var ee *query.EngineError
+	switch {
+	case errors.As(err, &ex):
+		return &server.Error{Kind: server.KindBudgetExceeded, Message: err.Error(), Err: err}
+	case errors.As(err, &re):
+		kind := server.KindRefused
+		switch {
+		case strings.HasPrefix(re.Reason, "syntax error"):
+			kind = server.KindSyntax
+		case strings.HasPrefix(re.Reason, "unknown table"):
+			kind = server.KindUnknownTable
+		case strings.HasPrefix(re.Reason, "unknown column"):
+			kind = server.KindUnknownColumn
+		}
+		return &server.Error{Kind: kind, Message: err.Error(), Err: err}
+	case errors.As(err, &ee):
+		// The message withholds the engine's text; it is safe to show.
+		return &server.Error{Kind: server.KindInternal, Message: ee.Error(), Err: err}
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return &server.Error{Kind: server.KindTimeout, Message: "the query ran out of time; nothing was charged unless it was answered", Err: err}
+	}
+	return err
+}
+
+// Answer answers req: every refusal, the grant check and a dry run happen
+// before the engine runs; an answer is returned only after its charge has
+// committed.
+func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Response, error) {
+	opts := query.Options{Epsilon: req.Epsilon, Delta: req.Delta, Confidence: req.Confidence, Analyst: req.Analyst}
+	if opts.Epsilon == 0 {
+		opts.Epsilon = query.DefaultEpsilon
+	}
+	if opts.Confidence == 0 {
+		opts.Confidence = query.DefaultConfidence
+	}
+	p, err := a.svc.Prepare(req.SQL, opts)
+	if err != nil {
+		var re *query.RefusedError
+		if errors.As(err, &re) {
+			return nil, classify(err)
+		}
+		return nil, &server.Error{Kind: server.KindBadRequest, Message: err.Error(), Err: err}
+	}
+	key := ledger.Key{Dataset: p.Plan.Table.Name, Analyst: req.Analyst}
+	st, err := a.ledger.Status(key)
+	if errors.Is(err, ledger.ErrNoBudget) {
+		return nil, server.Errorf(server.KindNotGranted, "analyst %q has no budget on table %q: ask an administrator for a grant", req.Analyst, key.Dataset)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if req.DryRun {
+		return a.preview(p, st)
+	}
+	res, err := a.svc.Run(ctx, p)
+	if err != nil {
+		return nil, classify(err)
+	}
+	resp := &server.Response{
+		Columns: res.Columns,
+		Rows:    res.Rows,
+		CI:      make([][]*[2]float64, len(res.CI)),
+		Cost:    server.Pair{Epsilon: res.Cost.Epsilon, Delta: res.Cost.Delta},
+		Budget: server.BudgetLeft{
+			Spent:     server.Pair{Epsilon: res.Budget.Spent.Epsilon, Delta: res.Budget.Spent.Delta},
+			Remaining: server.Pair{Epsilon: res.Budget.Remaining.Epsilon, Delta: res.Budget.Remaining.Delta},
+		},
+		Table: key.Dataset,
+		Notes: append(splitNotes(res.Split), res.Notes...),
+	}
+	for i, row := range res.CI {
+		resp.CI[i] = make([]*[2]float64, len(row))
+		for j, iv := range row {
+			if iv != nil {
+				resp.CI[i][j] = &[2]float64{iv.Low, iv.High}
+			}
+		}
+	}
+	return resp, nil
+}
+
+func splitNotes(split []query.Share) []string {
+	if len(split) < 2 {
+		return nil
+	}
+	var parts []string
+	for _, s := range split {
+		parts = append(parts, fmt.Sprintf("%s ε=%s", s.Column, strconv.FormatFloat(s.Epsilon, 'g', 6, 64)))
+	}
+	return []string{"ε split among the aggregates: " + strings.Join(parts, ", ")}
+}
+
+// preview describes what a query would release without touching the data:
+// the groups (from the public value lists), the cost, the budget before the
+// charge, and for each noisy value the interval half-width as [-h, h]. The
+// half-widths of COUNT and SUM do not depend on the data; an AVG's depends
+// on the noisy count and is shown as its declared range around zero. Nothing
+// is charged.
+func (a *Answerer) preview(p *query.Prepared, st ledger.Status) (*server.Response, error) {
+	q := p.Plan.Query
+	resp := &server.Response{
+		Cost:   server.Pair{Epsilon: p.Noise.Cost.Epsilon, Delta: p.Noise.Cost.Delta},
+		Budget: server.BudgetLeft{Spent: server.Pair{Epsilon: st.Spent.Epsilon, Delta: st.Spent.Delta}, Remaining: server.Pair{Epsilon: st.Remaining.Epsilon, Delta: st.Remaining.Delta}},
+		Table:  p.Plan.Table.Name,
+		DryRun: true,
+	}
+	for _, o := range q.Outputs {
+		resp.Columns = append(resp.Columns, o.Name)
+	}
+	keys := p.Plan.Keys
+	if len(keys) > maxPreviewGroups {
+		keys = keys[:maxPreviewGroups]
+		resp.Notes = append(resp.Notes, fmt.Sprintf("preview lists the first %d of %d groups", maxPreviewGroups, len(p.Plan.Keys)))
+	}
+	half := make([]float64, len(p.Plan.Aggregates))
+	if len(p.Plan.Keys) <= maxPreviewGroups {
+		zero := &query.Exact{Stats: make([][]*big.Int, len(p.Plan.Keys))}
+		for g := range zero.Stats {
+			zero.Stats[g] = make([]*big.Int, len(p.Plan.Statistics))
+			for s := range zero.Stats[g] {
+				zero.Stats[g][s] = new(big.Int)
+			}
+		}
+		_, cis, err := p.Noise.Apply(zero, p.Opts.Confidence)
+		if err != nil {
+			return nil, err
+		}
+		if len(cis) > 0 {
+			for j, iv := range cis[0] {
+				half[j] = (iv.High - iv.Low) / 2
+			}
+		}
+	}
+	aggCol := map[int]int{}
+	for j, ag := range p.Plan.Aggregates {
+		aggCol[ag.Output] = j
+	}
+	keyCol := map[string]int{}
+	for i, g := range q.GroupBy {
+		keyCol[g] = i
+	}
+	for _, key := range keys {
+		row := make([]any, len(q.Outputs))
+		ci := make([]*[2]float64, len(q.Outputs))
+		for i, o := range q.Outputs {
+			if o.Agg == nil {
+				row[i] = key[keyCol[o.Key]]
+				continue
+			}
+			h := half[aggCol[i]]
+			ci[i] = &[2]float64{-h, h}
+		}
+		resp.Rows = append(resp.Rows, row)
+		resp.CI = append(resp.CI, ci)
+	}
+	resp.Notes = append(resp.Notes, "dry run: nothing was read or charged; intervals are shown as ± half-widths around zero")
+	return resp, nil
+}
