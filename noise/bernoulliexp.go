@@ -56,9 +56,6 @@ func bernoulliExpFrac(src random.Source, num, den uint64) bool {
 	return false // cut-off, probability ≤ 1/65!
 }
 
-// bernoulliExpOne returns true with probability exp(−1).
-func bernoulliExpOne(src random.Source) bool { return bernoulliExpInt(src, 1) }
-
 // BernoulliExpSplit returns true with probability exactly
 // exp(−(whole + num/den)), for num < den; it is BernoulliExp with the integer
 // part of the exponent already separated, for callers whose exponent does

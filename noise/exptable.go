@@ -80,3 +80,66 @@ func bernoulliExpInt(src random.Source, q uint64) bool {
 	}
 	return false
 }
+
+// expFirst[v] is the first (most significant) word of expTable[v], kept
+// apart for a cache-friendly search; expFirst[0] stands for e^0 = 1 and is
+// never read.
+var expFirst = func() (f [expIntSteps + 1]uint64) {
+	for v := range f {
+		f[v] = expTable[v][0]
+	}
+	return f
+}()
+
+// geometricE1 returns V with P(V = v) = (1 − e^-1)·e^-v, v ≥ 0, and ok =
+// false on a cut-off. It locates a uniform binary fraction U among the
+// values e^-v: V = max{v : U < e^-v}, so P(V ≥ v) = P(U < e^-v) = e^-v.
+//
+// The first word u0 of U decides every comparison except with an entry
+// whose first word equals u0 (probability below 2^-56): V is the number of
+// v ≥ 1 with expFirst[v] > u0, found by an eight-step binary search whose
+// running time does not depend on V; only in the rare undecided case are
+// two more words drawn and compared. Cut-offs: U equal to a table entry in
+// all 192 bits (probability at most 2^-184) and V ≥ expIntSteps
+// (probability e^-256).
+func geometricE1(src random.Source) (v uint64, ok bool) {
+	u0 := src.Uint64()
+	// expFirst[1..256] is non-increasing; count the entries above u0.
+	n := 0
+	for step := (expIntSteps + 1) / 2; step > 0; step /= 2 {
+		if expFirst[n+step] > u0 {
+			n += step
+		}
+	}
+	if n < expIntSteps && expFirst[n+1] == u0 {
+		// Undecided for entries whose first word is u0: compare all words.
+		u := [expWords]uint64{u0, src.Uint64(), src.Uint64()}
+		for n < expIntSteps && expFirst[n+1] == u0 {
+			switch cmpWords(&u, &expTable[n+1]) {
+			case -1:
+				n++
+				continue
+			case 0:
+				return 0, false // tie in all 192 bits
+			}
+			break
+		}
+	}
+	if n >= expIntSteps {
+		return 0, false
+	}
+	return uint64(n), true
+}
+
+// cmpWords compares two 192-bit fractions, most significant word first.
+func cmpWords(a, b *[expWords]uint64) int {
+	for i := 0; i < expWords; i++ {
+		if a[i] != b[i] {
+			if a[i] < b[i] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}

@@ -25,7 +25,7 @@ const gaussianRejectFactor = 24
 // and accepts it with probability exp(−(|Y| − σ²/t)²/(2σ²)). Since
 // exp(−|y|/t)·exp(−(|y| − σ²/t)²/(2σ²)) = exp(−y²/(2σ²))·exp(−σ²/(2t²)), the
 // accepted Y has exactly the discrete Gaussian distribution for any t > 0;
-// t = σ makes σ²/t = σ an integer. All products fit: |Y| ≤ 129σ < 2^39,
+// t = σ makes σ²/t = σ an integer. All products fit: |Y| ≤ 256σ ≤ 2^39,
 // (|Y| − σ)² < 2^78 is formed in 128 bits, and 2σ² ≤ 2^63.
 func DiscreteGaussian(src random.Source, sigma int64) int64 {
 	if sigma <= 0 {

@@ -64,7 +64,10 @@ func ScaleAtLeast(x float64) (Scale, error) {
 // Algorithm 2). A scale with Num or Den zero gives 0.
 //
 // Each round draws U uniform in [0, Num) and keeps it with probability
-// exp(−U/Num), draws V geometric with P(V = v) ∝ e^−v, forms X = U + Num·V
+// exp(−U/Num), draws V geometric with P(V = v) ∝ e^−v (in constant work: a
+// uniform fraction located by binary search in a table of e^-v, instead of
+// a loop of Bernoulli(e^-1) trials whose length would be V), forms
+// X = U + Num·V
 // (so P(X = x) ∝ exp(−x/Num)), Y = floor(X/Den) and a sign; (negative, 0) is
 // rejected so that 0 is not counted twice. If every round is rejected the
 // result is 0 (see SamplerDelta).
@@ -78,11 +81,8 @@ func DiscreteLaplace(src random.Source, scale Scale) int64 {
 		if !bernoulliExpFrac(src, u, t) {
 			continue
 		}
-		var v uint64
-		for v < geometricSteps && bernoulliExpOne(src) {
-			v++
-		}
-		if v == geometricSteps {
+		v, ok := geometricE1(src)
+		if !ok {
 			continue // cut-off: the round is discarded
 		}
 		// X = U + t·V in 128 bits, then Y = floor(X/s), saturated.

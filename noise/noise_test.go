@@ -805,3 +805,42 @@ func TestDiscreteGaussianLargeSigmaShape(t *testing.T) {
 	}
 	chiSquareCheck(t, "discrete Gaussian, σ ≈ 1.5·2^20", obs, probs, n)
 }
+
+// TestGeometricE1: P(V = v) = (1 − e^-1)e^-v, chi-square over v = 0..7 and
+// v ≥ 8 with 100000 draws (one check, false failure below 1e-8); a source
+// stuck at zero gives U = 0 < e^-v for every v, a cut-off; a fraction equal
+// to a table entry is a tie, a cut-off.
+func TestGeometricE1(t *testing.T) {
+	src := random.NewInsecureSeeded(13)
+	const n = 100000
+	obs := make([]int, 9)
+	for i := 0; i < n; i++ {
+		v, ok := geometricE1(src)
+		if !ok {
+			t.Fatal("unexpected cut-off")
+		}
+		if v > 8 {
+			v = 8
+		}
+		obs[v]++
+	}
+	probs := make([]float64, 9)
+	for v := 0; v < 8; v++ {
+		probs[v] = (1 - math.Exp(-1)) * math.Exp(-float64(v))
+	}
+	probs[8] = math.Exp(-8)
+	chiSquareCheck(t, "geometric e^-1", obs, probs, n)
+	if _, ok := geometricE1(&scripted{}); ok {
+		t.Error("U = 0 must be a cut-off (V ≥ 256)")
+	}
+	w := expTable[5]
+	if _, ok := geometricE1(&scripted{words: w[:]}); ok {
+		t.Error("U equal to the e^-5 entry must be a cut-off")
+	}
+	if v, ok := geometricE1(&scripted{words: []uint64{w[0], w[1], w[2] - 1}}); !ok || v != 5 {
+		t.Errorf("U just below e^-5: V = %d, %v; want 5", v, ok)
+	}
+	if v, ok := geometricE1(&scripted{words: []uint64{w[0], w[1], w[2] + 1}}); !ok || v != 4 {
+		t.Errorf("U just above e^-5: V = %d, %v; want 4", v, ok)
+	}
+}

@@ -41,10 +41,6 @@ const (
 	// is accepted with probability at least (1 − 1/e)/2 > 0.316, so 1000
 	// rounds all fail with probability below 0.684^1000 < 2^-547.
 	laplaceRounds = 1000
-	// geometricSteps caps the geometric part V of DiscreteLaplace: V
-	// reaches 128 with probability e^-128 < 2^-184 per round (the round is
-	// then discarded), below 2^-174 over all rounds.
-	geometricSteps = 128
 	// gaussianRounds caps the rejection loop of DiscreteGaussian. A round is
 	// accepted with probability above 1/2 for every σ ≥ 1 (about 0.76 for
 	// large σ), so 1000 rounds all fail with probability below 2^-1000.
