@@ -1,0 +1,260 @@
+package queryanswer_test
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/dpstat/dpstat/accounting"
+	"github.com/dpstat/dpstat/analyst"
+	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/engine/duckdb"
+	"github.com/dpstat/dpstat/ledger"
+	"github.com/dpstat/dpstat/pgwire"
+	"github.com/dpstat/dpstat/query"
+	"github.com/dpstat/dpstat/server"
+	"github.com/dpstat/dpstat/server/queryanswer"
+)
+
+// Known answers on examples/adult.csv.
+const (
+	females     = 10771
+	males       = 21790
+	femaleHours = 392176
+)
+
+type stack struct {
+	ledger *ledger.Ledger
+	path   string
+	reg    *analyst.Registry
+	http   *httptest.Server
+	pgAddr string
+	alice  string
+}
+
+// start runs the HTTP and PostgreSQL front ends over the real query path on
+// the example catalog.
+func start(t *testing.T, path string) *stack {
+	t.Helper()
+	cat, err := catalog.Load(filepath.Join("..", "..", "examples", "catalog.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := duckdb.Open(duckdb.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	l, err := ledger.Open(path, ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	reg, err := analyst.NewRegistry(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := query.NewService(context.Background(), cat, eng, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ans, err := queryanswer.New(svc, cat, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := server.New(server.Options{Answerer: ans, Ledger: l, Analysts: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &stack{ledger: l, path: path, reg: reg, http: httptest.NewServer(api.Handler())}
+	t.Cleanup(s.http.Close)
+	pg, err := pgwire.New(pgwire.Options{Answerer: ans, Analysts: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.pgAddr = ln.Addr().String()
+	go pg.Serve(ln)
+	t.Cleanup(func() { pg.Close() })
+	return s
+}
+
+func (s *stack) post(t *testing.T, token, body string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", s.http.URL+"/v1/query", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, m
+}
+
+func (s *stack) releases(t *testing.T) int {
+	t.Helper()
+	r, err := s.ledger.History(ledger.Key{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(r)
+}
+
+// TestEndToEndExact answers real DP SQL on the example catalog over HTTP and
+// over the PostgreSQL protocol with ε = 1e20, where the noise vanishes, and
+// checks the true answers, the charges and the refusals.
+func TestEndToEndExact(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s := start(t, path)
+	_, tok, err := s.reg.Add("alice", analyst.RoleAnalyst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ledger.Grant(ledger.Key{Dataset: "adult", Analyst: "alice"}, accounting.EpsDelta{Epsilon: 1e21, Delta: 1e-6}, accounting.Basic); err != nil {
+		t.Fatal(err)
+	}
+
+	// HTTP.
+	code, m := s.post(t, tok, `{"sql":"SELECT sex, COUNT(*) AS n, SUM(hours_per_week) AS h FROM adult GROUP BY sex ORDER BY sex","epsilon":1e20}`)
+	if code != 200 {
+		t.Fatalf("HTTP query: %d %v", code, m)
+	}
+	rows, _ := json.Marshal(m["rows"])
+	want := `[["Female",10771,392176],["Male",21790,`
+	if !strings.HasPrefix(string(rows), want) {
+		t.Fatalf("rows %s, want prefix %s", rows, want)
+	}
+	for _, k := range []string{"columns", "ci", "cost", "budget"} {
+		if m[k] == nil {
+			t.Errorf("response lacks %q", k)
+		}
+	}
+	if n := s.releases(t); n != 1 {
+		t.Fatalf("%d releases after one query", n)
+	}
+	// Dry run and refusals charge nothing.
+	for _, tc := range []struct {
+		name, body, code string
+		status           int
+	}{
+		{"dry run", `{"sql":"SELECT COUNT(*) FROM adult","dry_run":true}`, "", 200},
+		{"not granted", `{"sql":"SELECT COUNT(*) FROM visits"}`, "not_granted", 403},
+		{"unknown table", `{"sql":"SELECT COUNT(*) FROM secrets"}`, "unknown_table", 400},
+		{"unknown column", `{"sql":"SELECT SUM(salary) FROM adult"}`, "unknown_column", 400},
+		{"syntax", `{"sql":"SELEC 1"}`, "syntax_error", 400},
+		{"select star", `{"sql":"SELECT * FROM adult"}`, "refused", 400},
+		{"file path in FROM", `{"sql":"SELECT COUNT(*) FROM read_csv('/etc/passwd')"}`, "refused", 400},
+		{"second statement", `{"sql":"SELECT COUNT(*) FROM adult; DROP TABLE adult"}`, "refused", 400},
+		{"over budget", `{"sql":"SELECT COUNT(*) FROM adult","epsilon":1e21}`, "budget_exceeded", 409},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, m := s.post(t, tok, tc.body)
+			e, _ := m["error"].(map[string]any)
+			if code != tc.status || (tc.code != "" && e["code"] != tc.code) {
+				t.Fatalf("got %d %v, want %d %s", code, m, tc.status, tc.code)
+			}
+			if n := s.releases(t); n != 1 {
+				t.Fatalf("charged: %d releases", n)
+			}
+		})
+	}
+
+	// PostgreSQL protocol, extended with a parameter.
+	host, port, _ := net.SplitHostPort(s.pgAddr)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, "host="+host+" port="+port+" user=alice password="+tok+" sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, "SET dpstat.epsilon = 1e20"); err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	if err := c.QueryRow(ctx, "SELECT COUNT(*) FROM adult WHERE sex = $1", "Female").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != females {
+		t.Fatalf("COUNT over pgx = %v, want %d", n, females)
+	}
+	var sex string
+	var cnt float64
+	if err := c.QueryRow(ctx, "SELECT sex, COUNT(*) FROM adult WHERE age >= $1 GROUP BY sex ORDER BY sex DESC LIMIT 1", 17).Scan(&sex, &cnt); err != nil {
+		t.Fatal(err)
+	}
+	if sex != "Male" || cnt != males {
+		t.Fatalf("got %s %v, want Male %d", sex, cnt, males)
+	}
+	// A parameter cannot inject: it stays one string literal.
+	if err := c.QueryRow(ctx, "SELECT COUNT(*) FROM adult WHERE sex = $1", "Female' OR '1'='1").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatalf("injected parameter matched %v rows, want 0", n)
+	}
+	_, err = c.Exec(ctx, "SELECT COUNT(*) FROM visits")
+	var pe *pgconn.PgError
+	if !errorsAs(err, &pe) || pe.Code != "42501" {
+		t.Fatalf("not granted over pg: %v", err)
+	}
+	if n := s.releases(t); n != 4 {
+		t.Fatalf("%d releases, want 4", n)
+	}
+}
+
+func errorsAs(err error, pe **pgconn.PgError) bool {
+	if err == nil {
+		return false
+	}
+	e, ok := err.(*pgconn.PgError)
+	if ok {
+		*pe = e
+	}
+	return ok
+}
+
+// TestRestartKeepsEverything checks that analysts, revocations, budgets and
+// releases survive a restart.
+func TestRestartKeepsEverything(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s := start(t, path)
+	_, tok, _ := s.reg.Add("alice", analyst.RoleAnalyst)
+	_, bobTok, _ := s.reg.Add("bob", analyst.RoleAnalyst)
+	s.ledger.Grant(ledger.Key{Dataset: "adult", Analyst: "alice"}, accounting.EpsDelta{Epsilon: 2}, accounting.Basic)
+	if code, m := s.post(t, tok, `{"sql":"SELECT COUNT(*) FROM adult","epsilon":0.5}`); code != 200 {
+		t.Fatalf("%d %v", code, m)
+	}
+	s.reg.Revoke("bob")
+	s.http.Close()
+	s.ledger.Close()
+
+	s2 := start(t, path)
+	code, m := s2.post(t, tok, `{"sql":"SELECT COUNT(*) FROM adult","epsilon":0.5}`)
+	if code != 200 {
+		t.Fatalf("after restart: %d %v", code, m)
+	}
+	b, _ := json.Marshal(m["budget"])
+	if !strings.Contains(string(b), `"spent":{"delta":0,"epsilon":1}`) {
+		t.Fatalf("budget after restart: %s", b)
+	}
+	if code, _ := s2.post(t, bobTok, `{"sql":"SELECT COUNT(*) FROM adult"}`); code != 401 {
+		t.Fatalf("revoked token after restart: %d", code)
+	}
+}
