@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"testing"
 
@@ -14,6 +15,16 @@ import (
 // falseFailure is the false-failure probability of each statistical check
 // in this file; each test says how many checks it makes.
 const falseFailure = 1e-8
+
+// longFactor multiplies the sample sizes of the statistical tests by 20
+// when DPSTAT_LONG=1, for a slower and more sensitive run; the stated
+// false-failure probabilities hold for either size.
+var longFactor = func() int {
+	if os.Getenv("DPSTAT_LONG") == "1" {
+		return 20
+	}
+	return 1
+}()
 
 // zLimit is the two-sided normal quantile for falseFailure (≈ 5.73).
 var zLimit = distuv.UnitNormal.Quantile(1 - falseFailure/2)

@@ -30,7 +30,7 @@ func coverageCheck(t *testing.T, name string, hits, n int, confidence, upper flo
 // moment 24b⁴) and the coverage of its 95% interval (binomial check).
 // Two checks per case, three cases: false failure below 6e-8.
 func TestLaplaceNoise(t *testing.T) {
-	const n = 40000
+	n := 40000 * longFactor
 	for i, c := range []struct{ eps, sens, x float64 }{{1, 1, 10}, {0.3, 5, -1234.5}, {2, 0.01, 0.125}} {
 		m, err := NewLaplace(LaplaceOptions{Epsilon: c.eps, Sensitivity: c.sens, Source: random.NewInsecureSeeded(uint64(1000 + i))})
 		if err != nil {
@@ -52,7 +52,7 @@ func TestLaplaceNoise(t *testing.T) {
 		}
 		p := math.Exp(-g / b)
 		want := 2 * p / ((1 - p) * (1 - p)) * g * g
-		if v := sum2 / n; math.Abs(v-want) > 6*math.Sqrt(20.0/n)*b*b {
+		if v := sum2 / float64(n); math.Abs(v-want) > 6*math.Sqrt(20/float64(n))*b*b {
 			t.Errorf("ε=%v Δ=%v: variance %v, want %v", c.eps, c.sens, v, want)
 		}
 		coverageCheck(t, "laplace", hits, n, 0.95, 0.95+0.002)
@@ -65,7 +65,7 @@ func TestLaplaceNoise(t *testing.T) {
 // TestGeometricNoise: variance and 90% interval coverage, as for Laplace.
 // Two checks per case, three cases: false failure below 6e-8.
 func TestGeometricNoise(t *testing.T) {
-	const n = 40000
+	n := 40000 * longFactor
 	for i, c := range []struct {
 		eps  float64
 		sens int64
@@ -87,7 +87,7 @@ func TestGeometricNoise(t *testing.T) {
 		}
 		p := math.Exp(-1 / b)
 		want := 2 * p / ((1 - p) * (1 - p))
-		if v := sum2 / n; math.Abs(v-want) > 6*math.Sqrt(20.0/n)*(want/2+1) {
+		if v := sum2 / float64(n); math.Abs(v-want) > 6*math.Sqrt(20/float64(n))*(want/2+1) {
 			t.Errorf("ε=%v Δ=%d: variance %v, want %v", c.eps, c.sens, v, want)
 		}
 		// The exact coverage of the integer interval is 1 − 2p^(h+1)/(1+p),
@@ -124,7 +124,7 @@ func TestGeometricSaturates(t *testing.T) {
 // (binomial check). Two checks per case, three cases: false failure below
 // 6e-8.
 func TestGaussianNoise(t *testing.T) {
-	const n = 40000
+	n := 40000 * longFactor
 	for i, c := range []struct{ eps, delta, sens float64 }{{1, 1e-5, 1}, {0.1, 1e-6, 100}, {5, 1e-3, 0.5}} {
 		m, err := NewGaussian(GaussianOptions{Epsilon: c.eps, Delta: c.delta, Sensitivity: c.sens, Source: random.NewInsecureSeeded(uint64(1300 + i))})
 		if err != nil {
@@ -146,7 +146,7 @@ func TestGaussianNoise(t *testing.T) {
 				hits++
 			}
 		}
-		if v := sum2 / n / (s * s); math.Abs(v-1) > 6*math.Sqrt(2.0/n) {
+		if v := sum2 / float64(n) / (s * s); math.Abs(v-1) > 6*math.Sqrt(2/float64(n)) {
 			t.Errorf("ε=%v: variance/σ² = %v, want 1", c.eps, v)
 		}
 		coverageCheck(t, "gaussian", hits, n, 0.95, 0.95+1e-4)
@@ -158,20 +158,20 @@ func TestGaussianNoise(t *testing.T) {
 // (its stated variance) of the truth; the interval at confidence 1 −
 // falseFailure therefore covers it. Two cases: false failure below 2e-8.
 func TestBinaryRRUnbiased(t *testing.T) {
-	const n = 50000
+	n := 50000 * longFactor
 	for i, c := range []struct{ eps, p, pi float64 }{{1, 0, 0.1}, {0, 0.75, 0.7}} {
 		m, err := NewBinaryRR(BinaryRROptions{Epsilon: c.eps, P: c.p, Source: random.NewInsecureSeeded(uint64(1400 + i))})
 		if err != nil {
 			t.Fatal(err)
 		}
-		truths := int(c.pi * n)
+		truths := int(c.pi * float64(n))
 		var yes int64
 		for j := 0; j < n; j++ {
 			if m.Randomize(j < truths) {
 				yes++
 			}
 		}
-		e, err := m.Estimate(yes, n)
+		e, err := m.Estimate(yes, int64(n))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,7 +204,7 @@ func TestBinaryRRUnbiased(t *testing.T) {
 // standard deviation. Five checks: false failure below 5e-8. The variance
 // formula is also checked against the empirical variance over repetitions.
 func TestKaryRRUnbiased(t *testing.T) {
-	const n = 50000
+	n := 50000 * longFactor
 	freq := []float64{0.4, 0.3, 0.2, 0.1, 0}
 	m, err := NewKaryRR(KaryRROptions{Epsilon: 1, K: 5, Source: random.NewInsecureSeeded(1500)})
 	if err != nil {
@@ -213,7 +213,7 @@ func TestKaryRRUnbiased(t *testing.T) {
 	counts := make([]int64, 5)
 	j := 0
 	for v, f := range freq {
-		for c := 0; c < int(f*n); c++ {
+		for c := 0; c < int(f*float64(n)); c++ {
 			r, err := m.Randomize(v)
 			if err != nil {
 				t.Fatal(err)
@@ -330,7 +330,7 @@ func pfProbs(s selector, scores []float64) []float64 {
 // 6e-8), and permute-and-flip picks the best at least as often as the
 // exponential mechanism (by the exact probabilities).
 func TestSelectionDistributions(t *testing.T) {
-	const n = 60000
+	n := 60000 * longFactor
 	sets := []struct {
 		name   string
 		eps    float64

@@ -3,6 +3,7 @@ package noise
 import (
 	"math"
 	"math/big"
+	"os"
 	"testing"
 
 	"github.com/dpstat/dpstat/random"
@@ -14,6 +15,16 @@ import (
 // fixed seeds the outcome is deterministic anyway, and this is the
 // probability that a correct sampler would have failed for a random seed.
 const falseFailure = 1e-8
+
+// longFactor multiplies the sample sizes of the statistical tests by 20
+// when DPSTAT_LONG=1, for a slower and more sensitive run; the stated
+// false-failure probabilities hold for either size.
+var longFactor = func() int {
+	if os.Getenv("DPSTAT_LONG") == "1" {
+		return 20
+	}
+	return 1
+}()
 
 // zLimit is the two-sided normal quantile for falseFailure (≈ 5.73).
 var zLimit = distuv.UnitNormal.Quantile(1 - falseFailure/2)
@@ -75,7 +86,7 @@ func (s *scripted) Uint64() uint64 {
 // TestUniformIntUniform: one chi-square check per case (8 cases), false
 // failure below 8e-8 in total.
 func TestUniformIntUniform(t *testing.T) {
-	const draws = 60000
+	draws := 60000 * longFactor
 	cases := []struct {
 		name    string
 		n       uint64
@@ -138,7 +149,7 @@ func TestUniformIntDegenerate(t *testing.T) {
 // TestBernoulli: one binomial check per random case (7), false failure
 // below 7e-8.
 func TestBernoulli(t *testing.T) {
-	const draws = 100000
+	draws := 100000 * longFactor
 	cases := []struct {
 		name     string
 		num, den uint64
@@ -181,7 +192,7 @@ func TestBernoulli(t *testing.T) {
 // TestBernoulliFloat: one binomial check per random case (8), false failure
 // below 8e-8.
 func TestBernoulliFloat(t *testing.T) {
-	const draws = 100000
+	draws := 100000 * longFactor
 	cases := []struct {
 		name string
 		p    float64
@@ -253,7 +264,7 @@ func TestBernoulliFloatExactComparison(t *testing.T) {
 // TestBernoulliExp: one binomial check per case (12), false failure below
 // 1.2e-7.
 func TestBernoulliExp(t *testing.T) {
-	const draws = 100000
+	draws := 100000 * longFactor
 	cases := []struct {
 		name     string
 		num, den uint64
@@ -327,7 +338,7 @@ func TestBernoulliExpExtremes(t *testing.T) {
 // false failure below 1e-8.
 func TestBernoulliExpSplitMatches(t *testing.T) {
 	src := random.NewInsecureSeeded(6)
-	const draws = 100000
+	draws := 100000 * longFactor
 	hits := 0
 	for i := 0; i < draws; i++ {
 		if BernoulliExpSplit(src, 2, 1, 4) {
@@ -346,7 +357,7 @@ func dlapPMF(scale float64, k int64) float64 {
 // TestDiscreteLaplacePMF: one chi-square check per scale (5), false failure
 // below 5e-8. Cells are k = −K..K with both tails lumped.
 func TestDiscreteLaplacePMF(t *testing.T) {
-	draws := 100000
+	draws := 100000 * longFactor
 	cases := []struct {
 		name  string
 		scale Scale
@@ -407,16 +418,16 @@ func TestDiscreteLaplaceVariance(t *testing.T) {
 	src := random.NewInsecureSeeded(7)
 	s, _ := ScaleAtLeast(2097153.25)
 	b := s.Float()
-	const n = 200000
+	n := 200000 * longFactor
 	var sum2 float64
 	for i := 0; i < n; i++ {
 		k := float64(DiscreteLaplace(src, s))
 		sum2 += k * k
 	}
-	v := sum2 / n
+	v := sum2 / float64(n)
 	p := math.Exp(-1 / b)
 	want := 2 * p / ((1 - p) * (1 - p))
-	se := math.Sqrt(20.0/n) * b * b
+	se := math.Sqrt(20/float64(n)) * b * b
 	if math.Abs(v-want) > 6*se {
 		t.Errorf("variance %v, want %v ± %v", v, want, 6*se)
 	}
@@ -474,7 +485,7 @@ func dgPMF(sigma float64) func(int64) float64 {
 // TestDiscreteGaussianPMF: one chi-square check per σ (4), false failure
 // below 4e-8.
 func TestDiscreteGaussianPMF(t *testing.T) {
-	const draws = 100000
+	draws := 100000 * longFactor
 	for i, sigma := range []int64{1, 2, 3, 7} {
 		src := random.NewInsecureSeeded(uint64(600 + i))
 		pmf := dgPMF(float64(sigma))
@@ -513,7 +524,7 @@ func TestDiscreteGaussianPMF(t *testing.T) {
 // relative standard error sqrt(2/n) ≈ 0.71%, and the test allows 6 of them:
 // false failure below 1e-8 per σ, 3 σ's.
 func TestDiscreteGaussianVariance(t *testing.T) {
-	n := 40000
+	n := 40000 * longFactor
 	for i, sigma := range []int64{100, 1 << 20, MaxSigma} {
 		src := random.NewInsecureSeeded(uint64(700 + i))
 		var sum2 float64
@@ -747,7 +758,7 @@ func TestDiscreteLaplaceLargeScaleShape(t *testing.T) {
 		prev = c
 	}
 	probs[len(edges)] = 1 - prev
-	const n = 100000
+	n := 100000 * longFactor
 	obs := make([]int, len(probs))
 	for i := 0; i < n; i++ {
 		k := float64(DiscreteLaplace(src, s))
@@ -793,7 +804,7 @@ func TestDiscreteGaussianLargeSigmaShape(t *testing.T) {
 		prev = c
 	}
 	probs[len(edges)] = 1 - prev
-	const n = 100000
+	n := 100000 * longFactor
 	obs := make([]int, len(probs))
 	for i := 0; i < n; i++ {
 		k := float64(DiscreteGaussian(src, sigma))
@@ -812,7 +823,7 @@ func TestDiscreteGaussianLargeSigmaShape(t *testing.T) {
 // to a table entry is a tie, a cut-off.
 func TestGeometricE1(t *testing.T) {
 	src := random.NewInsecureSeeded(13)
-	const n = 100000
+	n := 100000 * longFactor
 	obs := make([]int, 9)
 	for i := 0; i < n; i++ {
 		v, ok := geometricE1(src)
