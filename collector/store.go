@@ -54,6 +54,9 @@ var (
 // MaxValues is the largest number of listed domain values.
 const MaxValues = 10000
 
+// MaxOLHDomain is the largest domain of an olh survey.
+const MaxOLHDomain = 1 << 16
+
 // MaxIDLength is the longest report or survey id, in bytes.
 const MaxIDLength = 64
 
@@ -165,6 +168,9 @@ func build(sv Survey) (*survey, error) {
 		}
 	default:
 		return nil, errors.New("domain is empty: want {\"values\": [...]} or {\"range\": [lo, hi]}")
+	}
+	if sv.Mechanism == ldp.KindOLH && domainSize(d) > MaxOLHDomain {
+		return nil, fmt.Errorf("domain has %d values with mechanism olh: want at most %d (olh's aggregation costs one hash per value and report; use oue or krr)", domainSize(d), MaxOLHDomain)
 	}
 	var err error
 	if sv.Mechanism == ldp.KindMean {

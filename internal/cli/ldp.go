@@ -175,7 +175,7 @@ func runSimulate(w io.Writer, o simulateOptions, seed *uint64) error {
 	fmt.Fprintf(tw, "value\ttrue\testimate\t%g%% interval\t\n", 100*o.confidence)
 	for _, v := range order[:min(o.top, o.domain)] {
 		lo, hi := est[v].Interval(o.confidence)
-		fmt.Fprintf(tw, "%d\t%.5f\t%.5f\t[%.5f, %.5f]\t\n", v, float64(pop[v])/float64(o.n), est[v].Value, lo, hi)
+		fmt.Fprintf(tw, "%d\t%.5f\t%.5f\t[%.5f, %.5f]\t\n", v, float64(pop[v])/float64(o.n), round5(est[v].Value), round5(lo), round5(hi))
 	}
 	tw.Flush()
 	mae := 0.0
@@ -188,6 +188,10 @@ func runSimulate(w io.Writer, o simulateOptions, seed *uint64) error {
 	fmt.Fprintf(w, "theoretical standard error (rare value): %.6f (a mean absolute error near %.6f = √(2/π)·SE is expected)\n", se, se*math.Sqrt(2/math.Pi))
 	return nil
 }
+
+// round5 rounds to 5 decimals for display, so that a tiny negative value
+// prints as 0.00000 rather than -0.00000.
+func round5(x float64) float64 { return math.Round(x*1e5)/1e5 + 0 }
 
 type compareOptions struct {
 	epsilon      float64
@@ -344,7 +348,7 @@ func runEstimate(w io.Writer, o estimateOptions) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "value\testimate\tstd. error\t%g%% interval\t\n", 100*o.confidence)
 	for _, e := range r.Estimates {
-		fmt.Fprintf(tw, "%s\t%.5f\t%.5f\t[%.5f, %.5f]\t\n", e.Label, e.Estimate, e.StdError, e.Lo, e.Hi)
+		fmt.Fprintf(tw, "%s\t%.5f\t%.5f\t[%.5f, %.5f]\t\n", e.Label, round5(e.Estimate), e.StdError, round5(e.Lo), round5(e.Hi))
 	}
 	return tw.Flush()
 }
