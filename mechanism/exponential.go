@@ -20,14 +20,15 @@ type ExponentialOptions struct {
 // Exponential is the exponential mechanism (McSherry & Talwar 2007):
 // candidate i is selected with probability proportional to
 // exp(ε·u_i/(2Δu)), sampled exactly (scores rounded to a grid of Δu·2^-20,
-// sensitivity grown by one grid step, rejection sampling with exact
-// Bernoulli(exp(−γ)) trials; no floating-point Gumbel noise). It is ε-DP and
-// ε²/8-zCDP (up to noise.SamplerDelta). Methods are safe for concurrent use
-// when Source is nil.
+// sensitivity grown by one grid step, then noise.SampleExpWeighted: a level
+// chosen with exact integer arithmetic and an exact Bernoulli(exp(−f))
+// trial; no floating-point Gumbel noise). It is ε-DP and ε²/8-zCDP (up to
+// noise.SamplerDelta). Methods are safe for concurrent use when Source is
+// nil.
 //
-// The running time grows with n divided by the total weight of the
-// candidates relative to the best one, so it depends on the scores; it is
-// bounded by 80n rounds.
+// The running time is linear in the number of candidates, plus an expected
+// e rounds (at most 256) over the distinct integer levels of the scaled
+// scores.
 type Exponential struct {
 	sel selector
 	src random.Source

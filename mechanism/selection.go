@@ -67,17 +67,11 @@ func newSelector(what string, eps, sens float64) (selector, error) {
 	return s, nil
 }
 
-// entry is a candidate that can be chosen at all: its index and the exact
-// exponent whole + frac/cDen of its weight exp(−c·k_i).
-type entry struct {
-	idx   int32  // candidate index (at most 2^31 − 1 candidates)
-	whole uint32 // at most 256
-	frac  uint64
-}
-
-// weights lists the candidates that can be chosen.
+// weights lists the candidates that can be chosen at all: idx[j] is the
+// candidate index of the weight w[j] = exp(−c·k) = exp(−(Whole + Frac/cDen)).
 type weights struct {
-	e []entry
+	idx []int32
+	w   []noise.ExpWeight
 }
 
 // roundScore returns round(u/g) when it fits in 62 bits. u·2^-Exp is exact
@@ -107,7 +101,9 @@ func (s *selector) prepare(what string, scores []float64) (weights, error) {
 	if len(scores) > math.MaxInt32 {
 		return weights{}, fmt.Errorf("%s: %d candidates: want at most 2^31 − 1", what, len(scores))
 	}
-	e := make([]entry, len(scores))
+	// k is kept in w[i].Frac until the exponents are computed.
+	w := make([]noise.ExpWeight, len(scores))
+	idx := make([]int32, len(scores))
 	fits := true
 	max := int64(math.MinInt64)
 	for i, u := range scores {
@@ -121,20 +117,20 @@ func (s *selector) prepare(what string, scores []float64) (weights, error) {
 		if v > max {
 			max = v
 		}
-		e[i].frac = uint64(v) // the rounded score, for now
+		w[i].Frac = uint64(v) // the rounded score, for now
 	}
 	if fits {
-		for i := range e {
+		for i := range w {
 			// |v| ≤ 2^62, so max − v ≤ 2^63 is right modulo 2^64.
-			e[i].frac = uint64(max - int64(e[i].frac))
+			w[i].Frac = uint64(max - int64(w[i].Frac))
 		}
 	} else {
-		s.bigDiffs(scores, e)
+		s.bigDiffs(scores, w)
 	}
 	n := 0
 	shift := s.cShift
-	for i := range e {
-		k := e[i].frac
+	for i := range w {
+		k := w[i].Frac
 		hi, lo := bits.Mul64(s.cNum, k)
 		// q = floor((hi·2^64 + lo)/2^shift), rem = lo mod 2^shift.
 		if hi>>shift != 0 {
@@ -148,15 +144,16 @@ func (s *selector) prepare(what string, scores []float64) (weights, error) {
 		if noise.ExpNeverTrue(q) {
 			continue
 		}
-		e[n] = entry{idx: int32(i), whole: uint32(q), frac: rem}
+		w[n] = noise.ExpWeight{Whole: uint32(q), Frac: rem}
+		idx[n] = int32(i)
 		n++
 	}
-	return weights{e: e[:n]}, nil
+	return weights{idx: idx[:n], w: w[:n]}, nil
 }
 
 // bigDiffs computes k_i = round(u_max/g) − round(u_i/g) with big integers,
-// saturating at 2^63, into e[i].frac.
-func (s *selector) bigDiffs(scores []float64, e []entry) {
+// saturating at 2^63, into w[i].Frac.
+func (s *selector) bigDiffs(scores []float64, w []noise.ExpWeight) {
 	r := make([]*big.Int, len(scores))
 	var max *big.Int
 	for i, u := range scores {
@@ -169,32 +166,20 @@ func (s *selector) bigDiffs(scores []float64, e []entry) {
 	for i := range r {
 		d.Sub(max, r[i])
 		if d.IsUint64() && d.Uint64() <= 1<<63 {
-			e[i].frac = d.Uint64()
+			w[i].Frac = d.Uint64()
 		} else {
-			e[i].frac = 1 << 63
+			w[i].Frac = 1 << 63
 		}
 	}
 }
 
-// exponentialRounds returns the cap on the rejection rounds of the
-// exponential-mechanism sampler for n candidates: each round accepts with
-// probability at least 1/n (the best candidate has weight 1), so 80n rounds
-// all fail with probability below e^-80 < 2^-115.
-func exponentialRounds(n int) int { return 80 * n }
-
 // sampleExponential draws a candidate with probability proportional to its
-// weight exp(−c·k_i), exactly: propose a candidate uniformly, accept it with
-// probability exp(−c·k_i). On the (cut-off) failure of every round it
-// returns a uniformly random candidate among all n, independently of the
-// scores.
+// weight exp(−c·k_i) with noise.SampleExpWeighted (exact up to a
+// statistical distance of 2n·2^-192). On a cut-off it returns a uniformly
+// random candidate among all n, independently of the scores.
 func (s *selector) sampleExponential(src random.Source, w weights, n int) int {
-	m := uint64(len(w.e))
-	rounds := exponentialRounds(len(w.e))
-	for i := 0; i < rounds; i++ {
-		c := &w.e[noise.UniformInt(src, m)]
-		if noise.BernoulliExpSplit(src, uint64(c.whole), c.frac, s.cDen) {
-			return int(c.idx)
-		}
+	if j, ok := noise.SampleExpWeighted(src, w.w, s.cDen); ok {
+		return int(w.idx[j])
 	}
 	return int(noise.UniformInt(src, uint64(n)))
 }
@@ -206,18 +191,18 @@ func (s *selector) sampleExponential(src random.Source, w weights, n int) int {
 // their trial anyway, so visiting only the others in random order gives the
 // same distribution.
 func (s *selector) samplePermuteAndFlip(src random.Source, w weights) int {
-	// Fisher–Yates in place on the entries (they belong to this call).
-	e := w.e
-	m := len(e)
+	// Fisher–Yates in place on the weights (they belong to this call).
+	m := len(w.w)
 	for i := 0; i < m; i++ {
 		j := i + int(noise.UniformInt(src, uint64(m-i)))
-		e[i], e[j] = e[j], e[i]
-		if noise.BernoulliExpSplit(src, uint64(e[i].whole), e[i].frac, s.cDen) {
-			return int(e[i].idx)
+		w.w[i], w.w[j] = w.w[j], w.w[i]
+		w.idx[i], w.idx[j] = w.idx[j], w.idx[i]
+		if noise.BernoulliExpSplit(src, uint64(w.w[i].Whole), w.w[i].Frac, s.cDen) {
+			return int(w.idx[i])
 		}
 	}
 	// Unreachable: the best candidate has exponent 0 and always passes.
-	return int(e[m-1].idx)
+	return int(w.idx[m-1])
 }
 
 // utilityBound returns the score loss t such that the selected candidate's

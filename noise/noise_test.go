@@ -855,3 +855,123 @@ func TestGeometricE1(t *testing.T) {
 		t.Errorf("U just above e^-5: V = %d, %v; want 4", v, ok)
 	}
 }
+
+// TestSampleExpWeighted: chi-square of the selection frequencies against
+// exact probabilities ∝ exp(−(Whole + Frac/den)) for mixed levels and
+// fractions (one check per case, three cases: false failure below 3e-8).
+func TestSampleExpWeighted(t *testing.T) {
+	const den = 1 << 40
+	cases := []struct {
+		name string
+		w    []ExpWeight
+	}{
+		{"fractions only", []ExpWeight{{0, 0}, {0, den / 2}, {0, den - 1}, {0, den / 3}}},
+		{"levels", []ExpWeight{{1, 0}, {0, 0}, {2, den / 4}, {1, den / 2}, {3, 0}, {0, den / 8}}},
+		{"dominant with far tail", append([]ExpWeight{{0, 0}, {1, 0}}, func() []ExpWeight {
+			var w []ExpWeight
+			for i := 0; i < 200; i++ {
+				w = append(w, ExpWeight{Whole: uint32(20 + i), Frac: uint64(i) * 1234567})
+			}
+			return w
+		}()...)},
+	}
+	draws := 100000 * longFactor
+	for ci, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := random.NewInsecureSeeded(uint64(1400 + ci))
+			probs := make([]float64, len(c.w))
+			var z float64
+			for i, w := range c.w {
+				probs[i] = math.Exp(-(float64(w.Whole) + float64(w.Frac)/den))
+				z += probs[i]
+			}
+			obs := make([]int, len(c.w))
+			for j := 0; j < draws; j++ {
+				i, ok := SampleExpWeighted(src, c.w, den)
+				if !ok {
+					t.Fatal("unexpected cut-off")
+				}
+				obs[i]++
+			}
+			// Merge cells with tiny expected counts into one.
+			var mObs []int
+			var mProbs []float64
+			var restObs int
+			var restP float64
+			for i := range obs {
+				p := probs[i] / z
+				if p*float64(draws) >= 5 {
+					mObs = append(mObs, obs[i])
+					mProbs = append(mProbs, p)
+				} else {
+					restObs += obs[i]
+					restP += p
+				}
+			}
+			if restP*float64(draws) >= 5 {
+				mObs = append(mObs, restObs)
+				mProbs = append(mProbs, restP)
+			} else if restObs > 5 {
+				t.Errorf("%d draws in cells of total probability %v", restObs, restP)
+			} else {
+				mProbs[len(mProbs)-1] += restP
+				mObs[len(mObs)-1] += restObs
+			}
+			chiSquareCheck(t, c.name, mObs, mProbs, draws)
+		})
+	}
+	if _, ok := SampleExpWeighted(random.NewInsecureSeeded(1), []ExpWeight{{1, 0}}, den); ok {
+		t.Error("no weight at level 0: want a refusal")
+	}
+	if _, ok := SampleExpWeighted(random.NewInsecureSeeded(1), nil, den); ok {
+		t.Error("no weights: want a refusal")
+	}
+	if i, ok := SampleExpWeighted(random.NewInsecureSeeded(1), []ExpWeight{{300, 0}, {0, 5}}, den); !ok || i != 1 {
+		t.Errorf("only one choosable weight: got %d, %v", i, ok)
+	}
+}
+
+// TestU256 checks the 256-bit helpers against math/big.
+func TestU256(t *testing.T) {
+	toBig := func(a u256) *big.Int {
+		b := new(big.Int)
+		for i := 3; i >= 0; i-- {
+			b.Lsh(b, 64)
+			b.Or(b, new(big.Int).SetUint64(a[i]))
+		}
+		return b
+	}
+	src := random.NewInsecureSeeded(15)
+	for i := 0; i < 500; i++ {
+		q := 1 + int(src.Uint64()%expIntSteps)
+		c := src.Uint64() >> 32
+		got := toBig(mulTable(&expTable[q], c))
+		tb := new(big.Int)
+		for _, w := range expTable[q] {
+			tb.Lsh(tb, 64)
+			tb.Or(tb, new(big.Int).SetUint64(w))
+		}
+		if want := tb.Mul(tb, new(big.Int).SetUint64(c)); got.Cmp(want) != 0 {
+			t.Fatalf("mulTable(e^-%d, %d) = %v, want %v", q, c, got, want)
+		}
+		a := u256{src.Uint64(), src.Uint64(), src.Uint64(), src.Uint64() >> 1}
+		b := u256{src.Uint64(), src.Uint64(), src.Uint64(), src.Uint64() >> 1}
+		sum := toBig(add256(a, b))
+		if want := new(big.Int).Add(toBig(a), toBig(b)); sum.Cmp(want) != 0 {
+			t.Fatalf("add256 wrong")
+		}
+		if less256(a, b) != (toBig(a).Cmp(toBig(b)) < 0) {
+			t.Fatalf("less256 wrong")
+		}
+		if !less256(a, b) {
+			a, b = b, a
+		}
+		if d := toBig(sub256(b, a)); d.Cmp(new(big.Int).Sub(toBig(b), toBig(a))) != 0 {
+			t.Fatalf("sub256 wrong")
+		}
+		r, ok := uniformBelow256(src, b)
+		if !ok || !less256(r, b) {
+			t.Fatalf("uniformBelow256 out of range")
+		}
+	}
+}

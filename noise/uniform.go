@@ -14,9 +14,9 @@ import (
 // of the exact one on every input, so a release that is (ε, δ)-DP with the
 // exact distribution is (ε, δ + (1 + e^ε)·SamplerDelta)-DP as implemented
 // (below δ + 2^-85 for ε ≤ 10). It is a deliberately loose union bound: the
-// largest single term, the round cap of the exponential mechanism, is below
-// 2^-115; every cap of this package contributes below 2^-180 per sample (see
-// the caps below and docs/privacy.md).
+// largest single term, the round cap of SampleExpWeighted, is below 2^-169;
+// every other cut-off contributes below 2^-180 per sample (see the caps
+// below and docs/privacy.md).
 const SamplerDelta float64 = 0x1p-100
 
 // Loop caps. Each is chosen so that reaching it has probability far below
