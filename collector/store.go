@@ -611,7 +611,14 @@ func (s *Store) Ingest(id string, reports []Report) (IngestResult, error) {
 	if err := agg.Merge(b.tally); err != nil {
 		return IngestResult{}, err
 	}
-	fresh := make(map[[2]uint64]struct{}, len(reports))
+	// New ids go straight into the in-memory set (one lookup and one
+	// insertion per report); they are taken out again if the batch fails.
+	added := make([][2]uint64, 0, len(reports))
+	rollback := func() {
+		for _, h := range added {
+			delete(set, h)
+		}
+	}
 	var log []byte
 	res := IngestResult{}
 	for i, r := range conv {
@@ -620,20 +627,18 @@ func (s *Store) Ingest(id string, reports []Report) (IngestResult, error) {
 			res.Duplicates++
 			continue
 		}
-		if _, dup := fresh[h]; dup {
-			res.Duplicates++
-			continue
-		}
 		if err := agg.Add(r); err != nil {
+			rollback()
 			return IngestResult{}, &ReportError{Index: i, Code: "invalid_report", Message: err.Error()}
 		}
-		fresh[h] = struct{}{}
+		set[h] = struct{}{}
+		added = append(added, h)
 		log = append(log, byte(len(reports[i].ID)))
 		log = append(log, reports[i].ID...)
 		res.Accepted++
 	}
-	t := agg.Tally()
 	if res.Accepted > 0 {
+		t := agg.Tally()
 		err = s.db.Update(func(tx *bolt.Tx) error {
 			ib := tx.Bucket(bucketIDs).Bucket([]byte(id))
 			seq, err := ib.NextSequence()
@@ -648,12 +653,10 @@ func (s *Store) Ingest(id string, reports []Report) (IngestResult, error) {
 			return tx.Bucket(bucketTally).Put([]byte(id), encodeTally(t))
 		})
 		if err != nil {
+			rollback()
 			return IngestResult{}, fmt.Errorf("storing reports: %w", err)
 		}
 		b.tally = t
-		for h := range fresh {
-			set[h] = struct{}{}
-		}
 	}
 	res.Total = b.tally.N
 	return res, nil
