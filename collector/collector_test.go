@@ -70,6 +70,38 @@ func TestCreateSurveyRefusals(t *testing.T) {
 	}
 }
 
+func TestAutoMechanism(t *testing.T) {
+	st, _ := openTest(t)
+	defer st.Close()
+	tests := []struct {
+		name string
+		d    Domain
+		eps  float64
+		want ldp.Kind
+	}{
+		{"two labels", Domain{Values: []string{"no", "yes"}}, 1, ldp.KindRR},
+		{"few labels, high epsilon", Domain{Values: []string{"a", "b", "c"}}, 4, ldp.KindKRR},
+		{"numeric range", Domain{Range: []float64{0, 120}}, 1, ldp.KindMean},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sv, err := st.CreateSurvey(SurveySpec{Question: "q", Domain: tc.d, Mechanism: "auto", Epsilon: tc.eps})
+			if err != nil || sv.Mechanism != tc.want {
+				t.Fatalf("mechanism %q, %v; want %q", sv.Mechanism, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestReadOnlyOpenOfALockedStore(t *testing.T) {
+	st, path := openTest(t)
+	defer st.Close()
+	_, err := Open(path, StoreOptions{ReadOnly: true, Timeout: 50 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "locked by another process") {
+		t.Fatalf("error = %v, want a locked-store error", err)
+	}
+}
+
 func TestIngestCountsOnceAndSurvivesReopen(t *testing.T) {
 	st, path := openTest(t)
 	sv, err := st.CreateSurvey(SurveySpec{ID: "colour", Question: "Favourite colour?", Domain: Domain{Values: []string{"red", "green", "blue"}}, Mechanism: "krr", Epsilon: 1})

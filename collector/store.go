@@ -79,8 +79,9 @@ type SurveySpec struct {
 	Question string `json:"question"`
 	// Domain is the set of answers.
 	Domain Domain `json:"domain"`
-	// Mechanism is rr, krr, oue, olh, sue, mean or auto (the
-	// recommendation for ε and the domain size).
+	// Mechanism is rr, krr, oue, olh, sue, mean or auto: for a list of
+	// values the frequency oracle with the least variance at ε and the
+	// domain size (ldp.Recommend), for a numeric range the mean.
 	Mechanism string `json:"mechanism"`
 	// Epsilon is the local ε of each report.
 	Epsilon float64 `json:"epsilon"`
@@ -361,32 +362,23 @@ func (s *Store) CreateSurvey(spec SurveySpec) (Survey, error) {
 	if s.readOnly {
 		return Survey{}, errors.New("the store is open read-only")
 	}
-	kind := ldp.Kind("")
-	if spec.Mechanism == "auto" || spec.Mechanism == "" {
-		if len(spec.Domain.Values) == 0 && spec.Domain.Range == nil {
-			return Survey{}, errors.New("domain is empty: want {\"values\": [...]} or {\"range\": [lo, hi]}")
-		}
-		if len(spec.Domain.Range) == 2 && len(spec.Domain.Values) == 0 && (spec.Domain.Range[0] != math.Trunc(spec.Domain.Range[0]) || spec.Domain.Range[1] != math.Trunc(spec.Domain.Range[1])) {
-			kind = ldp.KindMean
-		} else if len(spec.Domain.Range) == 2 && len(spec.Domain.Values) == 0 && !(spec.Domain.Range[1]-spec.Domain.Range[0]+1 <= ldp.MaxDomain) {
-			kind = ldp.KindMean
-		} else {
-			var d int
-			if len(spec.Domain.Values) > 0 {
-				d = len(spec.Domain.Values)
-			} else if len(spec.Domain.Range) == 2 {
-				d = int(spec.Domain.Range[1]-spec.Domain.Range[0]) + 1
-			}
-			var err error
-			if kind, _, err = ldp.Recommend(spec.Epsilon, d); err != nil {
-				return Survey{}, err
-			}
-		}
-	} else {
+	var kind ldp.Kind
+	switch {
+	case spec.Mechanism != "auto" && spec.Mechanism != "":
 		var err error
 		if kind, err = ldp.ParseKind(spec.Mechanism); err != nil {
 			return Survey{}, err
 		}
+	case len(spec.Domain.Values) > 0:
+		// auto over labels: the frequency oracle with the least variance.
+		var err error
+		if kind, _, err = ldp.Recommend(spec.Epsilon, len(spec.Domain.Values)); err != nil {
+			return Survey{}, err
+		}
+	default:
+		// auto over a numeric range (or nothing, which build refuses):
+		// the mean.
+		kind = ldp.KindMean
 	}
 	sv := Survey{ID: spec.ID, Question: spec.Question, Domain: spec.Domain, Mechanism: kind, Epsilon: spec.Epsilon, Created: time.Now().UTC().Truncate(time.Second)}
 	if sv.ID == "" {

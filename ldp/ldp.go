@@ -173,18 +173,21 @@ func Estimates(o FrequencyOracle, t Tally) ([]mechanism.Estimate, error) {
 	if err := checkTally(t, p.Domain); err != nil {
 		return nil, err
 	}
-	if p.Mechanism == KindRR {
-		rr := o.(*rrOracle)
-		e, err := rr.m.Estimate(t.Counts[1], t.N)
+	switch m := o.(type) {
+	case *rrOracle:
+		e, err := m.m.Estimate(t.Counts[1], t.N)
 		if err != nil {
 			return nil, err
 		}
 		return []mechanism.Estimate{{Value: 1 - e.Value, Variance: e.Variance}, e}, nil
+	case *krrOracle:
+		return m.m.Estimate(t.Counts)
 	}
-	if p.Mechanism == KindKRR {
-		return o.(*krrOracle).m.Estimate(t.Counts)
+	pq, ok := o.(interface{ pq() (float64, float64) })
+	if !ok {
+		return nil, fmt.Errorf("ldp: Estimates needs an oracle made by ldp.New, not %T", o)
 	}
-	pp, qq := o.(interface{ pq() (float64, float64) }).pq()
+	pp, qq := pq.pq()
 	return pqEstimates(t, pp, qq), nil
 }
 
