@@ -3,6 +3,7 @@ package collector
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -190,21 +191,7 @@ func TestEstimatesAtHugeEpsilon(t *testing.T) {
 	}
 }
 
-// toWire turns an ldp report into the JSON report a device posts.
-func toWire(id string, r ldp.Report, p ldp.Params) Report {
-	switch p.Mechanism {
-	case ldp.KindOUE, ldp.KindSUE:
-		var sb strings.Builder
-		for i := 0; i < (p.Domain+7)/8; i++ {
-			fmt.Fprintf(&sb, "%02x", byte(r.Bits[i/8]>>(8*(i%8))))
-		}
-		return Report{ID: id, Bits: sb.String()}
-	case ldp.KindOLH:
-		s := r.Seed
-		return Report{ID: id, Seed: &s, Value: i64(int64(r.Value))}
-	}
-	return Report{ID: id, Value: i64(int64(r.Value))}
-}
+func toWire(id string, r ldp.Report, p ldp.Params) Report { return wire(id, r, p) }
 
 func do(t *testing.T, h http.Handler, method, path, auth, body string) (int, map[string]any) {
 	t.Helper()
@@ -479,4 +466,81 @@ func TestCrashKeepsAcknowledgedReports(t *testing.T) {
 		t.Fatalf("tally n = %d but %d report ids are logged", est.N, got)
 	}
 	t.Logf("%d reports acknowledged before the kill, %d in the store", len(acked), est.N)
+}
+
+// TestGoClient answers every kind of survey through the Go client against a
+// real loopback server at ε = 1e20 (exact where the mechanism is exact).
+func TestGoClient(t *testing.T) {
+	st, _ := openTest(t)
+	defer st.Close()
+	srv := httptest.NewServer(Handler(st, ServerOptions{}))
+	defer srv.Close()
+	c, err := NewClient(srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, mech := range []string{"rr", "krr", "oue", "sue", "olh"} {
+		values := []string{"a", "b", "c", "d"}
+		if mech == "rr" {
+			values = values[:2]
+		}
+		sv, err := st.CreateSurvey(SurveySpec{Question: "q", Domain: Domain{Values: values}, Mechanism: mech, Epsilon: 1e20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := c.Survey(ctx, sv.ID)
+		if err != nil {
+			t.Fatalf("%s: %v", mech, err)
+		}
+		var reps []Report
+		for i := range 20 {
+			r, err := d.Randomize(nil, i%len(values))
+			if err != nil {
+				t.Fatal(err)
+			}
+			reps = append(reps, r)
+		}
+		if res, err := d.Post(ctx, reps); err != nil || res.Accepted != 20 {
+			t.Fatalf("%s: %+v %v", mech, res, err)
+		}
+		est, err := c.Estimates(ctx, sv.ID, 0.9)
+		if err != nil || est.N != 20 {
+			t.Fatalf("%s: %+v %v", mech, est, err)
+		}
+		if mech != "oue" && mech != "olh" {
+			for _, e := range est.Estimates {
+				if math.Abs(e.Estimate-1/float64(len(values))) > 1e-9 {
+					t.Errorf("%s: %s = %v", mech, e.Label, e.Estimate)
+				}
+			}
+		}
+		if _, err := d.RandomizeNumber(nil, 1); err == nil {
+			t.Errorf("%s: RandomizeNumber accepted a frequency survey", mech)
+		}
+	}
+	sv, _ := st.CreateSurvey(SurveySpec{Question: "age", Domain: Domain{Range: []float64{0, 100}}, Mechanism: "mean", Epsilon: 1e20})
+	d, err := c.Survey(ctx, sv.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := d.RandomizeNumber(nil, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Post(ctx, []Report{r}); err != nil {
+		t.Fatal(err)
+	}
+	if est, _ := c.Estimates(ctx, sv.ID, 0.9); math.Abs(est.Estimates[0].Estimate-100) > 1e-9 {
+		t.Errorf("mean estimate %+v, want 100", est)
+	}
+	if _, err := d.RandomizeNumber(nil, 101); err == nil {
+		t.Error("accepted a number out of range")
+	}
+	if _, err := c.Survey(ctx, "nope"); err == nil || !strings.Contains(err.Error(), "survey_not_found") {
+		t.Errorf("unknown survey: %v", err)
+	}
+	if _, err := NewClient("ftp://x", nil); err == nil {
+		t.Error("accepted an ftp address")
+	}
 }
