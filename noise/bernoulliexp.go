@@ -9,12 +9,15 @@ import (
 // BernoulliExp returns true with probability exactly exp(−num/den)
 // (Canonne, Kamath & Steinke 2020, Algorithm 1). den = 0 gives false.
 //
-// For γ = num/den ≤ 1 it runs the von Neumann style loop: K = 1, 2, ... with
-// trials A_K ~ Bernoulli(γ/K) until the first failure, and answers whether
-// the K that failed is odd; P(K odd) = Σ (−γ)^j/j! = exp(−γ). For γ > 1 it
-// multiplies: floor(γ) trials of Bernoulli(exp(−1)), then one trial with the
-// fractional part. Arithmetic is on uint64 with 128-bit products, so there is
-// no overflow for any num and den.
+// For the fractional part f = γ − floor(γ) < 1 it runs the von Neumann style
+// loop: K = 1, 2, ... with trials A_K ~ Bernoulli(f/K) until the first
+// failure, and answers whether the K that failed is odd; P(K odd) =
+// Σ (−f)^j/j! = exp(−f). The integer part q = floor(γ) costs one trial with
+// probability e^-q, decided by comparing uniform words with
+// ⌊e^-q·2^192⌋ from a table (equivalent to CKS's q trials of
+// Bernoulli(exp(−1)), and faster); a tie in all 192 bits answers false
+// (probability 2^-192), and q > 256 answers false. Arithmetic is on uint64
+// with 128-bit products, so there is no overflow for any num and den.
 func BernoulliExp(src random.Source, num, den uint64) bool {
 	if den == 0 {
 		return false

@@ -14,17 +14,20 @@ const expWords = 3
 // first, for q = 1 .. expIntSteps.
 var expTable = buildExpTable()
 
-// buildExpTable computes e^-1 by its alternating series to 2048 bits, its
-// powers by repeated multiplication, and takes the floors at 2^-192. Each
-// step rounds by a relative 2^-2048 at most, so after 256 steps the relative
-// error is below 2^-2030; the floor is taken from a lower and an upper bound
-// and the two must agree (they do unless e^-q lies within 2^-2030 of a
-// multiple of 2^-192, which would be checked here, not assumed).
+// buildExpTable computes e^-1 by its alternating series to 512 bits, its
+// powers by repeated multiplication, and takes the floors at 2^-192. The
+// series' 3·150 roundings and its truncation (1/150! < 2^-800) leave a
+// relative error below 2^-500 in e^-1, and each of the 256 multiplications
+// adds at most 2^-512, so every power is within a relative 2^-490; the floor
+// is taken from a lower and an upper bound at the wider relative distance
+// 2^-480 and the two must agree (they do unless e^-q lies within 2^-480 of
+// a multiple of 2^-192, which is checked here, not assumed). It takes well
+// under a millisecond at start-up.
 func buildExpTable() [expIntSteps + 1][expWords]uint64 {
-	const prec = 2048
+	const prec = 512
 	inv := new(big.Float).SetPrec(prec) // e^-1 = Σ (−1)^k / k!
 	term := new(big.Float).SetPrec(prec).SetInt64(1)
-	for k := int64(1); k < 400; k++ {
+	for k := int64(1); k < 150; k++ {
 		if k%2 == 1 {
 			inv.Add(inv, term)
 		} else {
@@ -32,12 +35,12 @@ func buildExpTable() [expIntSteps + 1][expWords]uint64 {
 		}
 		term.Quo(term, new(big.Float).SetPrec(prec).SetInt64(k))
 	}
-	// Step k added or subtracted 1/(k−1)!, so inv = Σ_{j<399} (−1)^j/j!,
-	// whose truncation error is below 1/399! < 2^-2800.
+	// Step k added or subtracted 1/(k−1)!, so inv = Σ_{j<149} (−1)^j/j!,
+	// whose truncation error is below 1/149! < 2^-800.
 	var t [expIntSteps + 1][expWords]uint64
 	x := new(big.Float).SetPrec(prec).SetInt64(1)
 	scale := new(big.Float).SetPrec(prec).SetMantExp(big.NewFloat(1), 64*expWords)
-	rel := new(big.Float).SetPrec(prec).SetMantExp(big.NewFloat(1), -2030)
+	rel := new(big.Float).SetPrec(prec).SetMantExp(big.NewFloat(1), -480)
 	one := new(big.Float).SetPrec(prec).SetInt64(1)
 	for q := 1; q <= expIntSteps; q++ {
 		x.Mul(x, inv)
