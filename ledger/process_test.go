@@ -221,6 +221,9 @@ func TestCrashKeepsEveryCommittedCharge(t *testing.T) {
 			reported[id] = true
 		}
 		checkLedgerAfterCrash(t, path, reported, kill)
+		if kill%100 == 99 {
+			t.Logf("%d kills, %d committed charges reported", kill+1, len(reported))
+		}
 	}
 	t.Logf("%d kills, %d committed charges reported", kills, len(reported))
 }
