@@ -51,10 +51,11 @@ type Type int
 
 // The column types.
 const (
-	Integer Type = iota // 64-bit signed integer
-	Double              // IEEE 754 double
-	Text                // character string
-	Boolean             // true or false
+	Integer   Type = iota // 64-bit signed integer
+	Double                // IEEE 754 double
+	Text                  // character string
+	Boolean               // true or false
+	Integer32             // 32-bit signed integer (fixed-point summands)
 )
 
 // Rows is a fully read result.
@@ -73,7 +74,7 @@ type Dialect interface {
 	QuoteString(s string) string
 	// TypeName spells an engine-neutral type.
 	TypeName(t Type) string
-	// ExactSum spells an aggregate that sums a 64-bit integer expression
+	// ExactSum spells an aggregate that sums a 32- or 64-bit integer expression
 	// exactly, into a type wide enough (at least 128 bits) that no number
 	// of rows can overflow it.
 	ExactSum(expr string) string

@@ -154,7 +154,7 @@ func (g *sqlGen) summand(s Summand) (string, error) {
 	// greatest and least skip NULLs (greatest(NULL, 0) is 0), so a NULL is
 	// kept NULL explicitly: it is excluded from the sum, never clamped.
 	col := g.ident(s.Column)
-	intType := g.d.TypeName(engine.Integer)
+	intType := g.d.TypeName(engine.Integer32)
 	if s.Exp == 0 && g.p.Table.Column(s.Column).Type == catalog.Int {
 		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE least(greatest(%s, %d), %d) END", col, col, s.Lower, s.Upper), nil
 	}
@@ -170,7 +170,9 @@ func (g *sqlGen) summand(s Summand) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE CAST(round(least(greatest(%s, %s), %s) * %s) AS %s) END",
+	// The cast to an integer rounds to nearest; plan.go bounds the result by
+	// the floor and ceiling of the scaled bounds, whatever the tie rule.
+	return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE CAST(least(greatest(%s, %s), %s) * %s AS %s) END",
 		col, col, lo, hi, scale, intType), nil
 }
 

@@ -139,14 +139,24 @@ func (e *Engine) RegisterFile(ctx context.Context, name, path, format string, co
 	default:
 		return fmt.Errorf("duckdb: source format %q: want csv or parquet", format)
 	}
+	// Columns whose stored type already is the declared one (typed Parquet
+	// columns, CSV text) are exposed as they are; others are cast.
+	stored, err := e.storedTypes(ctx, from)
+	if err != nil {
+		return fmt.Errorf("duckdb: cannot read the source of table %s (%s): %w", name, path, err)
+	}
 	sel := make([]string, len(columns))
 	for i, c := range columns {
 		q := Dialect.QuoteIdent(c.Name)
-		cast := fmt.Sprintf("TRY_CAST(%s AS %s)", q, Dialect.TypeName(c.Type))
-		if c.Type == engine.Double {
-			cast = fmt.Sprintf("CASE WHEN isnan(%s) THEN NULL ELSE %s END", cast, cast)
+		want := Dialect.TypeName(c.Type)
+		expr := q
+		if stored[c.Name] != want {
+			expr = fmt.Sprintf("TRY_CAST(%s AS %s)", q, want)
 		}
-		sel[i] = cast + " AS " + q
+		if c.Type == engine.Double {
+			expr = fmt.Sprintf("CASE WHEN isnan(%s) THEN NULL ELSE %s END", expr, expr)
+		}
+		sel[i] = expr + " AS " + q
 	}
 	stmt := fmt.Sprintf("CREATE OR REPLACE VIEW %s AS SELECT %s FROM %s",
 		Dialect.QuoteIdent(name), strings.Join(sel, ", "), from)
@@ -201,6 +211,21 @@ func (e *Engine) Sniff(ctx context.Context, path string) ([]engine.Column, error
 	return out, nil
 }
 
+// storedTypes returns the engine's type name of each column of a relation.
+func (e *Engine) storedTypes(ctx context.Context, from string) (map[string]string, error) {
+	rows, err := e.Query(ctx, "DESCRIBE SELECT * FROM "+from)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(rows.Rows))
+	for _, r := range rows.Rows {
+		name, _ := r[0].(string)
+		typ, _ := r[1].(string)
+		out[name] = strings.ToUpper(typ)
+	}
+	return out, nil
+}
+
 // csvHeader reads the first record of a CSV file: the column names.
 func csvHeader(path string, delim rune) ([]string, error) {
 	f, err := os.Open(path)
@@ -251,6 +276,8 @@ func (dialect) TypeName(t engine.Type) string {
 		return "DOUBLE"
 	case engine.Boolean:
 		return "BOOLEAN"
+	case engine.Integer32:
+		return "INTEGER"
 	default:
 		return "VARCHAR"
 	}

@@ -1,5 +1,5 @@
 -- SELECT day, SUM(euros_spent) FROM visits WHERE minutes_spent > 10 GROUP BY day
-WITH r AS (SELECT "visitor_id" AS u, "day" AS k0, CASE WHEN "euros_spent" IS NULL THEN NULL ELSE CAST(round(least(greatest("euros_spent", CAST(0.0 AS DOUBLE)), CAST(60.0 AS DOUBLE)) * CAST(1.7179869184e+10 AS DOUBLE)) AS BIGINT) END AS v0 FROM "visits" WHERE "visitor_id" IS NOT NULL AND "day" IN (1, 2, 3, 4, 5, 6, 7) AND ("minutes_spent" > 10)),
+WITH r AS (SELECT "visitor_id" AS u, "day" AS k0, CASE WHEN "euros_spent" IS NULL THEN NULL ELSE CAST(least(greatest("euros_spent", CAST(0.0 AS DOUBLE)), CAST(60.0 AS DOUBLE)) * CAST(1.6777216e+07 AS DOUBLE) AS INTEGER) END AS v0 FROM "visits" WHERE "visitor_id" IS NOT NULL AND "day" IN (1, 2, 3, 4, 5, 6, 7) AND ("minutes_spent" > 10)),
 r_bounded AS (SELECT * FROM r QUALIFY row_number() OVER (PARTITION BY u, k0 ORDER BY random()) <= 1),
 per_unit AS (SELECT u, k0, sum(v0) AS s0 FROM r_bounded GROUP BY u, k0),
 per_unit_bounded AS (SELECT * FROM per_unit QUALIFY row_number() OVER (PARTITION BY u ORDER BY random()) <= 3)
