@@ -89,12 +89,19 @@ type SurveySpec struct {
 
 // Survey is a stored survey.
 type Survey struct {
-	ID        string    `json:"id"`
-	Question  string    `json:"question"`
-	Domain    Domain    `json:"domain"`
-	Mechanism ldp.Kind  `json:"mechanism"`
-	Epsilon   float64   `json:"epsilon"`
-	Created   time.Time `json:"created"`
+	// ID names the survey in URLs.
+	ID string `json:"id"`
+	// Question is the text shown to people.
+	Question string `json:"question"`
+	// Domain is the set of answers.
+	Domain Domain `json:"domain"`
+	// Mechanism is the randomizer (never "auto" once stored).
+	Mechanism ldp.Kind `json:"mechanism"`
+	// Epsilon is the ε the curator asked for; Public.Params.Epsilon is
+	// the ε the exact probabilities give (at most this).
+	Epsilon float64 `json:"epsilon"`
+	// Created is the creation time (UTC, to the second).
+	Created time.Time `json:"created"`
 }
 
 // Labels returns the answer labels, one per domain value (for mean, the
@@ -484,10 +491,16 @@ func (s *Store) Surveys() []Survey {
 // (rr, krr, mean: the reported bit 0/1; olh: the perturbed hash), Seed the
 // olh hash seed, Bits the oue/sue bit vector in hex.
 type Report struct {
-	ID    string  `json:"id"`
-	Value *int64  `json:"value,omitempty"`
-	Seed  *uint32 `json:"seed,omitempty"`
-	Bits  string  `json:"bits,omitempty"`
+	// ID is chosen by the device (1 to MaxIDLength letters, digits,
+	// '-', '_', '.' or ':'); a report id is counted once.
+	ID string `json:"id"`
+	// Value is the reported value, bit or perturbed hash.
+	Value *int64 `json:"value,omitempty"`
+	// Seed is olh's hash seed.
+	Seed *uint32 `json:"seed,omitempty"`
+	// Bits is the unary encoding in hex: ceil(d/8) bytes, bit v in byte
+	// v/8 at position v%8.
+	Bits string `json:"bits,omitempty"`
 }
 
 // ReportError says which report of a batch does not fit the survey.
@@ -664,20 +677,29 @@ func (s *Store) HasReport(survey, reportID string) bool {
 
 // ValueEstimate is the estimate of one answer's frequency (or of the mean).
 type ValueEstimate struct {
-	Label    string  `json:"label"`
+	// Label is the answer (or "mean").
+	Label string `json:"label"`
+	// Estimate is the unbiased estimate (not clamped into [0, 1]).
 	Estimate float64 `json:"estimate"`
+	// StdError is the estimate's standard error.
 	StdError float64 `json:"std_error"`
-	Lo       float64 `json:"lo"`
-	Hi       float64 `json:"hi"`
+	// Lo and Hi bound the normal-approximation interval.
+	Lo float64 `json:"lo"`
+	Hi float64 `json:"hi"`
 }
 
 // EstimateResult holds a survey's estimates.
 type EstimateResult struct {
-	Survey     Survey          `json:"survey"`
-	Epsilon    float64         `json:"epsilon"`
-	N          int64           `json:"n"`
-	Confidence float64         `json:"confidence"`
-	Estimates  []ValueEstimate `json:"estimates"`
+	// Survey is the survey estimated.
+	Survey Survey `json:"survey"`
+	// Epsilon is the ε each report satisfies.
+	Epsilon float64 `json:"epsilon"`
+	// N is the number of reports.
+	N int64 `json:"n"`
+	// Confidence is the intervals' confidence.
+	Confidence float64 `json:"confidence"`
+	// Estimates has one row per answer (or one "mean" row).
+	Estimates []ValueEstimate `json:"estimates"`
 }
 
 // Estimates returns a survey's estimates with (confidence) intervals; with

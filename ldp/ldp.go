@@ -73,9 +73,13 @@ type Options struct {
 // and olh (the perturbed hash); Seed for olh (the hash function chosen);
 // Bits for oue and sue (bit v is Bits[v/64]>>(v%64)&1).
 type Report struct {
-	Value int      `json:"value,omitempty"`
-	Seed  uint32   `json:"seed,omitempty"`
-	Bits  []uint64 `json:"bits,omitempty"`
+	// Value is the reported value (rr, krr), bit (mean) or perturbed
+	// hash (olh).
+	Value int `json:"value,omitempty"`
+	// Seed is olh's hash seed.
+	Seed uint32 `json:"seed,omitempty"`
+	// Bits is the unary encoding's bit vector, ceil(d/64) words.
+	Bits []uint64 `json:"bits,omitempty"`
 }
 
 // Tally is the sufficient statistic of a set of reports: their number N and
@@ -84,7 +88,9 @@ type Report struct {
 // support the value; for mean, Counts[1] is the number of 1 bits). Tallies
 // of disjoint sets of reports add.
 type Tally struct {
-	N      int64   `json:"n"`
+	// N is the number of reports.
+	N int64 `json:"n"`
+	// Counts holds one count per domain value.
 	Counts []int64 `json:"counts"`
 }
 
