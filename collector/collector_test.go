@@ -462,7 +462,7 @@ func TestCrashKeepsAcknowledgedReports(t *testing.T) {
 			t.Fatalf("acknowledged report %s lost in the crash", id)
 		}
 	}
-	if got := int64(len(st.ids["s"])); got != est.N {
+	if got := int64(len(st.surveys["s"].ids)); got != est.N {
 		t.Fatalf("tally n = %d but %d report ids are logged", est.N, got)
 	}
 	t.Logf("%d reports acknowledged before the kill, %d in the store", len(acked), est.N)

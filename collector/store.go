@@ -127,7 +127,10 @@ type survey struct {
 	oracle ldp.FrequencyOracle // nil for mean
 	mean   *ldp.Mean
 	params ldp.Params
-	tally  ldp.Tally
+
+	mu    sync.Mutex // guards tally and ids; held across an ingest's commit
+	tally ldp.Tally
+	ids   map[[2]uint64]struct{} // hashes of the accepted report ids
 }
 
 func (s *survey) newAggregator() ldp.Aggregator {
@@ -235,9 +238,8 @@ type Store struct {
 	readOnly bool
 	seeds    [2]maphash.Seed
 
-	mu      sync.Mutex
+	mu      sync.Mutex // guards surveys
 	surveys map[string]*survey
-	ids     map[string]map[[2]uint64]struct{}
 }
 
 // Open opens (creating if needed) the store at path and loads its surveys,
@@ -259,7 +261,7 @@ func Open(path string, o StoreOptions) (*Store, error) {
 		return nil, fmt.Errorf("collector store %s: %w", path, err)
 	}
 	s := &Store{db: db, readOnly: o.ReadOnly, seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
-		surveys: map[string]*survey{}, ids: map[string]map[[2]uint64]struct{}{}}
+		surveys: map[string]*survey{}}
 	if !o.ReadOnly {
 		err = db.Update(func(tx *bolt.Tx) error {
 			for _, b := range [][]byte{bucketMeta, bucketSurveys, bucketTally, bucketIDs} {
@@ -320,8 +322,8 @@ func (s *Store) load() error {
 					return fmt.Errorf("survey %q: %w", k, err)
 				}
 			}
+			b.ids = set
 			s.surveys[sv.ID] = b
-			s.ids[sv.ID] = set
 			return nil
 		})
 	})
@@ -423,8 +425,8 @@ func (s *Store) CreateSurvey(spec SurveySpec) (Survey, error) {
 	if err != nil {
 		return Survey{}, err
 	}
+	b.ids = map[[2]uint64]struct{}{}
 	s.surveys[sv.ID] = b
-	s.ids[sv.ID] = map[[2]uint64]struct{}{}
 	return sv, nil
 }
 
@@ -609,9 +611,9 @@ func (s *Store) Ingest(id string, reports []Report) (IngestResult, error) {
 		conv[i] = c
 		hashes[i] = s.hashID([]byte(r.ID))
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	set := s.ids[id]
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	set := b.ids
 	agg := b.newAggregator()
 	if err := agg.Merge(b.tally); err != nil {
 		return IngestResult{}, err
@@ -669,9 +671,13 @@ func (s *Store) Ingest(id string, reports []Report) (IngestResult, error) {
 
 // HasReport reports whether a report id was accepted for a survey.
 func (s *Store) HasReport(survey, reportID string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.ids[survey][s.hashID([]byte(reportID))]
+	b, err := s.get(survey)
+	if err != nil {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.ids[s.hashID([]byte(reportID))]
 	return ok
 }
 
@@ -712,9 +718,9 @@ func (s *Store) Estimates(id string, confidence float64) (EstimateResult, error)
 	if err != nil {
 		return EstimateResult{}, err
 	}
-	s.mu.Lock()
+	b.mu.Lock()
 	t := ldp.Tally{N: b.tally.N, Counts: append([]int64(nil), b.tally.Counts...)}
-	s.mu.Unlock()
+	b.mu.Unlock()
 	out := EstimateResult{Survey: b.Survey, Epsilon: b.params.Epsilon, N: t.N, Confidence: confidence, Estimates: []ValueEstimate{}}
 	if t.N == 0 {
 		return out, nil
