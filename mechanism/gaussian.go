@@ -24,12 +24,13 @@ type GaussianOptions struct {
 // Gaussian releases real values with discrete Gaussian noise on a
 // power-of-two grid. σ is the analytic Gaussian calibration (Balle & Wang
 // 2018) for the sensitivity Δ' = Δ + g, raised by a relative 2^-16 and
-// rounded up to a whole number of grid steps. The release is (ε, δ)-DP and Δ'²/(2σ²)-zCDP (up to
-// noise.SamplerDelta). Methods are safe for concurrent use when Source is nil.
+// rounded up to a whole number of grid steps. The release is (ε, δ)-DP and
+// Δ'²/(2σ²)-zCDP (up to noise.SamplerDelta). Methods are safe for concurrent
+// use when Source is nil.
 type Gaussian struct {
 	eps, delta, sens float64
 	grid             noise.Grid
-	sigmaSteps       int64   // σ in grid steps; 0 means noise below 1/16 step (see newGaussianGrid)
+	sigmaSteps       int64   // σ in grid steps; 0 means σ below 1/16 step (see NewGaussian)
 	sigma            float64 // σ in value units, as used
 	src              random.Source
 }
