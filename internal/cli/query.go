@@ -100,7 +100,7 @@ budget on first use.`,
 	f.Float64Var(&opts.Delta, "delta", 0, "the δ the query may spend, in [0, 1); the queries of this version spend none")
 	f.Float64Var(&opts.Confidence, "confidence", query.DefaultConfidence, "confidence level of the reported intervals, in (0, 1)")
 	f.StringVar(&format, "format", "table", "output format: table, csv or json")
-	f.StringVar(&analyst, "analyst", defaultAnalyst(), "whose budget is charged (default $USER, else \"default\")")
+	f.StringVar(&analyst, "analyst", defaultAnalyst(), "whose budget is charged; the default is $USER, or \"default\" when it is unset")
 	addLedgerFlag(cmd, &ledgerPath)
 	return cmd
 }
