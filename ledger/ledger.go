@@ -168,7 +168,16 @@ func Open(path string, opts Options) (*Ledger, error) {
 		return newLedger(db, path, true), nil
 	}
 	deadline := time.Now().Add(opts.Timeout)
-	if exists && info.Size() > 0 {
+	if !exists {
+		if err := createFile(path); err != nil {
+			return nil, err
+		}
+		info, statErr = os.Stat(path)
+		if statErr != nil && !errors.Is(statErr, os.ErrNotExist) {
+			return nil, fmt.Errorf("ledger %s: %w", path, statErr)
+		}
+	}
+	if statErr == nil && info.Size() > 0 {
 		// Check before opening for writing: bbolt may write to a file it
 		// opens read-write.
 		db, err := openBolt(path, true, opts.Timeout)
@@ -181,17 +190,13 @@ func Open(path string, opts Options) (*Ledger, error) {
 			return nil, err
 		}
 	}
-	if !exists {
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, fmt.Errorf("ledger %s: creating its directory: %w", path, err)
-		}
-	}
 	// The whole Open waits at most opts.Timeout (bbolt reads a zero
 	// timeout as "wait forever", so keep it positive).
 	db, err := openBolt(path, false, max(time.Until(deadline), time.Millisecond))
 	if err != nil {
 		return nil, err
 	}
+	// initFormat initializes an empty file in place and checks any other.
 	if err := initFormat(db, path); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -271,6 +276,47 @@ func checkFormat(db *bolt.DB, path string) (err error) {
 		}
 		return nil
 	})
+}
+
+// createFile creates a complete, empty ledger at path, atomically: it is
+// built and synced under a temporary name in the same directory, then
+// hard-linked to path, which fails harmlessly if another process created
+// path meanwhile. A crash never leaves a half-initialized ledger at path
+// (at worst a stray temporary file). Where hard links are not supported,
+// Open falls back to initializing the file in place.
+func createFile(path string) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("ledger %s: creating its directory: %w", path, err)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".creating-*")
+	if err != nil {
+		return fmt.Errorf("ledger %s: creating: %w", path, err)
+	}
+	tmp := f.Name()
+	_ = f.Close()
+	defer os.Remove(tmp)
+	db, err := openBolt(tmp, false, time.Second)
+	if err != nil {
+		return err
+	}
+	if err := initFormat(db, tmp); err != nil {
+		_ = db.Close()
+		return err
+	}
+	if err := db.Close(); err != nil {
+		return fmt.Errorf("ledger %s: creating: %w", path, err)
+	}
+	if err := os.Link(tmp, path); err != nil && !errors.Is(err, os.ErrExist) {
+		// No hard links here: leave path absent, and Open creates the
+		// file in place.
+		return nil
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
 }
 
 // initFormat creates the buckets and writes the magic of a new file.

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +42,17 @@ func TestHelperProcess(t *testing.T) {
 		os.Exit(helperChargePerOpen(path))
 	case "charge-forever":
 		os.Exit(helperChargeForever(path))
+	case "create":
+		l, err := Open(path, Options{})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if _, err := l.Grant(helperKey, accounting.EpsDelta{Epsilon: 1}, accounting.Basic); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
 	fmt.Fprintf(os.Stderr, "unknown helper mode %q\n", mode)
 	os.Exit(2)
@@ -261,4 +273,42 @@ func checkLedgerAfterCrash(t *testing.T, path string, reported map[uint64]bool, 
 			t.Fatalf("kill %d: release %d was reported committed but the ledger has only %d", kill, id, n)
 		}
 	}
+}
+
+// TestCrashWhileCreatingLeavesNoHalfLedger kills a process that is creating
+// a new ledger at random moments: afterwards the path either does not exist
+// or holds a complete ledger that opens cleanly (creation is atomic).
+func TestCrashWhileCreatingLeavesNoHalfLedger(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a hundred processes")
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	var absent, present int
+	for kill := range 100 {
+		path := filepath.Join(t.TempDir(), "new", "ledger.db")
+		cmd := helperCmd(t, "create", path)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(rng.IntN(25_000)) * time.Microsecond)
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		if err := cmd.Wait(); err != nil && stderr.Len() > 0 {
+			t.Fatalf("kill %d: child failed: %s", kill, stderr.String())
+		}
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			absent++
+			continue
+		}
+		present++
+		l, err := Open(path, Options{})
+		if err != nil {
+			t.Fatalf("kill %d: the ledger left behind does not open: %v", kill, err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("100 kills: ledger absent %d times, complete %d times", absent, present)
 }
