@@ -181,6 +181,10 @@ func (h *handler) reports(w http.ResponseWriter, r *http.Request) {
 	if body == nil {
 		return
 	}
+	if reports, ok := parseBatchFast(body); ok {
+		h.ingest(w, id, reports, false)
+		return
+	}
 	var b batch
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -200,6 +204,13 @@ func (h *handler) reports(w http.ResponseWriter, r *http.Request) {
 		return
 	case single:
 		reports = []Report{b.Report}
+	}
+	h.ingest(w, id, reports, single)
+}
+
+func (h *handler) ingest(w http.ResponseWriter, id string, reports []Report, single bool) {
+	switch {
+	case single:
 	case len(reports) == 0:
 		writeError(w, http.StatusBadRequest, "empty_batch", `reports: no reports: want {"reports": [...]} with 1 to `+strconv.Itoa(h.o.MaxBatch)+" reports")
 		return
