@@ -38,6 +38,7 @@ type serveConfig struct {
 	shutdownTimeout  time.Duration
 	threads          int
 	memoryLimit      string
+	loadTables       bool
 }
 
 func newServeCmd() *cobra.Command {
@@ -79,6 +80,7 @@ flight finish, then the ledger is closed.`,
 	f.DurationVar(&cfg.queryTimeout, "query-timeout", server.DefaultQueryTimeout, "maximum time for one query")
 	f.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a graceful shutdown waits for requests in flight")
 	f.IntVar(&cfg.threads, "threads", 0, "engine worker threads (0: one per core)")
+	f.BoolVar(&cfg.loadTables, "load-tables", true, "read each table's source into memory once at start (false: read the files on every query)")
 	f.StringVar(&cfg.memoryLimit, "memory-limit", "", "engine memory limit, e.g. 2GB (default: the engine's)")
 	return cmd
 }
@@ -125,6 +127,11 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 	svc, err := query.NewService(ctx, cat, eng, led)
 	if err != nil {
 		return err
+	}
+	if cfg.loadTables {
+		if err := queryanswer.LoadTables(ctx, eng, cat); err != nil {
+			return err
+		}
 	}
 	ans, err := queryanswer.New(svc, cat, led)
 	if err != nil {

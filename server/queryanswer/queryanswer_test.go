@@ -6,7 +6,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +51,11 @@ func start(t *testing.T, path string) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := duckdb.Open(duckdb.Options{Threads: 1})
+	threads := 0
+	if v := os.Getenv("DPSTAT_LOAD_THREADS"); v != "" {
+		threads, _ = strconv.Atoi(v)
+	}
+	eng, err := duckdb.Open(duckdb.Options{Threads: threads})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,6 +71,9 @@ func start(t *testing.T, path string) *stack {
 	}
 	svc, err := query.NewService(context.Background(), cat, eng, l)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := queryanswer.LoadTables(context.Background(), eng, cat); err != nil {
 		t.Fatal(err)
 	}
 	ans, err := queryanswer.New(svc, cat, l)

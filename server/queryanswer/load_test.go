@@ -1,0 +1,143 @@
+package queryanswer_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/dpstat/dpstat/accounting"
+	"github.com/dpstat/dpstat/analyst"
+	"github.com/dpstat/dpstat/ledger"
+)
+
+// TestLoad is the server's load generator: DP queries on the example Adult
+// table over HTTP and over the PostgreSQL protocol from 1, 16 and 64
+// concurrent clients (each its own analyst), every answer charged durably to
+// the ledger. It reports queries per second and p50/p99 latency. It runs
+// only with DPSTAT_LOAD=1 and is bounded by DPSTAT_LOAD_QUERIES per run
+// (default 2000) and 20 s per run; it listens on loopback only.
+//
+//	DPSTAT_LOAD=1 go test -run TestLoad -v ./server/queryanswer/
+func TestLoad(t *testing.T) {
+	if os.Getenv("DPSTAT_LOAD") != "1" {
+		t.Skip("load generator: set DPSTAT_LOAD=1 to run")
+	}
+	total := 2000
+	if v := os.Getenv("DPSTAT_LOAD_QUERIES"); v != "" {
+		fmt.Sscan(v, &total)
+	}
+	const sql = "SELECT sex, COUNT(*) FROM adult GROUP BY sex"
+	s := start(t, filepath.Join(t.TempDir(), "ledger.db"))
+	tokens := map[string]string{}
+	for i := range 64 {
+		name := fmt.Sprintf("analyst%02d", i)
+		_, tok, err := s.reg.Add(name, analyst.RoleAnalyst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ledger.Grant(ledger.Key{Dataset: "adult", Analyst: name}, accounting.EpsDelta{Epsilon: 1e9}, accounting.Basic); err != nil {
+			t.Fatal(err)
+		}
+		tokens[name] = tok
+	}
+	host, port, _ := net.SplitHostPort(s.pgAddr)
+	for _, proto := range []string{"http", "pg"} {
+		for _, clients := range []int{1, 16, 64} {
+			before, _ := s.ledger.History(ledger.Key{}, 0)
+			var next atomic.Int64
+			lat := make([][]time.Duration, clients)
+			var wg sync.WaitGroup
+			deadline := time.Now().Add(20 * time.Second)
+			startT := time.Now()
+			var failures atomic.Int64
+			for c := range clients {
+				name := fmt.Sprintf("analyst%02d", c)
+				tok := tokens[name]
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					var do func() error
+					switch proto {
+					case "http":
+						cl := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+						body := `{"sql":"` + sql + `","epsilon":0.01}`
+						do = func() error {
+							req, _ := http.NewRequest("POST", s.http.URL+"/v1/query", strings.NewReader(body))
+							req.Header.Set("Authorization", "Bearer "+tok)
+							resp, err := cl.Do(req)
+							if err != nil {
+								return err
+							}
+							io.Copy(io.Discard, resp.Body)
+							resp.Body.Close()
+							if resp.StatusCode != 200 {
+								return fmt.Errorf("status %d", resp.StatusCode)
+							}
+							return nil
+						}
+					case "pg":
+						ctx := context.Background()
+						conn, err := pgx.Connect(ctx, "host="+host+" port="+port+" user="+name+" password="+tok+" sslmode=disable")
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						defer conn.Close(ctx)
+						if _, err := conn.Exec(ctx, "SET dpstat.epsilon = 0.01"); err != nil {
+							t.Error(err)
+							return
+						}
+						do = func() error {
+							rows, err := conn.Query(ctx, sql)
+							if err != nil {
+								return err
+							}
+							for rows.Next() {
+							}
+							rows.Close()
+							return rows.Err()
+						}
+					}
+					for next.Add(1) <= int64(total) && time.Now().Before(deadline) {
+						t0 := time.Now()
+						if err := do(); err != nil {
+							failures.Add(1)
+							continue
+						}
+						lat[c] = append(lat[c], time.Since(t0))
+					}
+				}()
+			}
+			wg.Wait()
+			elapsed := time.Since(startT)
+			var all []time.Duration
+			for _, l := range lat {
+				all = append(all, l...)
+			}
+			sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+			after, _ := s.ledger.History(ledger.Key{}, 0)
+			if len(all) == 0 {
+				t.Fatalf("%s %d clients: no query succeeded (%d failures)", proto, clients, failures.Load())
+			}
+			if got := len(after) - len(before); got != len(all) {
+				t.Errorf("%s %d clients: %d answers but %d charges", proto, clients, len(all), got)
+			}
+			pct := func(p float64) time.Duration { return all[min(len(all)-1, int(p*float64(len(all))))] }
+			t.Logf("%-4s clients=%2d queries=%5d failures=%d  %7.0f queries/s  p50=%6.2fms  p99=%6.2fms",
+				proto, clients, len(all), failures.Load(), float64(len(all))/elapsed.Seconds(),
+				float64(pct(0.50).Microseconds())/1000, float64(pct(0.99).Microseconds())/1000)
+		}
+	}
+}
