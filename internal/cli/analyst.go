@@ -57,20 +57,37 @@ func (g *grantFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&g.rule, "rule", string(accounting.Basic), "composition rule: basic or zcdp")
 }
 
-// apply grants the budgets to name.
-func (g *grantFlags) apply(cmd *cobra.Command, l *ledger.Ledger, name string) ([]ledger.Status, error) {
+// check validates the flags without touching the ledger.
+func (g *grantFlags) check(cmd *cobra.Command) (accounting.Rule, error) {
 	if len(g.tables) == 0 {
 		if cmd.Flags().Changed("epsilon") || cmd.Flags().Changed("delta") {
-			return nil, errors.New("--epsilon and --delta need --table: say which table the budget is for")
+			return "", errors.New("--epsilon and --delta need --table: say which table the budget is for")
 		}
-		return nil, nil
+		return "", nil
 	}
 	if !cmd.Flags().Changed("epsilon") {
-		return nil, errors.New("--table needs --epsilon: the budget to grant")
+		return "", errors.New("--table needs --epsilon: the budget to grant")
 	}
 	r, err := accounting.ParseRule(g.rule)
 	if err != nil {
-		return nil, fmt.Errorf("--rule: %w", err)
+		return "", fmt.Errorf("--rule: %w", err)
+	}
+	if err := accounting.ValidateLimit(accounting.EpsDelta{Epsilon: g.epsilon, Delta: g.delta}, r); err != nil {
+		return "", err
+	}
+	for _, t := range g.tables {
+		if err := (ledger.Key{Dataset: t, Analyst: "x"}).Validate(); err != nil {
+			return "", fmt.Errorf("--table %q: %w", t, err)
+		}
+	}
+	return r, nil
+}
+
+// apply grants the budgets to name.
+func (g *grantFlags) apply(cmd *cobra.Command, l *ledger.Ledger, name string) ([]ledger.Status, error) {
+	r, err := g.check(cmd)
+	if err != nil || len(g.tables) == 0 {
+		return nil, err
 	}
 	var out []ledger.Status
 	for _, t := range g.tables {
@@ -97,6 +114,9 @@ func newAnalystAddCmd() *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := analyst.ValidateName(args[0]); err != nil {
+				return err
+			}
+			if _, err := g.check(cmd); err != nil {
 				return err
 			}
 			l, reg, err := openAnalysts(path)
@@ -253,6 +273,9 @@ func newAnalystGrantCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(g.tables) == 0 {
 				return errors.New("--table is required: the table to grant a budget on")
+			}
+			if _, err := g.check(cmd); err != nil {
+				return err
 			}
 			l, reg, err := openAnalysts(path)
 			if err != nil {

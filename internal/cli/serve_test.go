@@ -1,0 +1,147 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dpstat/dpstat/ledger"
+)
+
+func run(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Execute(args, &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+func TestAnalystCommands(t *testing.T) {
+	l := filepath.Join(t.TempDir(), "ledger.db")
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		want     string
+	}{
+		{"add admin", []string{"analyst", "add", "root", "--admin", "--ledger", l}, 0, "added admin \"root\""},
+		{"add with grant", []string{"analyst", "add", "alice", "--table", "adult", "--epsilon", "2", "--delta", "1e-6", "--ledger", l}, 0, "granted table \"adult\": epsilon 2"},
+		{"add twice", []string{"analyst", "add", "alice", "--ledger", l}, 1, "already exists"},
+		{"bad name", []string{"analyst", "add", "a b", "--ledger", l}, 1, "analyst name \"a b\""},
+		{"epsilon without table", []string{"analyst", "add", "carol", "--epsilon", "1", "--ledger", l}, 1, "need --table"},
+		{"grant", []string{"analyst", "grant", "alice", "--table", "visits", "--epsilon", "1", "--ledger", l}, 0, "granted \"alice\" on table \"visits\""},
+		{"grant unknown", []string{"analyst", "grant", "nobody", "--table", "visits", "--epsilon", "1", "--ledger", l}, 1, "no analyst \"nobody\""},
+		{"grant negative", []string{"analyst", "grant", "alice", "--table", "adult", "--epsilon", "-1", "--ledger", l}, 1, "epsilon"},
+		{"revoke", []string{"analyst", "revoke", "alice", "--ledger", l}, 0, "revoked \"alice\""},
+		{"list", []string{"analyst", "list", "--ledger", l}, 0, "revoked"},
+		{"rotate", []string{"analyst", "rotate", "alice", "--ledger", l}, 0, "dps_"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := run(t, tc.args...)
+			if code != tc.wantCode || !strings.Contains(out+errOut, tc.want) {
+				t.Fatalf("exit %d, want %d; output lacks %q:\n%s%s", code, tc.wantCode, tc.want, out, errOut)
+			}
+		})
+	}
+	out, _, _ := run(t, "analyst", "list", "--json", "--ledger", l)
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) != 2 {
+		t.Fatalf("list --json: %v\n%s", err, out)
+	}
+	if strings.Contains(out, "token") {
+		t.Fatalf("list shows token material:\n%s", out)
+	}
+}
+
+// TestServe starts dpstat serve on the example catalog, answers a query
+// over HTTP, shuts down on cancellation and leaves the charge in the
+// ledger, which is closed afterwards.
+func TestServe(t *testing.T) {
+	l := filepath.Join(t.TempDir(), "ledger.db")
+	out, _, code := run(t, "analyst", "add", "alice", "--table", "adult", "--epsilon", "3", "--ledger", l)
+	if code != 0 {
+		t.Fatal(out)
+	}
+	tok := lastLine(out)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrs := make(chan [2]string, 1)
+	done := make(chan error, 1)
+	var log bytes.Buffer
+	go func() {
+		done <- runServe(ctx, serveConfig{
+			catalog: filepath.Join("..", "..", "examples", "catalog.yaml"), ledger: l,
+			httpAddr: "127.0.0.1:0", pgAddr: "127.0.0.1:0", maxConns: 4, maxConcurrent: 8, maxSQL: 4096,
+			queryTimeout: 10 * time.Second, shutdownTimeout: 5 * time.Second, loadTables: true, threads: 1,
+		}, &log, func(h, p string) { addrs <- [2]string{h, p} })
+	}()
+	var a [2]string
+	select {
+	case a = <-addrs:
+	case err := <-done:
+		t.Fatalf("serve stopped: %v\n%s", err, log.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not start")
+	}
+	req, _ := http.NewRequest("POST", "http://"+a[0]+"/v1/query", strings.NewReader(`{"sql":"SELECT COUNT(*) FROM adult","epsilon":0.5}`))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("query: %d", resp.StatusCode)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not shut down")
+	}
+	if !strings.Contains(log.String(), "stopped") {
+		t.Fatalf("log: %s", log.String())
+	}
+	led, err := ledger.Open(l, ledger.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatalf("ledger still held after shutdown: %v", err)
+	}
+	defer led.Close()
+	st, err := led.Status(ledger.Key{Dataset: "adult", Analyst: "alice"})
+	if err != nil || st.Spent.Epsilon != 0.5 {
+		t.Fatalf("after shutdown: %+v %v", st, err)
+	}
+}
+
+func TestServeFlagsRefused(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no catalog", []string{"serve"}, "--catalog is required"},
+		{"no listeners", []string{"serve", "--catalog", "x.yaml", "--http", "", "--pg", ""}, "give at least one address"},
+		{"half TLS", []string{"serve", "--catalog", "x.yaml", "--tls-cert", "c.pem"}, "go together"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, errOut, code := run(t, tc.args...)
+			if code == 0 || !strings.Contains(errOut, tc.want) {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+		})
+	}
+}
