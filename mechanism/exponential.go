@@ -54,6 +54,7 @@ func (m *Exponential) Select(scores []float64) (int, error) {
 	src, b := source(m.src)
 	i := m.sel.sampleExponential(src, w, len(scores))
 	release(b)
+	w.done()
 	return i, nil
 }
 
@@ -145,11 +146,15 @@ func (m *ReportNoisyMax) Select(scores []float64) (int, error) {
 		return 0, err
 	}
 	src, b := source(m.src)
-	defer release(b)
+	var i int
 	if m.noise == GumbelNoise {
-		return m.sel.sampleExponential(src, w, len(scores)), nil
+		i = m.sel.sampleExponential(src, w, len(scores))
+	} else {
+		i = m.sel.samplePermuteAndFlip(src, w)
 	}
-	return m.sel.samplePermuteAndFlip(src, w), nil
+	release(b)
+	w.done()
+	return i, nil
 }
 
 // Cost returns Pure(ε) (ρ = ε²/2) for exponential noise, and ε with

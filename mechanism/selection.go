@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"math/bits"
+	"sync"
 
 	"github.com/dpstat/dpstat/noise"
 	"github.com/dpstat/dpstat/random"
@@ -72,6 +73,7 @@ func newSelector(what string, eps, sens float64) (selector, error) {
 type weights struct {
 	idx []int32
 	w   []noise.ExpWeight
+	sc  *scratch // the pooled buffers behind idx and w
 }
 
 // roundScore returns round(u/g) when it fits in 62 bits. u·2^-Exp is exact
@@ -102,12 +104,17 @@ func (s *selector) prepare(what string, scores []float64) (weights, error) {
 		return weights{}, fmt.Errorf("%s: %d candidates: want at most 2^31 − 1", what, len(scores))
 	}
 	// k is kept in w[i].Frac until the exponents are computed.
-	w := make([]noise.ExpWeight, len(scores))
-	idx := make([]int32, len(scores))
+	sc := scratchPool.Get().(*scratch)
+	if cap(sc.w) < len(scores) {
+		sc.w = make([]noise.ExpWeight, len(scores))
+		sc.idx = make([]int32, len(scores))
+	}
+	w, idx := sc.w[:len(scores)], sc.idx[:len(scores)]
 	fits := true
 	max := int64(math.MinInt64)
 	for i, u := range scores {
-		if math.IsNaN(u) || math.IsInf(u, 0) {
+		if u-u != 0 { // NaN or ±Inf
+			scratchPool.Put(sc)
 			return weights{}, fmt.Errorf("%s: score[%d] = %v: want a finite number", what, i, u)
 		}
 		v, ok := s.roundScore(u)
@@ -119,18 +126,17 @@ func (s *selector) prepare(what string, scores []float64) (weights, error) {
 		}
 		w[i].Frac = uint64(v) // the rounded score, for now
 	}
-	if fits {
-		for i := range w {
-			// |v| ≤ 2^62, so max − v ≤ 2^63 is right modulo 2^64.
-			w[i].Frac = uint64(max - int64(w[i].Frac))
-		}
-	} else {
+	if !fits {
 		s.bigDiffs(scores, w)
 	}
 	n := 0
 	shift := s.cShift
 	for i := range w {
 		k := w[i].Frac
+		if fits {
+			// |v| ≤ 2^62, so max − v ≤ 2^63 is right modulo 2^64.
+			k = uint64(max - int64(k))
+		}
 		hi, lo := bits.Mul64(s.cNum, k)
 		// q = floor((hi·2^64 + lo)/2^shift), rem = lo mod 2^shift.
 		if hi>>shift != 0 {
@@ -140,15 +146,30 @@ func (s *selector) prepare(what string, scores []float64) (weights, error) {
 		if shift > 0 {
 			q |= hi << (64 - shift)
 		}
-		rem := lo & (s.cDen - 1)
 		if noise.ExpNeverTrue(q) {
 			continue
 		}
-		w[n] = noise.ExpWeight{Whole: uint32(q), Frac: rem}
+		w[n] = noise.ExpWeight{Whole: uint32(q), Frac: lo & (s.cDen - 1)}
 		idx[n] = int32(i)
 		n++
 	}
-	return weights{idx: idx[:n], w: w[:n]}, nil
+	return weights{idx: idx[:n], w: w[:n], sc: sc}, nil
+}
+
+// scratch holds the per-call buffers of prepare, reused through a pool so
+// that a selection allocates nothing in the steady state.
+type scratch struct {
+	w   []noise.ExpWeight
+	idx []int32
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// done returns the buffers of w to the pool; w must not be used afterwards.
+func (w weights) done() {
+	if w.sc != nil {
+		scratchPool.Put(w.sc)
+	}
 }
 
 // bigDiffs computes k_i = round(u_max/g) − round(u_i/g) with big integers,
