@@ -48,6 +48,9 @@ type session struct {
 	// skipping is set after an error in the extended protocol: messages
 	// are ignored until the next Sync.
 	skipping bool
+	// expect is the row description the client was given for the portal
+	// being executed, if any.
+	expect *description
 }
 
 // statement is a prepared statement.
@@ -79,6 +82,9 @@ type description struct {
 	cols []column
 	// kind says which handler runs the statement.
 	kind stmtKind
+	// intervals is the session's dpstat.intervals when a DP query was
+	// described; the columns depend on it.
+	intervals bool
 }
 
 type stmtKind int
@@ -468,7 +474,7 @@ func (ss *session) shape(resp *server.Response) *description {
 			}
 		}
 	}
-	d := &description{kind: kindDP}
+	d := &description{kind: kindDP, intervals: ss.intervals}
 	for j, name := range resp.Columns {
 		if noisy(resp, j) {
 			d.cols = append(d.cols, column{name, oidFloat8})
@@ -497,6 +503,13 @@ func (ss *session) dpQuery(sql string, formats []int16, describe bool) error {
 		return err
 	}
 	d := ss.shape(resp)
+	if !describe && ss.expect != nil && !sameShape(ss.expect.cols, d.cols) {
+		// The answer was charged, but its columns no longer match what the
+		// client was told (e.g. dpstat.intervals changed since the
+		// statement was described). PostgreSQL's message for this case
+		// makes drivers such as pgx prepare the statement again.
+		return pgErrorf("0A000", "cached plan must not change result type")
+	}
 	rows := make([][]any, len(resp.Rows))
 	for i, r := range resp.Rows {
 		for j, v := range r {
@@ -889,5 +902,27 @@ func (ss *session) execute(m *pgproto3.Execute) error {
 	if m.Portal == "" {
 		defer delete(ss.portals, "")
 	}
+	ss.expect = p.desc
+	if ss.expect == nil {
+		ss.expect = p.stmt.desc
+	}
+	defer func() { ss.expect = nil }()
+	if ss.expect != nil && ss.expect.kind == kindDP && ss.expect.intervals != ss.intervals {
+		// Checked before running, so that nothing is charged.
+		return pgErrorf("0A000", "cached plan must not change result type")
+	}
 	return ss.run(p.sql, p.formats, false)
+}
+
+// sameShape reports whether two result descriptions have the same columns.
+func sameShape(a, b []column) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].oid != b[i].oid {
+			return false
+		}
+	}
+	return true
 }

@@ -428,3 +428,44 @@ func TestPsql(t *testing.T) {
 		t.Fatalf("%d releases, want 2 (the two answered queries)", len(rels))
 	}
 }
+
+// TestCachedStatementAfterIntervalsChange checks that a statement described
+// before SET dpstat.intervals changes its columns is refused with
+// PostgreSQL's "cached plan must not change result type" (which makes pgx
+// prepare it again) and is not charged.
+func TestCachedStatementAfterIntervalsChange(t *testing.T) {
+	e := newEnv(t, pgwire.Options{})
+	ctx := context.Background()
+	c := connect(t, e.dsn("alice", e.alice))
+	const q = "SELECT sex, COUNT(*) FROM adult WHERE age > $1 GROUP BY sex"
+	rows, err := c.Query(ctx, q, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows.Close()
+	if _, err := c.Exec(ctx, "SET dpstat.intervals = on"); err != nil {
+		t.Fatal(err)
+	}
+	before := e.releases(t)
+	rows, err = c.Query(ctx, q, 20)
+	if err == nil {
+		rows.Close()
+		err = rows.Err()
+	}
+	if sqlState(err) != "0A000" {
+		t.Fatalf("got %v, want 0A000", err)
+	}
+	if e.releases(t) != before {
+		t.Fatal("the refused execution was charged")
+	}
+	// pgx has dropped its cached description; the retry gets the new columns.
+	rows, err = c.Query(ctx, q, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(rows.FieldDescriptions())
+	rows.Close()
+	if rows.Err() != nil || n != 4 {
+		t.Fatalf("retry: %d columns, %v", n, rows.Err())
+	}
+}
