@@ -138,6 +138,9 @@ type Result struct {
 	ReleaseID uint64
 	// Notes state how the answer was computed, for people.
 	Notes []string
+	// Explanation is set when the statement was EXPLAIN: Rows then hold
+	// its text lines, and nothing was read or charged.
+	Explanation *Explanation
 }
 
 // Share is one aggregate's part of the query's ε.
@@ -163,6 +166,9 @@ type Prepared struct {
 	Noise *Noise
 	SQL   string
 	Opts  Options
+	// ExplainOnly is true when the statement was EXPLAIN <query>: Run
+	// returns the plan's description and neither reads data nor charges.
+	ExplainOnly bool
 }
 
 // Prepare parses, checks and plans a query and calibrates its noise. Every
@@ -175,6 +181,10 @@ func (s *Service) Prepare(sql string, opts Options) (*Prepared, error) {
 // engine dialect, and calibrates its noise.
 func Prepare(cat *catalog.Catalog, d engine.Dialect, sql string, opts Options) (*Prepared, error) {
 	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	sql, explain, err := explainStatement(sql)
+	if err != nil {
 		return nil, err
 	}
 	q, err := Parse(sql, cat)
@@ -193,7 +203,7 @@ func Prepare(cat *catalog.Catalog, d engine.Dialect, sql string, opts Options) (
 	if err != nil {
 		return nil, err
 	}
-	return &Prepared{Plan: plan, Noise: nz, SQL: text, Opts: opts}, nil
+	return &Prepared{Plan: plan, Noise: nz, SQL: text, Opts: opts, ExplainOnly: explain}, nil
 }
 
 // EngineError reports that the engine failed to compute a query's exact
@@ -224,12 +234,20 @@ func (s *Service) Answer(ctx context.Context, sql string, opts Options) (*Result
 	return s.Run(ctx, p)
 }
 
-// Run executes a prepared query: engine, charge, noise.
+// Run executes a prepared query: engine, charge, noise. A prepared
+// EXPLAIN returns the plan's description without running the engine or
+// charging.
 func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 	key := ledger.Key{Dataset: p.Plan.Table.Name, Analyst: p.Opts.Analyst}
 	limit := accounting.EpsDelta{Epsilon: s.cat.Budget.Epsilon, Delta: s.cat.Budget.Delta}
-	if _, err := s.led.EnsureBudget(key, limit, accounting.Basic); err != nil {
+	st, err := s.led.EnsureBudget(key, limit, accounting.Basic)
+	if err != nil {
 		return nil, fmt.Errorf("budget for %s: %w", key, err)
+	}
+	if p.ExplainOnly {
+		res := explainResult(p)
+		res.Budget = BudgetState{Dataset: key.Dataset, Analyst: key.Analyst, Rule: st.Rule, Spent: st.Spent, Remaining: st.Remaining}
+		return res, nil
 	}
 	rows, err := s.eng.Query(ctx, p.SQL)
 	if err != nil {
@@ -340,16 +358,8 @@ func (p *Prepared) Release(exact *Exact) (*Result, error) {
 	if q.Limit >= 0 && q.Limit < int64(len(res.Rows)) {
 		res.Rows, res.CI = res.Rows[:q.Limit], res.CI[:q.Limit]
 	}
-	mi := 0
-	for _, a := range plan.Aggregates {
-		sh := Share{Column: q.Outputs[a.Output].Name, Epsilon: a.Epsilon}
-		for range a.Releases {
-			sh.Mechanisms = append(sh.Mechanisms, p.Noise.Mechanisms[mi])
-			mi++
-		}
-		res.Split = append(res.Split, sh)
-	}
 	// Mechanisms are listed in release order, which follows the aggregates.
+	res.Split = p.Noise.split()
 	res.Notes = plan.notes()
 	return res, nil
 }

@@ -22,6 +22,7 @@ import (
 func newQueryCmd() *cobra.Command {
 	var (
 		catalogPath, ledgerPath, analyst, format string
+		dryRun                                   bool
 		opts                                     = query.Options{Epsilon: query.DefaultEpsilon, Confidence: query.DefaultConfidence}
 	)
 	cmd := &cobra.Command{
@@ -62,6 +63,10 @@ budget on first use.`,
 			if err != nil {
 				return err
 			}
+			if dryRun || prep.ExplainOnly {
+				// A preview needs neither the engine nor the ledger.
+				return writeExplanation(cmd.OutOrStdout(), prep.Explain(), format)
+			}
 			ctx := cmd.Context()
 			if ctx == nil {
 				ctx = context.Background()
@@ -100,9 +105,29 @@ budget on first use.`,
 	f.Float64Var(&opts.Delta, "delta", 0, "the δ the query may spend, in [0, 1); the queries of this version spend none")
 	f.Float64Var(&opts.Confidence, "confidence", query.DefaultConfidence, "confidence level of the reported intervals, in (0, 1)")
 	f.StringVar(&format, "format", "table", "output format: table, csv or json")
+	f.BoolVar(&dryRun, "dry-run", false, "show the cost, the split, the noise and interval half-widths and the engine SQL without reading data or charging (as EXPLAIN does)")
 	f.StringVar(&analyst, "analyst", defaultAnalyst(), "whose budget is charged; the default is $USER, or \"default\" when it is unset")
 	addLedgerFlag(cmd, &ledgerPath)
 	return cmd
+}
+
+// writeExplanation prints a query preview: JSON as one object, otherwise
+// one line per item.
+func writeExplanation(w io.Writer, e *query.Explanation, format string) error {
+	if format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			DryRun bool `json:"dry_run"`
+			*query.Explanation
+		}{true, e})
+	}
+	for _, l := range e.Lines() {
+		if _, err := fmt.Fprintln(w, l); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func defaultAnalyst() string {
