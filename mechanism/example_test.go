@@ -30,7 +30,7 @@ func ExampleGeometric_patientCount() {
 	fmt.Printf("95%% of releases are within ±%g of the true count\n", m.Interval(0.95))
 	fmt.Println("cost:", m.Cost())
 	// Output:
-	// noisy count: 40
+	// noisy count: 44
 	// 95% of releases are within ±6 of the true count
 	// cost: ε=0.5 δ=0 ρ=0.125
 }
@@ -56,7 +56,7 @@ func ExampleLaplace_patientCount() {
 	fmt.Printf("scale b ≈ %.4f (Δ/ε = 2, plus one grid step of %g)\n", m.Scale(), m.Granularity())
 	fmt.Printf("95%% interval: ±%.2f\n", m.Interval(0.95))
 	// Output:
-	// noisy count: 39.78
+	// noisy count: 44.22
 	// scale b ≈ 2.0000 (Δ/ε = 2, plus one grid step of 9.5367431640625e-07)
 	// 95% interval: ±5.99
 }
@@ -89,7 +89,7 @@ func ExampleLaplace_sumOfAges() {
 	fmt.Printf("noisy sum: %.1f ± %.1f (95%%)\n", v, m.Interval(0.95))
 	// Output:
 	// true clamped sum: 364
-	// noisy sum: 356.0 ± 299.6 (95%)
+	// noisy sum: 472.0 ± 299.6 (95%)
 }
 
 // The most common nationality among respondents, chosen by the exponential
@@ -152,7 +152,7 @@ func ExampleExponential_pricing() {
 	}
 	fmt.Printf("price %g, revenue %g (best possible: %g)\n", prices[i], revenue[i], maxOf(revenue))
 	// Output:
-	// price 8, revenue 80 (best possible: 81)
+	// price 7, revenue 70 (best possible: 81)
 }
 
 func maxOf(xs []float64) float64 {
@@ -234,9 +234,9 @@ func ExampleExponential_gridLocation() {
 		fmt.Printf("reported cell (%d, %d)\n", cell/k, cell%k)
 	}
 	// Output:
-	// reported cell (3, 3)
-	// reported cell (1, 2)
-	// reported cell (3, 3)
+	// reported cell (1, 3)
+	// reported cell (2, 1)
+	// reported cell (2, 1)
 }
 
 // A yes/no survey on a sensitive question by randomized response: each
@@ -323,7 +323,7 @@ func ExampleGaussian() {
 	fmt.Printf("noisy value: %.2f ± %.2f (95%%)\n", v, m.Interval(0.95))
 	fmt.Printf("cost: ε = %g, δ = %g, ρ = %.4f\n", m.Cost().Epsilon, m.Cost().Delta, m.Cost().Rho)
 	// Output:
-	// σ = 3.7306 (the classic formula at ε = 0.99 needs 4.8937)
-	// noisy value: 98.74 ± 7.31 (95%)
+	// σ = 3.7307 (the classic formula at ε = 0.99 needs 4.8937)
+	// noisy value: 101.21 ± 7.31 (95%)
 	// cost: ε = 1, δ = 1e-05, ρ = 0.0359
 }
