@@ -45,11 +45,35 @@ func (g *sqlGen) generate() (string, error) {
 	}
 	rowExprs := make([]string, len(p.Statistics)) // per-row input of each statistic ("" for COUNT(*))
 	for i, st := range p.Statistics {
+		if st.Summand.Kind == NonNullCount {
+			continue
+		}
 		e, err := g.summand(st.Summand)
 		if err != nil {
 			return "", err
 		}
 		if e != "" {
+			rowExprs[i] = "v" + strconv.Itoa(i)
+			cols = append(cols, e+" AS "+rowExprs[i])
+		}
+	}
+	// A count of non-NULL values reuses the fixed-point summand of the same
+	// column when there is one (it is NULL exactly when the column is), so
+	// the bounding stages carry one column less.
+	for i, st := range p.Statistics {
+		if st.Summand.Kind != NonNullCount {
+			continue
+		}
+		for j, other := range p.Statistics {
+			if other.Summand.Kind == FixedPointSum && other.Summand.Column == st.Summand.Column {
+				rowExprs[i] = rowExprs[j]
+			}
+		}
+		if rowExprs[i] == "" {
+			e, err := g.summand(st.Summand)
+			if err != nil {
+				return "", err
+			}
 			rowExprs[i] = "v" + strconv.Itoa(i)
 			cols = append(cols, e+" AS "+rowExprs[i])
 		}
