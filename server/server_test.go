@@ -433,3 +433,38 @@ func TestOpenAPIAndDashboard(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentQueriesNeverOverspend sends many queries at once from
+// several analysts: each budget allows exactly 12 answers of ε = 0.25, and
+// exactly that many succeed; the rest get 409 and are not charged.
+func TestConcurrentQueriesNeverOverspend(t *testing.T) {
+	e := newEnv(t, server.Options{}, nil)
+	tokens := []string{e.alice, e.alice, e.bob, e.bob}
+	tables := []string{"adult", "adult", "visits", "visits"}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	status := map[string]map[int]int{"adult": {}, "visits": {}}
+	for i := range 60 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k := i % len(tokens)
+			r := e.do(t, "POST", "/v1/query", tokens[k], `{"sql":"SELECT COUNT(*) FROM `+tables[k]+`","epsilon":0.25}`)
+			mu.Lock()
+			status[tables[k]][r.status]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	for _, tbl := range []string{"adult", "visits"} {
+		if status[tbl][200] != 12 || status[tbl][409] != 18 {
+			t.Errorf("%s: statuses %v, want 12 × 200 and 18 × 409", tbl, status[tbl])
+		}
+	}
+	for _, k := range []ledger.Key{{Dataset: "adult", Analyst: "alice"}, {Dataset: "visits", Analyst: "bob"}} {
+		st, err := e.ledger.Status(k)
+		if err != nil || st.Spent.Epsilon != 3 || st.Releases != 12 {
+			t.Errorf("%v: %+v %v", k, st, err)
+		}
+	}
+}
