@@ -141,6 +141,11 @@ type Result struct {
 	// Explanation is set when the statement was EXPLAIN: Rows then hold
 	// its text lines, and nothing was read or charged.
 	Explanation *Explanation
+	// Repeated is true when the same analyst had asked the same query with
+	// the same parameters before: the stored answer is returned, Cost is
+	// zero and nothing was charged; OriginalCost is what it cost then.
+	Repeated     bool
+	OriginalCost accounting.Cost
 }
 
 // Share is one aggregate's part of the query's ε.
@@ -244,10 +249,33 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("budget for %s: %w", key, err)
 	}
+	store, repeatSafe := s.led.(AnswerStore)
+	answerKey := ""
+	if repeatSafe {
+		answerKey = p.AnswerKey()
+	}
+	budget := func(spent, remaining accounting.EpsDelta, rule accounting.Rule) BudgetState {
+		return BudgetState{Dataset: key.Dataset, Analyst: key.Analyst, Rule: rule, Spent: spent, Remaining: remaining}
+	}
 	if p.ExplainOnly {
 		res := explainResult(p)
-		res.Budget = BudgetState{Dataset: key.Dataset, Analyst: key.Analyst, Rule: st.Rule, Spent: st.Spent, Remaining: st.Remaining}
+		res.Budget = budget(st.Spent, st.Remaining, st.Rule)
+		if repeatSafe {
+			if _, ok, err := store.Answer(key, answerKey); err == nil && ok {
+				res.Notes = append(res.Notes, "this query was answered before: running it returns the stored answer at no cost")
+			}
+		}
 		return res, nil
+	}
+	if repeatSafe {
+		res, ok, err := storedResult(store, key, answerKey)
+		if err != nil {
+			return nil, fmt.Errorf("reading the stored answer: %w", err)
+		}
+		if ok {
+			res.Budget = budget(st.Spent, st.Remaining, st.Rule)
+			return res, nil
+		}
 	}
 	rows, err := s.eng.Query(ctx, p.SQL)
 	if err != nil {
@@ -260,25 +288,47 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	receipt, err := s.led.Charge(ctx, ledger.Charge{
+	// The noisy answer is computed before the charge so that it can be
+	// stored in the charge's transaction; it leaves this function only
+	// after the charge has committed.
+	res, err := p.Release(exact)
+	if err != nil {
+		return nil, err
+	}
+	charge := ledger.Charge{
 		RequestID:   newRequestID(),
 		Key:         key,
 		Description: p.Plan.Query.Text,
 		Cost:        p.Noise.Cost,
-	})
+	}
+	if repeatSafe {
+		if blob, err := encodeAnswer(res); err == nil && len(blob) <= ledger.MaxAnswerLen {
+			charge.AnswerKey, charge.Answer = answerKey, blob
+		}
+	}
+	receipt, err := s.led.Charge(ctx, charge)
 	if err != nil {
+		if repeatSafe && errors.Is(err, ledger.ErrAnswerExists) {
+			// A concurrent identical query was charged first: return its
+			// answer and drop this one's noise.
+			stored, ok, serr := storedResult(store, key, answerKey)
+			if serr != nil || !ok {
+				return nil, fmt.Errorf("an identical query was answered concurrently but its stored answer cannot be read (nothing charged): %v", serr)
+			}
+			if now, err := s.led.EnsureBudget(key, limit, accounting.Basic); err == nil {
+				st = now
+			}
+			stored.Budget = budget(st.Spent, st.Remaining, st.Rule)
+			return stored, nil
+		}
 		var ex *accounting.ExceededError
 		if errors.As(err, &ex) {
 			return nil, fmt.Errorf("query refused, nothing charged: %w", err)
 		}
 		return nil, fmt.Errorf("charging the ledger failed, nothing released: %w", err)
 	}
-	res, err := p.Release(exact)
-	if err != nil {
-		return nil, err
-	}
 	res.ReleaseID = receipt.ReleaseID
-	res.Budget = BudgetState{Dataset: key.Dataset, Analyst: key.Analyst, Rule: receipt.Rule, Spent: receipt.Spent, Remaining: receipt.Remaining}
+	res.Budget = budget(receipt.Spent, receipt.Remaining, receipt.Rule)
 	return res, nil
 }
 

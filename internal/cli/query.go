@@ -149,6 +149,9 @@ type queryJSON struct {
 	ReleaseID  uint64          `json:"release_id"`
 	Notes      []string        `json:"notes,omitempty"`
 	Ledger     *ledgerKeyJSON  `json:"ledger,omitempty"`
+	// Repeated is true when the stored answer of an identical earlier
+	// query was returned at no cost.
+	Repeated bool `json:"repeated,omitempty"`
 }
 
 type epsDeltaJSON struct {
@@ -182,6 +185,7 @@ func writeQueryJSON(w io.Writer, r *query.Result) error {
 		ReleaseID: r.ReleaseID,
 		Notes:     r.Notes,
 		Ledger:    &ledgerKeyJSON{r.Budget.Dataset, r.Budget.Analyst},
+		Repeated:  r.Repeated,
 	}
 	if out.Rows == nil {
 		out.Rows = [][]any{}
@@ -304,6 +308,9 @@ func writeQueryTable(w io.Writer, r *query.Result) error {
 		split = append(split, fmt.Sprintf("%s ε=%g", s.Column, s.Epsilon))
 	}
 	fmt.Fprintf(w, "± is the half-width of a %g%% interval; ε split: %s\n", r.Confidence*100, strings.Join(split, ", "))
+	if r.Repeated {
+		fmt.Fprintf(w, "%s (first answered at a cost of ε=%g δ=%g)\n", query.RepeatedNote, r.OriginalCost.Epsilon, r.OriginalCost.Delta)
+	}
 	fmt.Fprintf(w, "cost ε=%g δ=%g; budget of %s on %s: spent ε=%g δ=%g, left ε=%g δ=%g\n",
 		r.Cost.Epsilon, r.Cost.Delta, r.Budget.Analyst, r.Budget.Dataset,
 		r.Budget.Spent.Epsilon, r.Budget.Spent.Delta, r.Budget.Remaining.Epsilon, r.Budget.Remaining.Delta)

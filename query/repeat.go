@@ -1,0 +1,163 @@
+package query
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/dpstat/dpstat/accounting"
+	"github.com/dpstat/dpstat/ledger"
+)
+
+// AnswerStore looks up answers stored with earlier charges; *ledger.Ledger
+// provides it. When a Service's ledger is also an AnswerStore, answers are
+// repeat-safe: the same analyst asking the same query with the same
+// parameters on the same table gets the stored noisy answer at no cost,
+// instead of fresh noise that averaging could remove.
+type AnswerStore interface {
+	// Answer returns the answer stored under answerKey for k, and whether
+	// there is one.
+	Answer(k ledger.Key, answerKey string) ([]byte, bool, error)
+}
+
+// RepeatedNote is the note a stored answer carries when it is returned
+// again.
+const RepeatedNote = "repeated query: stored answer returned, no charge"
+
+// answerKeyVersion changes whenever the stored format or what identifies a
+// query changes.
+const answerKeyVersion = "dpstat-query-answer-v1"
+
+// AnswerKey identifies the answer of a prepared query in the ledger: a hash
+// of the normalized query text, ε, δ, the confidence level, and the engine
+// SQL (which captures the table and the data owner's declared bounds and
+// value lists, so that a changed declaration is a different question). The
+// analyst and table are the ledger key the answer is stored under.
+func (p *Prepared) AnswerKey() string {
+	h := sha256.New()
+	for _, part := range []string{
+		answerKeyVersion,
+		p.Plan.Table.Name,
+		p.Plan.Query.Text,
+		strconv.FormatFloat(p.Opts.Epsilon, 'g', -1, 64),
+		strconv.FormatFloat(p.Opts.Delta, 'g', -1, 64),
+		strconv.FormatFloat(p.Opts.Confidence, 'g', -1, 64),
+		p.SQL,
+	} {
+		fmt.Fprintf(h, "%d:%s;", len(part), part)
+	}
+	return answerKeyVersion + ":" + hex.EncodeToString(h.Sum(nil))
+}
+
+// storedCell is one answer value with its type kept.
+type storedCell struct {
+	T string  `json:"t"` // "i", "f", "s", "b", "n" (NULL)
+	I int64   `json:"i,omitempty"`
+	F float64 `json:"f,omitempty"`
+	S string  `json:"s,omitempty"`
+	B bool    `json:"b,omitempty"`
+}
+
+// storedAnswer is the durable form of a Result.
+type storedAnswer struct {
+	Columns    []string        `json:"columns"`
+	Rows       [][]storedCell  `json:"rows"`
+	CI         [][]*Interval   `json:"ci"`
+	Confidence float64         `json:"confidence"`
+	Cost       accounting.Cost `json:"cost"`
+	Split      []Share         `json:"split"`
+	Notes      []string        `json:"notes"`
+}
+
+// encodeAnswer serializes a result for storage with its charge.
+func encodeAnswer(r *Result) ([]byte, error) {
+	s := storedAnswer{Columns: r.Columns, CI: r.CI, Confidence: r.Confidence, Cost: r.Cost, Split: r.Split, Notes: r.Notes}
+	for _, ivs := range r.CI {
+		for _, iv := range ivs {
+			if iv != nil && !(finite(iv.Low) && finite(iv.High)) {
+				return nil, fmt.Errorf("query: interval %v cannot be stored", *iv)
+			}
+		}
+	}
+	for _, row := range r.Rows {
+		cells := make([]storedCell, len(row))
+		for j, v := range row {
+			switch x := v.(type) {
+			case nil:
+				cells[j] = storedCell{T: "n"}
+			case int64:
+				cells[j] = storedCell{T: "i", I: x}
+			case float64:
+				if !finite(x) {
+					return nil, fmt.Errorf("query: value %v cannot be stored", x)
+				}
+				cells[j] = storedCell{T: "f", F: x}
+			case string:
+				cells[j] = storedCell{T: "s", S: x}
+			case bool:
+				cells[j] = storedCell{T: "b", B: x}
+			default:
+				return nil, fmt.Errorf("query: value of type %T cannot be stored", v)
+			}
+		}
+		s.Rows = append(s.Rows, cells)
+	}
+	return json.Marshal(s)
+}
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// decodeAnswer restores a stored result.
+func decodeAnswer(b []byte) (*Result, error) {
+	var s storedAnswer
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("query: stored answer is damaged: %w", err)
+	}
+	r := &Result{Columns: s.Columns, CI: s.CI, Confidence: s.Confidence, Cost: s.Cost, Split: s.Split, Notes: s.Notes}
+	for _, cells := range s.Rows {
+		row := make([]any, len(cells))
+		for j, c := range cells {
+			switch c.T {
+			case "i":
+				row[j] = c.I
+			case "f":
+				row[j] = c.F
+			case "s":
+				row[j] = c.S
+			case "b":
+				row[j] = c.B
+			case "n":
+				row[j] = nil
+			default:
+				return nil, fmt.Errorf("query: stored answer has a value of unknown type %q", c.T)
+			}
+		}
+		r.Rows = append(r.Rows, row)
+	}
+	if len(r.Rows) != len(r.CI) {
+		return nil, fmt.Errorf("query: stored answer is damaged: %d rows, %d interval rows", len(r.Rows), len(r.CI))
+	}
+	return r, nil
+}
+
+// storedResult returns the stored answer of p for key, if there is one,
+// marked as repeated: it was charged when first released and costs nothing
+// now.
+func storedResult(store AnswerStore, key ledger.Key, answerKey string) (*Result, bool, error) {
+	b, ok, err := store.Answer(key, answerKey)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	r, err := decodeAnswer(b)
+	if err != nil {
+		return nil, false, err
+	}
+	r.Repeated = true
+	r.OriginalCost = r.Cost
+	r.Cost = accounting.Cost{}
+	r.Notes = append([]string{RepeatedNote}, r.Notes...)
+	return r, true, nil
+}
