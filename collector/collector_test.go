@@ -249,7 +249,7 @@ func TestHTTPRefusals(t *testing.T) {
 		{"bad report id", "POST", "/api/surveys/k/reports", "", `{"id":"a/b","value":1}`, 422, "invalid_report_id"},
 		{"oue wrong length", "POST", "/api/surveys/u/reports", "", `{"id":"a","bits":"ff"}`, 422, "wrong_length"},
 		{"oue not hex", "POST", "/api/surveys/u/reports", "", `{"id":"a","bits":"zz00"}`, 422, "malformed_bits"},
-		{"oue bit beyond the domain", "POST", "/api/surveys/u/reports", "", `{"id":"a","bits":"0004"}`, 422, "invalid_report"},
+		{"oue bit beyond the domain", "POST", "/api/surveys/u/reports", "", `{"id":"a","bits":"0004"}`, 422, "out_of_domain"},
 		{"oue with a value", "POST", "/api/surveys/u/reports", "", `{"id":"a","value":1}`, 422, "wrong_fields"},
 		{"olh without seed", "POST", "/api/surveys/h/reports", "", `{"id":"a","value":1}`, 422, "wrong_fields"},
 		{"olh hash out of range", "POST", "/api/surveys/h/reports", "", `{"id":"a","seed":5,"value":99}`, 422, "out_of_domain"},
@@ -542,5 +542,61 @@ func TestGoClient(t *testing.T) {
 	}
 	if _, err := NewClient("ftp://x", nil); err == nil {
 		t.Error("accepted an ftp address")
+	}
+}
+
+// TestConcurrentIngestCountsEachIDOnce posts overlapping batches from many
+// goroutines (their commits are grouped) and checks that every id is
+// accepted exactly once and the tally matches.
+func TestConcurrentIngestCountsEachIDOnce(t *testing.T) {
+	st, path := openTest(t)
+	if _, err := st.CreateSurvey(SurveySpec{ID: "s", Question: "q", Domain: Domain{Values: []string{"a", "b", "c"}}, Mechanism: "krr", Epsilon: 1}); err != nil {
+		t.Fatal(err)
+	}
+	const workers, batches, size, distinct = 8, 20, 50, 3000
+	var mu sync.Mutex
+	accepted, dups := 0, 0
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range batches {
+				var reps []Report
+				for i := range size {
+					id := (w*7919 + b*size + i*31) % distinct
+					reps = append(reps, Report{ID: fmt.Sprint("id", id), Value: i64(int64(id % 3))})
+				}
+				res, err := st.Ingest("s", reps)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				accepted += res.Accepted
+				dups += res.Duplicates
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if accepted+dups != workers*batches*size {
+		t.Fatalf("accepted %d + duplicates %d ≠ %d posted", accepted, dups, workers*batches*size)
+	}
+	est, _ := st.Estimates("s", 0.95)
+	if est.N != int64(accepted) {
+		t.Fatalf("n = %d, accepted %d", est.N, accepted)
+	}
+	st.Close()
+	st, err := Open(path, StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if got := len(st.surveys["s"].ids); got != accepted {
+		t.Fatalf("after reopening %d ids, accepted %d", got, accepted)
+	}
+	if est, _ := st.Estimates("s", 0.95); est.N != int64(accepted) {
+		t.Fatalf("after reopening n = %d, accepted %d", est.N, accepted)
 	}
 }

@@ -129,6 +129,8 @@ type survey struct {
 	params ldp.Params
 
 	mu    sync.Mutex // guards tally and ids; held across an ingest's commit
+	qmu   sync.Mutex // guards queue
+	queue []*ingestJob
 	tally ldp.Tally
 	ids   map[[2]uint64]struct{} // hashes of the accepted report ids
 }
@@ -556,6 +558,12 @@ func (b *survey) convert(i int, r Report) (ldp.Report, *ReportError) {
 			byteIdx := j / 2
 			words[byteIdx/8] |= uint64(hi<<4|lo) << (8 * (byteIdx % 8))
 		}
+		if rem := b.params.Domain % 8; rem != 0 {
+			lastByte := len(r.Bits)/2 - 1
+			if last := words[lastByte/8] >> (8 * (lastByte % 8)) & 0xff; last>>rem != 0 {
+				return ldp.Report{}, bad("out_of_domain", "bits sets a bit at or beyond position %d: want bits of values in [0, %d) only", b.params.Domain, b.params.Domain)
+			}
+		}
 		return ldp.Report{Bits: words}, nil
 	case ldp.KindOLH:
 		if r.Value == nil || r.Seed == nil || r.Bits != "" {
@@ -611,62 +619,121 @@ func (s *Store) Ingest(id string, reports []Report) (IngestResult, error) {
 		conv[i] = c
 		hashes[i] = s.hashID([]byte(r.ID))
 	}
+	j := &ingestJob{reports: reports, conv: conv, hashes: hashes, done: make(chan struct{})}
+	b.qmu.Lock()
+	b.queue = append(b.queue, j)
+	b.qmu.Unlock()
+	// Group commit: whoever holds b.mu commits every queued batch of the
+	// survey in one transaction (one fsync); a batch whose turn comes
+	// after it was committed by another holder just returns its result.
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	select {
+	case <-j.done:
+		return j.res, j.err
+	default:
+	}
+	b.qmu.Lock()
+	group := b.queue
+	b.queue = nil
+	b.qmu.Unlock()
+	s.commitGroup(b, group)
+	<-j.done
+	return j.res, j.err
+}
+
+// ingestJob is one validated batch waiting for its commit.
+type ingestJob struct {
+	reports []Report
+	conv    []ldp.Report
+	hashes  [][2]uint64
+	log     []byte // the batch's accepted ids, each preceded by its length
+	res     IngestResult
+	err     error
+	done    chan struct{}
+}
+
+// commitGroup counts the new reports of a group of batches, writes their id
+// logs and the new tally in one transaction, and only then updates the
+// in-memory tally and id set and answers the batches. b.mu is held.
+func (s *Store) commitGroup(b *survey, group []*ingestJob) {
+	finish := func(err error) {
+		for _, j := range group {
+			if err != nil {
+				j.res, j.err = IngestResult{}, err
+			}
+			close(j.done)
+		}
+	}
 	set := b.ids
 	agg := b.newAggregator()
 	if err := agg.Merge(b.tally); err != nil {
-		return IngestResult{}, err
+		finish(err)
+		return
 	}
 	// New ids go straight into the in-memory set (one lookup and one
-	// insertion per report); they are taken out again if the batch fails.
-	added := make([][2]uint64, 0, len(reports))
+	// insertion per report); they are taken out again if the commit fails.
+	var added [][2]uint64
 	rollback := func() {
 		for _, h := range added {
 			delete(set, h)
 		}
 	}
-	var log []byte
-	res := IngestResult{}
-	for i, r := range conv {
-		h := hashes[i]
-		if _, dup := set[h]; dup {
-			res.Duplicates++
-			continue
+	accepted := 0
+	for _, j := range group {
+		for i, r := range j.conv {
+			h := j.hashes[i]
+			if _, dup := set[h]; dup {
+				j.res.Duplicates++
+				continue
+			}
+			if err := agg.Add(r); err != nil {
+				// convert checks everything Add checks; reaching this is
+				// a bug, and the whole group is refused.
+				rollback()
+				finish(fmt.Errorf("report %d: %w", i, err))
+				return
+			}
+			set[h] = struct{}{}
+			added = append(added, h)
+			j.log = append(j.log, byte(len(j.reports[i].ID)))
+			j.log = append(j.log, j.reports[i].ID...)
+			j.res.Accepted++
+			accepted++
 		}
-		if err := agg.Add(r); err != nil {
-			rollback()
-			return IngestResult{}, &ReportError{Index: i, Code: "invalid_report", Message: err.Error()}
-		}
-		set[h] = struct{}{}
-		added = append(added, h)
-		log = append(log, byte(len(reports[i].ID)))
-		log = append(log, reports[i].ID...)
-		res.Accepted++
 	}
-	if res.Accepted > 0 {
+	if accepted > 0 {
 		t := agg.Tally()
-		err = s.db.Update(func(tx *bolt.Tx) error {
-			ib := tx.Bucket(bucketIDs).Bucket([]byte(id))
-			seq, err := ib.NextSequence()
-			if err != nil {
-				return err
+		id := []byte(b.ID)
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			ib := tx.Bucket(bucketIDs).Bucket(id)
+			for _, j := range group {
+				if len(j.log) == 0 {
+					continue
+				}
+				seq, err := ib.NextSequence()
+				if err != nil {
+					return err
+				}
+				var key [8]byte
+				binary.BigEndian.PutUint64(key[:], seq)
+				if err := ib.Put(key[:], j.log); err != nil {
+					return err
+				}
 			}
-			var key [8]byte
-			binary.BigEndian.PutUint64(key[:], seq)
-			if err := ib.Put(key[:], log); err != nil {
-				return err
-			}
-			return tx.Bucket(bucketTally).Put([]byte(id), encodeTally(t))
+			return tx.Bucket(bucketTally).Put(id, encodeTally(t))
 		})
 		if err != nil {
 			rollback()
-			return IngestResult{}, fmt.Errorf("storing reports: %w", err)
+			finish(fmt.Errorf("storing reports: %w", err))
+			return
 		}
 		b.tally = t
 	}
-	res.Total = b.tally.N
-	return res, nil
+	for _, j := range group {
+		j.res.Total = b.tally.N
+	}
+	finish(nil)
 }
 
 // HasReport reports whether a report id was accepted for a survey.
