@@ -19,6 +19,7 @@ import (
 
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/pgwire"
+	"github.com/dpstat/dpstat/server"
 )
 
 func connect(t *testing.T, dsn string) *pgx.Conn {
@@ -467,5 +468,65 @@ func TestCachedStatementAfterIntervalsChange(t *testing.T) {
 	rows.Close()
 	if rows.Err() != nil || n != 4 {
 		t.Fatalf("retry: %d columns, %v", n, rows.Err())
+	}
+}
+
+// gate holds real answers (not dry runs) until it is opened.
+type gate struct {
+	server.Answerer
+	entered chan struct{}
+	open    chan struct{}
+}
+
+func (g *gate) Answer(ctx context.Context, req server.Request) (*server.Response, error) {
+	if !req.DryRun {
+		g.entered <- struct{}{}
+		<-g.open
+	}
+	return g.Answerer.Answer(ctx, req)
+}
+
+// TestGracefulShutdown checks that Shutdown lets a query in flight finish
+// and deliver its charged answer, and tells an idle session the server is
+// going away.
+func TestGracefulShutdown(t *testing.T) {
+	g := &gate{entered: make(chan struct{}, 1), open: make(chan struct{})}
+	e := newEnvWrapped(t, pgwire.Options{}, func(a server.Answerer) server.Answerer { g.Answerer = a; return g })
+	ctx := context.Background()
+	busy := connect(t, e.dsn("alice", e.alice))
+	idle := connect(t, e.dsn("alice", e.alice))
+	result := make(chan error, 1)
+	go func() {
+		var sex string
+		var n float64
+		result <- busy.QueryRow(ctx, "SELECT sex, COUNT(*) FROM adult GROUP BY sex", pgx.QueryExecModeSimpleProtocol).Scan(&sex, &n)
+	}()
+	<-g.entered
+	done := make(chan error, 1)
+	go func() {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		done <- e.srv.Shutdown(sctx)
+	}()
+	select {
+	case <-done:
+		t.Fatal("Shutdown returned with a query in flight")
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(g.open)
+	if err := <-result; err != nil {
+		t.Fatalf("query in flight: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if n := e.releases(t); n != 1 {
+		t.Fatalf("%d releases, want 1", n)
+	}
+	if _, err := idle.Exec(ctx, "SHOW dpstat.epsilon"); err == nil {
+		t.Fatal("idle session still served after shutdown")
+	}
+	if _, err := net.DialTimeout("tcp", e.addr, time.Second); err == nil {
+		t.Fatal("listener still accepting after shutdown")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/dpstat/dpstat/analyst"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/pgwire"
+	"github.com/dpstat/dpstat/server"
 	"github.com/dpstat/dpstat/server/servertest"
 )
 
@@ -27,6 +28,10 @@ type env struct {
 }
 
 func newEnv(t *testing.T, opts pgwire.Options) *env {
+	return newEnvWrapped(t, opts, nil)
+}
+
+func newEnvWrapped(t *testing.T, opts pgwire.Options, wrap func(server.Answerer) server.Answerer) *env {
 	t.Helper()
 	l, err := ledger.Open(filepath.Join(t.TempDir(), "ledger.db"), ledger.Options{})
 	if err != nil {
@@ -55,7 +60,11 @@ func newEnv(t *testing.T, opts pgwire.Options) *env {
 	if _, err := reg.Revoke("mallory"); err != nil {
 		t.Fatal(err)
 	}
-	opts.Answerer = &servertest.Answerer{Ledger: l}
+	var ans server.Answerer = &servertest.Answerer{Ledger: l}
+	if wrap != nil {
+		ans = wrap(ans)
+	}
+	opts.Answerer = ans
 	opts.Analysts = reg
 	if opts.MaxQueryLen == 0 {
 		opts.MaxQueryLen = 2048

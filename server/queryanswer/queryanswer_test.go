@@ -170,6 +170,9 @@ func TestEndToEndExact(t *testing.T) {
 		{"select star", `{"sql":"SELECT * FROM adult"}`, "refused", 400},
 		{"file path in FROM", `{"sql":"SELECT COUNT(*) FROM read_csv('/etc/passwd')"}`, "refused", 400},
 		{"second statement", `{"sql":"SELECT COUNT(*) FROM adult; DROP TABLE adult"}`, "refused", 400},
+		{"injection through a quoted identifier", `{"sql":"SELECT COUNT(*) FROM \"adult\"\"; DROP TABLE adult; --\""}`, "unknown_table", 400},
+		{"injection through a column identifier", `{"sql":"SELECT SUM(\"age) FROM adult; --\") FROM adult"}`, "unknown_column", 400},
+		{"injection through a string literal stays one literal", `{"sql":"SELECT COUNT(*) FROM adult WHERE sex = 'x'' OR ''1''=''1'","dry_run":true}`, "", 200},
 		{"over budget", `{"sql":"SELECT COUNT(*) FROM adult","epsilon":1e21}`, "budget_exceeded", 409},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
