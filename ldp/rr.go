@@ -82,14 +82,17 @@ func (k *krrOracle) Randomize(src random.Source, v int) (Report, error) {
 }
 
 // karyRandomize keeps v with probability p (exact Bernoulli on the dyadic
-// p) and otherwise returns a uniform value of [0, k) other than v.
+// p) and otherwise returns a uniform value of [0, k) other than v. The
+// other value is drawn whether or not it is used, so that the running time
+// does not tell whether the truth was kept.
 func karyRandomize(s random.Source, p float64, k, v int) int {
-	if noise.BernoulliFloat(s, p) {
-		return v
-	}
+	keep := noise.BernoulliFloat(s, p)
 	r := int(noise.UniformInt(s, uint64(k-1)))
 	if r >= v {
 		r++
+	}
+	if keep {
+		return v
 	}
 	return r
 }

@@ -156,11 +156,14 @@ export function olhHash(seed, v, g) {
   return Math.floor((h * g) / TWO32); // h·g < 2^48: exact
 }
 
+// kary keeps v with probability p and otherwise returns a uniform other
+// value; the other value is drawn either way, so that the running time does
+// not tell whether the truth was kept.
 function kary(p, k, v, r) {
-  if (bernoulli(p, r)) return v;
+  const keep = bernoulli(p, r);
   let x = uniformInt(k - 1, r);
   if (x >= v) x++;
-  return x;
+  return keep ? v : x;
 }
 
 function checkValue(v, d) {
@@ -197,6 +200,8 @@ export function randomize(params, v, rng) {
     case 'sue': {
       checkValue(v, d);
       const bytes = new Uint8Array(Math.ceil(d / 8));
+      // Every bit takes one Bernoulli trial of the same kind of work, in
+      // the same order, whatever v is.
       for (let j = 0; j < d; j++) {
         if (bernoulli(j === v ? params.p : params.q, r)) bytes[j >> 3] |= 1 << (j & 7);
       }
