@@ -172,6 +172,9 @@ func wire(id string, r ldp.Report, p ldp.Params) Report {
 	case ldp.KindOLH:
 		s, v := r.Seed, int64(r.Value)
 		return Report{ID: id, Seed: &s, Value: &v}
+	case ldp.KindHR:
+		row, v := int64(r.Seed), int64(r.Value)
+		return Report{ID: id, Row: &row, Value: &v}
 	}
 	v := int64(r.Value)
 	return Report{ID: id, Value: &v}

@@ -223,6 +223,7 @@ func TestHTTPRefusals(t *testing.T) {
 	mk("k", "krr", `"a","b","c"`)
 	mk("u", "oue", strings.Repeat(`"x",`, 0)+`"a","b","c","d","e","f","g","h","i","j"`)
 	mk("h", "olh", `"a","b","c","d","e","f","g","h","i","j"`)
+	mk("w", "hr", `"a","b","c","d","e"`)
 	tests := []struct {
 		name, method, path, auth, body string
 		status                         int
@@ -253,6 +254,10 @@ func TestHTTPRefusals(t *testing.T) {
 		{"oue with a value", "POST", "/api/surveys/u/reports", "", `{"id":"a","value":1}`, 422, "wrong_fields"},
 		{"olh without seed", "POST", "/api/surveys/h/reports", "", `{"id":"a","value":1}`, 422, "wrong_fields"},
 		{"olh hash out of range", "POST", "/api/surveys/h/reports", "", `{"id":"a","seed":5,"value":99}`, 422, "out_of_domain"},
+		{"hr without row", "POST", "/api/surveys/w/reports", "", `{"id":"a","value":1}`, 422, "wrong_fields"},
+		{"hr row out of range", "POST", "/api/surveys/w/reports", "", `{"id":"a","row":8,"value":1}`, 422, "out_of_domain"},
+		{"hr value not a bit", "POST", "/api/surveys/w/reports", "", `{"id":"a","row":3,"value":2}`, 422, "out_of_domain"},
+		{"row for krr", "POST", "/api/surveys/k/reports", "", `{"id":"a","row":0,"value":1}`, 422, "wrong_fields"},
 		{"estimates of unknown survey", "GET", "/api/surveys/nope/estimates", "", "", 404, "survey_not_found"},
 		{"bad confidence", "GET", "/api/surveys/k/estimates?confidence=2", "", "", 400, "invalid_confidence"},
 		{"unknown endpoint", "GET", "/api/nothing", "", "", 404, "not_found"},
@@ -480,7 +485,7 @@ func TestGoClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	for _, mech := range []string{"rr", "krr", "oue", "sue", "olh"} {
+	for _, mech := range []string{"rr", "krr", "oue", "sue", "olh", "hr"} {
 		values := []string{"a", "b", "c", "d"}
 		if mech == "rr" {
 			values = values[:2]
@@ -508,7 +513,7 @@ func TestGoClient(t *testing.T) {
 		if err != nil || est.N != 20 {
 			t.Fatalf("%s: %+v %v", mech, est, err)
 		}
-		if mech != "oue" && mech != "olh" {
+		if mech != "oue" && mech != "olh" && mech != "hr" {
 			for _, e := range est.Estimates {
 				if math.Abs(e.Estimate-1/float64(len(values))) > 1e-9 {
 					t.Errorf("%s: %s = %v", mech, e.Label, e.Estimate)

@@ -3,7 +3,7 @@ package collector
 import "math"
 
 // parseBatchFast parses the common shape of a report batch,
-// {"reports": [{"id": "...", "value": 3, "seed": 7, "bits": "..."}, ...]},
+// {"reports": [{"id": "...", "value": 3, "seed": 7, "row": 5, "bits": "..."}, ...]},
 // several times faster than encoding/json. It accepts only a strict subset
 // of JSON whose meaning is unambiguous (printable ASCII strings without
 // escapes, lower-case known keys without repetition, integers without
@@ -144,7 +144,7 @@ func (p *fastParser) report() (Report, bool) {
 	if !p.lit('{') {
 		return r, false
 	}
-	var seen [4]bool
+	var seen [5]bool
 	p.ws()
 	if p.peek() == '}' {
 		p.i++
@@ -193,6 +193,16 @@ func (p *fastParser) report() (Report, bool) {
 			}
 			s := uint32(v)
 			r.Seed = &s
+		case "row":
+			if seen[4] {
+				return r, false
+			}
+			seen[4] = true
+			v, ok := p.integer()
+			if !ok {
+				return r, false
+			}
+			r.Row = &v
 		default:
 			return r, false
 		}

@@ -18,7 +18,7 @@ func decodeSlow(body []byte) ([]Report, bool) {
 	if err := dec.Decode(&b); err != nil || dec.More() {
 		return nil, false
 	}
-	single := b.Report.ID != "" || b.Report.Value != nil || b.Report.Seed != nil || b.Report.Bits != ""
+	single := b.Report.ID != "" || b.Report.Value != nil || b.Report.Seed != nil || b.Report.Row != nil || b.Report.Bits != ""
 	if single {
 		return nil, false
 	}
@@ -67,7 +67,7 @@ func TestFastBatchParserAgreesWithEncodingJSON(t *testing.T) {
 			if j > 0 {
 				sb.WriteString(",")
 			}
-			fmt.Fprintf(&sb, `{"id":"r%d","value":%d,"seed":%d,"bits":"%x"}`, r.IntN(100), r.Int64()>>r.IntN(64)-r.Int64N(3), r.Uint32(), r.Uint32())
+			fmt.Fprintf(&sb, `{"id":"r%d","value":%d,"seed":%d,"row":%d,"bits":"%x"}`, r.IntN(100), r.Int64()>>r.IntN(64)-r.Int64N(3), r.Uint32(), r.Int64()>>r.IntN(64), r.Uint32())
 		}
 		sb.WriteString(`]}`)
 		b := []byte(sb.String())

@@ -197,7 +197,7 @@ func (h *handler) reports(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reports := b.Reports
-	single := b.Report.ID != "" || b.Report.Value != nil || b.Report.Seed != nil || b.Report.Bits != ""
+	single := b.Report.ID != "" || b.Report.Value != nil || b.Report.Seed != nil || b.Report.Row != nil || b.Report.Bits != ""
 	switch {
 	case reports != nil && single:
 		writeError(w, http.StatusBadRequest, "malformed_json", `reports: both "reports" and report fields: send one or the other`)

@@ -199,7 +199,7 @@ func build(sv Survey) (*survey, error) {
 		}
 		out.params = out.oracle.Params()
 	}
-	out.tally = ldp.Tally{Counts: make([]int64, out.params.Domain)}
+	out.tally = ldp.Tally{Counts: make([]int64, out.params.TallySize())}
 	return out, nil
 }
 
@@ -301,7 +301,7 @@ func (s *Store) load() error {
 				return fmt.Errorf("survey %q: %w", k, err)
 			}
 			if raw := tx.Bucket(bucketTally).Get(k); raw != nil {
-				t, err := decodeTally(raw, b.params.Domain)
+				t, err := decodeTally(raw, b.params.TallySize())
 				if err != nil {
 					return fmt.Errorf("survey %q tally: %w", k, err)
 				}
@@ -492,8 +492,8 @@ func (s *Store) Surveys() []Survey {
 }
 
 // Report is one report as a device sends it. Value is the reported value
-// (rr, krr, mean: the reported bit 0/1; olh: the perturbed hash), Seed the
-// olh hash seed, Bits the oue/sue bit vector in hex.
+// (rr, krr; mean and hr: the reported bit 0/1; olh: the perturbed hash),
+// Seed the olh hash seed, Row the hr row, Bits the oue/sue bit vector in hex.
 type Report struct {
 	// ID is chosen by the device (1 to MaxIDLength letters, digits,
 	// '-', '_', '.' or ':'); a report id is counted once.
@@ -502,6 +502,8 @@ type Report struct {
 	Value *int64 `json:"value,omitempty"`
 	// Seed is olh's hash seed.
 	Seed *uint32 `json:"seed,omitempty"`
+	// Row is hr's Hadamard row.
+	Row *int64 `json:"row,omitempty"`
 	// Bits is the unary encoding in hex: ceil(d/8) bytes, bit v in byte
 	// v/8 at position v%8.
 	Bits string `json:"bits,omitempty"`
@@ -541,7 +543,7 @@ func (b *survey) convert(i int, r Report) (ldp.Report, *ReportError) {
 	k := b.params.Mechanism
 	switch k {
 	case ldp.KindOUE, ldp.KindSUE:
-		if r.Value != nil || r.Seed != nil {
+		if r.Value != nil || r.Seed != nil || r.Row != nil {
 			return ldp.Report{}, bad("wrong_fields", "survey uses %s: want a report with \"bits\" only", k)
 		}
 		want := 2 * ((b.params.Domain + 7) / 8)
@@ -565,8 +567,19 @@ func (b *survey) convert(i int, r Report) (ldp.Report, *ReportError) {
 			}
 		}
 		return ldp.Report{Bits: words}, nil
+	case ldp.KindHR:
+		if r.Value == nil || r.Row == nil || r.Seed != nil || r.Bits != "" {
+			return ldp.Report{}, bad("wrong_fields", "survey uses hr: want a report with \"row\" and \"value\"")
+		}
+		if *r.Row < 0 || *r.Row >= int64(b.params.Rows) {
+			return ldp.Report{}, bad("out_of_domain", "row = %d: want a Hadamard row in [0, %d)", *r.Row, b.params.Rows)
+		}
+		if *r.Value != 0 && *r.Value != 1 {
+			return ldp.Report{}, bad("out_of_domain", "value = %d: want a bit, 0 or 1", *r.Value)
+		}
+		return ldp.Report{Value: int(*r.Value), Seed: uint32(*r.Row)}, nil
 	case ldp.KindOLH:
-		if r.Value == nil || r.Seed == nil || r.Bits != "" {
+		if r.Value == nil || r.Seed == nil || r.Row != nil || r.Bits != "" {
 			return ldp.Report{}, bad("wrong_fields", "survey uses olh: want a report with \"seed\" and \"value\"")
 		}
 		if *r.Value < 0 || *r.Value >= int64(b.params.G) {
@@ -574,7 +587,7 @@ func (b *survey) convert(i int, r Report) (ldp.Report, *ReportError) {
 		}
 		return ldp.Report{Value: int(*r.Value), Seed: *r.Seed}, nil
 	default:
-		if r.Value == nil || r.Seed != nil || r.Bits != "" {
+		if r.Value == nil || r.Seed != nil || r.Row != nil || r.Bits != "" {
 			return ldp.Report{}, bad("wrong_fields", "survey uses %s: want a report with \"value\" only", k)
 		}
 		if *r.Value < 0 || *r.Value >= int64(b.params.Domain) {

@@ -32,6 +32,7 @@ func BenchmarkAggregate(b *testing.B) {
 		{"oue-d1024", Options{KindOUE, 1, 1024}},
 		{"sue-d1024", Options{KindSUE, 1, 1024}},
 		{"olh-d1024", Options{KindOLH, 1, 1024}},
+		{"hr-d1024", Options{KindHR, 1, 1024}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			o, err := New(c.o)
@@ -63,6 +64,7 @@ func BenchmarkRandomize(b *testing.B) {
 		{"oue-d1024", Options{KindOUE, 1, 1024}},
 		{"sue-d1024", Options{KindSUE, 1, 1024}},
 		{"olh-d1024", Options{KindOLH, 1, 1024}},
+		{"hr-d1024", Options{KindHR, 1, 1024}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			o, err := New(c.o)

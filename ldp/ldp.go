@@ -25,6 +25,8 @@ const (
 	KindOLH Kind = "olh"
 	// KindSUE is symmetric unary encoding (basic one-time RAPPOR).
 	KindSUE Kind = "sue"
+	// KindHR is Hadamard randomized response.
+	KindHR Kind = "hr"
 	// KindMean is the Duchi et al. mean of a bounded number (not a
 	// frequency oracle; see Mean).
 	KindMean Kind = "mean"
@@ -32,10 +34,10 @@ const (
 
 // FrequencyKinds lists the frequency oracles in the order Recommend prefers
 // them on ties (smaller reports first).
-var FrequencyKinds = []Kind{KindRR, KindKRR, KindOLH, KindOUE, KindSUE}
+var FrequencyKinds = []Kind{KindRR, KindKRR, KindHR, KindOLH, KindOUE, KindSUE}
 
-// ParseKind accepts a short name (case-insensitive; "hr" is not offered,
-// "rappor" is an alias of "sue", "duchi" of "mean").
+// ParseKind accepts a short name (case-insensitive; "rappor" is an alias
+// of "sue", "hadamard" of "hr", "duchi" of "mean").
 func ParseKind(s string) (Kind, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "rr", "binary":
@@ -48,10 +50,12 @@ func ParseKind(s string) (Kind, error) {
 		return KindOLH, nil
 	case "sue", "rappor":
 		return KindSUE, nil
+	case "hr", "hadamard":
+		return KindHR, nil
 	case "mean", "duchi":
 		return KindMean, nil
 	}
-	return "", fmt.Errorf("mechanism %q: want one of rr, krr, oue, olh, sue, mean", s)
+	return "", fmt.Errorf("mechanism %q: want one of rr, krr, oue, olh, sue, hr, mean", s)
 }
 
 // MaxDomain is the largest domain a frequency oracle accepts, 2^20 values.
@@ -69,14 +73,15 @@ type Options struct {
 }
 
 // Report is one person's randomized report. Which fields are used depends
-// on the mechanism: Value for rr, krr and mean (the reported value or bit)
-// and olh (the perturbed hash); Seed for olh (the hash function chosen);
-// Bits for oue and sue (bit v is Bits[v/64]>>(v%64)&1).
+// on the mechanism: Value for rr, krr and mean (the reported value or bit),
+// olh (the perturbed hash) and hr (the reported bit); Seed for olh (the
+// hash function chosen) and hr (the Hadamard row); Bits for oue and sue (bit
+// v is Bits[v/64]>>(v%64)&1).
 type Report struct {
 	// Value is the reported value (rr, krr), bit (mean) or perturbed
 	// hash (olh).
 	Value int `json:"value,omitempty"`
-	// Seed is olh's hash seed.
+	// Seed is olh's hash seed, or hr's row.
 	Seed uint32 `json:"seed,omitempty"`
 	// Bits is the unary encoding's bit vector, ceil(d/64) words.
 	Bits []uint64 `json:"bits,omitempty"`
@@ -85,8 +90,10 @@ type Report struct {
 // Tally is the sufficient statistic of a set of reports: their number N and
 // one count per domain value (for rr and krr the reports of each value, for
 // oue and sue the reports whose bit is set, for olh the reports that
-// support the value; for mean, Counts[1] is the number of 1 bits). Tallies
-// of disjoint sets of reports add.
+// support the value; for mean, Counts[1] is the number of 1 bits), except
+// for hr, whose tally has two counts per Hadamard row (Counts[2j+b] counts
+// the reports of row j and bit b). Params.TallySize gives the length.
+// Tallies of disjoint sets of reports add.
 type Tally struct {
 	// N is the number of reports.
 	N int64 `json:"n"`
@@ -115,6 +122,18 @@ type Params struct {
 	// G is the hash range of olh (the number of values the g-ary
 	// randomized response works on).
 	G int `json:"g,omitempty"`
+	// Rows is the size K of hr's Hadamard matrix, the smallest power of
+	// two ≥ d; a report's row is in [0, K).
+	Rows int `json:"rows,omitempty"`
+}
+
+// TallySize returns the number of counts in a tally of these reports: 2K
+// for hr, the domain size otherwise.
+func (p Params) TallySize() int {
+	if p.Mechanism == KindHR {
+		return 2 * p.Rows
+	}
+	return p.Domain
 }
 
 // FrequencyOracle is a local randomizer for values in [0, d) together with
@@ -165,10 +184,12 @@ func New(o Options) (FrequencyOracle, error) {
 		return newUE(o)
 	case KindOLH:
 		return newOLH(o)
+	case KindHR:
+		return newHR(o)
 	case KindMean:
 		return nil, fmt.Errorf("ldp: mechanism mean estimates a mean, not frequencies: use NewMean")
 	}
-	return nil, fmt.Errorf("ldp: mechanism %q: want one of rr, krr, oue, olh, sue", o.Mechanism)
+	return nil, fmt.Errorf("ldp: mechanism %q: want one of rr, krr, oue, olh, sue, hr", o.Mechanism)
 }
 
 // Estimates returns, for every value, the unbiased frequency estimate and
@@ -176,7 +197,7 @@ func New(o Options) (FrequencyOracle, error) {
 // uses only the counts and the exact probabilities of Params).
 func Estimates(o FrequencyOracle, t Tally) ([]mechanism.Estimate, error) {
 	p := o.Params()
-	if err := checkTally(t, p.Domain); err != nil {
+	if err := checkTally(t, p.TallySize()); err != nil {
 		return nil, err
 	}
 	switch m := o.(type) {
@@ -188,6 +209,8 @@ func Estimates(o FrequencyOracle, t Tally) ([]mechanism.Estimate, error) {
 		return []mechanism.Estimate{{Value: 1 - e.Value, Variance: e.Variance}, e}, nil
 	case *krrOracle:
 		return m.m.Estimate(t.Counts)
+	case *hrOracle:
+		return m.estimates(t), nil
 	}
 	pq, ok := o.(interface{ pq() (float64, float64) })
 	if !ok {

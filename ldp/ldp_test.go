@@ -24,7 +24,7 @@ func TestBadParameters(t *testing.T) {
 		{"domain 0", Options{KindOUE, 1, 0}, "domain = 0"},
 		{"domain too large", Options{KindOLH, 1, MaxDomain + 1}, "domain = 1048577"},
 		{"rr with 3 values", Options{KindRR, 1, 3}, "exactly 2 values"},
-		{"unknown mechanism", Options{"hr", 1, 10}, `mechanism "hr"`},
+		{"unknown mechanism", Options{"hx", 1, 10}, `mechanism "hx"`},
 		{"mean is not an oracle", Options{KindMean, 1, 10}, "NewMean"},
 	}
 	for _, tc := range tests {
@@ -100,6 +100,8 @@ func TestAggregatorRefusesMalformedReports(t *testing.T) {
 		{"oue stray bit", Options{KindOUE, 1, 100}, Report{Bits: []uint64{0, 1 << 40}}, "beyond position 100"},
 		{"sue no bits", Options{KindSUE, 1, 10}, Report{Value: 3}, "has 0 words"},
 		{"olh hash out of range", Options{KindOLH, 1, 10}, Report{Value: 4, Seed: 7}, "hashed value = 4"},
+		{"hr row out of range", Options{KindHR, 1, 10}, Report{Value: 1, Seed: 16}, "row = 16"},
+		{"hr value not a bit", Options{KindHR, 1, 10}, Report{Value: 2, Seed: 3}, "value = 2"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -152,6 +154,8 @@ func TestProbabilitiesKeepEpsilon(t *testing.T) {
 				ratio = num.Quo(num, den)
 			case KindOLH:
 				ratio = new(big.Rat).Quo(new(big.Rat).Mul(pr, big.NewRat(int64(p.G-1), 1)), new(big.Rat).Sub(one, pr))
+			case KindHR:
+				ratio = new(big.Rat).Quo(pr, new(big.Rat).Sub(one, pr))
 			default:
 				ratio = new(big.Rat).Quo(new(big.Rat).Mul(pr, big.NewRat(int64(d-1), 1)), new(big.Rat).Sub(one, pr))
 			}
@@ -464,6 +468,7 @@ func TestAuditEachRandomizer(t *testing.T) {
 		{"oue", KindOUE, 16, true},
 		{"sue", KindSUE, 16, true},
 		{"olh", KindOLH, 16, false},
+		{"hr", KindHR, 16, true},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -483,6 +488,9 @@ func TestAuditEachRandomizer(t *testing.T) {
 						return int(r.Bits[0]&1) + 2*int(r.Bits[0]>>1&1)
 					case KindOLH:
 						return b2i(Hash(r.Seed, 0, g) == r.Value)
+					case KindHR:
+						// Rows of odd index separate the values 0 and 1.
+						return 2*int(r.Seed&1) + r.Value
 					}
 					return r.Value
 				}
@@ -571,6 +579,7 @@ func TestApproxVarianceMatchesPaper(t *testing.T) {
 			KindOUE: 4 * e / ((e - 1) * (e - 1)),
 			KindOLH: (e - 1 + g) * (e - 1 + g) / ((e - 1) * (e - 1) * (g - 1)),
 			KindSUE: es / ((es - 1) * (es - 1)),
+			KindHR:  (e + 1) * (e + 1) / ((e - 1) * (e - 1)),
 		}
 		for k, w := range want {
 			got, err := ApproxVariance(k, eps, d)

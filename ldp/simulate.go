@@ -78,7 +78,7 @@ func Simulate(o FrequencyOracle, so SimulateOptions) (Tally, error) {
 		}()
 	}
 	wg.Wait()
-	out := Tally{Counts: make([]int64, d)}
+	out := Tally{Counts: make([]int64, o.Params().TallySize())}
 	for k := range w {
 		if errs[k] != nil {
 			return Tally{}, errs[k]

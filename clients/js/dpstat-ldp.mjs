@@ -159,6 +159,20 @@ export function olhHash(seed, v, g) {
 // kary keeps v with probability p and otherwise returns a uniform other
 // value; the other value is drawn either way, so that the running time does
 // not tell whether the truth was kept.
+/**
+ * The Hadamard entry H[v][row] as a bit: 1 for +1 (an even number of common
+ * one bits), 0 for −1; the same as the Go collector's ldp.HadamardBit.
+ */
+export function hadamardBit(v, row) {
+  let x = (v & row) >>> 0;
+  let parity = 0;
+  while (x) {
+    parity ^= 1;
+    x &= x - 1;
+  }
+  return 1 - parity;
+}
+
 function kary(p, k, v, r) {
   const keep = bernoulli(p, r);
   let x = uniformInt(k - 1, r);
@@ -175,8 +189,8 @@ function checkValue(v, d) {
 /**
  * Randomizes one answer with a survey's public parameters (the "params"
  * object of GET /api/surveys/{id}) and returns the report fields:
- * {value} for rr and krr, {seed, value} for olh, {bits} (hex) for oue and
- * sue. v is the index of the answer in [0, domain).
+ * {value} for rr and krr, {seed, value} for olh, {row, value} for hr,
+ * {bits} (hex) for oue and sue. v is the index of the answer in [0, domain).
  * @param {object} params
  * @param {number} v
  * @param {{uint32: () => number}} [rng]
@@ -196,6 +210,12 @@ export function randomize(params, v, rng) {
       const seed = r.uint32();
       return { seed, value: kary(params.p, params.g, olhHash(seed, v, params.g), r) };
     }
+    case 'hr': {
+      checkValue(v, d);
+      const row = uniformInt(params.rows, r);
+      const bit = hadamardBit(v, row);
+      return { row, value: bernoulli(params.p, r) ? bit : 1 - bit };
+    }
     case 'oue':
     case 'sue': {
       checkValue(v, d);
@@ -210,7 +230,7 @@ export function randomize(params, v, rng) {
       return { bits: hex };
     }
     default:
-      throw new Error(`dpstat-ldp: mechanism ${params.mechanism}: use randomizeMean for mean, or one of rr, krr, olh, oue, sue`);
+      throw new Error(`dpstat-ldp: mechanism ${params.mechanism}: use randomizeMean for mean, or one of rr, krr, olh, hr, oue, sue`);
   }
 }
 

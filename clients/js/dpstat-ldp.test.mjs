@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import {
-  bernoulli, dyadic, uniformInt, olhHash, randomize, randomizeMean, reportId, secureRandom,
+  bernoulli, dyadic, uniformInt, olhHash, hadamardBit, randomize, randomizeMean, reportId, secureRandom,
 } from './dpstat-ldp.mjs';
 
 const fixtures = JSON.parse(readFileSync(new URL('./testdata/fixtures.json', import.meta.url)));
@@ -145,6 +145,25 @@ test('olh reports the true hash with probability p', () => {
     const p = val(c.params.p);
     chiTest(counts, Array.from({ length: g }, (_, k) => (k === 0 ? p : (1 - p) / (g - 1))), c.name);
   }
+});
+
+test('hr draws a uniform row and reports its sign with probability p', () => {
+  const c = fixtures.cases.find((c) => c.params.mechanism === 'hr');
+  const K = c.params.rows;
+  assert.equal(hadamardBit(0, 5), 1);
+  assert.equal(hadamardBit(3, 1), 0);
+  assert.equal(hadamardBit(3, 3), 1);
+  const r = seeded(250);
+  const rows = new Array(K).fill(0);
+  let agree = 0;
+  for (let i = 0; i < N; i++) {
+    const rep = randomize(c.params, c.value, r);
+    assert.ok(Number.isInteger(rep.row) && rep.row >= 0 && rep.row < K && (rep.value === 0 || rep.value === 1));
+    rows[rep.row]++;
+    if (rep.value === hadamardBit(c.value, rep.row)) agree++;
+  }
+  chiTest(rows, new Array(K).fill(1 / K), `${c.name} rows`);
+  zTest(agree, N, val(c.params.p), `${c.name} sign kept`);
 });
 
 test('unary encodings set each bit with the exact p and q', () => {

@@ -12,7 +12,8 @@ import (
 
 // TestNodeClientPostsToCollector runs the JavaScript client in Node against
 // a real loopback collector: it fetches the public parameters, randomizes
-// answers and posts them, one at a time and in a batch. At ε = 1e20 the
+// answers and posts them, one at a time and in a batch (krr, sue, olh, hr,
+// mean). At ε = 1e20 the
 // estimates are exact, which shows that the reports were built and decoded
 // consistently.
 func TestNodeClientPostsToCollector(t *testing.T) {
@@ -30,6 +31,7 @@ func TestNodeClientPostsToCollector(t *testing.T) {
 		{ID: "sue", Question: "q", Domain: collector.Domain{Values: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}}, Mechanism: "sue", Epsilon: 1e20},
 		{ID: "olh", Question: "q", Domain: collector.Domain{Values: []string{"a", "b", "c"}}, Mechanism: "olh", Epsilon: 2},
 		{ID: "mean", Question: "q", Domain: collector.Domain{Range: []float64{-10, 10}}, Mechanism: "mean", Epsilon: 1e20},
+		{ID: "hr", Question: "q", Domain: collector.Domain{Values: []string{"a", "b", "c", "d", "e"}}, Mechanism: "hr", Epsilon: 1},
 	} {
 		if _, err := st.CreateSurvey(spec); err != nil {
 			t.Fatal(err)
@@ -56,6 +58,8 @@ for (let i = 0; i < 5; i++) await answer(base, olh, i % 3);
 const mean = await fetchSurvey(base, 'mean');
 await answer(base, mean, 10);
 await answer(base, mean, -10);
+const hr = await fetchSurvey(base, 'hr');
+for (let i = 0; i < 7; i++) await answer(base, hr, i % 5);
 try {
   await postReports(base, 'krr', [{ id: 'x', value: 9 }]);
   throw new Error('out-of-domain report accepted');
@@ -81,5 +85,8 @@ try {
 	}
 	if est, _ := st.Estimates("olh", 0.95); est.N != 5 {
 		t.Errorf("olh: %d reports, want 5", est.N)
+	}
+	if est, _ := st.Estimates("hr", 0.95); est.N != 7 || len(est.Estimates) != 5 {
+		t.Errorf("hr: %d reports and %d estimates, want 7 and 5", est.N, len(est.Estimates))
 	}
 }

@@ -47,6 +47,7 @@ func buildFixtures(t *testing.T) []byte {
 		{"sue eps 2 d 9", ldp.Options{Mechanism: ldp.KindSUE, Epsilon: 2, Domain: 9}, 8},
 		{"olh eps 1 d 20", ldp.Options{Mechanism: ldp.KindOLH, Epsilon: 1, Domain: 20}, 7},
 		{"olh eps 3 d 100", ldp.Options{Mechanism: ldp.KindOLH, Epsilon: 3, Domain: 100}, 42},
+		{"hr eps 1 d 12", ldp.Options{Mechanism: ldp.KindHR, Epsilon: 1, Domain: 12}, 11},
 	} {
 		o, err := ldp.New(c.o)
 		if err != nil {

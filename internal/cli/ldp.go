@@ -55,8 +55,8 @@ absolute error over all values and the theoretical standard error.
 
 Mechanisms: rr (binary randomized response, domain 2), krr (k-ary randomized
 response), oue (optimized unary encoding), olh (optimized local hashing), sue
-(symmetric unary encoding, basic RAPPOR), auto (the one with the least
-variance for ε and the domain).`,
+(symmetric unary encoding, basic RAPPOR), hr (Hadamard randomized response),
+auto (the one with the least variance for ε and the domain).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var seed *uint64
@@ -67,7 +67,7 @@ variance for ε and the domain).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.mechanism, "mechanism", "auto", "rr, krr, oue, olh, sue or auto")
+	f.StringVar(&o.mechanism, "mechanism", "auto", "rr, krr, oue, olh, sue, hr or auto")
 	f.Float64Var(&o.epsilon, "epsilon", 1, "local privacy parameter ε > 0 of each report")
 	f.IntVar(&o.domain, "domain", 100, "number of values")
 	f.Int64Var(&o.n, "n", 100000, "number of simulated people (at most 2^31)")
@@ -83,15 +83,13 @@ func pickKind(name string, eps float64, d int) (ldp.Kind, error) {
 	case "auto":
 		k, _, err := ldp.Recommend(eps, d)
 		return k, err
-	case "hr":
-		return "", fmt.Errorf("--mechanism hr: Hadamard response is not provided; sue (symmetric unary encoding) is the third unary/hashing mechanism")
 	}
 	k, err := ldp.ParseKind(name)
 	if err != nil {
-		return "", fmt.Errorf("--mechanism %q: want one of rr, krr, oue, olh, sue, auto", name)
+		return "", fmt.Errorf("--mechanism %q: want one of rr, krr, oue, olh, sue, hr, auto", name)
 	}
 	if k == ldp.KindMean {
-		return "", fmt.Errorf("--mechanism mean: simulate compares frequencies; want one of rr, krr, oue, olh, sue, auto")
+		return "", fmt.Errorf("--mechanism mean: simulate compares frequencies; want one of rr, krr, oue, olh, sue, hr, auto")
 	}
 	return k, nil
 }
@@ -108,6 +106,8 @@ func kindTitle(k ldp.Kind) string {
 		return "optimized local hashing"
 	case ldp.KindSUE:
 		return "symmetric unary encoding"
+	case ldp.KindHR:
+		return "Hadamard randomized response"
 	case ldp.KindMean:
 		return "Duchi et al. mean"
 	}
@@ -161,6 +161,9 @@ func runSimulate(w io.Writer, o simulateOptions, seed *uint64) error {
 	fmt.Fprintf(w, "exact probabilities: p = %s, q = %s", p.P.Hex, p.Q.Hex)
 	if p.G > 0 {
 		fmt.Fprintf(w, ", g = %d", p.G)
+	}
+	if p.Rows > 0 {
+		fmt.Fprintf(w, ", %d Hadamard rows", p.Rows)
 	}
 	fmt.Fprintln(w)
 	if seed != nil {

@@ -26,6 +26,7 @@ func TestLdpSimulate(t *testing.T) {
 		{"olh", []string{"--mechanism", "olh", "--epsilon", "2", "--domain", "50", "--n", "5000"}, []string{"mechanism olh", "g = 8"}},
 		{"sue", []string{"--mechanism", "sue", "--domain", "20", "--n", "5000"}, []string{"mechanism sue"}},
 		{"rr", []string{"--mechanism", "rr", "--domain", "2", "--n", "5000"}, []string{"mechanism rr"}},
+		{"hr", []string{"--mechanism", "hr", "--domain", "100", "--n", "5000"}, []string{"mechanism hr (Hadamard randomized response)", "128 Hadamard rows"}},
 		{"auto small domain", []string{"--mechanism", "auto", "--epsilon", "4", "--domain", "10", "--n", "5000"}, []string{"mechanism krr"}},
 		{"auto large domain", []string{"--epsilon", "1", "--domain", "1024", "--n", "5000"}, []string{"mechanism oue"}},
 	}
@@ -66,7 +67,7 @@ func TestLdpRefusals(t *testing.T) {
 		{"NaN epsilon", []string{"simulate", "--mechanism", "krr", "--epsilon", "NaN"}, "epsilon = NaN"},
 		{"domain 1", []string{"simulate", "--mechanism", "krr", "--domain", "1"}, "domain = 1"},
 		{"unknown mechanism", []string{"simulate", "--mechanism", "laplace"}, `--mechanism "laplace"`},
-		{"hadamard", []string{"simulate", "--mechanism", "hr"}, "Hadamard response is not provided"},
+		{"hadamard with too few values", []string{"simulate", "--mechanism", "hr", "--domain", "1"}, "domain = 1"},
 		{"rr with 3 values", []string{"simulate", "--mechanism", "rr", "--domain", "3"}, "exactly 2 values"},
 		{"n zero", []string{"simulate", "--n", "0"}, "--n = 0"},
 		{"bad distribution", []string{"simulate", "--distribution", "pareto"}, `--distribution "pareto"`},
