@@ -55,6 +55,9 @@ type Response struct {
 	// DryRun is true for a preview: Rows hold no data (nil values) and CI
 	// the expected interval half-widths around zero; nothing was charged.
 	DryRun bool `json:"dry_run,omitempty"`
+	// Repeated is true when the same analyst asked the same query before:
+	// the stored answer is returned and Cost is zero.
+	Repeated bool `json:"repeated,omitempty"`
 	// Notes are human-readable remarks such as how the cost was split.
 	Notes []string `json:"notes,omitempty"`
 }

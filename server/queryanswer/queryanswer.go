@@ -160,6 +160,11 @@ func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Resp
 		Table: key.Dataset,
 		Notes: append(splitNotes(res.Split), res.Notes...),
 	}
+	if res.Repeated {
+		resp.Repeated = true
+		resp.Notes = append([]string{fmt.Sprintf("repeated query: the answer stored when it was first asked is returned; nothing was charged now (it cost ε=%s, δ=%s then)",
+			strconv.FormatFloat(res.OriginalCost.Epsilon, 'g', 6, 64), strconv.FormatFloat(res.OriginalCost.Delta, 'g', 6, 64))}, resp.Notes...)
+	}
 	for i, row := range res.CI {
 		resp.CI[i] = make([]*[2]float64, len(row))
 		for j, iv := range row {
