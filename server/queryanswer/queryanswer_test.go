@@ -187,6 +187,16 @@ func TestEndToEndExact(t *testing.T) {
 		})
 	}
 
+	// The same query again returns the stored answer at no cost.
+	code, m = s.post(t, tok, `{"sql":"SELECT sex, COUNT(*) AS n, SUM(hours_per_week) AS h FROM adult GROUP BY sex ORDER BY sex","epsilon":1e20}`)
+	again, _ := json.Marshal(m["rows"])
+	if code != 200 || m["repeated"] != true || string(again) != string(rows) {
+		t.Fatalf("repeated query: %d %v", code, m)
+	}
+	if n := s.releases(t); n != 1 {
+		t.Fatalf("the repeated query was charged: %d releases", n)
+	}
+
 	// PostgreSQL protocol, extended with a parameter.
 	host, port, _ := net.SplitHostPort(s.pgAddr)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -210,7 +210,8 @@
     $('result').hidden = false;
     $('result-meta').textContent = 'Cost ε = ' + fmt(r.cost.epsilon) + ', δ = ' + fmt(r.cost.delta) + ' on ' + r.table +
       ' · budget left ε = ' + fmt(r.budget.remaining.epsilon) + ', δ = ' + fmt(r.budget.remaining.delta) +
-      ' · intervals at ' + Math.round(Number($('confidence').value || 0.95) * 100) + '%';
+      ' · intervals at ' + Math.round(Number($('confidence').value || 0.95) * 100) + '%' +
+      (r.repeated ? ' · asked before: the stored answer, nothing charged now' : '');
     const rows = r.rows.map((row, i) => row.map((v, j) => {
       const ci = r.ci[i] && r.ci[i][j];
       if (!ci) return el('td', {}, fmt(v));
