@@ -3,12 +3,25 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
+	"io"
+	"math/big"
+	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/dpstat/dpstat/ledger"
 )
@@ -143,5 +156,89 @@ func TestServeFlagsRefused(t *testing.T) {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
 		})
+	}
+}
+
+// TestServeTLS serves HTTPS and PostgreSQL TLS from one certificate.
+func TestServeTLS(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	writeSelfSigned(t, certFile, keyFile)
+	l := filepath.Join(dir, "ledger.db")
+	out, _, code := run(t, "analyst", "add", "alice", "--table", "adult", "--epsilon", "3", "--ledger", l)
+	if code != 0 {
+		t.Fatal(out)
+	}
+	tok := lastLine(out)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrs := make(chan [2]string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- runServe(ctx, serveConfig{
+			catalog: filepath.Join("..", "..", "examples", "catalog.yaml"), ledger: l,
+			httpAddr: "127.0.0.1:0", pgAddr: "127.0.0.1:0", tlsCert: certFile, tlsKey: keyFile,
+			maxConns: 4, maxConcurrent: 8, maxSQL: 4096, queryTimeout: 10 * time.Second,
+			shutdownTimeout: 5 * time.Second, loadTables: true, threads: 1,
+		}, io.Discard, func(h, p string) { addrs <- [2]string{h, p} })
+	}()
+	var a [2]string
+	select {
+	case a = <-addrs:
+	case err := <-done:
+		t.Fatalf("serve stopped: %v", err)
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	req, _ := http.NewRequest("GET", "https://"+a[0]+"/v1/tables", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.TLS == nil {
+		t.Fatalf("HTTPS: %d, TLS %v", resp.StatusCode, resp.TLS != nil)
+	}
+	host, port, _ := net.SplitHostPort(a[1])
+	c, err := pgx.Connect(ctx, "host="+host+" port="+port+" user=alice password="+tok+" sslmode=require")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v string
+	if err := c.QueryRow(ctx, "SHOW dpstat.epsilon").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	c.Close(ctx)
+	if _, err := pgx.Connect(ctx, "host="+host+" port="+port+" user=alice password="+tok+" sslmode=disable"); err == nil {
+		t.Fatal("plaintext PostgreSQL login accepted with TLS configured")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeSelfSigned(t *testing.T, certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
