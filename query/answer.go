@@ -171,6 +171,9 @@ type Prepared struct {
 	Noise *Noise
 	SQL   string
 	Opts  Options
+	// HistogramSQL holds one engine statement per Plan.Histograms entry,
+	// run after SQL.
+	HistogramSQL []string
 	// ExplainOnly is true when the statement was EXPLAIN <query>: Run
 	// returns the plan's description and neither reads data nor charges.
 	ExplainOnly bool
@@ -208,7 +211,15 @@ func Prepare(cat *catalog.Catalog, d engine.Dialect, sql string, opts Options) (
 	if err != nil {
 		return nil, err
 	}
-	return &Prepared{Plan: plan, Noise: nz, SQL: text, Opts: opts, ExplainOnly: explain}, nil
+	prep := &Prepared{Plan: plan, Noise: nz, SQL: text, Opts: opts, ExplainOnly: explain}
+	for h := range plan.Histograms {
+		hs, err := plan.HistogramSQL(d, h)
+		if err != nil {
+			return nil, err
+		}
+		prep.HistogramSQL = append(prep.HistogramSQL, hs)
+	}
+	return prep, nil
 }
 
 // EngineError reports that the engine failed to compute a query's exact
@@ -287,6 +298,18 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 	exact, err := p.Plan.ReadExact(rows)
 	if err != nil {
 		return nil, err
+	}
+	for h, hs := range p.HistogramSQL {
+		rows, err := s.eng.Query(ctx, hs)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, &EngineError{Table: p.Plan.Table.Name, Err: err}
+		}
+		if err := p.Plan.ReadHistogram(exact, h, rows); err != nil {
+			return nil, err
+		}
 	}
 	// The noisy answer is computed before the charge so that it can be
 	// stored in the charge's transaction; it leaves this function only

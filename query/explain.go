@@ -33,6 +33,9 @@ type Explanation struct {
 	Groups int `json:"groups"`
 	// SQL is the engine statement that running the query executes.
 	SQL string `json:"sql"`
+	// HistogramSQL are the further statements computing quantiles'
+	// histograms.
+	HistogramSQL []string `json:"histogram_sql,omitempty"`
 	// Notes state how the answer is computed.
 	Notes []string `json:"notes,omitempty"`
 }
@@ -94,14 +97,15 @@ func explainStatement(sql string) (string, bool, error) {
 func (p *Prepared) Explain() *Explanation {
 	plan, q := p.Plan, p.Plan.Query
 	e := &Explanation{
-		Query:      q.Text,
-		Table:      plan.Table.Name,
-		Cost:       p.Noise.Cost,
-		Confidence: p.Opts.Confidence,
-		Split:      p.Noise.split(),
-		SQL:        p.SQL,
-		Notes:      plan.notes(),
-		Groups:     len(plan.Keys),
+		Query:        q.Text,
+		Table:        plan.Table.Name,
+		Cost:         p.Noise.Cost,
+		Confidence:   p.Opts.Confidence,
+		Split:        p.Noise.split(),
+		SQL:          p.SQL,
+		HistogramSQL: p.HistogramSQL,
+		Notes:        plan.notes(),
+		Groups:       len(plan.Keys),
 	}
 	e.Keys = plan.describeKeys()
 	aggOf := map[int]int{}
@@ -143,7 +147,7 @@ func (n *Noise) split() []Share {
 func (n *Noise) halfWidth(j int, confidence float64) (float64, string) {
 	a := n.plan.Aggregates[j]
 	switch a.Aggregate.Func {
-	case CountStar, Count:
+	case CountStar, Count, CountDistinct:
 		return n.counts[a.Releases[0]].Interval(confidence), ""
 	case Sum:
 		return n.sums[a.Releases[0]].Interval(confidence), ""
@@ -153,6 +157,19 @@ func (n *Noise) halfWidth(j int, confidence float64) (float64, string) {
 		hc := n.counts[a.Releases[1]].Interval(tail)
 		return hs, fmt.Sprintf("for a group of n rows about ±(%s + %s·%s)/n, never wider than [%g, %g]; half_width is the centred sum's",
 			fmtG(hs), fmtG((a.Upper-a.Lower)/2), fmtG(hc), a.Lower, a.Upper)
+	case VarPop, VarSamp, StddevPop, StddevSamp:
+		t3 := 1 - (1-confidence)/3
+		hs := n.sums[a.Releases[0]].Interval(t3)
+		hq := n.sums[a.Releases[1]].Interval(t3)
+		hc := n.counts[a.Releases[2]].Interval(t3)
+		return 0, fmt.Sprintf("depends on the group's size n: centred sum ±%s, centred sum of squares ±%s, count ±%s (each at 1 − α/3), combined and clamped to the feasible range",
+			fmtG(hs), fmtG(hq), fmtG(hc))
+	case Quantile:
+		r := n.plan.Releases[a.Releases[0]]
+		h := n.plan.Histograms[r.Stat]
+		t := n.selects[a.Releases[0]].UtilityBound(h.Bins+1, 1-confidence)
+		return 0, fmt.Sprintf("the released value's rank is within ±%s of q·n (n values in the group) on a grid of %d candidates in [%g, %g]; the interval shown is the declared range",
+			fmtG(t), h.Bins+1, h.Lower, h.Upper)
 	}
 	return 0, "depends on the data"
 }
@@ -198,6 +215,12 @@ func (e *Explanation) Lines() []string {
 	l = append(l, "engine SQL:")
 	for _, s := range strings.Split(e.SQL, "\n") {
 		l = append(l, "  "+s)
+	}
+	for i, hs := range e.HistogramSQL {
+		l = append(l, fmt.Sprintf("engine SQL, histogram %d:", i+1))
+		for _, s := range strings.Split(hs, "\n") {
+			l = append(l, "  "+s)
+		}
 	}
 	return l
 }

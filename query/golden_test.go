@@ -2,6 +2,7 @@ package query
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,6 +35,12 @@ func TestGoldenSQL(t *testing.T) {
 		{"unit_grouped", "examples", "SELECT day, COUNT(*), AVG(minutes_spent) FROM visits GROUP BY day"},
 		{"unit_grouped_where", "examples", "SELECT day, SUM(euros_spent) FROM visits WHERE minutes_spent > 10 GROUP BY day"},
 		{"adult", "examples", "SELECT sex, COUNT(*), AVG(hours_per_week) FROM adult GROUP BY sex"},
+		{"count_distinct_unit", "examples", "SELECT day, COUNT(DISTINCT visitor_id), COUNT(*) FROM visits GROUP BY day"},
+		{"variance", "test", "SELECT VAR_POP(age), STDDEV(score) FROM people"},
+		{"median", "test", "SELECT city, MEDIAN(age) FROM people GROUP BY city"},
+		{"percentile_float", "test", "SELECT percentile_cont(0.9) WITHIN GROUP (ORDER BY score) FROM people WHERE flag"},
+		{"median_unit_grouped", "examples", "SELECT day, MEDIAN(minutes_spent) FROM visits GROUP BY day"},
+		{"median_unit_total", "examples", "SELECT MEDIAN(euros_spent) FROM visits"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -43,6 +50,9 @@ func TestGoldenSQL(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := "-- " + tt.sql + "\n" + p.SQL + "\n"
+			for i, hs := range p.HistogramSQL {
+				got += fmt.Sprintf("-- histogram %d\n%s\n", i, hs)
+			}
 			path := filepath.Join("testdata", "golden", tt.name+".sql")
 			if *update {
 				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

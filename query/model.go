@@ -31,6 +31,22 @@ const (
 	// Avg is AVG(col): a noisy centred sum over a noisy count, clamped to
 	// the declared bounds.
 	Avg
+	// CountDistinct is COUNT(DISTINCT privacy_unit): people per group.
+	CountDistinct
+	// VarPop is VAR_POP(col): the population variance, from noisy centred
+	// sums of the value and of its square and a noisy count.
+	VarPop
+	// VarSamp is VAR_SAMP(col) and VARIANCE(col): the sample variance.
+	VarSamp
+	// StddevPop is STDDEV_POP(col): the square root of VAR_POP.
+	StddevPop
+	// StddevSamp is STDDEV_SAMP(col) and STDDEV(col): the square root of
+	// VAR_SAMP.
+	StddevSamp
+	// Quantile is percentile_cont(Q) WITHIN GROUP (ORDER BY col) and
+	// MEDIAN(col): chosen by the exponential mechanism on ranks over a
+	// public grid of candidate values.
+	Quantile
 )
 
 // String returns the SQL name of the function.
@@ -42,6 +58,18 @@ func (f AggFunc) String() string {
 		return "SUM"
 	case Avg:
 		return "AVG"
+	case CountDistinct:
+		return "COUNT"
+	case VarPop:
+		return "VAR_POP"
+	case VarSamp:
+		return "VAR_SAMP"
+	case StddevPop:
+		return "STDDEV_POP"
+	case StddevSamp:
+		return "STDDEV_SAMP"
+	case Quantile:
+		return "PERCENTILE_CONT"
 	}
 	return fmt.Sprintf("AggFunc(%d)", int(f))
 }
@@ -52,12 +80,19 @@ type Aggregate struct {
 	// Column is the catalog's name of the aggregated column; empty for
 	// COUNT(*).
 	Column string
+	// Q is the quantile's fraction in [0, 1] (Quantile only).
+	Q float64
 }
 
 // String renders the aggregate as SQL, e.g. "AVG(hours_per_week)".
 func (a Aggregate) String() string {
-	if a.Func == CountStar {
+	switch a.Func {
+	case CountStar:
 		return "COUNT(*)"
+	case CountDistinct:
+		return "COUNT(DISTINCT " + a.Column + ")"
+	case Quantile:
+		return fmt.Sprintf("PERCENTILE_CONT(%g) WITHIN GROUP (ORDER BY %s)", a.Q, a.Column)
 	}
 	return a.Func.String() + "(" + a.Column + ")"
 }

@@ -18,6 +18,9 @@ type Exact struct {
 	// Stats[g][s] is statistic s of group Plan.Keys[g]: a count, or a
 	// fixed-point sum in grid steps of 2^Summand.Exp.
 	Stats [][]*big.Int
+	// Hist[h][g] holds the bin counts of histogram h (Plan.Histograms) in
+	// group g; nil means no values.
+	Hist [][][]int64
 }
 
 // ReadExact matches the engine's rows to the plan's public keys. Rows whose
@@ -124,9 +127,10 @@ type sumMechanism interface {
 
 // Noise is the noise stage of a plan: one calibrated mechanism per release.
 type Noise struct {
-	plan   *Plan
-	counts map[int]countMechanism
-	sums   map[int]sumMechanism
+	plan    *Plan
+	counts  map[int]countMechanism
+	sums    map[int]sumMechanism
+	selects map[int]*mechanism.Exponential
 	// Mechanisms describes each release's mechanism, in release order.
 	Mechanisms []MechanismInfo
 	// Cost is the sequential composition of every release's cost.
@@ -144,12 +148,12 @@ type MechanismInfo struct {
 // NewNoise calibrates a mechanism for every release of the plan. src nil
 // means the secure pooled source; tests pass a seeded one.
 func (p *Plan) NewNoise(src random.Source) (*Noise, error) {
-	n := &Noise{plan: p, counts: map[int]countMechanism{}, sums: map[int]sumMechanism{}}
+	n := &Noise{plan: p, counts: map[int]countMechanism{}, sums: map[int]sumMechanism{}, selects: map[int]*mechanism.Exponential{}}
 	var costs []accounting.Cost
 	for i, r := range p.Releases {
 		switch r.Kind {
 		case NoisyCount:
-			sens := p.Contribution.Groups * p.Contribution.RowsPerGroup
+			sens := int64(r.Sensitivity)
 			m, err := mechanism.NewGeometric(mechanism.GeometricOptions{Epsilon: r.Epsilon, Sensitivity: sens, Source: src})
 			if err != nil {
 				return nil, refuse("%v", err)
@@ -157,6 +161,14 @@ func (p *Plan) NewNoise(src random.Source) (*Noise, error) {
 			n.counts[i] = m
 			costs = append(costs, m.Cost())
 			n.Mechanisms = append(n.Mechanisms, MechanismInfo{"geometric", r.Epsilon, float64(sens), m.Scale()})
+		case RankSelect:
+			m, err := mechanism.NewExponential(mechanism.ExponentialOptions{Epsilon: r.Epsilon, Sensitivity: r.Sensitivity, Source: src})
+			if err != nil {
+				return nil, refuse("%v", err)
+			}
+			n.selects[i] = m
+			costs = append(costs, m.Cost())
+			n.Mechanisms = append(n.Mechanisms, MechanismInfo{"exponential", r.Epsilon, r.Sensitivity, 2 * r.Sensitivity / r.Epsilon})
 		default:
 			m, sens, err := p.newSumMechanism(r, src)
 			if err != nil {
@@ -230,6 +242,8 @@ func (n *Noise) Apply(ex *Exact, confidence float64) (values [][]any, cis [][]In
 			switch r.Kind {
 			case NoisyCount:
 				noisy[i] = float64(n.counts[i].Release(saturatedInt64(ex.Stats[g][r.Stat])))
+			case RankSelect:
+				// Selected per aggregate below.
 			case NoisySum, NoisyCentredSum:
 				m := n.sums[i]
 				x := onGrid(ex, g, r, p, m.Granularity())
@@ -259,6 +273,23 @@ func (n *Noise) Apply(ex *Exact, confidence float64) (values [][]any, cis [][]In
 				hs := n.sums[si].Interval(tail)
 				hc := n.counts[ci0].Interval(tail)
 				row[j], ci[j] = average(noisy[si], noisy[ci0], hs, hc, a.Lower, a.Upper)
+			case CountDistinct:
+				i := a.Releases[0]
+				h := n.counts[i].Interval(confidence)
+				row[j] = int64(noisy[i])
+				ci[j] = Interval{noisy[i] - h, noisy[i] + h}
+			case VarPop, VarSamp, StddevPop, StddevSamp:
+				t3 := 1 - (1-confidence)/3
+				si, qi, ni := a.Releases[0], a.Releases[1], a.Releases[2]
+				row[j], ci[j] = p.variance(a, noisy[si], noisy[qi], noisy[ni],
+					n.sums[si].Interval(t3), n.sums[qi].Interval(t3), n.counts[ni].Interval(t3))
+			case Quantile:
+				v, err := n.quantile(ex, g, a)
+				if err != nil {
+					return nil, nil, err
+				}
+				row[j] = v
+				ci[j] = Interval{a.Lower, a.Upper}
 			}
 		}
 		values[g] = row
@@ -355,4 +386,19 @@ func roundShift(x *big.Int, shift int) *big.Int {
 		a.Neg(a)
 	}
 	return a
+}
+
+// quantile selects aggregate a's candidate value for group g.
+func (n *Noise) quantile(ex *Exact, g int, a AggregatePlan) (float64, error) {
+	r := n.plan.Releases[a.Releases[0]]
+	h := n.plan.Histograms[r.Stat]
+	var counts []int64
+	if r.Stat < len(ex.Hist) && ex.Hist[r.Stat] != nil {
+		counts = ex.Hist[r.Stat][g]
+	}
+	i, err := n.selects[a.Releases[0]].Select(quantileScores(counts, h.Bins, a.Aggregate.Q))
+	if err != nil {
+		return 0, err
+	}
+	return h.Candidate(i), nil
 }

@@ -347,6 +347,12 @@ func (p *parser) target(n *pg.Node) error {
 	name := rt.Name
 	if name == "" {
 		name = strings.ToLower(agg.Func.String())
+		switch {
+		case agg.Func == CountDistinct:
+			name = "count_distinct"
+		case funcName(fc) == "median":
+			name = "median"
+		}
 		if agg.Column != "" {
 			name += "_" + agg.Column
 		}
@@ -369,16 +375,9 @@ func funcName(fc *pg.FuncCall) string {
 }
 
 var laterAggregates = map[string]string{
-	"median":          "MEDIAN comes with quantiles in a later version",
-	"percentile_cont": "quantiles come in a later version",
-	"percentile_disc": "quantiles come in a later version",
-	"quantile":        "quantiles come in a later version",
-	"var_pop":         "variance comes in a later version",
-	"var_samp":        "variance comes in a later version",
-	"variance":        "variance comes in a later version",
-	"stddev":          "standard deviation comes in a later version",
-	"stddev_pop":      "standard deviation comes in a later version",
-	"stddev_samp":     "standard deviation comes in a later version",
+	"percentile_cont": "write percentile_cont(q) WITHIN GROUP (ORDER BY col)",
+	"percentile_disc": "use percentile_cont(q) WITHIN GROUP (ORDER BY col)",
+	"quantile":        "use percentile_cont(q) WITHIN GROUP (ORDER BY col) or MEDIAN(col)",
 	"min":             "MIN and MAX would reveal one person's value; they are never released",
 	"max":             "MIN and MAX would reveal one person's value; they are never released",
 }
@@ -388,12 +387,16 @@ func (p *parser) aggregate(fc *pg.FuncCall) (Aggregate, error) {
 	switch {
 	case fc.Over != nil:
 		return Aggregate{}, refuse("window functions (%s ... OVER) are not supported", strings.ToUpper(name))
+	case fc.AggDistinct && name == "count":
+		return p.countDistinct(fc)
 	case fc.AggDistinct:
-		return Aggregate{}, refuse("%s(DISTINCT ...) is not supported yet", strings.ToUpper(name))
+		return Aggregate{}, refuse("%s(DISTINCT ...) is not supported; the only DISTINCT aggregate is COUNT(DISTINCT %s)", strings.ToUpper(name), p.unitName())
 	case fc.AggFilter != nil:
 		return Aggregate{}, refuse("aggregate FILTER clauses are not supported; use WHERE")
+	case fc.AggWithinGroup && name == "percentile_cont":
+		return p.percentile(fc)
 	case len(fc.AggOrder) > 0 || fc.AggWithinGroup:
-		return Aggregate{}, refuse("ordered aggregates are not supported yet")
+		return Aggregate{}, refuse("ordered aggregates other than percentile_cont(q) WITHIN GROUP (ORDER BY col) are not supported")
 	case fc.FuncVariadic:
 		return Aggregate{}, refuse("VARIADIC arguments are not supported")
 	}
@@ -408,9 +411,19 @@ func (p *parser) aggregate(fc *pg.FuncCall) (Aggregate, error) {
 		f = Sum
 	case "avg":
 		f = Avg
+	case "var_pop":
+		f = VarPop
+	case "var_samp", "variance":
+		f = VarSamp
+	case "stddev_pop":
+		f = StddevPop
+	case "stddev_samp", "stddev":
+		f = StddevSamp
+	case "median":
+		f = Quantile
 	default:
 		if why, ok := laterAggregates[name]; ok {
-			return Aggregate{}, refuse("%s is not supported: %s; supported: COUNT, SUM, AVG", strings.ToUpper(name), why)
+			return Aggregate{}, refuse("%s is not supported: %s; supported: COUNT, SUM, AVG, VAR_POP, VAR_SAMP, STDDEV_POP, STDDEV_SAMP, MEDIAN, percentile_cont", strings.ToUpper(name), why)
 		}
 		return Aggregate{}, refuse("function %s is not supported in the select list; supported aggregates: COUNT(*), COUNT(col), SUM(col), AVG(col)", name)
 	}
@@ -437,15 +450,19 @@ func (p *parser) aggregate(fc *pg.FuncCall) (Aggregate, error) {
 	if err != nil {
 		return Aggregate{}, err
 	}
-	if f == Sum || f == Avg {
+	if f != Count {
 		if col.Type != catalog.Int && col.Type != catalog.Float {
-			return Aggregate{}, refuse("%s(%s): column %s is %s; SUM and AVG need an int or float column", strings.ToUpper(name), col.Name, col.Name, col.Type)
+			return Aggregate{}, refuse("%s(%s): column %s is %s; %s needs an int or float column", strings.ToUpper(name), col.Name, col.Name, col.Type, strings.ToUpper(name))
 		}
 		if !col.Bounded() {
 			return Aggregate{}, refuse("%s(%s) needs declared bounds: declare `lower:` and `upper:` for column %s in the catalog", strings.ToUpper(name), col.Name, col.Name)
 		}
 	}
-	return Aggregate{Func: f, Column: col.Name}, nil
+	a := Aggregate{Func: f, Column: col.Name}
+	if f == Quantile {
+		a.Q = 0.5
+	}
+	return a, nil
 }
 
 var compareOps = map[string]string{"=": "=", "<>": "<>", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
@@ -516,7 +533,8 @@ func (p *parser) expr(n *pg.Node, having bool) (Expr, error) {
 		where, map[bool]string{false: "columns and literals", true: "outputs and literals"}[having])
 }
 
-var aggregateNames = map[string]bool{"count": true, "sum": true, "avg": true, "min": true, "max": true, "median": true}
+var aggregateNames = map[string]bool{"count": true, "sum": true, "avg": true, "min": true, "max": true, "median": true,
+	"var_pop": true, "var_samp": true, "variance": true, "stddev": true, "stddev_pop": true, "stddev_samp": true, "percentile_cont": true}
 
 func (p *parser) aexpr(a *pg.A_Expr, having bool) (Expr, error) {
 	op := ""

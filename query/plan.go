@@ -56,6 +56,14 @@ const (
 	// rounded to a multiple of 2^Exp, as the integer number of grid steps;
 	// NULL adds nothing.
 	FixedPointSum
+	// DistinctUnits adds 1 per person present in the group, however many
+	// rows the person has there.
+	DistinctUnits
+	// CentredSquareSum adds (x − m)², x the column's value clamped to the
+	// declared bounds and m their midpoint, rounded to a multiple of 2^Exp,
+	// as an integer number of grid steps in [Lower, Upper] (Lower = 0);
+	// NULL adds nothing.
+	CentredSquareSum
 )
 
 // Summand is the guarantee of the clamping stage for one statistic.
@@ -74,7 +82,7 @@ type Summand struct {
 
 // PerRow bounds the absolute value of one row's summand, in value units.
 func (s Summand) PerRow() float64 {
-	if s.Kind != FixedPointSum {
+	if s.Kind != FixedPointSum && s.Kind != CentredSquareSum {
 		return 1
 	}
 	return math.Ldexp(float64(max(abs64(s.Lower), abs64(s.Upper))), s.Exp)
@@ -110,6 +118,9 @@ const (
 	// NoisyCentredSum releases Σ(x − m) = sum − m·count, m the midpoint of
 	// the clamping range, with grid Laplace noise.
 	NoisyCentredSum
+	// RankSelect selects a quantile among a histogram's candidate values
+	// with the exponential mechanism; Stat indexes Plan.Histograms.
+	RankSelect
 )
 
 // Release is one noisy value per group.
@@ -137,7 +148,8 @@ type AggregatePlan struct {
 	Releases []int
 	// Epsilon is the aggregate's share of the query's ε.
 	Epsilon float64
-	// Lower and Upper are the declared bounds (SUM, AVG).
+	// Lower and Upper are the declared bounds (SUM, AVG, variances,
+	// quantiles).
 	Lower, Upper float64
 }
 
@@ -160,6 +172,9 @@ type Plan struct {
 	// Releases are the noisy values released per group.
 	Releases   []Release
 	Aggregates []AggregatePlan
+	// Histograms are the per-group counts over public candidate grids that
+	// quantiles select from; each is computed by its own engine statement.
+	Histograms []Histogram
 }
 
 // MaxGroups caps the number of groups a query may release, so that a cross
@@ -245,6 +260,17 @@ func NewPlan(q *Query, table *catalog.Table, epsilon float64) (*Plan, error) {
 				p.release(NoisyCentredSum, st, cnt, sm.CentredPerRow(), share/2),
 				p.release(NoisyCount, cnt, -1, 1, share/2),
 			}
+		case CountDistinct:
+			st := p.statistic(Summand{Kind: DistinctUnits, Column: a.Column})
+			// One person is one distinct unit in each of the at most
+			// Contribution.Groups groups it touches, whatever its rows.
+			r := p.release(NoisyCount, st, -1, 1, share)
+			p.Releases[r].Sensitivity = float64(p.Contribution.Groups)
+			ap.Releases = []int{r}
+		case VarPop, VarSamp, StddevPop, StddevSamp:
+			p.planVariance(&ap, share)
+		case Quantile:
+			p.planQuantile(&ap, share)
 		default:
 			return nil, fmt.Errorf("query: no plan for aggregate %v", a)
 		}

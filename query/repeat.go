@@ -49,6 +49,9 @@ func (p *Prepared) AnswerKey() string {
 	} {
 		fmt.Fprintf(h, "%d:%s;", len(part), part)
 	}
+	for _, hs := range p.HistogramSQL {
+		fmt.Fprintf(h, "%d:%s;", len(hs), hs)
+	}
 	return answerKeyVersion + ":" + hex.EncodeToString(h.Sum(nil))
 }
 

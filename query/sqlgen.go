@@ -78,23 +78,9 @@ func (g *sqlGen) generate() (string, error) {
 			cols = append(cols, e+" AS "+rowExprs[i])
 		}
 	}
-	var conds []string
-	if p.Bounded {
-		conds = append(conds, g.ident(p.Table.PrivacyUnit)+" IS NOT NULL")
-	}
-	for _, k := range p.Query.GroupBy {
-		c, err := g.inList(k, p.Table.Column(k).Values)
-		if err != nil {
-			return "", err
-		}
-		conds = append(conds, c)
-	}
-	if p.Query.Where != nil {
-		c, err := g.expr(p.Query.Where)
-		if err != nil {
-			return "", err
-		}
-		conds = append(conds, "("+c+")")
+	conds, err := g.conditions()
+	if err != nil {
+		return "", err
 	}
 	if len(cols) == 0 {
 		cols = append(cols, "1 AS one")
@@ -117,6 +103,11 @@ func (g *sqlGen) generate() (string, error) {
 			return "count(*)"
 		case NonNullCount:
 			return "count(" + rowExprs[i] + ")"
+		case DistinctUnits:
+			if p.Bounded {
+				return "1" // per (person, group): the person is there once
+			}
+			return "count(*)"
 		default:
 			return g.d.ExactSum(rowExprs[i])
 		}
@@ -156,6 +147,31 @@ func (g *sqlGen) generate() (string, error) {
 	return b.String(), nil
 }
 
+// conditions renders the row filter: a known privacy unit, keys in their
+// public lists, and the query's WHERE.
+func (g *sqlGen) conditions() ([]string, error) {
+	p := g.p
+	var conds []string
+	if p.Bounded {
+		conds = append(conds, g.ident(p.Table.PrivacyUnit)+" IS NOT NULL")
+	}
+	for _, k := range p.Query.GroupBy {
+		c, err := g.inList(k, p.Table.Column(k).Values)
+		if err != nil {
+			return nil, err
+		}
+		conds = append(conds, c)
+	}
+	if p.Query.Where != nil {
+		c, err := g.expr(p.Query.Where)
+		if err != nil {
+			return nil, err
+		}
+		conds = append(conds, "("+c+")")
+	}
+	return conds, nil
+}
+
 // keepRandom keeps at most limit rows of rel per partition, chosen
 // uniformly at random. Whether QUALIFY exists is the dialect's business.
 func (g *sqlGen) keepRandom(rel string, partition []string, limit int64) string {
@@ -170,10 +186,12 @@ func (g *sqlGen) keepRandom(rel string, partition []string, limit int64) string 
 // the engine aggregates, or "" for COUNT(*).
 func (g *sqlGen) summand(s Summand) (string, error) {
 	switch s.Kind {
-	case RowCount:
+	case RowCount, DistinctUnits:
 		return "", nil
 	case NonNullCount:
 		return g.ident(s.Column), nil
+	case CentredSquareSum:
+		return g.squareSummand(s)
 	}
 	// greatest and least skip NULLs (greatest(NULL, 0) is 0), so a NULL is
 	// kept NULL explicitly: it is excluded from the sum, never clamped.
@@ -303,4 +321,21 @@ func (g *sqlGen) expr(e Expr) (string, error) {
 		return a + " " + not + "BETWEEN " + lo + " AND " + hi, nil
 	}
 	return "", fmt.Errorf("query: unknown expression %T", e)
+}
+
+// squareSummand renders (x − m)², x clamped to the declared bounds and m
+// their midpoint, scaled to an integer number of 2^Exp steps.
+func (g *sqlGen) squareSummand(s Summand) (string, error) {
+	col := g.ident(s.Column)
+	lits := make([]string, 4)
+	for i, v := range []float64{s.LowerValue, s.UpperValue, s.LowerValue + (s.UpperValue-s.LowerValue)/2, math.Ldexp(1, -s.Exp)} {
+		l, err := engine.Literal(g.d, v)
+		if err != nil {
+			return "", err
+		}
+		lits[i] = l
+	}
+	d := fmt.Sprintf("(least(greatest(%s, %s), %s) - %s)", col, lits[0], lits[1], lits[2])
+	return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE CAST(%s * %s * %s AS %s) END",
+		col, d, d, lits[3], g.d.TypeName(engine.Integer32)), nil
 }

@@ -64,15 +64,19 @@ func TestQueryCLIJSONAndBudget(t *testing.T) {
 	if rows[0].([]any)[0].(float64) != 1 {
 		t.Errorf("first day = %v", rows[0])
 	}
+	// The second, identical query returned the stored answer at no cost.
 	budget := last["budget"].(map[string]any)
-	if spent := budget["spent"].(map[string]any)["epsilon"].(float64); spent != 1 {
-		t.Errorf("spent after two queries of 0.5 = %v", spent)
+	if spent := budget["spent"].(map[string]any)["epsilon"].(float64); spent != 0.5 {
+		t.Errorf("spent after an identical query asked twice at ε = 0.5: %v, want 0.5", spent)
 	}
-	if rem := budget["remaining"].(map[string]any)["epsilon"].(float64); rem != 9 {
+	if rem := budget["remaining"].(map[string]any)["epsilon"].(float64); rem != 9.5 {
 		t.Errorf("remaining = %v", rem)
 	}
-	if c := last["cost"].(map[string]any); c["epsilon"].(float64) != 0.5 || c["delta"].(float64) != 0 {
-		t.Errorf("cost = %v", c)
+	if c := last["cost"].(map[string]any); c["epsilon"].(float64) != 0 || c["delta"].(float64) != 0 {
+		t.Errorf("cost of the repeated query = %v, want 0", c)
+	}
+	if last["repeated"] != true {
+		t.Errorf("repeated = %v, want true", last["repeated"])
 	}
 }
 

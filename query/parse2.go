@@ -1,0 +1,87 @@
+package query
+
+import (
+	"strconv"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/dpstat/dpstat/catalog"
+)
+
+func (p *parser) unitName() string {
+	if p.table.HasPrivacyUnit() {
+		return p.table.PrivacyUnit
+	}
+	return "privacy_unit"
+}
+
+// countDistinct parses COUNT(DISTINCT col): only the table's privacy unit
+// may be counted, since the distinct values of another column are not
+// bounded by what one person contributes.
+func (p *parser) countDistinct(fc *pg.FuncCall) (Aggregate, error) {
+	if !p.table.HasPrivacyUnit() {
+		return Aggregate{}, refuse("COUNT(DISTINCT ...) needs a privacy_unit declared for table %s (without one every row is one person: use COUNT(*))", p.table.Name)
+	}
+	if len(fc.Args) != 1 || fc.Args[0].GetColumnRef() == nil {
+		return Aggregate{}, refuse("COUNT(DISTINCT ...) takes one column: COUNT(DISTINCT %s)", p.table.PrivacyUnit)
+	}
+	col, err := p.columnRef(fc.Args[0].GetColumnRef())
+	if err != nil {
+		return Aggregate{}, err
+	}
+	if col.Name != p.table.PrivacyUnit {
+		return Aggregate{}, refuse("COUNT(DISTINCT %s) is not supported: only the privacy unit's distinct count, COUNT(DISTINCT %s), has a bounded sensitivity", col.Name, p.table.PrivacyUnit)
+	}
+	return Aggregate{Func: CountDistinct, Column: col.Name}, nil
+}
+
+// percentile parses percentile_cont(q) WITHIN GROUP (ORDER BY col).
+func (p *parser) percentile(fc *pg.FuncCall) (Aggregate, error) {
+	if len(fc.Args) != 1 || len(fc.AggOrder) != 1 {
+		return Aggregate{}, refuse("write percentile_cont(q) WITHIN GROUP (ORDER BY col) with one fraction q and one column")
+	}
+	q, ok := fraction(fc.Args[0])
+	if !ok {
+		return Aggregate{}, refuse("percentile_cont takes one literal fraction between 0 and 1, e.g. percentile_cont(0.9)")
+	}
+	sb := fc.AggOrder[0].GetSortBy()
+	if sb == nil || sb.Node.GetColumnRef() == nil {
+		return Aggregate{}, refuse("percentile_cont orders by one column: WITHIN GROUP (ORDER BY col)")
+	}
+	if sb.SortbyDir == pg.SortByDir_SORTBY_DESC || sb.SortbyDir == pg.SortByDir_SORTBY_USING {
+		return Aggregate{}, refuse("percentile_cont ... (ORDER BY col DESC) is not supported; use percentile_cont(1 − q) with ascending order")
+	}
+	col, err := p.columnRef(sb.Node.GetColumnRef())
+	if err != nil {
+		return Aggregate{}, err
+	}
+	if col.Type != catalog.Int && col.Type != catalog.Float {
+		return Aggregate{}, refuse("percentile_cont over column %s (%s): want an int or float column", col.Name, col.Type)
+	}
+	if !col.Bounded() {
+		return Aggregate{}, refuse("percentile_cont over %s needs declared bounds: declare `lower:` and `upper:` for column %s in the catalog", col.Name, col.Name)
+	}
+	return Aggregate{Func: Quantile, Column: col.Name, Q: q}, nil
+}
+
+// fraction reads a numeric literal in [0, 1].
+func fraction(n *pg.Node) (float64, bool) {
+	c := n.GetAConst()
+	if c == nil || c.Isnull {
+		return 0, false
+	}
+	var f float64
+	switch v := c.Val.(type) {
+	case *pg.A_Const_Ival:
+		f = float64(v.Ival.Ival)
+	case *pg.A_Const_Fval:
+		x, err := strconv.ParseFloat(v.Fval.Fval, 64)
+		if err != nil {
+			return 0, false
+		}
+		f = x
+	default:
+		return 0, false
+	}
+	return f, f >= 0 && f <= 1
+}

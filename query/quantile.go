@@ -1,0 +1,188 @@
+package query
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/engine"
+)
+
+// QuantileBins is the most candidate values a quantile chooses among, plus
+// one: candidates are Lower + i·(Upper − Lower)/QuantileBins for i = 0 …
+// QuantileBins, or every integer of the declared range for an int column
+// whose range is at most QuantileBins wide.
+const QuantileBins = 1024
+
+// Histogram is the statistic a quantile selects from: per group, the
+// number of (bounded) non-NULL values in each bin of a public grid of
+// candidate values. Candidate i is Lower + i·Step (Upper for i = Bins);
+// bin i < Bins holds the clamped values in [candidate i, candidate i+1),
+// bin Bins holds the values equal to Upper.
+type Histogram struct {
+	Column       string
+	Lower, Upper float64
+	Bins         int
+	Step         float64
+}
+
+// Candidate returns the value of candidate i.
+func (h Histogram) Candidate(i int) float64 {
+	if i >= h.Bins {
+		return h.Upper
+	}
+	return h.Lower + float64(i)*h.Step
+}
+
+// newHistogram chooses the public candidate grid of a bounded column.
+func newHistogram(col *catalog.Column) Histogram {
+	lo, hi := *col.Lower, *col.Upper
+	h := Histogram{Column: col.Name, Lower: lo, Upper: hi}
+	switch {
+	case hi == lo:
+		h.Bins, h.Step = 0, 1
+	case col.Type == catalog.Int && hi-lo <= QuantileBins:
+		h.Bins, h.Step = int(hi-lo), 1
+	default:
+		h.Bins, h.Step = QuantileBins, (hi-lo)/QuantileBins
+	}
+	return h
+}
+
+// planQuantile plans a quantile: one histogram statistic and one
+// exponential-mechanism selection per group. The utility of candidate c is
+// −|rank(c) − q·n|, rank(c) = #{x < c} + #{x = c}/2 (counting bins), n the
+// group's number of values. Adding or removing one row moves every utility
+// by at most max(q, 1 − q) ≤ 1, so the selection's sensitivity is the
+// bounding stage's Contribution.L1(1): RowsPerGroup rows in each of Groups
+// groups.
+func (p *Plan) planQuantile(ap *AggregatePlan, share float64) {
+	col := p.Table.Column(ap.Aggregate.Column)
+	h := newHistogram(col)
+	p.Histograms = append(p.Histograms, h)
+	// The main statement computes at least one statistic (it is not
+	// released by this aggregate).
+	p.statistic(Summand{Kind: NonNullCount, Column: col.Name})
+	ap.Lower, ap.Upper = h.Lower, h.Upper
+	ap.Releases = []int{p.release(RankSelect, len(p.Histograms)-1, -1, 1, share)}
+}
+
+// quantileScores returns the utility of every candidate for quantile q
+// given a group's bin counts.
+func quantileScores(counts []int64, bins int, q float64) []float64 {
+	var n int64
+	for _, c := range counts {
+		n += c
+	}
+	target := q * float64(n)
+	scores := make([]float64, bins+1)
+	var below int64
+	for i := 0; i <= bins; i++ {
+		var c int64
+		if i < len(counts) {
+			c = counts[i]
+		}
+		rank := float64(below) + float64(c)/2
+		scores[i] = -math.Abs(rank - target)
+		below += c
+	}
+	return scores
+}
+
+// HistogramSQL generates the engine statement computing histogram h per
+// group: columns k0, k1, …, then b (the bin) and c (its count). Rows are
+// bounded as for the main statement (at most RowsPerGroup rows per person
+// and group, at most Groups groups per person), with their own random
+// choices.
+func (p *Plan) HistogramSQL(d engine.Dialect, h int) (string, error) {
+	g := &sqlGen{d: d, p: p}
+	hist := p.Histograms[h]
+	nk := len(p.Query.GroupBy)
+	keys := make([]string, nk)
+	var cols []string
+	if p.Bounded {
+		cols = append(cols, g.ident(p.Table.PrivacyUnit)+" AS u")
+	}
+	for i, k := range p.Query.GroupBy {
+		keys[i] = "k" + strconv.Itoa(i)
+		cols = append(cols, g.ident(k)+" AS "+keys[i])
+	}
+	col := g.ident(hist.Column)
+	lits := make([]string, 3)
+	for i, v := range []float64{hist.Lower, hist.Upper, hist.Step} {
+		l, err := engine.Literal(d, v)
+		if err != nil {
+			return "", err
+		}
+		lits[i] = l
+	}
+	bin := fmt.Sprintf("least(CAST(floor((least(greatest(%s, %s), %s) - %s) / %s) AS %s), %d)",
+		col, lits[0], lits[1], lits[0], lits[2], d.TypeName(engine.Integer32), hist.Bins)
+	cols = append(cols, bin+" AS b")
+	conds, err := g.conditions()
+	if err != nil {
+		return "", err
+	}
+	conds = append(conds, col+" IS NOT NULL")
+	rows := "SELECT " + strings.Join(cols, ", ") + " FROM " + g.ident(p.Table.Name) + " WHERE " + strings.Join(conds, " AND ")
+	outKeys := strings.Join(append(append([]string{}, keys...), "b"), ", ")
+	if !p.Bounded {
+		return "WITH r AS (" + rows + ")\nSELECT " + outKeys + ", count(*) AS c FROM r GROUP BY " + outKeys, nil
+	}
+	var b strings.Builder
+	b.WriteString("WITH r AS (" + rows + "),\n")
+	b.WriteString("r_bounded AS (" + g.keepRandom("r", append([]string{"u"}, keys...), p.Contribution.RowsPerGroup) + ")")
+	from := "r_bounded"
+	if p.BoundGroups {
+		unitKeys := strings.Join(append([]string{"u"}, keys...), ", ")
+		b.WriteString(",\nunit_groups AS (SELECT " + unitKeys + " FROM r_bounded GROUP BY " + unitKeys + "),\n")
+		b.WriteString("unit_groups_bounded AS (" + g.keepRandom("unit_groups", []string{"u"}, p.Contribution.Groups) + ")")
+		from = "r_bounded JOIN unit_groups_bounded USING (" + unitKeys + ")"
+	}
+	b.WriteString("\nSELECT " + outKeys + ", count(*) AS c FROM " + from + " GROUP BY " + outKeys)
+	return b.String(), nil
+}
+
+// ReadHistogram adds the engine's rows for histogram h to ex.
+func (p *Plan) ReadHistogram(ex *Exact, h int, rows *engine.Rows) error {
+	nk := len(p.Query.GroupBy)
+	if len(rows.Columns) != nk+2 {
+		return fmt.Errorf("query: engine returned %d histogram columns, want %d", len(rows.Columns), nk+2)
+	}
+	bins := p.Histograms[h].Bins
+	index := make(map[string]int, len(p.Keys))
+	for i, k := range p.Keys {
+		index[keyString(k)] = i
+	}
+	for len(ex.Hist) < len(p.Histograms) {
+		ex.Hist = append(ex.Hist, nil)
+	}
+	if ex.Hist[h] == nil {
+		ex.Hist[h] = make([][]int64, len(p.Keys))
+	}
+	for _, r := range rows.Rows {
+		key := make([]any, nk)
+		for i := range nk {
+			key[i] = normalizeKey(r[i])
+		}
+		g, ok := index[keyString(key)]
+		if !ok {
+			continue
+		}
+		b, err := toBig(r[nk])
+		if err != nil || !b.IsInt64() || b.Int64() < 0 || b.Int64() > int64(bins) {
+			return fmt.Errorf("query: histogram bin out of range")
+		}
+		c, err := toBig(r[nk+1])
+		if err != nil || !c.IsInt64() {
+			return fmt.Errorf("query: histogram count out of range")
+		}
+		if ex.Hist[h][g] == nil {
+			ex.Hist[h][g] = make([]int64, bins+1)
+		}
+		ex.Hist[h][g][b.Int64()] += c.Int64()
+	}
+	return nil
+}
