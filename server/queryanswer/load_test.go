@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
@@ -20,6 +21,9 @@ import (
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/analyst"
 	"github.com/dpstat/dpstat/ledger"
+	"github.com/dpstat/dpstat/pgwire"
+	"github.com/dpstat/dpstat/server"
+	"github.com/dpstat/dpstat/server/servertest"
 )
 
 // TestLoad is the server's load generator: DP queries on the example Adult
@@ -43,6 +47,11 @@ func TestLoad(t *testing.T) {
 		sqlParam = sqlBase + " WHERE age >= $1 AND hours_per_week >= $2 GROUP BY sex"
 	)
 	s := start(t, filepath.Join(t.TempDir(), "ledger.db"))
+	if os.Getenv("DPSTAT_LOAD_FAKE") == "1" {
+		// The front ends and the ledger alone: a stand-in answerer with
+		// fixed answers, still charging the ledger durably.
+		s = startFake(t, filepath.Join(t.TempDir(), "fake.db"))
+	}
 	tokens := map[string]string{}
 	for i := range 64 {
 		name := fmt.Sprintf("analyst%02d", i)
@@ -156,4 +165,38 @@ func TestLoad(t *testing.T) {
 				float64(pct(0.50).Microseconds())/1000, float64(pct(0.99).Microseconds())/1000)
 		}
 	}
+}
+
+// startFake is start with servertest's stand-in answerer in place of the
+// query engine.
+func startFake(t *testing.T, path string) *stack {
+	t.Helper()
+	l, err := ledger.Open(path, ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	reg, err := analyst.NewRegistry(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ans := &servertest.Answerer{Ledger: l}
+	api, err := server.New(server.Options{Answerer: ans, Ledger: l, Analysts: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &stack{ledger: l, path: path, reg: reg, http: httptest.NewServer(api.Handler())}
+	t.Cleanup(s.http.Close)
+	pg, err := pgwire.New(pgwire.Options{Answerer: ans, Analysts: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.pgAddr = ln.Addr().String()
+	go pg.Serve(ln)
+	t.Cleanup(func() { pg.Close() })
+	return s
 }
