@@ -79,6 +79,9 @@ func TestExactAnswers(t *testing.T) {
 		{"empty table count", "SELECT COUNT(*), COUNT(age), SUM(age), SUM(score) FROM empty", "0 0 0 0"},
 		{"empty table avg is midpoint", "SELECT AVG(age), AVG(score) FROM empty", "59 5"},
 		{"empty table groups", "SELECT city, COUNT(*) FROM empty GROUP BY city", "A 0; B 0; D 0"},
+		{"NaN is missing, infinities clamp", "SELECT COUNT(*), COUNT(score), SUM(score), AVG(score) FROM special", "6 3 15 5"},
+		{"NaN in groups", "SELECT city, COUNT(score), SUM(score) FROM special GROUP BY city", "A 1 10; B 2 5"},
+		{"NaN never satisfies a comparison", "SELECT COUNT(*) FROM special WHERE score > 100", "1"},
 		{"where matches nothing", "SELECT COUNT(*), AVG(age) FROM people WHERE age > 1000", "0 59"},
 	}
 	for _, tt := range tests {

@@ -41,7 +41,7 @@ func TestRefusals(t *testing.T) {
 		{"union", "SELECT COUNT(*) FROM people UNION SELECT COUNT(*) FROM people", "UNION", nil},
 		{"table function", "SELECT COUNT(*) FROM read_csv('/etc/passwd')", "table functions are not allowed in FROM", nil},
 		{"file path", `SELECT COUNT(*) FROM "/etc/passwd.csv"`, "file paths are not allowed", nil},
-		{"unknown table", "SELECT COUNT(*) FROM secrets", `unknown table "secrets"; the catalog declares: people, empty, malformed`, nil},
+		{"unknown table", "SELECT COUNT(*) FROM secrets", `unknown table "secrets"; the catalog declares: people, empty, malformed, special`, nil},
 		{"schema-qualified", "SELECT COUNT(*) FROM main.people", "qualified table name", nil},
 		{"unknown column", "SELECT COUNT(salary) FROM people", `unknown column "salary" in table people`, nil},
 		{"unknown column in where", "SELECT COUNT(*) FROM people WHERE salary > 3", `unknown column "salary"`, nil},
