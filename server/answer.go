@@ -23,9 +23,6 @@ type Request struct {
 	// DryRun asks for the cost and the expected interval widths without
 	// touching the data or charging anything.
 	DryRun bool
-	// RequestID, when set, makes the charge idempotent: a repeated request
-	// with the same ID is charged once.
-	RequestID string
 }
 
 // Pair is an (ε, δ) amount.

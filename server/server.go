@@ -365,12 +365,6 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) error {
 	if err := ValidateParams(req.Epsilon, req.Delta, req.Confidence); err != nil {
 		return err
 	}
-	if id := r.Header.Get("Idempotency-Key"); id != "" {
-		if len(id) > 128 {
-			return badRequest("Idempotency-Key is %d bytes long: want at most 128", len(id))
-		}
-		req.RequestID = req.Analyst + "/" + id
-	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.QueryTimeout)
 	defer cancel()
 	resp, err := s.opts.Answerer.Answer(ctx, req)

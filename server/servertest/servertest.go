@@ -115,7 +115,7 @@ func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Resp
 			Remaining: server.Pair{Epsilon: st.Remaining.Epsilon, Delta: st.Remaining.Delta}}
 		return resp, nil
 	}
-	rc, err := a.Ledger.Charge(ctx, ledger.Charge{RequestID: req.RequestID, Key: key, Description: sql, Cost: cost})
+	rc, err := a.Ledger.Charge(ctx, ledger.Charge{Key: key, Description: sql, Cost: cost})
 	var ex *accounting.ExceededError
 	if errors.As(err, &ex) {
 		return nil, server.Errorf(server.KindBudgetExceeded, "budget exceeded: %v", ex)
