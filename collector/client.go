@@ -41,7 +41,8 @@ func NewClient(base string, hc *http.Client) (*Client, error) {
 // Device answers one survey: it holds the survey's public parameters and the
 // matching local randomizer.
 type Device struct {
-	c      *Client
+	c *Client
+	// Public is the survey's public parameters as the collector sent them.
 	Public Public
 	oracle ldp.FrequencyOracle
 	mean   *ldp.Mean

@@ -75,7 +75,9 @@ type handler struct {
 
 // APIError is the body of every error answer.
 type APIError struct {
-	Code    string `json:"code"`
+	// Code is a short machine-readable reason, e.g. "out_of_domain".
+	Code string `json:"code"`
+	// Message names the problem and what would be accepted.
 	Message string `json:"message"`
 	// Index is the position of the offending report in a batch.
 	Index *int `json:"index,omitempty"`
@@ -167,6 +169,7 @@ func (h *handler) public(w http.ResponseWriter, r *http.Request) {
 // batch is the body of POST .../reports: either {"reports": [...]} or a
 // single report object.
 type batch struct {
+	// Reports is the batch form.
 	Reports []Report `json:"reports"`
 	Report
 }

@@ -519,6 +519,7 @@ type ReportError struct {
 	Message string
 }
 
+// Error implements error.
 func (e *ReportError) Error() string { return fmt.Sprintf("report %d: %s", e.Index, e.Message) }
 
 // IngestResult says what became of a batch.
@@ -769,8 +770,9 @@ type ValueEstimate struct {
 	Estimate float64 `json:"estimate"`
 	// StdError is the estimate's standard error.
 	StdError float64 `json:"std_error"`
-	// Lo and Hi bound the normal-approximation interval.
+	// Lo is the lower end of the normal-approximation interval.
 	Lo float64 `json:"lo"`
+	// Hi is the interval's upper end.
 	Hi float64 `json:"hi"`
 }
 

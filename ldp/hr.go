@@ -40,6 +40,7 @@ func newHR(o Options) (*hrOracle, error) {
 // number of common one bits) and 0 if it is −1.
 func HadamardBit(v, j int) int { return 1 - bits.OnesCount(uint(v&j))&1 }
 
+// Params implements FrequencyOracle.
 func (h *hrOracle) Params() Params {
 	p := h.m.P()
 	return Params{Mechanism: KindHR, Epsilon: h.eps, Domain: h.d, P: newProb(p), Q: newProb(1 - p), Rows: h.k}
@@ -75,10 +76,12 @@ type hrAgg struct {
 	t Tally
 }
 
+// NewAggregator implements FrequencyOracle.
 func (h *hrOracle) NewAggregator() Aggregator {
 	return &hrAgg{h: h, t: Tally{Counts: make([]int64, 2*h.k)}}
 }
 
+// Add implements Aggregator.
 func (a *hrAgg) Add(r Report) error {
 	if uint64(r.Seed) >= uint64(a.h.k) {
 		return fmt.Errorf("ldp hr: row = %d: want a row in [0, %d)", r.Seed, a.h.k)
@@ -94,8 +97,10 @@ func (a *hrAgg) Add(r Report) error {
 	return nil
 }
 
+// Merge implements Aggregator.
 func (a *hrAgg) Merge(t Tally) error { return mergeTally(&a.t, t) }
 
+// Tally implements Aggregator.
 func (a *hrAgg) Tally() Tally { return copyTally(a.t) }
 
 // estimates transforms the per-row sums Σ(±1) with a fast Walsh–Hadamard

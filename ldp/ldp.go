@@ -287,6 +287,7 @@ func newCountAgg(kind Kind, d int) *countAgg {
 	return &countAgg{kind: kind, t: Tally{Counts: make([]int64, d)}}
 }
 
+// Add implements Aggregator.
 func (a *countAgg) Add(r Report) error {
 	if uint(r.Value) >= uint(len(a.t.Counts)) {
 		return checkValue(a.kind, r.Value, len(a.t.Counts))
@@ -299,8 +300,10 @@ func (a *countAgg) Add(r Report) error {
 	return nil
 }
 
+// Merge implements Aggregator.
 func (a *countAgg) Merge(t Tally) error { return mergeTally(&a.t, t) }
 
+// Tally implements Aggregator.
 func (a *countAgg) Tally() Tally { return copyTally(a.t) }
 
 func mergeTally(dst *Tally, t Tally) error {

@@ -62,6 +62,7 @@ func Hash(seed uint32, v uint32, g int) int {
 
 func (h *olhOracle) pq() (float64, float64) { return h.m.P(), 1 / float64(h.g) }
 
+// Params implements FrequencyOracle.
 func (h *olhOracle) Params() Params {
 	return Params{Mechanism: KindOLH, Epsilon: h.eps, Domain: h.d, P: newProb(h.m.P()), Q: newProb(h.m.Q()), G: h.g}
 }
@@ -93,6 +94,7 @@ type olhAgg struct {
 	t   Tally
 }
 
+// NewAggregator implements FrequencyOracle.
 func (h *olhOracle) NewAggregator() Aggregator {
 	pre := make([]uint32, h.d)
 	for v := range pre {
@@ -101,6 +103,7 @@ func (h *olhOracle) NewAggregator() Aggregator {
 	return &olhAgg{h: h, pre: pre, t: Tally{Counts: make([]int64, h.d)}}
 }
 
+// Add implements Aggregator.
 func (a *olhAgg) Add(r Report) error {
 	if uint(r.Value) >= uint(a.h.g) {
 		return fmt.Errorf("ldp olh: hashed value = %d: want a value in [0, %d)", r.Value, a.h.g)
@@ -119,6 +122,8 @@ func (a *olhAgg) Add(r Report) error {
 	return nil
 }
 
+// Merge implements Aggregator.
 func (a *olhAgg) Merge(t Tally) error { return mergeTally(&a.t, t) }
 
+// Tally implements Aggregator.
 func (a *olhAgg) Tally() Tally { return copyTally(a.t) }

@@ -26,6 +26,7 @@ func newRR(o Options) (*rrOracle, error) {
 	return &rrOracle{m: m, eps: m.Cost().Epsilon}, nil
 }
 
+// Params implements FrequencyOracle.
 func (r *rrOracle) Params() Params {
 	return Params{Mechanism: KindRR, Epsilon: r.eps, Domain: 2, P: newProb(r.m.P()), Q: newProb(1 - r.m.P())}
 }
@@ -45,8 +46,10 @@ func (r *rrOracle) Randomize(src random.Source, v int) (Report, error) {
 	return Report{Value: 1 - v}, nil
 }
 
+// NewAggregator implements FrequencyOracle.
 func (r *rrOracle) NewAggregator() Aggregator { return newCountAgg(KindRR, 2) }
 
+// Variance implements FrequencyOracle.
 func (r *rrOracle) Variance(n int64, f float64) float64 {
 	p := r.m.P()
 	return pqVariance(n, f, p, 1-p)
@@ -66,6 +69,7 @@ func newKRR(o Options) (*krrOracle, error) {
 	return &krrOracle{m: m, eps: m.Cost().Epsilon}, nil
 }
 
+// Params implements FrequencyOracle.
 func (k *krrOracle) Params() Params {
 	return Params{Mechanism: KindKRR, Epsilon: k.eps, Domain: k.m.K(), P: newProb(k.m.P()), Q: newProb(k.m.Q())}
 }
@@ -97,8 +101,10 @@ func karyRandomize(s random.Source, p float64, k, v int) int {
 	return r
 }
 
+// NewAggregator implements FrequencyOracle.
 func (k *krrOracle) NewAggregator() Aggregator { return newCountAgg(KindKRR, k.m.K()) }
 
+// Variance implements FrequencyOracle.
 func (k *krrOracle) Variance(n int64, f float64) float64 {
 	return pqVariance(n, f, k.m.P(), k.m.Q())
 }

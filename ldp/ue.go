@@ -56,6 +56,7 @@ func newUE(o Options) (*ueOracle, error) {
 
 func (u *ueOracle) pq() (float64, float64) { return u.p, u.q }
 
+// Params implements FrequencyOracle.
 func (u *ueOracle) Params() Params {
 	return Params{Mechanism: u.kind, Epsilon: u.eps, Domain: u.d, P: newProb(u.p), Q: newProb(u.q)}
 }
@@ -87,6 +88,7 @@ func (u *ueOracle) fill(s random.Source, v int, out []uint64) {
 	}
 }
 
+// Variance implements FrequencyOracle.
 func (u *ueOracle) Variance(n int64, f float64) float64 { return pqVariance(n, f, u.p, u.q) }
 
 // planes is the depth of the bit-sliced counters: 8 planes count up to 255
@@ -103,10 +105,12 @@ type ueAgg struct {
 	pending int
 }
 
+// NewAggregator implements FrequencyOracle.
 func (u *ueOracle) NewAggregator() Aggregator {
 	return &ueAgg{u: u, t: Tally{Counts: make([]int64, u.d)}, planes: make([][planes]uint64, u.words)}
 }
 
+// Add implements Aggregator.
 func (a *ueAgg) Add(r Report) error {
 	if len(r.Bits) != a.u.words {
 		return fmt.Errorf("ldp %s: report has %d words of bits: want %d for a domain of %d values", a.u.kind, len(r.Bits), a.u.words, a.u.d)
@@ -150,8 +154,10 @@ func (a *ueAgg) flush() {
 	a.pending = 0
 }
 
+// Merge implements Aggregator.
 func (a *ueAgg) Merge(t Tally) error { return mergeTally(&a.t, t) }
 
+// Tally implements Aggregator.
 func (a *ueAgg) Tally() Tally {
 	a.flush()
 	return copyTally(a.t)
