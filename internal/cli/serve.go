@@ -197,6 +197,9 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 		}
 	}
 	fmt.Fprintf(out, "dpstat serve: %d tables, %d analysts (%d admins), ledger %s\n", len(cat.Tables), len(reg.List()), admins, led.Path())
+	if admins == 0 {
+		fmt.Fprintln(out, "dpstat serve: no admin analyst: the admin API is unusable until one is added (stop the server, then dpstat analyst add NAME --admin)")
+	}
 	if ready != nil {
 		ready(httpAddr, pgAddr)
 	}
