@@ -26,14 +26,14 @@ import (
 	"github.com/dpstat/dpstat/ledger"
 )
 
-func run(t *testing.T, args ...string) (string, string, int) {
+func runServeCLI(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code := Execute(args, &out, &errb)
 	return out.String(), errb.String(), code
 }
 
-func lastLine(s string) string {
+func lastOutputLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
 }
@@ -60,13 +60,13 @@ func TestAnalystCommands(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			out, errOut, code := run(t, tc.args...)
+			out, errOut, code := runServeCLI(t, tc.args...)
 			if code != tc.wantCode || !strings.Contains(out+errOut, tc.want) {
 				t.Fatalf("exit %d, want %d; output lacks %q:\n%s%s", code, tc.wantCode, tc.want, out, errOut)
 			}
 		})
 	}
-	out, _, _ := run(t, "analyst", "list", "--json", "--ledger", l)
+	out, _, _ := runServeCLI(t, "analyst", "list", "--json", "--ledger", l)
 	var rows []map[string]any
 	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) != 2 {
 		t.Fatalf("list --json: %v\n%s", err, out)
@@ -81,11 +81,11 @@ func TestAnalystCommands(t *testing.T) {
 // ledger, which is closed afterwards.
 func TestServe(t *testing.T) {
 	l := filepath.Join(t.TempDir(), "ledger.db")
-	out, _, code := run(t, "analyst", "add", "alice", "--table", "adult", "--epsilon", "3", "--ledger", l)
+	out, _, code := runServeCLI(t, "analyst", "add", "alice", "--table", "adult", "--epsilon", "3", "--ledger", l)
 	if code != 0 {
 		t.Fatal(out)
 	}
-	tok := lastLine(out)
+	tok := lastOutputLine(out)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	addrs := make(chan [2]string, 1)
@@ -151,7 +151,7 @@ func TestServeFlagsRefused(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, errOut, code := run(t, tc.args...)
+			_, errOut, code := runServeCLI(t, tc.args...)
 			if code == 0 || !strings.Contains(errOut, tc.want) {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
@@ -165,11 +165,11 @@ func TestServeTLS(t *testing.T) {
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	writeSelfSigned(t, certFile, keyFile)
 	l := filepath.Join(dir, "ledger.db")
-	out, _, code := run(t, "analyst", "add", "alice", "--table", "adult", "--epsilon", "3", "--ledger", l)
+	out, _, code := runServeCLI(t, "analyst", "add", "alice", "--table", "adult", "--epsilon", "3", "--ledger", l)
 	if code != 0 {
 		t.Fatal(out)
 	}
-	tok := lastLine(out)
+	tok := lastOutputLine(out)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	addrs := make(chan [2]string, 1)
