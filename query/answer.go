@@ -88,8 +88,9 @@ const DefaultConfidence = 0.95
 type Options struct {
 	// Epsilon is the query's total ε, split among its aggregates.
 	Epsilon float64
-	// Delta is the δ the analyst allows. Queries of this version are pure
-	// ε-DP and spend no δ; it must still be in [0, 1).
+	// Delta is the δ the analyst allows, in [0, 1). Only key selection (a
+	// GROUP BY column without a public value list) spends δ; other queries
+	// are pure ε-DP and spend none.
 	Delta float64
 	// Confidence is the level of the reported intervals, in (0, 1).
 	Confidence float64
@@ -150,8 +151,10 @@ type Result struct {
 
 // Share is one aggregate's part of the query's ε.
 type Share struct {
-	Column     string          `json:"column"`
-	Epsilon    float64         `json:"epsilon"`
+	Column  string  `json:"column"`
+	Epsilon float64 `json:"epsilon"`
+	// Delta is the share of δ (key selection only).
+	Delta      float64         `json:"delta,omitempty"`
 	Mechanisms []MechanismInfo `json:"mechanisms"`
 }
 
@@ -199,7 +202,7 @@ func Prepare(cat *catalog.Catalog, d engine.Dialect, sql string, opts Options) (
 	if err != nil {
 		return nil, err
 	}
-	plan, err := NewPlan(q, cat.Table(q.Table), opts.Epsilon)
+	plan, err := NewPlanDelta(q, cat.Table(q.Table), opts.Epsilon, opts.Delta)
 	if err != nil {
 		return nil, err
 	}
@@ -369,6 +372,11 @@ func newRequestID() string {
 // re-noise one engine result many times.
 func (p *Prepared) Release(exact *Exact) (*Result, error) {
 	plan, q := p.Plan, p.Plan.Query
+	keys := plan.Keys
+	if plan.Selection != nil {
+		exact = p.Noise.selectKeys(exact)
+		keys = exact.Keys
+	}
 	values, cis, err := p.Noise.Apply(exact, p.Opts.Confidence)
 	if err != nil {
 		return nil, err
@@ -385,7 +393,7 @@ func (p *Prepared) Release(exact *Exact) (*Result, error) {
 	for _, o := range q.Outputs {
 		res.Columns = append(res.Columns, o.Name)
 	}
-	for g, key := range plan.Keys {
+	for g, key := range keys {
 		row := make([]any, len(q.Outputs))
 		ci := make([]*Interval, len(q.Outputs))
 		for i, o := range q.Outputs {
@@ -434,6 +442,9 @@ func (p *Prepared) Release(exact *Exact) (*Result, error) {
 	// Mechanisms are listed in release order, which follows the aggregates.
 	res.Split = p.Noise.split()
 	res.Notes = plan.notes()
+	if plan.Selection != nil {
+		res.Notes = append(res.Notes, p.Noise.describeSelection())
+	}
 	return res, nil
 }
 
@@ -453,7 +464,7 @@ func (p *Plan) notes() []string {
 				a.Aggregate, a.Lower, a.Upper, a.Lower+(a.Upper-a.Lower)/2))
 		}
 	}
-	if len(p.Query.GroupBy) > 0 {
+	if len(p.Query.GroupBy) > 0 && p.Selection == nil {
 		n = append(n, "every group of the public value lists is released, including groups with no rows")
 	}
 	return n

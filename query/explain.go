@@ -108,6 +108,10 @@ func (p *Prepared) Explain() *Explanation {
 		Groups:       len(plan.Keys),
 	}
 	e.Keys = plan.describeKeys()
+	if plan.Selection != nil {
+		e.Keys = p.Noise.describeSelection()
+		e.Groups = -1
+	}
 	aggOf := map[int]int{}
 	for j, a := range plan.Aggregates {
 		aggOf[a.Output] = j
@@ -138,6 +142,11 @@ func (n *Noise) split() []Share {
 			mi++
 		}
 		out = append(out, sh)
+	}
+	if n.sel != nil {
+		ks := n.plan.Selection
+		out = append(out, Share{Column: "(key selection)", Epsilon: ks.Epsilon, Delta: ks.Delta,
+			Mechanisms: []MechanismInfo{{"geometric threshold", ks.Epsilon, float64(ks.Sensitivity), n.sel.m.Scale()}}})
 	}
 	return out
 }

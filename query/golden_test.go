@@ -41,11 +41,15 @@ func TestGoldenSQL(t *testing.T) {
 		{"percentile_float", "test", "SELECT percentile_cont(0.9) WITHIN GROUP (ORDER BY score) FROM people WHERE flag"},
 		{"median_unit_grouped", "examples", "SELECT day, MEDIAN(minutes_spent) FROM visits GROUP BY day"},
 		{"median_unit_total", "examples", "SELECT MEDIAN(euros_spent) FROM visits"},
+		{"key_selection", "examples", "SELECT education, COUNT(*), AVG(age) FROM adult GROUP BY education"},
+		{"key_selection_mixed", "examples", "SELECT sex, education, COUNT(*) FROM adult GROUP BY sex, education"},
+		{"key_selection_unit", "examples", "SELECT minutes_spent, COUNT(*) FROM visits GROUP BY minutes_spent"},
+		{"key_selection_median", "examples", "SELECT education, MEDIAN(age) FROM adult GROUP BY education"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cat := loadCatalog(t, cats[tt.catalog])
-			p, err := Prepare(cat, duckdb.Dialect, tt.sql, Options{Epsilon: 1, Confidence: 0.95, Analyst: "a"})
+			p, err := Prepare(cat, duckdb.Dialect, tt.sql, Options{Epsilon: 1, Delta: 1e-6, Confidence: 0.95, Analyst: "a"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -18,6 +18,9 @@ type Exact struct {
 	// Stats[g][s] is statistic s of group Plan.Keys[g]: a count, or a
 	// fixed-point sum in grid steps of 2^Summand.Exp.
 	Stats [][]*big.Int
+	// Keys are the groups of Stats in key-selection mode (nil when the
+	// plan's groups are public: they are Plan.Keys).
+	Keys [][]any
 	// Hist[h][g] holds the bin counts of histogram h (Plan.Histograms) in
 	// group g; nil means no values.
 	Hist [][][]int64
@@ -28,6 +31,12 @@ type Exact struct {
 // are ignored; groups without rows get zeros.
 func (p *Plan) ReadExact(rows *engine.Rows) (*Exact, error) {
 	nk := len(p.Query.GroupBy)
+	if p.Selection != nil {
+		if len(rows.Columns) != nk+len(p.Statistics) {
+			return nil, fmt.Errorf("query: engine returned %d columns, want %d", len(rows.Columns), nk+len(p.Statistics))
+		}
+		return p.readSelectedKeys(rows)
+	}
 	if len(rows.Columns) != nk+len(p.Statistics) {
 		return nil, fmt.Errorf("query: engine returned %d columns, want %d", len(rows.Columns), nk+len(p.Statistics))
 	}
@@ -131,6 +140,7 @@ type Noise struct {
 	counts  map[int]countMechanism
 	sums    map[int]sumMechanism
 	selects map[int]*mechanism.Exponential
+	sel     *selection
 	// Mechanisms describes each release's mechanism, in release order.
 	Mechanisms []MechanismInfo
 	// Cost is the sequential composition of every release's cost.
@@ -179,6 +189,14 @@ func (p *Plan) NewNoise(src random.Source) (*Noise, error) {
 			n.Mechanisms = append(n.Mechanisms, MechanismInfo{"laplace", r.Epsilon, sens, m.Scale()})
 		}
 	}
+	if p.Selection != nil {
+		s, cost, err := newSelection(p.Selection, src)
+		if err != nil {
+			return nil, err
+		}
+		n.sel = s
+		costs = append(costs, cost)
+	}
 	c, err := accounting.Sequential(costs...)
 	if err != nil {
 		return nil, refuse("%v", err)
@@ -186,7 +204,7 @@ func (p *Plan) NewNoise(src random.Source) (*Noise, error) {
 	// The shares add up to at most the query's ε (splitEpsilon), so the
 	// query is charged exactly the ε it asked for, never a float sum that
 	// rounding pushed above it.
-	if c.Epsilon > p.Epsilon || len(p.Releases) > 1 {
+	if c.Epsilon > p.Epsilon || len(p.Releases) > 1 || p.Selection != nil {
 		c.Epsilon = p.Epsilon
 	}
 	n.Cost = c
@@ -232,11 +250,11 @@ type Interval struct {
 // Plan.Aggregates) with confidence intervals.
 func (n *Noise) Apply(ex *Exact, confidence float64) (values [][]any, cis [][]Interval, err error) {
 	p := n.plan
-	values = make([][]any, len(p.Keys))
-	cis = make([][]Interval, len(p.Keys))
+	values = make([][]any, len(ex.Stats))
+	cis = make([][]Interval, len(ex.Stats))
 	// Each release's half-width does not depend on the data.
 	tail := 1 - (1-confidence)/2 // each half of an AVG gets half the miss probability
-	for g := range p.Keys {
+	for g := range ex.Stats {
 		noisy := make([]float64, len(p.Releases))
 		for i, r := range p.Releases {
 			switch r.Kind {

@@ -303,9 +303,8 @@ func (p *parser) groupKey(n *pg.Node, targets []*pg.Node) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if col.Values == nil {
-		return "", refuse("key selection is not supported yet; declare `values:` for column %s in the catalog to group by it", col.Name)
-	}
+	// A column without a public value list is grouped by DP key selection
+	// (planned with the query's δ).
 	return col.Name, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"strings"
 
 	"github.com/dpstat/dpstat/catalog"
 )
@@ -175,6 +176,9 @@ type Plan struct {
 	// Histograms are the per-group counts over public candidate grids that
 	// quantiles select from; each is computed by its own engine statement.
 	Histograms []Histogram
+	// Selection is set when a GROUP BY column has no public value list:
+	// the released keys are chosen by DP key selection, and Keys is nil.
+	Selection *KeySelection
 }
 
 // MaxGroups caps the number of groups a query may release, so that a cross
@@ -192,14 +196,41 @@ const fixedPointBits = 30
 // epsilon, split equally among the aggregates (and, for AVG, equally
 // between its centred sum and its count).
 func NewPlan(q *Query, table *catalog.Table, epsilon float64) (*Plan, error) {
+	return NewPlanDelta(q, table, epsilon, 0)
+}
+
+// NewPlanDelta is NewPlan with the δ the query may spend: a GROUP BY column
+// without a public value list needs δ > 0 for key selection, which then
+// takes half of ε and all of δ (see KeySelection); the aggregates share
+// the other half of ε.
+func NewPlanDelta(q *Query, table *catalog.Table, epsilon, delta float64) (*Plan, error) {
 	if math.IsNaN(epsilon) || math.IsInf(epsilon, 0) || epsilon <= 0 {
 		return nil, refuse("epsilon = %v: want a finite number > 0", epsilon)
 	}
 	p := &Plan{Query: q, Table: table, Epsilon: epsilon}
+	var undeclared []string
+	for _, g := range q.GroupBy {
+		if table.Column(g).Values == nil {
+			undeclared = append(undeclared, g)
+		}
+	}
+	aggEpsilon := epsilon
+	if len(undeclared) > 0 {
+		if !(delta > 0 && delta < 1) {
+			return nil, refuse("GROUP BY %s needs δ > 0: column(s) %s have no public value list, so the released keys are chosen by DP key selection, which spends δ; pass a δ (e.g. --delta 1e-6) or declare `values:` in the catalog",
+				strings.Join(q.GroupBy, ", "), strings.Join(undeclared, ", "))
+		}
+		p.Selection = &KeySelection{Columns: undeclared, Epsilon: epsilon / 2, Delta: delta}
+		aggEpsilon = epsilon / 2
+	}
 
 	// Groups: the cross product of public value lists.
 	p.Keys = [][]any{{}}
 	for _, g := range q.GroupBy {
+		if p.Selection != nil {
+			p.Keys = nil
+			break
+		}
 		vals := table.Column(g).Values
 		if len(p.Keys)*len(vals) > MaxGroups {
 			return nil, refuse("GROUP BY %v gives more than %d groups", q.GroupBy, MaxGroups)
@@ -221,7 +252,9 @@ func NewPlan(q *Query, table *catalog.Table, epsilon float64) (*Plan, error) {
 		p.Contribution.RowsPerGroup = table.MaxRowsPerGroup
 		p.Contribution.Groups = table.MaxGroupsPerUnit
 		// A person cannot touch more groups than there are.
-		if n := int64(len(p.Keys)); n <= p.Contribution.Groups {
+		if p.Selection != nil {
+			p.BoundGroups = true
+		} else if n := int64(len(p.Keys)); n <= p.Contribution.Groups {
 			p.Contribution.Groups = n
 		} else {
 			p.BoundGroups = true
@@ -229,7 +262,13 @@ func NewPlan(q *Query, table *catalog.Table, epsilon float64) (*Plan, error) {
 	}
 
 	// Stages 2–4 per aggregate.
-	shares := splitEpsilon(epsilon, len(q.Aggregates()))
+	if p.Selection != nil {
+		// Each person is one distinct unit in at most Contribution.Groups
+		// keys.
+		p.Selection.Stat = p.statistic(Summand{Kind: DistinctUnits, Column: table.PrivacyUnit})
+		p.Selection.Sensitivity = p.Contribution.Groups
+	}
+	shares := splitEpsilon(aggEpsilon, len(q.Aggregates()))
 	k := 0
 	for i, o := range q.Outputs {
 		if o.Agg == nil {

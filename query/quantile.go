@@ -152,15 +152,19 @@ func (p *Plan) ReadHistogram(ex *Exact, h int, rows *engine.Rows) error {
 		return fmt.Errorf("query: engine returned %d histogram columns, want %d", len(rows.Columns), nk+2)
 	}
 	bins := p.Histograms[h].Bins
-	index := make(map[string]int, len(p.Keys))
-	for i, k := range p.Keys {
+	keys := p.Keys
+	if p.Selection != nil {
+		keys = ex.Keys
+	}
+	index := make(map[string]int, len(keys))
+	for i, k := range keys {
 		index[keyString(k)] = i
 	}
 	for len(ex.Hist) < len(p.Histograms) {
 		ex.Hist = append(ex.Hist, nil)
 	}
 	if ex.Hist[h] == nil {
-		ex.Hist[h] = make([][]int64, len(p.Keys))
+		ex.Hist[h] = make([][]int64, len(keys))
 	}
 	for _, r := range rows.Rows {
 		key := make([]any, nk)

@@ -156,6 +156,9 @@ func (g *sqlGen) conditions() ([]string, error) {
 		conds = append(conds, g.ident(p.Table.PrivacyUnit)+" IS NOT NULL")
 	}
 	for _, k := range p.Query.GroupBy {
+		if p.Table.Column(k).Values == nil {
+			continue // chosen by key selection
+		}
 		c, err := g.inList(k, p.Table.Column(k).Values)
 		if err != nil {
 			return nil, err

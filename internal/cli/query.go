@@ -31,12 +31,21 @@ func newQueryCmd() *cobra.Command {
 		Long: `Answer an aggregate SQL query over a catalog's table with differential
 privacy, and charge its cost to the analyst's budget on that table.
 
-Supported: SELECT COUNT(*), COUNT(col), SUM(col), AVG(col) and grouped columns
-FROM one table [WHERE a row condition] [GROUP BY columns with public value
-lists] [HAVING, ORDER BY, LIMIT over the noisy results]. SUM and AVG need the
-column's bounds in the catalog. The query's epsilon (default 1) is split
-equally among its aggregates; every answer comes with intervals at the
---confidence level. A refused query costs nothing.
+Supported: SELECT COUNT(*), COUNT(col), COUNT(DISTINCT privacy_unit),
+SUM(col), AVG(col), VAR_POP/VAR_SAMP/VARIANCE(col), STDDEV_POP/STDDEV(col),
+MEDIAN(col), percentile_cont(q) WITHIN GROUP (ORDER BY col) and grouped
+columns FROM one table [WHERE a row condition] [GROUP BY columns]
+[HAVING, ORDER BY, LIMIT over the noisy results]. Numeric aggregates need the
+column's bounds in the catalog. GROUP BY a column with a public value list
+releases every listed group; a column without one is grouped by DP key
+selection, which needs --delta > 0 and takes half of epsilon. The query's
+epsilon (default 1) is split equally among its aggregates; every answer comes
+with intervals at the --confidence level. A refused query costs nothing.
+
+EXPLAIN <query> or --dry-run shows the cost, the split, the noise, the
+interval half-widths and the engine SQL without reading data or charging.
+An identical query asked again by the same analyst (same epsilon, delta and
+confidence) returns the stored answer at no cost.
 
 The budget charged is the analyst's budget on the queried table (the ledger
 key is the table name and the analyst); it is created from the catalog's
@@ -102,7 +111,7 @@ budget on first use.`,
 	f := cmd.Flags()
 	f.StringVar(&catalogPath, "catalog", "", "the data owner's catalog file (YAML); required")
 	f.Float64Var(&opts.Epsilon, "epsilon", query.DefaultEpsilon, "the query's privacy cost ε, split equally among its aggregates")
-	f.Float64Var(&opts.Delta, "delta", 0, "the δ the query may spend, in [0, 1); the queries of this version spend none")
+	f.Float64Var(&opts.Delta, "delta", 0, "the δ the query may spend, in [0, 1); a GROUP BY column without public values needs δ > 0 for key selection")
 	f.Float64Var(&opts.Confidence, "confidence", query.DefaultConfidence, "confidence level of the reported intervals, in (0, 1)")
 	f.StringVar(&format, "format", "table", "output format: table, csv or json")
 	f.BoolVar(&dryRun, "dry-run", false, "show the cost, the split, the noise and interval half-widths and the engine SQL without reading data or charging (as EXPLAIN does)")

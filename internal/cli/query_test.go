@@ -104,7 +104,7 @@ func TestQueryCLIRefusalsChargeNothing(t *testing.T) {
 		want string
 	}{
 		{"select star", []string{"SELECT * FROM adult"}, "SELECT * is not supported"},
-		{"key selection", []string{"SELECT education, COUNT(*) FROM adult GROUP BY education"}, "key selection is not supported yet"},
+		{"key selection", []string{"SELECT education, COUNT(*) FROM adult GROUP BY education"}, "needs δ > 0"},
 		{"epsilon zero", []string{"--epsilon", "0", "SELECT COUNT(*) FROM adult"}, "epsilon = 0"},
 		{"delta one", []string{"--delta", "1", "SELECT COUNT(*) FROM adult"}, "delta = 1"},
 		{"bad format", []string{"--format", "xml", "SELECT COUNT(*) FROM adult"}, "--format"},
