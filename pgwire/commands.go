@@ -294,13 +294,16 @@ func (ss *session) catalog(sql string) ([]column, [][]any, error) {
 		// psql \d NAME, step 3: the columns, with the declared bounds
 		// shown as the type.
 		case strings.Contains(code, "format_type") && strings.Contains(code, "a.attname"):
-			n := 7
-			if strings.Contains(code, "attstorage") {
-				n = 10
-			}
 			cols := []column{{"attname", oidText}, {"format_type", oidText}, {"default", oidText}, {"attnotnull", oidText},
-				{"attcollation", oidText}, {"attidentity", oidText}, {"attgenerated", oidText},
-				{"attstorage", oidText}, {"attstattarget", oidText}, {"description", oidText}}[:n]
+				{"attcollation", oidText}, {"attidentity", oidText}, {"attgenerated", oidText}}
+			// \d+ asks for more, depending on the psql version.
+			var extra []string
+			for _, c := range []string{"attstorage", "attcompression", "attstattarget", "col_description"} {
+				if strings.Contains(code, c) {
+					cols = append(cols, column{c, oidText})
+					extra = append(extra, c)
+				}
+			}
 			if t == nil {
 				return cols, nil, nil
 			}
@@ -311,8 +314,15 @@ func (ss *session) catalog(sql string) ([]column, [][]any, error) {
 					notNull = "f"
 				}
 				r := []any{c.Name, declaredType(c), nil, notNull, "", "", ""}
-				if n == 10 {
-					r = append(r, "p", nil, columnNote(t, c))
+				for _, x := range extra {
+					switch x {
+					case "attstorage":
+						r = append(r, "p")
+					case "col_description":
+						r = append(r, columnNote(t, c))
+					default:
+						r = append(r, nil)
+					}
 				}
 				rows = append(rows, r)
 			}
@@ -353,6 +363,15 @@ func (ss *session) catalog(sql string) ([]column, [][]any, error) {
 			}
 			return cols, rows, nil
 		}
+	}
+	// Anything else: no rows, with the column names the query asked for
+	// where it named them.
+	if aliases := aliasRE.FindAllStringSubmatch(sql, -1); len(aliases) > 0 {
+		cols := make([]column, len(aliases))
+		for i, a := range aliases {
+			cols[i] = column{a[1], oidText}
+		}
+		return cols, nil, nil
 	}
 	return []column{{"?column?", oidText}}, nil, nil
 }
