@@ -169,7 +169,7 @@ func TestLoad(t *testing.T) {
 
 // startFake is start with servertest's stand-in answerer in place of the
 // query engine.
-func startFake(t *testing.T, path string) *stack {
+func startFake(t testing.TB, path string) *stack {
 	t.Helper()
 	l, err := ledger.Open(path, ledger.Options{})
 	if err != nil {

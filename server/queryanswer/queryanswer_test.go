@@ -45,7 +45,7 @@ type stack struct {
 
 // start runs the HTTP and PostgreSQL front ends over the real query path on
 // the example catalog.
-func start(t *testing.T, path string) *stack {
+func start(t testing.TB, path string) *stack {
 	t.Helper()
 	cat, err := catalog.Load(filepath.Join("..", "..", "examples", "catalog.yaml"))
 	if err != nil {
