@@ -614,6 +614,8 @@ func rowDescription(cols []column, fmts []int16) *pgproto3.RowDescription {
 		switch c.oid {
 		case oidInt8, oidFloat8:
 			size = 8
+		case oidInt4:
+			size = 4
 		case oidBool:
 			size = 1
 		}
@@ -668,6 +670,15 @@ func encode(v any, oid uint32, format int16) ([]byte, error) {
 			return binary.BigEndian.AppendUint64(nil, math.Float64bits(f)), nil
 		}
 		return []byte(strconv.FormatFloat(f, 'g', -1, 64)), nil
+	case oidInt4:
+		n, err := strconv.ParseInt(fmt.Sprint(v), 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("value %v is not a 32-bit integer", v)
+		}
+		if format == 1 {
+			return binary.BigEndian.AppendUint32(nil, uint32(int32(n))), nil
+		}
+		return []byte(strconv.FormatInt(n, 10)), nil
 	case oidBool:
 		b, _ := v.(bool)
 		if format == 1 {

@@ -111,7 +111,7 @@ func TestClassify(t *testing.T) {
 	}{
 		{"", kindEmpty}, {"-- ping", kindEmpty}, {"BEGIN", kindTxn}, {"commit", kindTxn}, {"ROLLBACK", kindTxn},
 		{"SET dpstat.epsilon = 1", kindSet}, {"RESET ALL", kindSet}, {"SHOW dpstat.delta", kindShow},
-		{"SELECT version()", kindCatalog}, {"SELECT * FROM pg_catalog.pg_class", kindCatalog},
+		{"SELECT version()", kindCatalog}, {"SELECT 1", kindCatalog}, {"SELECT * FROM pg_catalog.pg_class", kindCatalog},
 		{"SELECT COUNT(*) FROM adult", kindDP},
 		{"SELECT COUNT(*) FROM adult WHERE s = 'pg_catalog'", kindDP},
 		{"DROP TABLE adult", kindDP},

@@ -127,6 +127,14 @@ func TestPgxSimpleAndExtended(t *testing.T) {
 			if err := c.QueryRow(ctx, "SELECT version()").Scan(&v); err != nil || !strings.Contains(v, "dpstat") {
 				t.Fatalf("version(): %q %v", v, err)
 			}
+			var one int
+			if err := c.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil || one != 1 {
+				t.Fatalf("SELECT 1: %d %v", one, err)
+			}
+			var pid int32
+			if err := c.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+				t.Fatalf("pg_backend_pid(): %v", err)
+			}
 			if err := c.Ping(ctx); err != nil {
 				t.Fatalf("ping: %v", err)
 			}
