@@ -119,6 +119,9 @@ type Query struct {
 	// GroupBy lists the grouped columns (catalog names), each with a public
 	// value list.
 	GroupBy []string
+	// Buckets maps the GroupBy names of computed keys (width_bucket,
+	// floor(col / w) * w, CASE bins) to their definitions.
+	Buckets map[string]*Bucket
 	// Where is the row predicate, or nil.
 	Where Expr
 	// Having filters the noisy answer rows, or nil. Its operands are

@@ -287,17 +287,35 @@ func (p *parser) groupKey(n *pg.Node, targets []*pg.Node) (string, error) {
 			return "", refuse("GROUP BY position must be a select-list position from 1 to %d", len(targets))
 		}
 		rt := targets[iv.Ival.Ival-1].GetResTarget()
-		if rt == nil || rt.Val.GetColumnRef() == nil {
-			return "", refuse("GROUP BY %d does not refer to a column", iv.Ival.Ival)
+		if rt == nil || (rt.Val.GetColumnRef() == nil && !isBucketExpr(rt.Val)) {
+			return "", refuse("GROUP BY %d does not refer to a column or a computed bin", iv.Ival.Ival)
 		}
 		n = rt.Val
+	}
+	if cr := n.GetColumnRef(); cr != nil && len(cr.Fields) == 1 && cr.Fields[0].GetString_() != nil {
+		// GROUP BY alias of a computed bin in the select list.
+		name := cr.Fields[0].GetString_().Sval
+		if p.table.Column(name) == nil {
+			for _, t := range targets {
+				if rt := t.GetResTarget(); rt != nil && rt.Name == name && isBucketExpr(rt.Val) {
+					n = rt.Val
+				}
+			}
+		}
+	}
+	if isBucketExpr(n) {
+		b, err := p.bucket(n)
+		if err != nil {
+			return "", err
+		}
+		return p.addBucket(b)
 	}
 	cr := n.GetColumnRef()
 	if cr == nil {
 		if n.GetGroupingSet() != nil {
 			return "", refuse("GROUPING SETS, ROLLUP and CUBE are not supported yet")
 		}
-		return "", refuse("GROUP BY expressions are not supported yet; group by columns with public value lists")
+		return "", refuse("GROUP BY expressions other than width_bucket(col, lo, hi, n), floor(col / w) * w and CASE bins are not supported")
 	}
 	col, err := p.columnRef(cr)
 	if err != nil {
@@ -330,6 +348,18 @@ func (p *parser) target(n *pg.Node) error {
 			name = col.Name
 		}
 		p.q.Outputs = append(p.q.Outputs, Output{Name: name, Key: col.Name})
+		return nil
+	}
+	if isBucketExpr(rt.Val) {
+		key, err := p.bucketOutput(rt.Val)
+		if err != nil {
+			return err
+		}
+		name := rt.Name
+		if name == "" {
+			name = "bin"
+		}
+		p.q.Outputs = append(p.q.Outputs, Output{Name: name, Key: key})
 		return nil
 	}
 	fc := rt.Val.GetFuncCall()
@@ -799,6 +829,9 @@ func (p *parser) kindOf(o Operand) string {
 		out := p.q.Outputs[o.Output]
 		if out.Agg != nil {
 			return "number"
+		}
+		if b := p.q.Buckets[out.Key]; b != nil {
+			return b.kind()
 		}
 		switch p.table.Column(out.Key).Type {
 		case catalog.Int, catalog.Float:

@@ -208,9 +208,14 @@ func NewPlanDelta(q *Query, table *catalog.Table, epsilon, delta float64) (*Plan
 		return nil, refuse("epsilon = %v: want a finite number > 0", epsilon)
 	}
 	p := &Plan{Query: q, Table: table, Epsilon: epsilon}
+	for name, b := range q.Buckets {
+		if n := len(b.Values(table)); n > MaxGroups {
+			return nil, refuse("GROUP BY %s gives %d bins: want at most %d", name, n, MaxGroups)
+		}
+	}
 	var undeclared []string
 	for _, g := range q.GroupBy {
-		if table.Column(g).Values == nil {
+		if p.keyValues(g) == nil {
 			undeclared = append(undeclared, g)
 		}
 	}
@@ -231,7 +236,7 @@ func NewPlanDelta(q *Query, table *catalog.Table, epsilon, delta float64) (*Plan
 			p.Keys = nil
 			break
 		}
-		vals := table.Column(g).Values
+		vals := p.keyValues(g)
 		if len(p.Keys)*len(vals) > MaxGroups {
 			return nil, refuse("GROUP BY %v gives more than %d groups", q.GroupBy, MaxGroups)
 		}

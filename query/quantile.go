@@ -107,7 +107,11 @@ func (p *Plan) HistogramSQL(d engine.Dialect, h int) (string, error) {
 	}
 	for i, k := range p.Query.GroupBy {
 		keys[i] = "k" + strconv.Itoa(i)
-		cols = append(cols, g.ident(k)+" AS "+keys[i])
+		e, err := g.keyExpr(k)
+		if err != nil {
+			return "", err
+		}
+		cols = append(cols, e+" AS "+keys[i])
 	}
 	col := g.ident(hist.Column)
 	lits := make([]string, 3)

@@ -41,7 +41,11 @@ func (g *sqlGen) generate() (string, error) {
 		cols = append(cols, g.ident(p.Table.PrivacyUnit)+" AS u")
 	}
 	for i, k := range p.Query.GroupBy {
-		cols = append(cols, g.ident(k)+" AS "+keys[i])
+		e, err := g.keyExpr(k)
+		if err != nil {
+			return "", err
+		}
+		cols = append(cols, e+" AS "+keys[i])
 	}
 	rowExprs := make([]string, len(p.Statistics)) // per-row input of each statistic ("" for COUNT(*))
 	for i, st := range p.Statistics {
@@ -156,10 +160,20 @@ func (g *sqlGen) conditions() ([]string, error) {
 		conds = append(conds, g.ident(p.Table.PrivacyUnit)+" IS NOT NULL")
 	}
 	for _, k := range p.Query.GroupBy {
-		if p.Table.Column(k).Values == nil {
+		if p.Query.Buckets[k] != nil {
+			// A computed key takes only its listed values, or NULL.
+			e, err := g.keyExpr(k)
+			if err != nil {
+				return nil, err
+			}
+			conds = append(conds, e+" IS NOT NULL")
+			continue
+		}
+		vals := p.keyValues(k)
+		if vals == nil {
 			continue // chosen by key selection
 		}
-		c, err := g.inList(k, p.Table.Column(k).Values)
+		c, err := g.inList(k, vals)
 		if err != nil {
 			return nil, err
 		}
@@ -230,7 +244,11 @@ func (g *sqlGen) inList(col string, values []any) (string, error) {
 		}
 		lits[i] = l
 	}
-	return g.ident(col) + " IN (" + strings.Join(lits, ", ") + ")", nil
+	e, err := g.keyExpr(col)
+	if err != nil {
+		return "", err
+	}
+	return e + " IN (" + strings.Join(lits, ", ") + ")", nil
 }
 
 func (g *sqlGen) operand(o Operand) (string, error) {

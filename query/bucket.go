@@ -1,0 +1,337 @@
+package query
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/engine"
+)
+
+// BucketKind says how a computed group key maps a row to a bin.
+type BucketKind int
+
+// The computed keys.
+const (
+	// WidthBucket is width_bucket(col, Lo, Hi, N): 0 below Lo, N+1 at or
+	// above Hi, else 1 + floor((col − Lo)·N/(Hi − Lo)).
+	WidthBucket BucketKind = iota
+	// FloorBucket is floor(col / Width) * Width over a bounded column,
+	// whose value is clamped to the declared bounds first.
+	FloorBucket
+	// CaseBucket is CASE WHEN cond THEN v … ELSE v END with literal values.
+	CaseBucket
+)
+
+// Bucket is a computed group key whose possible values are public (they
+// follow from the query and the declared bounds), so every bin is released,
+// empty ones included, without key selection.
+type Bucket struct {
+	Kind   BucketKind
+	Column string
+	Lo, Hi float64
+	N      int64
+	Width  float64
+	// Whens and Thens are the CASE arms; Else is the ELSE value.
+	Whens []Expr
+	Thens []any
+	Else  any
+}
+
+// Values lists every value the key can take, in order.
+func (b *Bucket) Values(t *catalog.Table) []any {
+	switch b.Kind {
+	case WidthBucket:
+		out := make([]any, 0, b.N+2)
+		for i := int64(0); i <= b.N+1; i++ {
+			out = append(out, i)
+		}
+		return out
+	case FloorBucket:
+		col := t.Column(b.Column)
+		lo, hi := math.Floor(*col.Lower/b.Width), math.Floor(*col.Upper/b.Width)
+		var out []any
+		for k := lo; k <= hi; k++ {
+			out = append(out, k*b.Width)
+		}
+		return out
+	}
+	var out []any
+	for _, v := range append(append([]any{}, b.Thens...), b.Else) {
+		dup := false
+		for _, w := range out {
+			dup = dup || w == v
+		}
+		if !dup {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// keyValues returns the public values of group key g, or nil when it has
+// none (key selection).
+func (p *Plan) keyValues(g string) []any {
+	if b := p.Query.Buckets[g]; b != nil {
+		return b.Values(p.Table)
+	}
+	return p.Table.Column(g).Values
+}
+
+// keyExpr renders group key g as an engine expression.
+func (g *sqlGen) keyExpr(k string) (string, error) {
+	b := g.p.Query.Buckets[k]
+	if b == nil {
+		return g.ident(k), nil
+	}
+	lit := func(v any) string {
+		l, err := engine.Literal(g.d, v)
+		if err != nil {
+			return "NULL"
+		}
+		return l
+	}
+	switch b.Kind {
+	case WidthBucket:
+		col := g.ident(b.Column)
+		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL WHEN %s < %s THEN 0 WHEN %s >= %s THEN %d ELSE least(CAST(floor((%s - %s) * %s / %s) AS %s) + 1, %d) END",
+			col, col, lit(b.Lo), col, lit(b.Hi), b.N+1, col, lit(b.Lo), lit(float64(b.N)), lit(b.Hi-b.Lo), g.d.TypeName(engine.Integer), b.N), nil
+	case FloorBucket:
+		c := g.p.Table.Column(b.Column)
+		col := g.ident(b.Column)
+		// greatest and least skip NULLs, so NULL is kept NULL explicitly
+		// (it then matches no bin).
+		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE floor(least(greatest(%s, %s), %s) / %s) * %s END",
+			col, col, lit(*c.Lower), lit(*c.Upper), lit(b.Width), lit(b.Width)), nil
+	}
+	var s strings.Builder
+	s.WriteString("CASE")
+	for i, w := range b.Whens {
+		cond, err := g.expr(w)
+		if err != nil {
+			return "", err
+		}
+		s.WriteString(" WHEN " + cond + " THEN " + lit(b.Thens[i]))
+	}
+	s.WriteString(" ELSE " + lit(b.Else) + " END")
+	return s.String(), nil
+}
+
+// isBucketExpr reports whether a node looks like a computed key.
+func isBucketExpr(n *pg.Node) bool {
+	if n == nil {
+		return false
+	}
+	if fc := n.GetFuncCall(); fc != nil {
+		return funcName(fc) == "width_bucket"
+	}
+	if a := n.GetAExpr(); a != nil {
+		return a.Kind == pg.A_Expr_Kind_AEXPR_OP && opName(a) == "*"
+	}
+	return n.GetCaseExpr() != nil
+}
+
+func opName(a *pg.A_Expr) string {
+	if len(a.Name) == 1 && a.Name[0].GetString_() != nil {
+		return a.Name[0].GetString_().Sval
+	}
+	return ""
+}
+
+// numberConst reads a numeric literal.
+func numberConst(n *pg.Node) (float64, bool) {
+	if n == nil {
+		return 0, false
+	}
+	if c := n.GetAConst(); c != nil && !c.Isnull {
+		switch v := c.Val.(type) {
+		case *pg.A_Const_Ival:
+			return float64(v.Ival.Ival), true
+		case *pg.A_Const_Fval:
+			f, err := strconv.ParseFloat(v.Fval.Fval, 64)
+			return f, err == nil && !math.IsInf(f, 0)
+		}
+	}
+	if a := n.GetAExpr(); a != nil && a.Lexpr == nil && opName(a) == "-" {
+		f, ok := numberConst(a.Rexpr)
+		return -f, ok
+	}
+	return 0, false
+}
+
+// bucket parses a computed key: width_bucket(col, lo, hi, n),
+// floor(col / w) * w, or CASE WHEN … THEN literal … ELSE literal END.
+func (p *parser) bucket(n *pg.Node) (*Bucket, error) {
+	numericCol := func(node *pg.Node, what string) (*catalog.Column, error) {
+		cr := node.GetColumnRef()
+		if cr == nil {
+			return nil, refuse("%s takes a column as its first argument", what)
+		}
+		col, err := p.columnRef(cr)
+		if err != nil {
+			return nil, err
+		}
+		if col.Type != catalog.Int && col.Type != catalog.Float {
+			return nil, refuse("%s over column %s (%s): want an int or float column", what, col.Name, col.Type)
+		}
+		return col, nil
+	}
+	if fc := n.GetFuncCall(); fc != nil {
+		if len(fc.Args) != 4 {
+			return nil, refuse("width_bucket takes (column, low, high, count)")
+		}
+		col, err := numericCol(fc.Args[0], "width_bucket")
+		if err != nil {
+			return nil, err
+		}
+		lo, ok1 := numberConst(fc.Args[1])
+		hi, ok2 := numberConst(fc.Args[2])
+		cnt, ok3 := numberConst(fc.Args[3])
+		if !ok1 || !ok2 || !ok3 || !(lo < hi) || cnt != math.Trunc(cnt) || cnt < 1 || cnt > MaxGroups-2 {
+			return nil, refuse("width_bucket(%s, low, high, count) needs literal numbers with low < high and a whole count from 1 to %d", col.Name, MaxGroups-2)
+		}
+		return &Bucket{Kind: WidthBucket, Column: col.Name, Lo: lo, Hi: hi, N: int64(cnt)}, nil
+	}
+	if a := n.GetAExpr(); a != nil {
+		// floor(col / w) * w
+		form := "write floor(col / w) * w with the same literal width w > 0"
+		fc := a.Lexpr.GetFuncCall()
+		w, ok := numberConst(a.Rexpr)
+		if fc == nil || funcName(fc) != "floor" || len(fc.Args) != 1 || !ok || !(w > 0) {
+			return nil, refuse("unsupported GROUP BY expression: %s", form)
+		}
+		div := fc.Args[0].GetAExpr()
+		if div == nil || opName(div) != "/" {
+			return nil, refuse("unsupported GROUP BY expression: %s", form)
+		}
+		w2, ok := numberConst(div.Rexpr)
+		if !ok || w2 != w {
+			return nil, refuse("unsupported GROUP BY expression: %s", form)
+		}
+		col, err := numericCol(div.Lexpr, "floor(col / w) * w")
+		if err != nil {
+			return nil, err
+		}
+		if !col.Bounded() {
+			return nil, refuse("floor(%s / w) * w needs declared bounds for %s, so that its bins are public: declare `lower:` and `upper:`", col.Name, col.Name)
+		}
+		if n := math.Floor(*col.Upper/w) - math.Floor(*col.Lower/w) + 1; n > MaxGroups {
+			return nil, refuse("floor(%s / %g) * %g gives %g bins over the declared range; want at most %d", col.Name, w, w, n, MaxGroups)
+		}
+		return &Bucket{Kind: FloorBucket, Column: col.Name, Width: w}, nil
+	}
+	ce := n.GetCaseExpr()
+	if ce == nil {
+		return nil, refuse("unsupported GROUP BY expression")
+	}
+	if ce.Arg != nil {
+		return nil, refuse("CASE bins are written CASE WHEN condition THEN value … ELSE value END")
+	}
+	if ce.Defresult == nil {
+		return nil, refuse("CASE bins need an ELSE value, so that every row has a bin")
+	}
+	b := &Bucket{Kind: CaseBucket}
+	kind := ""
+	value := func(node *pg.Node) (any, error) {
+		o, err := p.operand(node, false)
+		if err != nil || o.Kind != Literal {
+			return nil, refuse("CASE bins take literal values after THEN and ELSE")
+		}
+		k := p.kindOf(o)
+		if kind != "" && k != kind {
+			return nil, refuse("CASE bins mix %s and %s values; use one type", kind, k)
+		}
+		kind = k
+		return o.Value, nil
+	}
+	for _, arm := range ce.Args {
+		w := arm.GetCaseWhen()
+		if w == nil {
+			return nil, refuse("malformed CASE")
+		}
+		cond, err := p.expr(w.Expr, false)
+		if err != nil {
+			return nil, err
+		}
+		v, err := value(w.Result)
+		if err != nil {
+			return nil, err
+		}
+		b.Whens = append(b.Whens, cond)
+		b.Thens = append(b.Thens, v)
+	}
+	v, err := value(ce.Defresult)
+	if err != nil {
+		return nil, err
+	}
+	b.Else = v
+	// Mixed int and float literals are all floats, as the engine's CASE
+	// result is.
+	anyFloat := false
+	for _, t := range append(append([]any{}, b.Thens...), b.Else) {
+		_, f := t.(float64)
+		anyFloat = anyFloat || f
+	}
+	if anyFloat {
+		toF := func(v any) any {
+			if i, ok := v.(int64); ok {
+				return float64(i)
+			}
+			return v
+		}
+		for i := range b.Thens {
+			b.Thens[i] = toF(b.Thens[i])
+		}
+		b.Else = toF(b.Else)
+	}
+	return b, nil
+}
+
+// addBucket registers a computed GROUP BY key and returns its key name.
+func (p *parser) addBucket(b *Bucket) (string, error) {
+	if p.q.Buckets == nil {
+		p.q.Buckets = map[string]*Bucket{}
+	}
+	for name, prev := range p.q.Buckets {
+		if reflect.DeepEqual(prev, b) {
+			return "", refuse("GROUP BY lists the expression %s twice", name)
+		}
+	}
+	name := fmt.Sprintf("#bin%d", len(p.q.Buckets)+1)
+	p.q.Buckets[name] = b
+	return name, nil
+}
+
+// bucketOutput matches a select-list expression with a computed GROUP BY
+// key.
+func (p *parser) bucketOutput(n *pg.Node) (string, error) {
+	b, err := p.bucket(n)
+	if err != nil {
+		return "", err
+	}
+	for name, prev := range p.q.Buckets {
+		if reflect.DeepEqual(prev, b) {
+			return name, nil
+		}
+	}
+	return "", refuse("the select-list expression is not in GROUP BY; group by the same expression (or by its position or alias)")
+}
+
+// bucketKind is the type family of a computed key's values.
+func (b *Bucket) kind() string {
+	if b.Kind != CaseBucket {
+		return "number"
+	}
+	switch b.Else.(type) {
+	case string:
+		return "text"
+	case bool:
+		return "bool"
+	}
+	return "number"
+}
