@@ -377,6 +377,12 @@ func (p *Prepared) Release(exact *Exact) (*Result, error) {
 		exact = p.Noise.selectKeys(exact)
 		keys = exact.Keys
 	}
+	if plan.TopK != nil {
+		var err error
+		if exact, keys, err = p.Noise.selectTopK(exact, keys); err != nil {
+			return nil, err
+		}
+	}
 	values, cis, err := p.Noise.Apply(exact, p.Opts.Confidence)
 	if err != nil {
 		return nil, err
@@ -445,6 +451,9 @@ func (p *Prepared) Release(exact *Exact) (*Result, error) {
 	if plan.Selection != nil {
 		res.Notes = append(res.Notes, p.Noise.describeSelection())
 	}
+	if plan.TopK != nil {
+		res.Notes = append(res.Notes, p.Noise.describeTopK(plan.candidates()))
+	}
 	return res, nil
 }
 
@@ -464,7 +473,7 @@ func (p *Plan) notes() []string {
 				a.Aggregate, a.Lower, a.Upper, a.Lower+(a.Upper-a.Lower)/2))
 		}
 	}
-	if len(p.Query.GroupBy) > 0 && p.Selection == nil {
+	if len(p.Query.GroupBy) > 0 && p.Selection == nil && p.TopK == nil {
 		n = append(n, "every group of the public value lists is released, including groups with no rows")
 	}
 	return n

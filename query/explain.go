@@ -112,6 +112,13 @@ func (p *Prepared) Explain() *Explanation {
 		e.Keys = p.Noise.describeSelection()
 		e.Groups = -1
 	}
+	if plan.TopK != nil {
+		e.Keys = p.Noise.describeTopK(plan.candidates())
+		if plan.Selection != nil {
+			e.Keys += "; " + p.Noise.describeSelection()
+		}
+		e.Groups = int(plan.TopK.K)
+	}
 	aggOf := map[int]int{}
 	for j, a := range plan.Aggregates {
 		aggOf[a.Output] = j
@@ -142,6 +149,11 @@ func (n *Noise) split() []Share {
 			mi++
 		}
 		out = append(out, sh)
+	}
+	if n.topk != nil {
+		t := n.plan.TopK
+		out = append(out, Share{Column: "(most common values)", Epsilon: t.Epsilon,
+			Mechanisms: []MechanismInfo{{"permute-and-flip", t.Round, t.Sensitivity, 2 * t.Sensitivity / t.Round}}})
 	}
 	if n.sel != nil {
 		ks := n.plan.Selection

@@ -45,6 +45,8 @@ func TestGoldenSQL(t *testing.T) {
 		{"key_selection_mixed", "examples", "SELECT sex, education, COUNT(*) FROM adult GROUP BY sex, education"},
 		{"key_selection_unit", "examples", "SELECT minutes_spent, COUNT(*) FROM visits GROUP BY minutes_spent"},
 		{"key_selection_median", "examples", "SELECT education, MEDIAN(age) FROM adult GROUP BY education"},
+		{"top_k", "examples", "SELECT race FROM adult GROUP BY race ORDER BY COUNT(*) DESC LIMIT 2"},
+		{"top_k_unit_counts", "examples", "SELECT day, COUNT(*) FROM visits GROUP BY day ORDER BY COUNT(*) DESC LIMIT 3"},
 		{"width_bucket", "examples", "SELECT width_bucket(age, 20, 70, 5) AS bucket, COUNT(*) FROM adult GROUP BY 1"},
 		{"floor_bins", "examples", "SELECT floor(hours_per_week / 10) * 10 AS hours, COUNT(*), AVG(age) FROM adult GROUP BY hours"},
 		{"case_bins_unit", "examples", "SELECT CASE WHEN euros_spent < 10 THEN 'low' WHEN euros_spent < 30 THEN 'mid' ELSE 'high' END AS spend, COUNT(*) FROM visits GROUP BY spend"},

@@ -119,6 +119,10 @@ type Query struct {
 	// GroupBy lists the grouped columns (catalog names), each with a public
 	// value list.
 	GroupBy []string
+	// TopK, when positive, asks for the TopK most common keys: the query
+	// was GROUP BY … ORDER BY COUNT(*) DESC LIMIT TopK with only keys and
+	// COUNT(*) in the select list.
+	TopK int64
 	// Buckets maps the GroupBy names of computed keys (width_bucket,
 	// floor(col / w) * w, CASE bins) to their definitions.
 	Buckets map[string]*Bucket

@@ -141,6 +141,7 @@ type Noise struct {
 	sums    map[int]sumMechanism
 	selects map[int]*mechanism.Exponential
 	sel     *selection
+	topk    *mechanism.ReportNoisyMax
 	// Mechanisms describes each release's mechanism, in release order.
 	Mechanisms []MechanismInfo
 	// Cost is the sequential composition of every release's cost.
@@ -197,6 +198,14 @@ func (p *Plan) NewNoise(src random.Source) (*Noise, error) {
 		n.sel = s
 		costs = append(costs, cost)
 	}
+	if p.TopK != nil {
+		m, cost, err := newTopK(p.TopK, src)
+		if err != nil {
+			return nil, err
+		}
+		n.topk = m
+		costs = append(costs, cost)
+	}
 	c, err := accounting.Sequential(costs...)
 	if err != nil {
 		return nil, refuse("%v", err)
@@ -204,7 +213,7 @@ func (p *Plan) NewNoise(src random.Source) (*Noise, error) {
 	// The shares add up to at most the query's ε (splitEpsilon), so the
 	// query is charged exactly the ε it asked for, never a float sum that
 	// rounding pushed above it.
-	if c.Epsilon > p.Epsilon || len(p.Releases) > 1 || p.Selection != nil {
+	if c.Epsilon > p.Epsilon || len(p.Releases) > 1 || p.Selection != nil || p.TopK != nil {
 		c.Epsilon = p.Epsilon
 	}
 	n.Cost = c

@@ -123,8 +123,12 @@ func (p *parser) selectStmt(s *pg.SelectStmt) (*Query, error) {
 	if n := len(p.q.Aggregates()); n > MaxAggregates {
 		return nil, refuse("%d aggregates in one query: want at most %d (each takes a share of ε)", n, MaxAggregates)
 	}
-	if len(p.q.Aggregates()) == 0 {
-		return nil, refuse("the select list has no aggregate; dpstat releases aggregates only (COUNT, SUM, AVG)")
+	topK, err := p.topKForm(s)
+	if err != nil {
+		return nil, err
+	}
+	if len(p.q.Aggregates()) == 0 && topK == 0 {
+		return nil, refuse("the select list has no aggregate; dpstat releases aggregates only (COUNT, SUM, AVG), or the most common values: SELECT col FROM t GROUP BY col ORDER BY COUNT(*) DESC LIMIT k")
 	}
 	names := map[string]bool{}
 	for _, o := range p.q.Outputs {
@@ -146,6 +150,12 @@ func (p *parser) selectStmt(s *pg.SelectStmt) (*Query, error) {
 			return nil, err
 		}
 		p.q.Having = e
+	}
+	if topK > 0 {
+		// ORDER BY COUNT(*) DESC LIMIT k is answered by selecting the k
+		// most common keys (see TopK).
+		p.q.TopK = topK
+		return p.q, nil
 	}
 	for _, n := range s.SortClause {
 		t, err := p.orderTerm(n)

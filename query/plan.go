@@ -179,6 +179,8 @@ type Plan struct {
 	// Selection is set when a GROUP BY column has no public value list:
 	// the released keys are chosen by DP key selection, and Keys is nil.
 	Selection *KeySelection
+	// TopK is set for a most-common-values query.
+	TopK *TopKPlan
 }
 
 // MaxGroups caps the number of groups a query may release, so that a cross
@@ -272,6 +274,14 @@ func NewPlanDelta(q *Query, table *catalog.Table, epsilon, delta float64) (*Plan
 		// keys.
 		p.Selection.Stat = p.statistic(Summand{Kind: DistinctUnits, Column: table.PrivacyUnit})
 		p.Selection.Sensitivity = p.Contribution.Groups
+	}
+	if q.TopK > 0 {
+		// The selection of the most common keys takes all of the ε left,
+		// or half of it when their counts are released too.
+		if len(q.Aggregates()) > 0 {
+			aggEpsilon /= 2
+		}
+		p.planTopK(aggEpsilon)
 	}
 	shares := splitEpsilon(aggEpsilon, len(q.Aggregates()))
 	k := 0
