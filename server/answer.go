@@ -34,8 +34,24 @@ type Pair struct {
 // BudgetLeft is the budget of the table a query was charged to, after the
 // charge.
 type BudgetLeft struct {
-	Spent     Pair `json:"spent"`
-	Remaining Pair `json:"remaining"`
+	Spent     Pair   `json:"spent"`
+	Remaining Pair   `json:"remaining"`
+	Rule      string `json:"rule,omitempty"`
+}
+
+// Mechanism describes the noise of one release.
+type Mechanism struct {
+	Name        string  `json:"mechanism"`
+	Epsilon     float64 `json:"epsilon"`
+	Sensitivity float64 `json:"sensitivity"`
+	Scale       float64 `json:"scale"`
+}
+
+// Share is one aggregate's part of a query's ε.
+type Share struct {
+	Column     string      `json:"column"`
+	Epsilon    float64     `json:"epsilon"`
+	Mechanisms []Mechanism `json:"mechanisms"`
 }
 
 // Response is an answer in the shape `dpstat query --format json` prints:
@@ -45,8 +61,15 @@ type Response struct {
 	Columns []string        `json:"columns"`
 	Rows    [][]any         `json:"rows"`
 	CI      [][]*[2]float64 `json:"ci"`
-	Cost    Pair            `json:"cost"`
-	Budget  BudgetLeft      `json:"budget"`
+	// Confidence is the level of the intervals.
+	Confidence float64    `json:"confidence,omitempty"`
+	Cost       Pair       `json:"cost"`
+	Budget     BudgetLeft `json:"budget"`
+	// Split says how the cost was divided among the aggregates.
+	Split []Share `json:"split,omitempty"`
+	// ReleaseID identifies the charge in the ledger (zero for a dry run or
+	// a repeated query).
+	ReleaseID uint64 `json:"release_id,omitempty"`
 	// Table is the table the query read and was charged to.
 	Table string `json:"table,omitempty"`
 	// DryRun is true for a preview: Rows hold no data (nil values) and CI

@@ -157,9 +157,13 @@ func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Resp
 			Spent:     server.Pair{Epsilon: res.Budget.Spent.Epsilon, Delta: res.Budget.Spent.Delta},
 			Remaining: server.Pair{Epsilon: res.Budget.Remaining.Epsilon, Delta: res.Budget.Remaining.Delta},
 		},
-		Table: key.Dataset,
-		Notes: append(splitNotes(res.Split), res.Notes...),
+		Table:      key.Dataset,
+		Notes:      append(splitNotes(res.Split), res.Notes...),
+		Confidence: res.Confidence,
+		ReleaseID:  res.ReleaseID,
+		Split:      shares(res.Split),
 	}
+	resp.Budget.Rule = string(res.Budget.Rule)
 	if res.Repeated {
 		resp.Repeated = true
 		resp.Notes = append([]string{fmt.Sprintf("repeated query: the answer stored when it was first asked is returned; nothing was charged now (it cost ε=%s, δ=%s then)",
@@ -174,6 +178,18 @@ func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Resp
 		}
 	}
 	return resp, nil
+}
+
+func shares(split []query.Share) []server.Share {
+	var out []server.Share
+	for _, sh := range split {
+		s := server.Share{Column: sh.Column, Epsilon: sh.Epsilon, Mechanisms: []server.Mechanism{}}
+		for _, m := range sh.Mechanisms {
+			s.Mechanisms = append(s.Mechanisms, server.Mechanism{Name: m.Name, Epsilon: m.Epsilon, Sensitivity: m.Sensitivity, Scale: m.Scale})
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 func splitNotes(split []query.Share) []string {
@@ -196,11 +212,13 @@ func splitNotes(split []query.Share) []string {
 func (a *Answerer) preview(p *query.Prepared, st ledger.Status) (*server.Response, error) {
 	q := p.Plan.Query
 	resp := &server.Response{
-		Cost:   server.Pair{Epsilon: p.Noise.Cost.Epsilon, Delta: p.Noise.Cost.Delta},
-		Budget: server.BudgetLeft{Spent: server.Pair{Epsilon: st.Spent.Epsilon, Delta: st.Spent.Delta}, Remaining: server.Pair{Epsilon: st.Remaining.Epsilon, Delta: st.Remaining.Delta}},
-		Table:  p.Plan.Table.Name,
-		DryRun: true,
+		Cost:       server.Pair{Epsilon: p.Noise.Cost.Epsilon, Delta: p.Noise.Cost.Delta},
+		Budget:     server.BudgetLeft{Spent: server.Pair{Epsilon: st.Spent.Epsilon, Delta: st.Spent.Delta}, Remaining: server.Pair{Epsilon: st.Remaining.Epsilon, Delta: st.Remaining.Delta}},
+		Table:      p.Plan.Table.Name,
+		DryRun:     true,
+		Confidence: p.Opts.Confidence,
 	}
+	resp.Budget.Rule = string(st.Rule)
 	for _, o := range q.Outputs {
 		resp.Columns = append(resp.Columns, o.Name)
 	}
