@@ -26,6 +26,7 @@ type pgError struct {
 	fatal                   bool
 }
 
+// Error implements error.
 func (e *pgError) Error() string { return e.msg }
 
 func pgErrorf(code, format string, args ...any) *pgError {

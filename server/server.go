@@ -242,6 +242,7 @@ type httpError struct {
 	message string
 }
 
+// Error implements error.
 func (e *httpError) Error() string { return e.message }
 
 func badRequest(format string, args ...any) error {
