@@ -71,6 +71,10 @@ type Table struct {
 	// MaxRowsPerGroup (L∞) is how many rows one person may contribute to
 	// one group. It is 1 when PrivacyUnit is empty.
 	MaxRowsPerGroup int64
+	// GroupSize is the number of people protected together (e.g. a
+	// household): every sensitivity is multiplied by it. 1 protects each
+	// person.
+	GroupSize int64
 	// Columns lists the declared columns in declaration order.
 	Columns []*Column
 }
@@ -146,6 +150,7 @@ type rawTable struct {
 	PrivacyUnit      string                `yaml:"privacy_unit"`
 	MaxGroupsPerUnit *int64                `yaml:"max_groups_per_unit"`
 	MaxRowsPerGroup  *int64                `yaml:"max_rows_per_group"`
+	GroupSize        *int64                `yaml:"group_size"`
 	Columns          map[string]*rawColumn `yaml:"columns"`
 }
 
@@ -239,7 +244,14 @@ func checkTable(name string, rt *rawTable, dir string, colOrder []string) (*Tabl
 	if !validName(name) {
 		add("name %q: want letters, digits and underscores, starting with a letter or underscore", name)
 	}
-	t := &Table{Name: name, PrivacyUnit: rt.PrivacyUnit, MaxGroupsPerUnit: 1, MaxRowsPerGroup: 1}
+	t := &Table{Name: name, PrivacyUnit: rt.PrivacyUnit, MaxGroupsPerUnit: 1, MaxRowsPerGroup: 1, GroupSize: 1}
+	if rt.GroupSize != nil {
+		if *rt.GroupSize < 1 || *rt.GroupSize > 1<<20 {
+			add("group_size = %d: want a whole number of people from 1 to 1048576", *rt.GroupSize)
+		} else {
+			t.GroupSize = *rt.GroupSize
+		}
+	}
 	if rt.Source == "" {
 		add("source: missing; give a CSV or Parquet file relative to the catalog")
 	} else {

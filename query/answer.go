@@ -460,6 +460,9 @@ func (p *Prepared) Release(exact *Exact) (*Result, error) {
 // notes explains the answer's construction.
 func (p *Plan) notes() []string {
 	var n []string
+	if g := p.Contribution.People(); g > 1 {
+		n = append(n, fmt.Sprintf("groups of %d people are protected together (group_size): every sensitivity is multiplied by %d", g, g))
+	}
 	if p.Bounded {
 		n = append(n, fmt.Sprintf("each %s contributes at most %d row(s) per group and to at most %d group(s), chosen at random",
 			p.Table.PrivacyUnit, p.Contribution.RowsPerGroup, p.Contribution.Groups))

@@ -39,8 +39,12 @@ type KeySelection struct {
 	Epsilon, Delta float64
 	// Stat indexes Plan.Statistics: the per-key distinct-person count.
 	Stat int
-	// Sensitivity is how many keys one person can count in.
+	// Sensitivity is how many keys one person (or protected group) can
+	// count in.
 	Sensitivity int64
+	// MaxCount is the largest count a key that only one protected group
+	// has can reach: 1, or the catalog's group_size.
+	MaxCount int64
 }
 
 // selection is the calibrated key-selection stage of a Noise.
@@ -58,6 +62,9 @@ func newSelection(ks *KeySelection, src random.Source) (*selection, accounting.C
 		return nil, accounting.Cost{}, refuse("key selection: %v", err)
 	}
 	tau, single := selectionThreshold(m.Scale(), ks.Sensitivity, ks.Delta)
+	// A key that only one protected group of MaxCount people has starts at
+	// MaxCount instead of 1: the threshold moves up by MaxCount − 1.
+	tau += max(ks.MaxCount, 1) - 1
 	c := m.Cost()
 	c.Delta = ks.Delta
 	c.RhoDelta = ks.Delta
@@ -189,7 +196,14 @@ func compareKeys(a, b any) int {
 // describeSelection explains a key selection for EXPLAIN and notes.
 func (n *Noise) describeSelection() string {
 	ks := n.plan.Selection
-	return fmt.Sprintf("DP key selection on %s (no public value list for %s): per key, the number of distinct people (each counted in at most %d key(s)) plus discrete Laplace noise of scale %.4g (ε=%g); keys with a noisy count ≥ %d are released. A key with one person is released with probability %.3g (≤ δ/%d), so the selection costs ε=%g, δ=%g",
+	return fmt.Sprintf("DP key selection on %s (no public value list for %s): per key, the number of distinct people (each counted in at most %d key(s)) plus discrete Laplace noise of scale %.4g (ε=%g); keys with a noisy count ≥ %d are released. A key that only one person%s has is released with probability %.3g (≤ δ/%d), so the selection costs ε=%g, δ=%g",
 		strings.Join(n.plan.Query.GroupBy, ", "), strings.Join(ks.Columns, ", "), ks.Sensitivity, n.sel.m.Scale(), ks.Epsilon,
-		n.sel.threshold, n.sel.single, ks.Sensitivity, ks.Epsilon, ks.Delta)
+		n.sel.threshold, groupWords(ks.MaxCount), n.sel.single, ks.Sensitivity, ks.Epsilon, ks.Delta)
+}
+
+func groupWords(k int64) string {
+	if k > 1 {
+		return fmt.Sprintf(" (or one protected group of %d people)", k)
+	}
+	return ""
 }

@@ -226,7 +226,7 @@ func (p *Plan) NewNoise(src random.Source) (*Noise, error) {
 // mechanism accounts for one, so the others are added to the sensitivity
 // (found by a short fixed-point iteration, as the grid depends on it).
 func (p *Plan) newSumMechanism(r Release, src random.Source) (*mechanism.Laplace, float64, error) {
-	extra := float64(p.Contribution.Groups - 1)
+	extra := float64(p.Contribution.People()*p.Contribution.Groups - 1)
 	sens := r.Sensitivity
 	if sens <= 0 {
 		// A column declared with lower == upper: every row adds the same

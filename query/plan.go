@@ -36,12 +36,20 @@ import (
 type Contribution struct {
 	Groups       int64
 	RowsPerGroup int64
+	// GroupSize is how many people are protected together (the catalog's
+	// group_size; 0 means 1): by the triangle inequality, a change of that
+	// many people moves every statistic by at most GroupSize times what one
+	// person can.
+	GroupSize int64
 }
+
+// People returns GroupSize, at least 1.
+func (c Contribution) People() int64 { return max(c.GroupSize, 1) }
 
 // L1 is the L1 sensitivity, across all groups, of a per-group sum of
 // summands bounded by perRow in absolute value.
 func (c Contribution) L1(perRow float64) float64 {
-	return float64(c.Groups) * float64(c.RowsPerGroup) * perRow
+	return float64(c.People()) * float64(c.Groups) * float64(c.RowsPerGroup) * perRow
 }
 
 // SummandKind says what one row contributes to a statistic.
@@ -253,7 +261,7 @@ func NewPlanDelta(q *Query, table *catalog.Table, epsilon, delta float64) (*Plan
 	}
 
 	// Stage 1: contribution bounding.
-	p.Contribution = Contribution{Groups: 1, RowsPerGroup: 1}
+	p.Contribution = Contribution{Groups: 1, RowsPerGroup: 1, GroupSize: max(table.GroupSize, 1)}
 	if table.HasPrivacyUnit() {
 		p.Bounded = true
 		p.Contribution.RowsPerGroup = table.MaxRowsPerGroup
@@ -273,7 +281,8 @@ func NewPlanDelta(q *Query, table *catalog.Table, epsilon, delta float64) (*Plan
 		// Each person is one distinct unit in at most Contribution.Groups
 		// keys.
 		p.Selection.Stat = p.statistic(Summand{Kind: DistinctUnits, Column: table.PrivacyUnit})
-		p.Selection.Sensitivity = p.Contribution.Groups
+		p.Selection.Sensitivity = p.Contribution.People() * p.Contribution.Groups
+		p.Selection.MaxCount = p.Contribution.People()
 	}
 	if q.TopK > 0 {
 		// The selection of the most common keys takes all of the ε left,
@@ -319,7 +328,7 @@ func NewPlanDelta(q *Query, table *catalog.Table, epsilon, delta float64) (*Plan
 			// One person is one distinct unit in each of the at most
 			// Contribution.Groups groups it touches, whatever its rows.
 			r := p.release(NoisyCount, st, -1, 1, share)
-			p.Releases[r].Sensitivity = float64(p.Contribution.Groups)
+			p.Releases[r].Sensitivity = float64(p.Contribution.People() * p.Contribution.Groups)
 			ap.Releases = []int{r}
 		case VarPop, VarSamp, StddevPop, StddevSamp:
 			p.planVariance(&ap, share)

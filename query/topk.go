@@ -91,7 +91,7 @@ const MaxTopK = 1000
 func (p *Plan) planTopK(epsilon float64) {
 	st := p.statistic(Summand{Kind: RowCount})
 	p.TopK = &TopKPlan{K: p.Query.TopK, Epsilon: epsilon, Round: splitEpsilon(epsilon, int(p.Query.TopK))[0],
-		Stat: st, Sensitivity: float64(p.Contribution.RowsPerGroup)}
+		Stat: st, Sensitivity: float64(p.Contribution.People() * p.Contribution.RowsPerGroup)}
 }
 
 // newTopK calibrates the rounds' mechanism and returns the cost of all
