@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/random"
 )
 
@@ -127,11 +128,10 @@ func TestQuantileUtilityBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := eng.Query(ctx, p.SQL)
-	if err != nil {
-		t.Fatal(err)
+	if p.SQL != "" {
+		t.Fatalf("a median alone runs a main statement: %s", p.SQL)
 	}
-	exact, err := p.Plan.ReadExact(rows)
+	exact, err := p.Plan.ReadExact(&engine.Rows{Columns: make([]string, len(p.Plan.Statistics))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -214,6 +214,10 @@ func Prepare(cat *catalog.Catalog, d engine.Dialect, sql string, opts Options) (
 	if err != nil {
 		return nil, err
 	}
+	if plan.onlyHistograms() {
+		// Quantiles alone need only their histograms.
+		text = ""
+	}
 	prep := &Prepared{Plan: plan, Noise: nz, SQL: text, Opts: opts, ExplainOnly: explain}
 	for h := range plan.Histograms {
 		hs, err := plan.HistogramSQL(d, h)
@@ -291,12 +295,15 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 			return res, nil
 		}
 	}
-	rows, err := s.eng.Query(ctx, p.SQL)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+	rows := &engine.Rows{Columns: make([]string, len(p.Plan.Query.GroupBy)+len(p.Plan.Statistics))}
+	if p.SQL != "" {
+		rows, err = s.eng.Query(ctx, p.SQL)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, &EngineError{Table: p.Plan.Table.Name, Err: err}
 		}
-		return nil, &EngineError{Table: p.Plan.Table.Name, Err: err}
 	}
 	exact, err := p.Plan.ReadExact(rows)
 	if err != nil {

@@ -233,9 +233,11 @@ func (e *Explanation) Lines() []string {
 	for _, n := range e.Notes {
 		l = append(l, "note: "+n)
 	}
-	l = append(l, "engine SQL:")
-	for _, s := range strings.Split(e.SQL, "\n") {
-		l = append(l, "  "+s)
+	if e.SQL != "" {
+		l = append(l, "engine SQL:")
+		for _, s := range strings.Split(e.SQL, "\n") {
+			l = append(l, "  "+s)
+		}
 	}
 	for i, hs := range e.HistogramSQL {
 		l = append(l, fmt.Sprintf("engine SQL, histogram %d:", i+1))

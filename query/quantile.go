@@ -194,3 +194,18 @@ func (p *Plan) ReadHistogram(ex *Exact, h int, rows *engine.Rows) error {
 	}
 	return nil
 }
+
+// onlyHistograms reports whether every release selects a quantile from a
+// histogram over public keys, so that the main statement's statistics are
+// not needed.
+func (p *Plan) onlyHistograms() bool {
+	if p.Selection != nil || p.TopK != nil || len(p.Histograms) == 0 {
+		return false
+	}
+	for _, r := range p.Releases {
+		if r.Kind != RankSelect {
+			return false
+		}
+	}
+	return true
+}

@@ -1,9 +1,5 @@
 -- SELECT day, MEDIAN(minutes_spent) FROM visits GROUP BY day
-WITH r AS (SELECT "visitor_id" AS u, "day" AS k0, "minutes_spent" AS v0 FROM "visits" WHERE "visitor_id" IS NOT NULL AND "day" IN (1, 2, 3, 4, 5, 6, 7)),
-r_bounded AS (SELECT * FROM r QUALIFY row_number() OVER (PARTITION BY u, k0 ORDER BY random()) <= 1),
-per_unit AS (SELECT u, k0, count(v0) AS s0 FROM r_bounded GROUP BY u, k0),
-per_unit_bounded AS (SELECT * FROM per_unit QUALIFY row_number() OVER (PARTITION BY u ORDER BY random()) <= 3)
-SELECT k0, sum(s0) AS s0 FROM per_unit_bounded GROUP BY k0
+
 -- histogram 0
 WITH r AS (SELECT "visitor_id" AS u, "day" AS k0, least(CAST(floor((least(greatest("minutes_spent", CAST(0.0 AS DOUBLE)), CAST(60.0 AS DOUBLE)) - CAST(0.0 AS DOUBLE)) / CAST(0.05859375 AS DOUBLE)) AS INTEGER), 1024) AS b FROM "visits" WHERE "visitor_id" IS NOT NULL AND "day" IN (1, 2, 3, 4, 5, 6, 7) AND "minutes_spent" IS NOT NULL),
 r_bounded AS (SELECT * FROM r QUALIFY row_number() OVER (PARTITION BY u, k0 ORDER BY random()) <= 1),
