@@ -20,11 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
-	"os"
-	"path/filepath"
 	"runtime"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -34,76 +30,34 @@ import (
 	"github.com/google/differential-privacy/go/v3/dpagg"
 	gnoise "github.com/google/differential-privacy/go/v3/noise"
 
-	"github.com/dpstat/dpstat/accounting"
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine/duckdb"
-	"github.com/dpstat/dpstat/ledger"
+	"github.com/dpstat/dpstat/internal/benchdata"
 	"github.com/dpstat/dpstat/query"
 )
 
 const groups = 10
 
-// noLedger accepts every charge without storing it, so that both sides are
-// timed without a disk write (a real ledger adds one fsync, about 0.3 ms).
-type noLedger struct{}
-
-func (noLedger) EnsureBudget(k ledger.Key, def accounting.EpsDelta, rule accounting.Rule) (ledger.Status, error) {
-	return ledger.Status{Key: k}, nil
-}
-
-func (noLedger) Charge(ctx context.Context, c ledger.Charge) (ledger.Receipt, error) {
-	return ledger.Receipt{Key: c.Key, Cost: c.Cost}, nil
-}
-
 func main() {
 	rows := flag.Int("rows", 10_000_000, "rows to generate (10 per person)")
 	runs := flag.Int("runs", 3, "runs per side; the median is reported")
-	dir := flag.String("dir", filepath.Join(os.TempDir(), "dpstat-bench"), "where the generated data goes")
+	dir := flag.String("dir", benchdata.DefaultDir(), "where the generated data goes")
 	flag.Parse()
 	ctx := context.Background()
 
-	if err := os.MkdirAll(*dir, 0o755); err != nil {
-		log.Fatal(err)
-	}
-	pq := filepath.Join(*dir, fmt.Sprintf("events-%d.parquet", *rows))
 	eng, err := duckdb.Open(duckdb.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer eng.Close()
-	if _, err := os.Stat(pq); err != nil {
-		gen := fmt.Sprintf(`COPY (SELECT i // 10 AS pid, CAST(hash(i) %% 10 AS BIGINT) AS grp,
-			CAST(hash(i * 7 + 1) %% 10000 AS DOUBLE) / 100.0 AS v, CAST(hash(i * 13 + 5) %% 120 AS BIGINT) AS w
-			FROM range(%d) t(i)) TO %s (FORMAT parquet)`, *rows, duckdb.Dialect.QuoteString(pq))
-		if _, err := eng.DB().ExecContext(ctx, gen); err != nil {
-			log.Fatal(err)
-		}
-	}
-	catPath := filepath.Join(*dir, "catalog-google.yaml")
-	cat := fmt.Sprintf(`budget: {epsilon: 1e9}
-tables:
-  rows_as_people:
-    source: %[1]s
-    columns: &cols
-      pid: {type: int}
-      grp: {type: int, values: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]}
-      v:   {type: float, lower: 0, upper: 100}
-      w:   {type: int, lower: 0, upper: 100}
-  events:
-    source: %[1]s
-    privacy_unit: pid
-    max_groups_per_unit: 3
-    max_rows_per_group: 2
-    columns: *cols
-`, filepath.Base(pq))
-	if err := os.WriteFile(catPath, []byte(cat), 0o644); err != nil {
-		log.Fatal(err)
-	}
-	c, err := catalog.Load(catPath)
+	pq, err := benchdata.Events(ctx, eng, *dir, *rows)
 	if err != nil {
 		log.Fatal(err)
 	}
-	svc, err := query.NewService(ctx, c, eng, noLedger{})
+	c, err := benchdata.Catalog(pq, "catalog-google.yaml", "{epsilon: 1e9}", 100)
+	if err != nil {
+		log.Fatal(err)
+	}
+	svc, err := query.NewService(ctx, c, eng, benchdata.NoLedger{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -144,11 +98,11 @@ tables:
 			}
 			td = append(td, time.Since(start))
 		}
-		md, mg := median(td), median(tg)
+		md, mg := benchdata.Median(td), benchdata.Median(tg)
 		fmt.Printf("%s\n  dpstat %v   Go + Google's library %v   dpstat is %.1f× faster\n  dpstat runs %v\n  google runs %v\n\n",
-			cs.name, md.Round(time.Millisecond), mg.Round(time.Millisecond), float64(mg)/float64(md), td, tg)
+			cs.name, md.Round(time.Millisecond), mg.Round(time.Millisecond), float64(mg)/float64(md), benchdata.Rounded(td), benchdata.Rounded(tg))
 	}
-	fmt.Printf("peak resident memory of the process (VmHWM): %s\n", peakRSS())
+	fmt.Printf("peak resident memory of the process (VmHWM): %s\n", benchdata.PeakRSS())
 }
 
 // scan reads the pid, grp and v columns of the Parquet file in batches.
@@ -293,23 +247,4 @@ func googleBounded(path string) error {
 		}
 	}
 	return a.results()
-}
-
-func median(d []time.Duration) time.Duration {
-	s := append([]time.Duration{}, d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2]
-}
-
-func peakRSS() string {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return "unknown"
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			return strings.TrimSpace(strings.TrimPrefix(line, "VmHWM:"))
-		}
-	}
-	return "unknown"
 }
