@@ -44,6 +44,7 @@ func TestGoldenSQL(t *testing.T) {
 		{"key_selection", "examples", "SELECT education, COUNT(*), AVG(age) FROM adult GROUP BY education"},
 		{"key_selection_mixed", "examples", "SELECT sex, education, COUNT(*) FROM adult GROUP BY sex, education"},
 		{"key_selection_unit", "examples", "SELECT minutes_spent, COUNT(*) FROM visits GROUP BY minutes_spent"},
+		{"key_selection_distinct_only", "examples", "SELECT minutes_spent, COUNT(DISTINCT visitor_id) FROM visits GROUP BY minutes_spent"},
 		{"key_selection_median", "examples", "SELECT education, MEDIAN(age) FROM adult GROUP BY education"},
 		{"top_k", "examples", "SELECT race FROM adult GROUP BY race ORDER BY COUNT(*) DESC LIMIT 2"},
 		{"top_k_unit_counts", "examples", "SELECT day, COUNT(*) FROM visits GROUP BY day ORDER BY COUNT(*) DESC LIMIT 3"},

@@ -136,8 +136,14 @@ func (g *sqlGen) generate() (string, error) {
 	// (person, group), keep at most Groups groups per person, then sum.
 	var b strings.Builder
 	b.WriteString("WITH r AS (" + rows + "),\n")
-	b.WriteString("r_bounded AS (" + g.keepRandom("r", append([]string{"u"}, keys...), p.Contribution.RowsPerGroup) + "),\n")
-	b.WriteString("per_unit AS (SELECT u, " + selectKeys + aggs(exact) + " FROM r_bounded" + groupBy("u") + ")")
+	rowsFrom := "r"
+	if !p.onlyDistinctUnits() {
+		// Distinct units do not depend on how many rows a person has in a
+		// group, so only other statistics need the rows bounded.
+		b.WriteString("r_bounded AS (" + g.keepRandom("r", append([]string{"u"}, keys...), p.Contribution.RowsPerGroup) + "),\n")
+		rowsFrom = "r_bounded"
+	}
+	b.WriteString("per_unit AS (SELECT u, " + selectKeys + aggs(exact) + " FROM " + rowsFrom + groupBy("u") + ")")
 	from := "per_unit"
 	if p.BoundGroups {
 		b.WriteString(",\nper_unit_bounded AS (" + g.keepRandom("per_unit", []string{"u"}, p.Contribution.Groups) + ")")
@@ -359,4 +365,14 @@ func (g *sqlGen) squareSummand(s Summand) (string, error) {
 	d := fmt.Sprintf("(least(greatest(%s, %s), %s) - %s)", col, lits[0], lits[1], lits[2])
 	return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE CAST(%s * %s * %s AS %s) END",
 		col, d, d, lits[3], g.d.TypeName(engine.Integer32)), nil
+}
+
+// onlyDistinctUnits reports whether every statistic counts distinct units.
+func (p *Plan) onlyDistinctUnits() bool {
+	for _, st := range p.Statistics {
+		if st.Summand.Kind != DistinctUnits {
+			return false
+		}
+	}
+	return len(p.Statistics) > 0
 }

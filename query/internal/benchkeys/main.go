@@ -1,0 +1,194 @@
+// Command benchkeys measures dpstat's key selection and quantiles against
+// the plain DuckDB queries that compute the same exact statistics
+// (distinct-person counts per key; an exact quantile), on a generated
+// Parquet table (by default 10M rows: 1M persons with 10 rows each). The
+// data is generated into a temporary directory, never into the repository;
+// it is the same table as query/internal/benchsql's.
+//
+//	go run ./query/internal/benchkeys -rows 10000000 -runs 3
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/dpstat/dpstat/accounting"
+	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/engine/duckdb"
+	"github.com/dpstat/dpstat/ledger"
+	"github.com/dpstat/dpstat/query"
+)
+
+// noLedger accepts every charge without storing it (and stores no answers,
+// so every run is a fresh release), so that the timings measure the query
+// path.
+type noLedger struct{}
+
+func (noLedger) EnsureBudget(k ledger.Key, def accounting.EpsDelta, rule accounting.Rule) (ledger.Status, error) {
+	return ledger.Status{Key: k}, nil
+}
+
+func (noLedger) Charge(ctx context.Context, c ledger.Charge) (ledger.Receipt, error) {
+	return ledger.Receipt{Key: c.Key, Cost: c.Cost}, nil
+}
+
+func main() {
+	rows := flag.Int("rows", 10_000_000, "rows to generate (10 per person)")
+	runs := flag.Int("runs", 3, "runs per query; the median is reported")
+	dir := flag.String("dir", filepath.Join(os.TempDir(), "dpstat-bench"), "where the generated data goes")
+	threads := flag.Int("threads", 0, "DuckDB threads (0 = one per core)")
+	only := flag.String("only", "", "run only the comparisons whose name contains this")
+	flag.Parse()
+	ctx := context.Background()
+
+	if err := os.MkdirAll(*dir, 0o755); err != nil {
+		log.Fatal(err)
+	}
+	pq := filepath.Join(*dir, fmt.Sprintf("events-%d.parquet", *rows))
+	eng, err := duckdb.Open(duckdb.Options{Threads: *threads})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer eng.Close()
+	if _, err := os.Stat(pq); err != nil {
+		start := time.Now()
+		gen := fmt.Sprintf(`COPY (SELECT i // 10 AS pid, CAST(hash(i) %% 10 AS BIGINT) AS grp,
+			CAST(hash(i * 7 + 1) %% 10000 AS DOUBLE) / 100.0 AS v, CAST(hash(i * 13 + 5) %% 120 AS BIGINT) AS w
+			FROM range(%d) t(i)) TO %s (FORMAT parquet)`, *rows, duckdb.Dialect.QuoteString(pq))
+		if _, err := eng.DB().ExecContext(ctx, gen); err != nil {
+			log.Fatal(err)
+		}
+		log.Printf("generated %s in %v", pq, time.Since(start).Round(time.Millisecond))
+	}
+	catPath := filepath.Join(*dir, "catalog-keys.yaml")
+	cat := fmt.Sprintf(`budget: {epsilon: 1e9, delta: 0.5}
+tables:
+  rows_as_people:
+    source: %[1]s
+    columns: &cols
+      pid: {type: int}
+      grp: {type: int, values: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]}
+      v:   {type: float, lower: 0, upper: 100}
+      w:   {type: int, lower: 0, upper: 120}
+  events:
+    source: %[1]s
+    privacy_unit: pid
+    max_groups_per_unit: 3
+    max_rows_per_group: 2
+    columns: *cols
+`, filepath.Base(pq))
+	if err := os.WriteFile(catPath, []byte(cat), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	c, err := catalog.Load(catPath)
+	if err != nil {
+		log.Fatal(err)
+	}
+	svc, err := query.NewService(ctx, c, eng, noLedger{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	src := duckdb.Dialect.QuoteString(pq)
+	plain := func(sql string) func() error {
+		return func() error {
+			_, err := eng.Query(ctx, sql)
+			return err
+		}
+	}
+	dp := func(sql string) func() error {
+		return func() error {
+			_, err := svc.Answer(ctx, sql, query.Options{Epsilon: 1, Delta: 1e-6, Confidence: 0.95, Analyst: "bench"})
+			return err
+		}
+	}
+	type pair struct {
+		name      string
+		dp, plain func() error
+	}
+	pairs := []pair{
+		{"key selection, one row per person: GROUP BY w (no public list), COUNT(*)",
+			dp("SELECT w, COUNT(*) FROM rows_as_people GROUP BY w"),
+			plain(fmt.Sprintf("SELECT w, count(*) FROM read_parquet(%s) GROUP BY w", src))},
+		{"key selection with a privacy unit (L0=3, Linf=2): GROUP BY w, COUNT(DISTINCT pid), vs count(DISTINCT pid) per key",
+			dp("SELECT w, COUNT(DISTINCT pid) FROM events GROUP BY w"),
+			plain(fmt.Sprintf("SELECT w, count(DISTINCT pid) FROM read_parquet(%s) GROUP BY w", src))},
+		{"key selection with a privacy unit, vs the same bounding written by hand (at most 3 keys per person, chosen at random)",
+			dp("SELECT w, COUNT(DISTINCT pid) FROM events GROUP BY w"),
+			plain(fmt.Sprintf(`WITH r AS (SELECT pid, w FROM read_parquet(%s) WHERE pid IS NOT NULL),
+pu AS (SELECT pid, w FROM r GROUP BY pid, w),
+pb AS (SELECT * FROM pu QUALIFY row_number() OVER (PARTITION BY pid ORDER BY random()) <= 3)
+SELECT w, count(*) FROM pb GROUP BY w`, src))},
+		{"median, one row per person: MEDIAN(v) vs quantile_cont(v, 0.5)",
+			dp("SELECT MEDIAN(v) FROM rows_as_people"),
+			plain(fmt.Sprintf("SELECT quantile_cont(least(greatest(v, 0), 100), 0.5) FROM read_parquet(%s) WHERE v IS NOT NULL", src))},
+		{"median by public key: grp, MEDIAN(v) vs quantile_cont per grp",
+			dp("SELECT grp, MEDIAN(v) FROM rows_as_people GROUP BY grp"),
+			plain(fmt.Sprintf("SELECT grp, quantile_cont(least(greatest(v, 0), 100), 0.5) FROM read_parquet(%s) WHERE v IS NOT NULL AND grp IN (0,1,2,3,4,5,6,7,8,9) GROUP BY grp", src))},
+	}
+	fmt.Printf("machine: %s/%s, %d cores, DuckDB threads %d; %d rows in %s; %d runs, medians\n\n",
+		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), *threads, *rows, pq, *runs)
+	for _, p := range pairs {
+		if *only != "" && !strings.Contains(p.name, *only) {
+			continue
+		}
+		// Warm up both (file cache, Parquet metadata), then alternate.
+		if err := p.dp(); err != nil {
+			log.Fatalf("%s: dp: %v", p.name, err)
+		}
+		if err := p.plain(); err != nil {
+			log.Fatalf("%s: plain: %v", p.name, err)
+		}
+		var tdp, tplain []time.Duration
+		for i := 0; i < *runs; i++ {
+			start := time.Now()
+			if err := p.plain(); err != nil {
+				log.Fatal(err)
+			}
+			tplain = append(tplain, time.Since(start))
+			start = time.Now()
+			if err := p.dp(); err != nil {
+				log.Fatal(err)
+			}
+			tdp = append(tdp, time.Since(start))
+		}
+		md, mp := median(tdp), median(tplain)
+		fmt.Printf("%s\n  dpstat %v   plain DuckDB %v   ratio %.2f×\n  dpstat runs %v\n  plain runs  %v\n\n",
+			p.name, md.Round(time.Millisecond), mp.Round(time.Millisecond), float64(md)/float64(mp), rounded(tdp), rounded(tplain))
+	}
+	fmt.Printf("peak resident memory of the process (VmHWM): %s\n", peakRSS())
+}
+
+func median(d []time.Duration) time.Duration {
+	s := append([]time.Duration{}, d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+func rounded(d []time.Duration) []time.Duration {
+	out := make([]time.Duration, len(d))
+	for i, x := range d {
+		out[i] = x.Round(time.Millisecond)
+	}
+	return out
+}
+
+func peakRSS() string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			return strings.TrimSpace(strings.TrimPrefix(line, "VmHWM:"))
+		}
+	}
+	return "unknown"
+}
