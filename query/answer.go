@@ -210,6 +210,7 @@ func Prepare(cat *catalog.Catalog, d engine.Dialect, sql string, opts Options) (
 	if err != nil {
 		return nil, err
 	}
+	nz = plan.chooseNoise(nz, opts.Source, opts.Delta, opts.Confidence)
 	text, err := plan.SQL(d)
 	if err != nil {
 		return nil, err
@@ -455,6 +456,9 @@ func (p *Prepared) Release(exact *Exact) (*Result, error) {
 	// Mechanisms are listed in release order, which follows the aggregates.
 	res.Split = p.Noise.split()
 	res.Notes = plan.notes()
+	if p.Noise.Choice != "" {
+		res.Notes = append(res.Notes, p.Noise.Choice)
+	}
 	if plan.Selection != nil {
 		res.Notes = append(res.Notes, p.Noise.describeSelection())
 	}

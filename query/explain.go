@@ -104,7 +104,7 @@ func (p *Prepared) Explain() *Explanation {
 		Split:        p.Noise.split(),
 		SQL:          p.SQL,
 		HistogramSQL: p.HistogramSQL,
-		Notes:        plan.notes(),
+		Notes:        append(plan.notes(), nonEmpty(p.Noise.Choice)...),
 		Groups:       len(plan.Keys),
 	}
 	e.Keys = plan.describeKeys()
@@ -259,4 +259,11 @@ func explainResult(p *Prepared) *Result {
 	}
 	res.Notes = []string{"EXPLAIN: nothing was read or charged"}
 	return res
+}
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
 }

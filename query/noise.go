@@ -146,6 +146,11 @@ type Noise struct {
 	Mechanisms []MechanismInfo
 	// Cost is the sequential composition of every release's cost.
 	Cost accounting.Cost
+	// Gaussian is true when the releases use Gaussian noise accounted in
+	// zCDP (see Plan.chooseNoise).
+	Gaussian bool
+	// Choice says which noise was chosen and why, when there was a choice.
+	Choice string
 }
 
 // MechanismInfo describes the mechanism of one release.
