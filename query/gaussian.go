@@ -52,12 +52,14 @@ func (p *Plan) gaussianEligible(delta float64) bool {
 	return true
 }
 
-// l2 is the L2 sensitivity of a release across groups: one person changes
-// at most Groups groups (times the protected group size), each by at most
-// Sensitivity/Groups.
+// l2 is the L2 sensitivity of a release across groups. Its L1 sensitivity
+// is People·Groups·c, c the most one person changes one group's value. A
+// protected group of People people changes each group's value by at most
+// People·c, and the changes add up to at most People·Groups·c in L1, so the
+// L2 norm is at most √(People·c · People·Groups·c) = People·c·√Groups =
+// L1/√Groups.
 func (p *Plan) l2(r Release) float64 {
-	groups := float64(p.Contribution.People() * p.Contribution.Groups)
-	return r.Sensitivity / math.Sqrt(groups)
+	return r.Sensitivity / math.Sqrt(float64(p.Contribution.Groups))
 }
 
 // zcdpToEpsilon converts ρ-zCDP to (ε, δ)-DP: ε = ρ + 2√(ρ·ln(1/δ)).

@@ -120,6 +120,20 @@ func TestGroupSize(t *testing.T) {
 			t.Errorf("%s: cost changed with group_size", sql)
 		}
 	}
+	// The Gaussian plan's L2 sensitivities also scale by 3.
+	ga, err := Prepare(plain, duckdb.Dialect, "SELECT city, COUNT(*), COUNT(age) FROM people GROUP BY city", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gb, err := Prepare(household, duckdb.Dialect, "SELECT city, COUNT(*), COUNT(age) FROM people GROUP BY city", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range ga.Plan.Releases {
+		if x, y := ga.Plan.l2(r), gb.Plan.l2(gb.Plan.Releases[i]); y != 3*x {
+			t.Errorf("release %d: L2 sensitivity %v with group_size 3, %v without", i, y, x)
+		}
+	}
 	// Key selection: a key only one household has can count 3 people, so
 	// it is released with the probability a one-person key had.
 	ks, err := Prepare(household, duckdb.Dialect, "SELECT id, COUNT(*) FROM people GROUP BY id", opts)
