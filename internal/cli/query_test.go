@@ -178,3 +178,34 @@ func TestCatalogCLI(t *testing.T) {
 		t.Errorf("init overwrote: %s", errOut)
 	}
 }
+
+// TestQueryCLIPreview checks that --dry-run and EXPLAIN print the plan and
+// neither open the ledger nor charge.
+func TestQueryCLIPreview(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"dry run", []string{"--dry-run", "SELECT sex, COUNT(*), AVG(age) FROM adult GROUP BY sex"}, "engine SQL:"},
+		{"explain", []string{"EXPLAIN SELECT day, COUNT(DISTINCT visitor_id) FROM visits GROUP BY day"}, "cost: ε=1 δ=0"},
+		{"dry run json", []string{"--dry-run", "--format", "json", "SELECT COUNT(*) FROM adult"}, `"dry_run": true`},
+		{"key selection", []string{"--dry-run", "--delta", "1e-6", "SELECT education, COUNT(*) FROM adult GROUP BY education"}, "DP key selection on education"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			led := filepath.Join(t.TempDir(), "l.db")
+			args := append([]string{"query", "--catalog", exampleCatalog, "--ledger", led}, tt.args...)
+			out, errOut, code := runQueryCLI(args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			if !strings.Contains(out, tt.want) {
+				t.Errorf("output lacks %q:\n%s", tt.want, out)
+			}
+			if _, err := os.Stat(led); !os.IsNotExist(err) {
+				t.Errorf("a preview opened the ledger (%v)", err)
+			}
+		})
+	}
+}
