@@ -9,6 +9,15 @@
 // analyst's text), and a Service runs it: the engine computes exact
 // per-group aggregates once, the cost is charged to a durable ledger, and
 // only then is noise added and the answer released.
+//
+// Beyond counts, sums and averages, the model covers COUNT(DISTINCT
+// privacy_unit), variances and standard deviations, quantiles (exponential
+// mechanism over a public candidate grid), GROUP BY columns without public
+// values (DP key selection, which spends δ), computed histogram keys, the
+// most common values (permute-and-flip), and a Gaussian plan accounted in
+// zCDP for queries with many aggregates. EXPLAIN and Prepared.Explain
+// describe a query without reading data or charging, and a ledger that is
+// also an AnswerStore makes answers repeat-safe.
 package query
 
 import (
