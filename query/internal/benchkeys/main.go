@@ -13,86 +13,38 @@ import (
 	"flag"
 	"fmt"
 	"log"
-	"os"
-	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"time"
 
-	"github.com/dpstat/dpstat/accounting"
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine/duckdb"
-	"github.com/dpstat/dpstat/ledger"
+	"github.com/dpstat/dpstat/internal/benchdata"
 	"github.com/dpstat/dpstat/query"
 )
-
-// noLedger accepts every charge without storing it (and stores no answers,
-// so every run is a fresh release), so that the timings measure the query
-// path.
-type noLedger struct{}
-
-func (noLedger) EnsureBudget(k ledger.Key, def accounting.EpsDelta, rule accounting.Rule) (ledger.Status, error) {
-	return ledger.Status{Key: k}, nil
-}
-
-func (noLedger) Charge(ctx context.Context, c ledger.Charge) (ledger.Receipt, error) {
-	return ledger.Receipt{Key: c.Key, Cost: c.Cost}, nil
-}
 
 func main() {
 	rows := flag.Int("rows", 10_000_000, "rows to generate (10 per person)")
 	runs := flag.Int("runs", 3, "runs per query; the median is reported")
-	dir := flag.String("dir", filepath.Join(os.TempDir(), "dpstat-bench"), "where the generated data goes")
+	dir := flag.String("dir", benchdata.DefaultDir(), "where the generated data goes")
 	threads := flag.Int("threads", 0, "DuckDB threads (0 = one per core)")
 	only := flag.String("only", "", "run only the comparisons whose name contains this")
 	flag.Parse()
 	ctx := context.Background()
 
-	if err := os.MkdirAll(*dir, 0o755); err != nil {
-		log.Fatal(err)
-	}
-	pq := filepath.Join(*dir, fmt.Sprintf("events-%d.parquet", *rows))
 	eng, err := duckdb.Open(duckdb.Options{Threads: *threads})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer eng.Close()
-	if _, err := os.Stat(pq); err != nil {
-		start := time.Now()
-		gen := fmt.Sprintf(`COPY (SELECT i // 10 AS pid, CAST(hash(i) %% 10 AS BIGINT) AS grp,
-			CAST(hash(i * 7 + 1) %% 10000 AS DOUBLE) / 100.0 AS v, CAST(hash(i * 13 + 5) %% 120 AS BIGINT) AS w
-			FROM range(%d) t(i)) TO %s (FORMAT parquet)`, *rows, duckdb.Dialect.QuoteString(pq))
-		if _, err := eng.DB().ExecContext(ctx, gen); err != nil {
-			log.Fatal(err)
-		}
-		log.Printf("generated %s in %v", pq, time.Since(start).Round(time.Millisecond))
-	}
-	catPath := filepath.Join(*dir, "catalog-keys.yaml")
-	cat := fmt.Sprintf(`budget: {epsilon: 1e9, delta: 0.5}
-tables:
-  rows_as_people:
-    source: %[1]s
-    columns: &cols
-      pid: {type: int}
-      grp: {type: int, values: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]}
-      v:   {type: float, lower: 0, upper: 100}
-      w:   {type: int, lower: 0, upper: 120}
-  events:
-    source: %[1]s
-    privacy_unit: pid
-    max_groups_per_unit: 3
-    max_rows_per_group: 2
-    columns: *cols
-`, filepath.Base(pq))
-	if err := os.WriteFile(catPath, []byte(cat), 0o644); err != nil {
-		log.Fatal(err)
-	}
-	c, err := catalog.Load(catPath)
+	pq, err := benchdata.Events(ctx, eng, *dir, *rows)
 	if err != nil {
 		log.Fatal(err)
 	}
-	svc, err := query.NewService(ctx, c, eng, noLedger{})
+	c, err := benchdata.Catalog(pq, "catalog-keys.yaml", "{epsilon: 1e9, delta: 0.5}", 120)
+	if err != nil {
+		log.Fatal(err)
+	}
+	svc, err := query.NewService(ctx, c, eng, benchdata.NoLedger{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -159,36 +111,9 @@ SELECT w, count(*) FROM pb GROUP BY w`, src))},
 			}
 			tdp = append(tdp, time.Since(start))
 		}
-		md, mp := median(tdp), median(tplain)
+		md, mp := benchdata.Median(tdp), benchdata.Median(tplain)
 		fmt.Printf("%s\n  dpstat %v   plain DuckDB %v   ratio %.2f×\n  dpstat runs %v\n  plain runs  %v\n\n",
-			p.name, md.Round(time.Millisecond), mp.Round(time.Millisecond), float64(md)/float64(mp), rounded(tdp), rounded(tplain))
+			p.name, md.Round(time.Millisecond), mp.Round(time.Millisecond), float64(md)/float64(mp), benchdata.Rounded(tdp), benchdata.Rounded(tplain))
 	}
-	fmt.Printf("peak resident memory of the process (VmHWM): %s\n", peakRSS())
-}
-
-func median(d []time.Duration) time.Duration {
-	s := append([]time.Duration{}, d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2]
-}
-
-func rounded(d []time.Duration) []time.Duration {
-	out := make([]time.Duration, len(d))
-	for i, x := range d {
-		out[i] = x.Round(time.Millisecond)
-	}
-	return out
-}
-
-func peakRSS() string {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return "unknown"
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			return strings.TrimSpace(strings.TrimPrefix(line, "VmHWM:"))
-		}
-	}
-	return "unknown"
+	fmt.Printf("peak resident memory of the process (VmHWM): %s\n", benchdata.PeakRSS())
 }
