@@ -3,11 +3,10 @@ package noise
 import (
 	"math"
 	"math/big"
-	"os"
 	"testing"
 
+	"github.com/dpstat/dpstat/internal/stattest"
 	"github.com/dpstat/dpstat/random"
-	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // falseFailure is the per-check false-failure probability used by the
@@ -16,39 +15,17 @@ import (
 // probability that a correct sampler would have failed for a random seed.
 const falseFailure = 1e-8
 
-// longFactor multiplies the sample sizes of the statistical tests by 20
-// when DPSTAT_LONG=1, for a slower and more sensitive run; the stated
-// false-failure probabilities hold for either size.
-var longFactor = func() int {
-	if os.Getenv("DPSTAT_LONG") == "1" {
-		return 20
-	}
-	return 1
-}()
+// longFactor multiplies the statistical tests' sample sizes (20 with
+// DPSTAT_LONG=1); zLimit is the two-sided normal quantile for falseFailure.
+var (
+	longFactor = stattest.LongFactor()
+	zLimit     = stattest.ZLimit(falseFailure)
+)
 
-// zLimit is the two-sided normal quantile for falseFailure (≈ 5.73).
-var zLimit = distuv.UnitNormal.Quantile(1 - falseFailure/2)
-
-// chiSquareCheck compares observed counts with expected probabilities (which
-// must sum to 1, tails lumped by the caller) and fails if the chi-square
-// statistic exceeds its 1 − falseFailure quantile. Cells with expected
-// counts below 5 must be merged by the caller.
+// chiSquareCheck is stattest.ChiSquare at this file's falseFailure.
 func chiSquareCheck(t *testing.T, name string, observed []int, probs []float64, n int) {
 	t.Helper()
-	var stat float64
-	for i, o := range observed {
-		e := probs[i] * float64(n)
-		if e < 5 {
-			t.Fatalf("%s: cell %d has expected count %v < 5", name, i, e)
-		}
-		d := float64(o) - e
-		stat += d * d / e
-	}
-	df := float64(len(observed) - 1)
-	limit := distuv.ChiSquared{K: df}.Quantile(1 - falseFailure)
-	if stat > limit {
-		t.Errorf("%s: chi-square %.2f with %v degrees of freedom exceeds %.2f (observed %v)", name, stat, df, limit, observed)
-	}
+	stattest.ChiSquare(t, name, observed, probs, n, falseFailure)
 }
 
 // binomialCheck fails if hits out of n is more than zLimit standard
