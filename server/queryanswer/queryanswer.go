@@ -268,6 +268,10 @@ func (a *Answerer) preview(p *query.Prepared, st ledger.Status) (*server.Respons
 		resp.Rows = append(resp.Rows, row)
 		resp.CI = append(resp.CI, ci)
 	}
+	// How the released groups are chosen: the public lists, or DP key
+	// selection with its share of the budget and its threshold, in which
+	// case no group can be listed before the run.
+	resp.Notes = append(resp.Notes, "groups: "+p.Explain().Keys)
 	resp.Notes = append(resp.Notes, "dry run: nothing was read or charged; intervals are shown as ± half-widths around zero")
 	return resp, nil
 }

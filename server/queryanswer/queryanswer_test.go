@@ -282,3 +282,28 @@ func TestRestartKeepsEverything(t *testing.T) {
 		t.Fatalf("revoked token after restart: %d", code)
 	}
 }
+
+// TestDryRunExplainsKeySelection checks that the preview of a query whose
+// groups are chosen by DP key selection says so (no group can be listed
+// before the run), and that it charges nothing.
+func TestDryRunExplainsKeySelection(t *testing.T) {
+	s := start(t, filepath.Join(t.TempDir(), "ledger.db"))
+	_, tok, err := s.reg.Add("alice", analyst.RoleAnalyst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ledger.Grant(ledger.Key{Dataset: "adult", Analyst: "alice"}, accounting.EpsDelta{Epsilon: 1, Delta: 1e-6}, accounting.Basic); err != nil {
+		t.Fatal(err)
+	}
+	code, m := s.post(t, tok, `{"sql":"SELECT education, COUNT(*) FROM adult GROUP BY education","epsilon":0.5,"delta":1e-7,"dry_run":true}`)
+	if code != 200 {
+		t.Fatalf("dry run: %d %v", code, m)
+	}
+	notes, _ := json.Marshal(m["notes"])
+	if !strings.Contains(string(notes), "groups: ") || !strings.Contains(strings.ToLower(string(notes)), "key selection") {
+		t.Errorf("dry-run notes do not explain the key selection: %s", notes)
+	}
+	if n := s.releases(t); n != 0 {
+		t.Errorf("a dry run charged: %d releases", n)
+	}
+}
