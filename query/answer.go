@@ -296,6 +296,17 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 			return res, nil
 		}
 	}
+	// A query the budget cannot pay for is refused before any data is
+	// read. The check is advisory: the charge below decides, atomically.
+	if chk, ok := s.led.(BudgetChecker); ok {
+		if err := chk.Check(key, p.Noise.Cost); err != nil {
+			var ex *accounting.ExceededError
+			if errors.As(err, &ex) {
+				return nil, fmt.Errorf("query refused, nothing charged: %w", err)
+			}
+			return nil, fmt.Errorf("checking the budget failed, nothing read or charged: %w", err)
+		}
+	}
 	rows := &engine.Rows{Columns: make([]string, len(p.Plan.Query.GroupBy)+len(p.Plan.Statistics))}
 	if p.SQL != "" {
 		rows, err = s.eng.Query(ctx, p.SQL)
@@ -364,6 +375,13 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 	res.ReleaseID = receipt.ReleaseID
 	res.Budget = budget(receipt.Spent, receipt.Remaining, receipt.Rule)
 	return res, nil
+}
+
+// BudgetChecker is implemented by ledgers that can say, without charging,
+// whether a cost fits a budget now (*ledger.Ledger does). The service uses
+// it to refuse an over-budget query before reading any data.
+type BudgetChecker interface {
+	Check(k ledger.Key, c accounting.Cost) error
 }
 
 func newRequestID() string {

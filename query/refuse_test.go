@@ -5,10 +5,13 @@ import (
 	"errors"
 	"math"
 	"math/big"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/dpstat/dpstat/accounting"
+	"github.com/dpstat/dpstat/engine/duckdb"
+	"github.com/dpstat/dpstat/ledger"
 )
 
 // TestRefusals checks that every unsupported query is refused with a
@@ -169,5 +172,49 @@ func TestSplitEpsilonNeverExceeds(t *testing.T) {
 				t.Fatalf("splitEpsilon(%v, %d): shares add up to %v, more than ε", eps, n, total.FloatString(20))
 			}
 		}
+	}
+}
+
+// TestOverBudgetReadsNothing: with the real ledger, a query the budget
+// cannot pay for is refused before the engine runs, with the budget's
+// figures, and nothing is charged; a query that fits still runs.
+func TestOverBudgetReadsNothing(t *testing.T) {
+	cat := loadCatalog(t, "testdata/catalog.yaml")
+	eng, err := duckdb.Open(duckdb.Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	rec := &recordingEngine{Engine: eng}
+	led, err := ledger.Open(filepath.Join(t.TempDir(), "ledger.db"), ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { led.Close() })
+	key := ledger.Key{Dataset: "people", Analyst: "a"}
+	if _, err := led.Grant(key, accounting.EpsDelta{Epsilon: 1}, accounting.Basic); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := NewService(context.Background(), cat, rec, led)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := rec.calls()
+	_, err = svc.Answer(context.Background(), "SELECT COUNT(*) FROM people", Options{Epsilon: 2, Confidence: 0.95, Analyst: "a"})
+	var ex *accounting.ExceededError
+	if !errors.As(err, &ex) || !strings.Contains(err.Error(), "nothing charged") {
+		t.Fatalf("error = %v, want a refusal carrying the budget's figures", err)
+	}
+	if rec.calls() != before {
+		t.Errorf("the engine ran %d statement(s) for an over-budget query", rec.calls()-before)
+	}
+	if st, err := led.Status(key); err != nil || st.Releases != 0 {
+		t.Errorf("status after the refusal: %+v, %v; want no release", st, err)
+	}
+	if _, err := svc.Answer(context.Background(), "SELECT COUNT(*) FROM people", Options{Epsilon: 0.5, Confidence: 0.95, Analyst: "a"}); err != nil {
+		t.Fatalf("a query that fits was refused: %v", err)
+	}
+	if rec.calls() == before {
+		t.Error("the engine did not run for a query that fits")
 	}
 }
