@@ -2,9 +2,13 @@ package cli
 
 import (
 	"bufio"
+	crand "crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/dpstat/dpstat/accounting"
+	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/mechanism"
 	"github.com/dpstat/dpstat/random"
 )
@@ -32,7 +37,7 @@ var releaseMechanisms = map[string][]string{
 const maxJSONCount = 10_000_000
 
 // commonReleaseFlags apply to every mechanism.
-var commonReleaseFlags = []string{"count", "json", "confidence", "insecure-seed"}
+var commonReleaseFlags = []string{"count", "json", "confidence", "insecure-seed", "dataset", "analyst", "ledger"}
 
 func mechanismNames() string {
 	names := make([]string, 0, len(releaseMechanisms))
@@ -57,6 +62,9 @@ type releaseOptions struct {
 	json         bool
 	confidence   float64
 	insecureSeed uint64
+	dataset      string
+	analyst      string
+	ledgerPath   string
 }
 
 func newReleaseCmd() *cobra.Command {
@@ -78,12 +86,19 @@ Mechanisms:
 The sensitivity defaults to 1. --count N prints N independent releases, one
 per line (N releases of one value cost N times the privacy cost: this is for
 teaching and auditing). --json prints the release with its scale, cost and a confidence
-interval.`,
+interval.
+
+With --dataset, the cost of all the releases (--count times the cost of one)
+is charged durably to that dataset's budget in the ledger before anything is
+printed; a release that does not fit the budget is refused and nothing is
+printed. Without --dataset nothing is recorded: the value is yours to account
+for.`,
 		Example: `  dpstat release laplace --value 3 --sensitivity 1 --epsilon 0.5
   dpstat release geometric --value 120 --epsilon 1 --json
   dpstat release gaussian --value 10 --epsilon 1 --delta 1e-5
   dpstat release randomized-response --value yes --epsilon 1
-  dpstat release exponential --candidates a,b,c --scores 1,5,2 --epsilon 1`,
+  dpstat release exponential --candidates a,b,c --scores 1,5,2 --epsilon 1
+  dpstat release laplace --value 1234 --epsilon 0.5 --dataset clinic --analyst alice`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return fmt.Errorf("release needs exactly one mechanism name (one of %s), got %d arguments", mechanismNames(), len(args))
@@ -109,6 +124,9 @@ interval.`,
 	f.Float64Var(&o.confidence, "confidence", 0.95, "confidence level of the reported interval, in (0, 1)")
 	f.Uint64Var(&o.insecureSeed, "insecure-seed", 0, "INSECURE: draw the noise from a seeded generator so the output is reproducible; provides no privacy")
 	_ = f.MarkHidden("insecure-seed")
+	f.StringVar(&o.dataset, "dataset", "", "charge the releases to this dataset's budget in the ledger before printing them (the budget must have been granted with dpstat budget grant)")
+	f.StringVar(&o.analyst, "analyst", defaultAnalyst(), "with --dataset: whose budget is charged; the default is $USER, or \"default\" when it is unset")
+	addLedgerFlag(cmd, &o.ledgerPath)
 	return cmd
 }
 
@@ -180,6 +198,15 @@ func runRelease(cmd *cobra.Command, name string, o releaseOptions) error {
 		r.report.InsecureSeed = &seed
 	}
 
+	if o.dataset != "" {
+		if cmd.Flags().Changed("insecure-seed") {
+			return fmt.Errorf("--insecure-seed provides no privacy, so its releases cannot be charged to a budget: drop --dataset or --insecure-seed")
+		}
+		if err := chargeReleases(cmd, name, o, r.report.Cost); err != nil {
+			return err
+		}
+	}
+
 	w := bufio.NewWriterSize(cmd.OutOrStdout(), 1<<16)
 	if !o.json {
 		buf := make([]byte, 0, 64)
@@ -239,6 +266,58 @@ func runRelease(cmd *cobra.Command, name string, o releaseOptions) error {
 // checkApplicableFlags refuses flags that the mechanism would ignore, so
 // that a mistyped command does not silently release with other parameters
 // than the user meant.
+// chargeReleases charges o.count releases of cost one to the ledger, synced
+// to disk, before any of them is printed.
+func chargeReleases(cmd *cobra.Command, name string, o releaseOptions, one accounting.Cost) error {
+	total := accounting.Cost{
+		Epsilon:  timesUp(one.Epsilon, o.count),
+		Delta:    timesUp(one.Delta, o.count),
+		Rho:      timesUp(one.Rho, o.count),
+		RhoDelta: timesUp(one.RhoDelta, o.count),
+	}
+	if err := total.Validate(); err != nil {
+		return fmt.Errorf("--count %d releases of cost %v: %w", o.count, one, err)
+	}
+	l, err := openLedger(o.ledgerPath)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	var id [16]byte
+	if _, err := crand.Read(id[:]); err != nil {
+		return fmt.Errorf("request id: %w", err)
+	}
+	desc := fmt.Sprintf("dpstat release %s", name)
+	if o.count > 1 {
+		desc += fmt.Sprintf(" (%d releases)", o.count)
+	}
+	key := ledger.Key{Dataset: o.dataset, Analyst: o.analyst}
+	rec, err := l.Charge(cmd.Context(), ledger.Charge{RequestID: hex.EncodeToString(id[:]), Key: key, Description: desc, Cost: total})
+	if err != nil {
+		if errors.Is(err, ledger.ErrNoBudget) {
+			return fmt.Errorf("no budget for analyst %q on dataset %q in %s: grant one with dpstat budget grant --dataset %s --analyst %s --epsilon E; nothing was released", o.analyst, o.dataset, l.Path(), o.dataset, o.analyst)
+		}
+		return fmt.Errorf("nothing was released: %w", err)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "charged %v to %s/%s in %s; left ε=%g δ=%g\n", total, o.dataset, o.analyst, l.Path(), rec.Remaining.Epsilon, rec.Remaining.Delta)
+	return nil
+}
+
+// timesUp returns x·n rounded up, so that n releases are never charged less
+// than their cost.
+func timesUp(x float64, n int) float64 {
+	exact := new(big.Rat).SetFloat64(x)
+	if exact == nil {
+		return x // NaN or ±Inf: Cost.Validate refuses it
+	}
+	exact.Mul(exact, new(big.Rat).SetInt64(int64(n)))
+	f, _ := exact.Float64()
+	if new(big.Rat).SetFloat64(f).Cmp(exact) < 0 {
+		f = math.Nextafter(f, math.Inf(1))
+	}
+	return f
+}
+
 func checkApplicableFlags(fs *pflag.FlagSet, name string, allowed []string) error {
 	ok := map[string]bool{}
 	for _, n := range allowed {

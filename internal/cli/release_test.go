@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"math/big"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/dpstat/dpstat/ledger"
 )
 
 func runCLI(args ...string) (stdout, stderr string, code int) {
@@ -312,5 +316,72 @@ func TestReleaseBadParameters(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReleaseChargesTheLedger: with --dataset, the cost of all --count
+// releases is charged before anything is printed; without a grant, over
+// the budget, or with the insecure seed, nothing is printed or charged.
+func TestReleaseChargesTheLedger(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	if _, errOut, code := runCLI("budget", "grant", "--ledger", path, "--dataset", "clinic", "--analyst", "alice", "--epsilon", "1"); code != 0 {
+		t.Fatalf("grant: %s", errOut)
+	}
+	base := []string{"release", "laplace", "--value", "3", "--ledger", path, "--dataset", "clinic", "--analyst", "alice"}
+	tests := []struct {
+		name       string
+		extra      []string
+		wantCode   int
+		wantLines  int
+		wantErr    string
+		wantSpentε float64
+	}{
+		{"four releases of 0.125", []string{"--epsilon", "0.125", "--count", "4"}, 0, 4, "charged", 0.5},
+		{"over the budget", []string{"--epsilon", "0.25", "--count", "3"}, 1, 0, "nothing was released", 0.5},
+		{"fits exactly", []string{"--epsilon", "0.5"}, 0, 1, "charged", 1},
+		{"insecure seed", []string{"--epsilon", "0.001", "--insecure-seed", "3"}, 1, 0, "--insecure-seed provides no privacy", 1},
+		{"no grant", []string{"--epsilon", "0.001", "--analyst", "bob"}, 1, 0, "no budget for analyst \"bob\"", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, code := runCLI(append(append([]string{}, base...), tt.extra...)...)
+			if code != tt.wantCode || !strings.Contains(errOut, tt.wantErr) {
+				t.Fatalf("exit %d, stderr %q; want exit %d and %q", code, errOut, tt.wantCode, tt.wantErr)
+			}
+			if n := len(strings.Fields(out)); n != tt.wantLines {
+				t.Errorf("%d values printed, want %d", n, tt.wantLines)
+			}
+			l, err := ledger.Open(path, ledger.Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			st, err := l.Status(ledger.Key{Dataset: "clinic", Analyst: "alice"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Spent.Epsilon != tt.wantSpentε {
+				t.Errorf("spent ε = %v, want %v", st.Spent.Epsilon, tt.wantSpentε)
+			}
+		})
+	}
+}
+
+// TestTimesUpNeverUndercharges: n releases are charged at least n times the
+// cost, exactly when the product is representable.
+func TestTimesUpNeverUndercharges(t *testing.T) {
+	for _, tt := range []struct {
+		x float64
+		n int
+	}{{0.125, 4}, {0.1, 3}, {1.0 / 3, 7}, {0.7, 1_000_000}, {0, 5}, {1e-300, 3}} {
+		got := timesUp(tt.x, tt.n)
+		exact := new(big.Rat).Mul(new(big.Rat).SetFloat64(tt.x), new(big.Rat).SetInt64(int64(tt.n)))
+		g := new(big.Rat).SetFloat64(got)
+		if g.Cmp(exact) < 0 {
+			t.Errorf("timesUp(%v, %d) = %v < the exact product", tt.x, tt.n, got)
+		}
+		if lower := math.Nextafter(got, 0); new(big.Rat).SetFloat64(lower).Cmp(exact) >= 0 && got != 0 {
+			t.Errorf("timesUp(%v, %d) = %v is not the smallest float at or above the product", tt.x, tt.n, got)
+		}
 	}
 }
