@@ -30,7 +30,6 @@ import (
 	"github.com/google/differential-privacy/go/v3/dpagg"
 	gnoise "github.com/google/differential-privacy/go/v3/noise"
 
-	"github.com/dpstat/dpstat/engine/duckdb"
 	"github.com/dpstat/dpstat/internal/benchdata"
 	"github.com/dpstat/dpstat/query"
 )
@@ -44,23 +43,12 @@ func main() {
 	flag.Parse()
 	ctx := context.Background()
 
-	eng, err := duckdb.Open(duckdb.Options{})
+	b, err := benchdata.Open(ctx, *dir, *rows, 0, "catalog-google.yaml", "{epsilon: 1e9}", 100)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer eng.Close()
-	pq, err := benchdata.Events(ctx, eng, *dir, *rows)
-	if err != nil {
-		log.Fatal(err)
-	}
-	c, err := benchdata.Catalog(pq, "catalog-google.yaml", "{epsilon: 1e9}", 100)
-	if err != nil {
-		log.Fatal(err)
-	}
-	svc, err := query.NewService(ctx, c, eng, benchdata.NoLedger{})
-	if err != nil {
-		log.Fatal(err)
-	}
+	defer b.Engine.Close()
+	pq, svc := b.Parquet, b.Service
 	dp := func(sql string) func() error {
 		return func() error {
 			_, err := svc.Answer(ctx, sql, query.Options{Epsilon: 1, Confidence: 0.95, Analyst: "bench"})

@@ -17,6 +17,7 @@ import (
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine/duckdb"
 	"github.com/dpstat/dpstat/ledger"
+	"github.com/dpstat/dpstat/query"
 )
 
 // DefaultDir is where the benchmark programs put generated data unless told
@@ -121,4 +122,38 @@ func PeakRSS() string {
 		}
 	}
 	return "unknown"
+}
+
+// Bench is a benchmark's setup: a DuckDB engine, the generated table and a
+// query service over a catalog that declares it.
+type Bench struct {
+	Engine  *duckdb.Engine
+	Parquet string
+	Service *query.Service
+}
+
+// Open starts an engine with the given thread count (0: one per core),
+// makes sure the table of rows rows exists in dir, writes the catalog
+// (see Catalog) and builds a query service over it whose charges are not
+// recorded (NoLedger). Close the engine when done.
+func Open(ctx context.Context, dir string, rows, threads int, catalogName, budget string, wUpper int) (*Bench, error) {
+	eng, err := duckdb.Open(duckdb.Options{Threads: threads})
+	if err != nil {
+		return nil, err
+	}
+	b := &Bench{Engine: eng}
+	if b.Parquet, err = Events(ctx, eng, dir, rows); err != nil {
+		eng.Close()
+		return nil, err
+	}
+	c, err := Catalog(b.Parquet, catalogName, budget, wUpper)
+	if err != nil {
+		eng.Close()
+		return nil, err
+	}
+	if b.Service, err = query.NewService(ctx, c, eng, NoLedger{}); err != nil {
+		eng.Close()
+		return nil, err
+	}
+	return b, nil
 }

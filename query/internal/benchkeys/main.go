@@ -31,23 +31,12 @@ func main() {
 	flag.Parse()
 	ctx := context.Background()
 
-	eng, err := duckdb.Open(duckdb.Options{Threads: *threads})
+	b, err := benchdata.Open(ctx, *dir, *rows, *threads, "catalog-keys.yaml", "{epsilon: 1e9, delta: 0.5}", 120)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer eng.Close()
-	pq, err := benchdata.Events(ctx, eng, *dir, *rows)
-	if err != nil {
-		log.Fatal(err)
-	}
-	c, err := benchdata.Catalog(pq, "catalog-keys.yaml", "{epsilon: 1e9, delta: 0.5}", 120)
-	if err != nil {
-		log.Fatal(err)
-	}
-	svc, err := query.NewService(ctx, c, eng, benchdata.NoLedger{})
-	if err != nil {
-		log.Fatal(err)
-	}
+	defer b.Engine.Close()
+	eng, pq, svc := b.Engine, b.Parquet, b.Service
 	src := duckdb.Dialect.QuoteString(pq)
 	plain := func(sql string) func() error {
 		return func() error {

@@ -27,23 +27,12 @@ func main() {
 	flag.Parse()
 	ctx := context.Background()
 
-	eng, err := duckdb.Open(duckdb.Options{Threads: *threads})
+	b, err := benchdata.Open(ctx, *dir, *rows, *threads, "catalog.yaml", "{epsilon: 1e9}", 100)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer eng.Close()
-	pq, err := benchdata.Events(ctx, eng, *dir, *rows)
-	if err != nil {
-		log.Fatal(err)
-	}
-	c, err := benchdata.Catalog(pq, "catalog.yaml", "{epsilon: 1e9}", 100)
-	if err != nil {
-		log.Fatal(err)
-	}
-	svc, err := query.NewService(ctx, c, eng, benchdata.NoLedger{})
-	if err != nil {
-		log.Fatal(err)
-	}
+	defer b.Engine.Close()
+	eng, pq, svc := b.Engine, b.Parquet, b.Service
 	src := duckdb.Dialect.QuoteString(pq)
 	plain := func(sql string) func() error {
 		return func() error {
