@@ -197,6 +197,14 @@ func (g *sqlGen) conditions() ([]string, error) {
 
 // keepRandom keeps at most limit rows of rel per partition, chosen
 // uniformly at random. Whether QUALIFY exists is the dialect's business.
+//
+// The random order is a privacy requirement, not a nicety: which of a
+// person's rows are kept must depend only on that person's rows and on
+// fresh randomness. Without an ORDER BY, the rows kept for one person
+// could change when another person is added (the engine's physical order
+// shifts), and the sensitivity the plan derives would no longer bound the
+// change. A cheaper order must keep that property (for example a hash of
+// the row with a secret salt).
 func (g *sqlGen) keepRandom(rel string, partition []string, limit int64) string {
 	rn := "row_number() OVER (PARTITION BY " + strings.Join(partition, ", ") + " ORDER BY " + g.d.Random() + ")"
 	if g.d.SupportsQualify() {
