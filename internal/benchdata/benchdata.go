@@ -7,6 +7,7 @@ package benchdata
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -156,4 +157,36 @@ func Open(ctx context.Context, dir string, rows, threads int, catalogName, budge
 		return nil, err
 	}
 	return b, nil
+}
+
+// Compare times dpstat's query against the plain one: one warm-up run of
+// each (file cache, Parquet metadata), then runs alternating pairs. It
+// returns the durations of each side's runs, or the first error.
+func Compare(runs int, dpstat, plain func() error) (tdp, tplain []time.Duration, err error) {
+	if err := dpstat(); err != nil {
+		return nil, nil, fmt.Errorf("dpstat: %w", err)
+	}
+	if err := plain(); err != nil {
+		return nil, nil, fmt.Errorf("plain: %w", err)
+	}
+	for i := 0; i < runs; i++ {
+		start := time.Now()
+		if err := plain(); err != nil {
+			return nil, nil, fmt.Errorf("plain: %w", err)
+		}
+		tplain = append(tplain, time.Since(start))
+		start = time.Now()
+		if err := dpstat(); err != nil {
+			return nil, nil, fmt.Errorf("dpstat: %w", err)
+		}
+		tdp = append(tdp, time.Since(start))
+	}
+	return tdp, tplain, nil
+}
+
+// Report prints one comparison: the medians, their ratio and every run.
+func Report(w io.Writer, name string, tdp, tplain []time.Duration) {
+	md, mp := Median(tdp), Median(tplain)
+	fmt.Fprintf(w, "%s\n  dpstat %v   plain DuckDB %v   ratio %.2f×\n  dpstat runs %v\n  plain runs  %v\n\n",
+		name, md.Round(time.Millisecond), mp.Round(time.Millisecond), float64(md)/float64(mp), Rounded(tdp), Rounded(tplain))
 }

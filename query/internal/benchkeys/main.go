@@ -13,9 +13,9 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"os"
 	"runtime"
 	"strings"
-	"time"
 
 	"github.com/dpstat/dpstat/engine/duckdb"
 	"github.com/dpstat/dpstat/internal/benchdata"
@@ -80,29 +80,11 @@ SELECT w, count(*) FROM pb GROUP BY w`, src))},
 		if *only != "" && !strings.Contains(p.name, *only) {
 			continue
 		}
-		// Warm up both (file cache, Parquet metadata), then alternate.
-		if err := p.dp(); err != nil {
-			log.Fatalf("%s: dp: %v", p.name, err)
+		tdp, tplain, err := benchdata.Compare(*runs, p.dp, p.plain)
+		if err != nil {
+			log.Fatalf("%s: %v", p.name, err)
 		}
-		if err := p.plain(); err != nil {
-			log.Fatalf("%s: plain: %v", p.name, err)
-		}
-		var tdp, tplain []time.Duration
-		for i := 0; i < *runs; i++ {
-			start := time.Now()
-			if err := p.plain(); err != nil {
-				log.Fatal(err)
-			}
-			tplain = append(tplain, time.Since(start))
-			start = time.Now()
-			if err := p.dp(); err != nil {
-				log.Fatal(err)
-			}
-			tdp = append(tdp, time.Since(start))
-		}
-		md, mp := benchdata.Median(tdp), benchdata.Median(tplain)
-		fmt.Printf("%s\n  dpstat %v   plain DuckDB %v   ratio %.2f×\n  dpstat runs %v\n  plain runs  %v\n\n",
-			p.name, md.Round(time.Millisecond), mp.Round(time.Millisecond), float64(md)/float64(mp), benchdata.Rounded(tdp), benchdata.Rounded(tplain))
+		benchdata.Report(os.Stdout, p.name, tdp, tplain)
 	}
 	fmt.Printf("peak resident memory of the process (VmHWM): %s\n", benchdata.PeakRSS())
 }

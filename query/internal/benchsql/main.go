@@ -11,8 +11,8 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"os"
 	"runtime"
-	"time"
 
 	"github.com/dpstat/dpstat/engine/duckdb"
 	"github.com/dpstat/dpstat/internal/benchdata"
@@ -69,29 +69,11 @@ SELECT grp, sum(c), sum(s), sum(s) / sum(n) FROM pb GROUP BY grp`, src)
 	fmt.Printf("machine: %s/%s, %d cores, DuckDB threads %d; %d rows in %s; %d runs, medians\n\n",
 		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), *threads, *rows, pq, *runs)
 	for _, p := range pairs {
-		// Warm up both (file cache, Parquet metadata), then alternate.
-		if err := p.dp(); err != nil {
-			log.Fatalf("%s: dp: %v", p.name, err)
+		tdp, tplain, err := benchdata.Compare(*runs, p.dp, p.plain)
+		if err != nil {
+			log.Fatalf("%s: %v", p.name, err)
 		}
-		if err := p.plain(); err != nil {
-			log.Fatalf("%s: plain: %v", p.name, err)
-		}
-		var tdp, tplain []time.Duration
-		for i := 0; i < *runs; i++ {
-			start := time.Now()
-			if err := p.plain(); err != nil {
-				log.Fatal(err)
-			}
-			tplain = append(tplain, time.Since(start))
-			start = time.Now()
-			if err := p.dp(); err != nil {
-				log.Fatal(err)
-			}
-			tdp = append(tdp, time.Since(start))
-		}
-		md, mp := benchdata.Median(tdp), benchdata.Median(tplain)
-		fmt.Printf("%s\n  dpstat %v   plain DuckDB %v   ratio %.2f×\n  dpstat runs %v\n  plain runs  %v\n\n",
-			p.name, md.Round(time.Millisecond), mp.Round(time.Millisecond), float64(md)/float64(mp), benchdata.Rounded(tdp), benchdata.Rounded(tplain))
+		benchdata.Report(os.Stdout, p.name, tdp, tplain)
 	}
 	fmt.Printf("peak resident memory of the process (VmHWM): %s\n", benchdata.PeakRSS())
 }
