@@ -29,6 +29,24 @@ func Sequential(costs ...Cost) (Cost, error) {
 	return out, checkComposed(out)
 }
 
+// Repeat is the cost of n releases of cost c on the same data: Sequential
+// composition of n copies of c, computed as exact products and rounded up,
+// so it costs nothing to state for a large n. n must be >= 1.
+func Repeat(c Cost, n int) (Cost, error) {
+	if err := c.Validate(); err != nil {
+		return Cost{}, err
+	}
+	if n < 1 {
+		return Cost{}, fmt.Errorf("repeat count %d: want a whole number >= 1", n)
+	}
+	times := func(x float64) float64 {
+		return ratUp(new(big.Rat).Mul(ratOf(x), new(big.Rat).SetInt64(int64(n))))
+	}
+	z := zcdpView(c)
+	out := Cost{Epsilon: times(c.Epsilon), Delta: times(c.Delta), Rho: times(z.Rho), RhoDelta: times(z.RhoDelta)}
+	return out, checkComposed(out)
+}
+
 // checkComposed refuses a composed cost whose δ reached 1 (no guarantee).
 func checkComposed(c Cost) error {
 	if c.Delta >= 1 || c.RhoDelta >= 1 || math.IsInf(c.Epsilon, 0) || math.IsInf(c.Rho, 0) {

@@ -2,6 +2,7 @@ package accounting
 
 import (
 	"math"
+	"math/big"
 	"strings"
 	"testing"
 )
@@ -326,5 +327,62 @@ func TestDirectedRounding(t *testing.T) {
 				t.Fatalf("mulUp(%v, %v) = %v is below the exact product", tt.a, tt.b, p)
 			}
 		})
+	}
+}
+
+// TestRepeat: n copies of a cost are charged exactly n times each field when
+// that is representable, never less than Sequential of the n copies, and
+// bad counts and costs are refused.
+func TestRepeat(t *testing.T) {
+	tests := []struct {
+		name string
+		c    Cost
+		n    int
+	}{
+		{"exact eighths", Pure(0.125), 4},
+		{"tenths", Pure(0.1), 3},
+		{"thirds", Approximate(1.0/3, 1e-7), 7},
+		{"gaussian", Cost{Epsilon: 1, Delta: 1e-5, Rho: 0.0359}, 10},
+		{"epsilon only, no rho", Cost{Epsilon: 0.3}, 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Repeat(tt.c, tt.n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			copies := make([]Cost, tt.n)
+			for i := range copies {
+				copies[i] = tt.c
+			}
+			seq, err := Sequential(copies...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []struct {
+				name     string
+				rep, seq float64
+				one      float64
+			}{{"epsilon", got.Epsilon, seq.Epsilon, tt.c.Epsilon}, {"delta", got.Delta, seq.Delta, tt.c.Delta}, {"rho", got.Rho, seq.Rho, 0}, {"rho_delta", got.RhoDelta, seq.RhoDelta, 0}} {
+				exact := new(big.Rat).Mul(new(big.Rat).SetFloat64(f.one), big.NewRat(int64(tt.n), 1))
+				if f.one != 0 && new(big.Rat).SetFloat64(f.rep).Cmp(exact) < 0 {
+					t.Errorf("%s = %v is below %d × %v", f.name, f.rep, tt.n, f.one)
+				}
+				// Sequential rounds up after every addition, so it may be a
+				// little above Repeat, but never by more than n ulps.
+				if f.rep > f.seq || f.seq-f.rep > float64(tt.n)*math.Abs(f.seq)*0x1p-52 {
+					t.Errorf("%s: Repeat %v against Sequential %v", f.name, f.rep, f.seq)
+				}
+			}
+		})
+	}
+	if got, _ := Repeat(Pure(0.125), 4); got.Epsilon != 0.5 {
+		t.Errorf("Repeat(0.125, 4).Epsilon = %v, want exactly 0.5", got.Epsilon)
+	}
+	if _, err := Repeat(Pure(1), 0); err == nil {
+		t.Error("Repeat with n = 0 was accepted")
+	}
+	if _, err := Repeat(Cost{Epsilon: -1}, 2); err == nil {
+		t.Error("Repeat of a negative cost was accepted")
 	}
 }

@@ -2,13 +2,10 @@ package cli
 
 import (
 	"bufio"
-	crand "crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"math/big"
 	"sort"
 	"strconv"
 	"strings"
@@ -266,16 +263,12 @@ func runRelease(cmd *cobra.Command, name string, o releaseOptions) error {
 // checkApplicableFlags refuses flags that the mechanism would ignore, so
 // that a mistyped command does not silently release with other parameters
 // than the user meant.
-// chargeReleases charges o.count releases of cost one to the ledger, synced
-// to disk, before any of them is printed.
+// chargeReleases charges o.count releases of cost one (accounting.Repeat)
+// to the ledger, synced to disk, before any of them is printed. The ledger
+// gives the charge its request id.
 func chargeReleases(cmd *cobra.Command, name string, o releaseOptions, one accounting.Cost) error {
-	total := accounting.Cost{
-		Epsilon:  timesUp(one.Epsilon, o.count),
-		Delta:    timesUp(one.Delta, o.count),
-		Rho:      timesUp(one.Rho, o.count),
-		RhoDelta: timesUp(one.RhoDelta, o.count),
-	}
-	if err := total.Validate(); err != nil {
+	total, err := accounting.Repeat(one, o.count)
+	if err != nil {
 		return fmt.Errorf("--count %d releases of cost %v: %w", o.count, one, err)
 	}
 	l, err := openLedger(o.ledgerPath)
@@ -283,16 +276,12 @@ func chargeReleases(cmd *cobra.Command, name string, o releaseOptions, one accou
 		return err
 	}
 	defer l.Close()
-	var id [16]byte
-	if _, err := crand.Read(id[:]); err != nil {
-		return fmt.Errorf("request id: %w", err)
-	}
 	desc := fmt.Sprintf("dpstat release %s", name)
 	if o.count > 1 {
 		desc += fmt.Sprintf(" (%d releases)", o.count)
 	}
 	key := ledger.Key{Dataset: o.dataset, Analyst: o.analyst}
-	rec, err := l.Charge(cmd.Context(), ledger.Charge{RequestID: hex.EncodeToString(id[:]), Key: key, Description: desc, Cost: total})
+	rec, err := l.Charge(cmd.Context(), ledger.Charge{Key: key, Description: desc, Cost: total})
 	if err != nil {
 		if errors.Is(err, ledger.ErrNoBudget) {
 			return fmt.Errorf("no budget for analyst %q on dataset %q in %s: grant one with dpstat budget grant --dataset %s --analyst %s --epsilon E; nothing was released", o.analyst, o.dataset, l.Path(), o.dataset, o.analyst)
@@ -301,21 +290,6 @@ func chargeReleases(cmd *cobra.Command, name string, o releaseOptions, one accou
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "charged %v to %s/%s in %s; left ε=%g δ=%g\n", total, o.dataset, o.analyst, l.Path(), rec.Remaining.Epsilon, rec.Remaining.Delta)
 	return nil
-}
-
-// timesUp returns x·n rounded up, so that n releases are never charged less
-// than their cost.
-func timesUp(x float64, n int) float64 {
-	exact := new(big.Rat).SetFloat64(x)
-	if exact == nil {
-		return x // NaN or ±Inf: Cost.Validate refuses it
-	}
-	exact.Mul(exact, new(big.Rat).SetInt64(int64(n)))
-	f, _ := exact.Float64()
-	if new(big.Rat).SetFloat64(f).Cmp(exact) < 0 {
-		f = math.Nextafter(f, math.Inf(1))
-	}
-	return f
 }
 
 func checkApplicableFlags(fs *pflag.FlagSet, name string, allowed []string) error {

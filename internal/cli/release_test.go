@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
-	"math/big"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -364,24 +363,5 @@ func TestReleaseChargesTheLedger(t *testing.T) {
 				t.Errorf("spent ε = %v, want %v", st.Spent.Epsilon, tt.wantSpentε)
 			}
 		})
-	}
-}
-
-// TestTimesUpNeverUndercharges: n releases are charged at least n times the
-// cost, exactly when the product is representable.
-func TestTimesUpNeverUndercharges(t *testing.T) {
-	for _, tt := range []struct {
-		x float64
-		n int
-	}{{0.125, 4}, {0.1, 3}, {1.0 / 3, 7}, {0.7, 1_000_000}, {0, 5}, {1e-300, 3}} {
-		got := timesUp(tt.x, tt.n)
-		exact := new(big.Rat).Mul(new(big.Rat).SetFloat64(tt.x), new(big.Rat).SetInt64(int64(tt.n)))
-		g := new(big.Rat).SetFloat64(got)
-		if g.Cmp(exact) < 0 {
-			t.Errorf("timesUp(%v, %d) = %v < the exact product", tt.x, tt.n, got)
-		}
-		if lower := math.Nextafter(got, 0); new(big.Rat).SetFloat64(lower).Cmp(exact) >= 0 && got != 0 {
-			t.Errorf("timesUp(%v, %d) = %v is not the smallest float at or above the product", tt.x, tt.n, got)
-		}
 	}
 }
