@@ -190,3 +190,19 @@ func Report(w io.Writer, name string, tdp, tplain []time.Duration) {
 	fmt.Fprintf(w, "%s\n  dpstat %v   plain DuckDB %v   ratio %.2f×\n  dpstat runs %v\n  plain runs  %v\n\n",
 		name, md.Round(time.Millisecond), mp.Round(time.Millisecond), float64(md)/float64(mp), Rounded(tdp), Rounded(tplain))
 }
+
+// Plain returns a function that runs sql on the engine as it is.
+func (b *Bench) Plain(ctx context.Context, sql string) func() error {
+	return func() error {
+		_, err := b.Engine.Query(ctx, sql)
+		return err
+	}
+}
+
+// DP returns a function that answers sql with dpstat's query service.
+func (b *Bench) DP(ctx context.Context, sql string, opts query.Options) func() error {
+	return func() error {
+		_, err := b.Service.Answer(ctx, sql, opts)
+		return err
+	}
+}

@@ -34,19 +34,11 @@ func main() {
 		log.Fatal(err)
 	}
 	defer b.Engine.Close()
-	eng, pq, svc := b.Engine, b.Parquet, b.Service
+	pq, svc := b.Parquet, b.Service
 	src := duckdb.Dialect.QuoteString(pq)
-	plain := func(sql string) func() error {
-		return func() error {
-			_, err := eng.Query(ctx, sql)
-			return err
-		}
-	}
+	plain := func(sql string) func() error { return b.Plain(ctx, sql) }
 	dp := func(sql string) func() error {
-		return func() error {
-			_, err := svc.Answer(ctx, sql, query.Options{Epsilon: 1, Confidence: 0.95, Analyst: "bench"})
-			return err
-		}
+		return b.DP(ctx, sql, query.Options{Epsilon: 1, Confidence: 0.95, Analyst: "bench"})
 	}
 	type pair struct {
 		name      string
