@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
@@ -21,8 +20,6 @@ import (
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/analyst"
 	"github.com/dpstat/dpstat/ledger"
-	"github.com/dpstat/dpstat/pgwire"
-	"github.com/dpstat/dpstat/server"
 	"github.com/dpstat/dpstat/server/servertest"
 )
 
@@ -180,23 +177,5 @@ func startFake(t testing.TB, path string) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ans := &servertest.Answerer{Ledger: l}
-	api, err := server.New(server.Options{Answerer: ans, Ledger: l, Analysts: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &stack{ledger: l, path: path, reg: reg, http: httptest.NewServer(api.Handler())}
-	t.Cleanup(s.http.Close)
-	pg, err := pgwire.New(pgwire.Options{Answerer: ans, Analysts: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.pgAddr = ln.Addr().String()
-	go pg.Serve(ln)
-	t.Cleanup(func() { pg.Close() })
-	return s
+	return frontEnds(t, l, path, reg, &servertest.Answerer{Ledger: l})
 }

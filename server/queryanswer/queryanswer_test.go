@@ -80,6 +80,13 @@ func start(t testing.TB, path string) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return frontEnds(t, l, path, reg, ans)
+}
+
+// frontEnds serves ans over HTTP and the PostgreSQL protocol on loopback,
+// with the analysts of reg and budgets in l; both stop when the test ends.
+func frontEnds(t testing.TB, l *ledger.Ledger, path string, reg *analyst.Registry, ans server.Answerer) *stack {
+	t.Helper()
 	api, err := server.New(server.Options{Answerer: ans, Ledger: l, Analysts: reg})
 	if err != nil {
 		t.Fatal(err)
