@@ -99,8 +99,20 @@ func New(opts Options) (*Server, error) {
 	if opts.Answerer == nil || opts.Analysts == nil {
 		return nil, errors.New("pgwire: Answerer and Analysts are required")
 	}
-	if opts.MaxConns < 0 || opts.StartupTimeout < 0 || opts.IdleTimeout < 0 || opts.QueryTimeout < 0 || opts.MaxQueryLen < 0 {
-		return nil, errors.New("pgwire: limits must not be negative")
+	for _, f := range []struct {
+		name     string
+		v        any
+		negative bool
+	}{
+		{"MaxConns", opts.MaxConns, opts.MaxConns < 0},
+		{"StartupTimeout", opts.StartupTimeout, opts.StartupTimeout < 0},
+		{"IdleTimeout", opts.IdleTimeout, opts.IdleTimeout < 0},
+		{"QueryTimeout", opts.QueryTimeout, opts.QueryTimeout < 0},
+		{"MaxQueryLen", opts.MaxQueryLen, opts.MaxQueryLen < 0},
+	} {
+		if f.negative {
+			return nil, fmt.Errorf("pgwire: %s = %v: want a value >= 0 (0 means the default)", f.name, f.v)
+		}
 	}
 	if opts.DefaultEpsilon != 0 {
 		if err := server.ValidateParams(opts.DefaultEpsilon, 0, 0); err != nil {

@@ -82,8 +82,20 @@ func New(opts Options) (*Server, error) {
 	if opts.Answerer == nil || opts.Ledger == nil || opts.Analysts == nil {
 		return nil, errors.New("server: Answerer, Ledger and Analysts are required")
 	}
-	if opts.MaxBodyBytes < 0 || opts.MaxSQLLen < 0 || opts.MaxConcurrent < 0 || opts.QueryTimeout < 0 || opts.Burst < 0 {
-		return nil, errors.New("server: limits must not be negative")
+	for _, f := range []struct {
+		name     string
+		v        any
+		negative bool
+	}{
+		{"MaxBodyBytes", opts.MaxBodyBytes, opts.MaxBodyBytes < 0},
+		{"MaxSQLLen", opts.MaxSQLLen, opts.MaxSQLLen < 0},
+		{"MaxConcurrent", opts.MaxConcurrent, opts.MaxConcurrent < 0},
+		{"QueryTimeout", opts.QueryTimeout, opts.QueryTimeout < 0},
+		{"Burst", opts.Burst, opts.Burst < 0},
+	} {
+		if f.negative {
+			return nil, fmt.Errorf("server: %s = %v: want a value >= 0 (0 means the default)", f.name, f.v)
+		}
 	}
 	if math.IsNaN(opts.RatePerAnalyst) || math.IsInf(opts.RatePerAnalyst, 0) || opts.RatePerAnalyst < 0 {
 		return nil, fmt.Errorf("server: RatePerAnalyst = %v: want a finite number >= 0", opts.RatePerAnalyst)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -97,6 +98,31 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 	}
 	if (cfg.tlsCert == "") != (cfg.tlsKey == "") {
 		return errors.New("--tls-cert and --tls-key go together: give both or neither")
+	}
+	for _, f := range []struct {
+		flag string
+		v    int64
+		min  int64
+	}{
+		{"max-conns", int64(cfg.maxConns), 1},
+		{"max-concurrent", int64(cfg.maxConcurrent), 1},
+		{"max-sql", int64(cfg.maxSQL), 1},
+		{"threads", int64(cfg.threads), 0},
+	} {
+		if f.v < f.min {
+			return fmt.Errorf("--%s %d: want a whole number >= %d", f.flag, f.v, f.min)
+		}
+	}
+	for _, f := range []struct {
+		flag string
+		v    time.Duration
+	}{{"query-timeout", cfg.queryTimeout}, {"shutdown-timeout", cfg.shutdownTimeout}} {
+		if f.v <= 0 {
+			return fmt.Errorf("--%s %v: want a positive duration such as 30s", f.flag, f.v)
+		}
+	}
+	if math.IsNaN(cfg.rate) || math.IsInf(cfg.rate, 0) || cfg.rate < 0 {
+		return fmt.Errorf("--rate %v: want a finite number of requests per second >= 0 (0: unlimited)", cfg.rate)
 	}
 	var tlsCfg *tls.Config
 	if cfg.tlsCert != "" {

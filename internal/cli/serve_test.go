@@ -148,6 +148,11 @@ func TestServeFlagsRefused(t *testing.T) {
 		{"no catalog", []string{"serve"}, "--catalog is required"},
 		{"no listeners", []string{"serve", "--catalog", "x.yaml", "--http", "", "--pg", ""}, "give at least one address"},
 		{"half TLS", []string{"serve", "--catalog", "x.yaml", "--tls-cert", "c.pem"}, "go together"},
+		{"negative max-conns", []string{"serve", "--catalog", "x.yaml", "--max-conns", "-1"}, "--max-conns -1: want a whole number >= 1"},
+		{"zero max-concurrent", []string{"serve", "--catalog", "x.yaml", "--max-concurrent", "0"}, "--max-concurrent 0"},
+		{"negative threads", []string{"serve", "--catalog", "x.yaml", "--threads", "-2"}, "--threads -2"},
+		{"negative query timeout", []string{"serve", "--catalog", "x.yaml", "--query-timeout", "-1s"}, "--query-timeout -1s: want a positive duration"},
+		{"NaN rate", []string{"serve", "--catalog", "x.yaml", "--rate", "NaN"}, "--rate NaN"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
