@@ -727,25 +727,8 @@ func TestDiscreteLaplaceLargeScaleShape(t *testing.T) {
 	for j := -8; j <= 8; j++ {
 		edges = append(edges, math.Floor(float64(j)*b/2))
 	}
-	probs := make([]float64, len(edges)+1)
-	prev := 0.0
-	for i, e := range edges {
-		c := cdf(e)
-		probs[i] = c - prev
-		prev = c
-	}
-	probs[len(edges)] = 1 - prev
-	n := 100000 * longFactor
-	obs := make([]int, len(probs))
-	for i := 0; i < n; i++ {
-		k := float64(DiscreteLaplace(src, s))
-		j := 0
-		for j < len(edges) && k > edges[j] {
-			j++
-		}
-		obs[j]++
-	}
-	chiSquareCheck(t, "discrete Laplace, scale 2^20", obs, probs, n)
+	stattest.Binned(t, "discrete Laplace, scale 2^20", cdf, edges, 100000*longFactor,
+		func() float64 { return float64(DiscreteLaplace(src, s)) }, falseFailure)
 }
 
 // dgTailEM returns P(Z ≥ m), m ≥ 1, for the discrete Gaussian with a large σ,
@@ -773,25 +756,8 @@ func TestDiscreteGaussianLargeSigmaShape(t *testing.T) {
 	for j := -7; j <= 7; j++ {
 		edges = append(edges, math.Floor(float64(j)*sigma/2))
 	}
-	probs := make([]float64, len(edges)+1)
-	prev := 0.0
-	for i, e := range edges {
-		c := cdf(e)
-		probs[i] = c - prev
-		prev = c
-	}
-	probs[len(edges)] = 1 - prev
-	n := 100000 * longFactor
-	obs := make([]int, len(probs))
-	for i := 0; i < n; i++ {
-		k := float64(DiscreteGaussian(src, sigma))
-		j := 0
-		for j < len(edges) && k > edges[j] {
-			j++
-		}
-		obs[j]++
-	}
-	chiSquareCheck(t, "discrete Gaussian, σ ≈ 1.5·2^20", obs, probs, n)
+	stattest.Binned(t, "discrete Gaussian, σ ≈ 1.5·2^20", cdf, edges, 100000*longFactor,
+		func() float64 { return float64(DiscreteGaussian(src, sigma)) }, falseFailure)
 }
 
 // TestGeometricE1: P(V = v) = (1 − e^-1)e^-v, chi-square over v = 0..7 and

@@ -51,3 +51,28 @@ func ChiSquare(t testing.TB, name string, observed []int, probs []float64, n int
 		t.Errorf("%s: chi-square %.2f with %v degrees of freedom exceeds %.2f (observed %v, probabilities %v)", name, stat, df, limit, observed, probs)
 	}
 }
+
+// Binned draws n values, counts them in the bins (−∞, edges[0]],
+// (edges[0], edges[1]], …, (edges[len−1], +∞), and runs ChiSquare against
+// the bin probabilities that cdf (P(X ≤ x)) gives. edges must increase.
+func Binned(t testing.TB, name string, cdf func(x float64) float64, edges []float64, n int, draw func() float64, falseFailure float64) {
+	t.Helper()
+	probs := make([]float64, len(edges)+1)
+	prev := 0.0
+	for i, e := range edges {
+		c := cdf(e)
+		probs[i] = c - prev
+		prev = c
+	}
+	probs[len(edges)] = 1 - prev
+	obs := make([]int, len(probs))
+	for i := 0; i < n; i++ {
+		x := draw()
+		j := 0
+		for j < len(edges) && x > edges[j] {
+			j++
+		}
+		obs[j]++
+	}
+	ChiSquare(t, name, obs, probs, n, falseFailure)
+}

@@ -30,3 +30,29 @@ func TestChiSquareRejectsSkew(t *testing.T) {
 		t.Fatal("a skewed sample passed the chi-square check")
 	}
 }
+
+// TestBinned checks that draws from the stated distribution pass and draws
+// from another fail: a deterministic stream of evenly spread points in
+// [0, 1) against the uniform CDF, then against the CDF of x².
+func TestBinned(t *testing.T) {
+	edges := []float64{0.1, 0.25, 0.5, 0.75, 0.9}
+	const n = 20000
+	stream := func() func() float64 {
+		i := 0
+		return func() float64 { i++; return math.Mod(float64(i)*0.6180339887498949, 1) }
+	}
+	uniform := func(x float64) float64 { return math.Min(math.Max(x, 0), 1) }
+	Binned(t, "uniform", uniform, edges, n, stream(), 1e-8)
+
+	ft := &testing.T{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		square := func(x float64) float64 { return math.Sqrt(uniform(x)) } // P(U² ≤ x)
+		Binned(ft, "not squared", square, edges, n, stream(), 1e-8)
+	}()
+	<-done
+	if !ft.Failed() {
+		t.Fatal("uniform draws passed as the square of a uniform")
+	}
+}
