@@ -39,11 +39,23 @@ type Registrar interface {
 	RegisterFile(ctx context.Context, name, path, format string, columns []Column) error
 }
 
+// NaNCensus is implemented by engines that can say whether a registered
+// view's KeepNaN columns hold a NaN, cheaply when asked again: the answer
+// is kept until the source changes.
+type NaNCensus interface {
+	// HasNaN reports whether any KeepNaN column of the view name holds a
+	// NaN now.
+	HasNaN(ctx context.Context, name string) (bool, error)
+}
+
 // Column is a column of a registered source and the engine-neutral type it
 // is cast to.
 type Column struct {
 	Name string
 	Type Type
+	// KeepNaN leaves NaN in a Double column as it is; by default a NaN
+	// reads as NULL.
+	KeepNaN bool
 }
 
 // Type is an engine-neutral column type.
@@ -78,6 +90,17 @@ type Dialect interface {
 	// exactly, into a type wide enough (at least 128 bits) that no number
 	// of rows can overflow it.
 	ExactSum(expr string) string
+	// GridSum spells an aggregate that sums a DOUBLE expression into a
+	// DOUBLE. It is exact only when every value is a multiple of a common
+	// power of two and every partial sum fits the 53-bit significand; the
+	// caller checks that bound and falls back to ExactSum otherwise.
+	GridSum(expr string) string
+	// RoundToGrid spells expr (a DOUBLE of magnitude below 2^(50+exp))
+	// rounded to the nearest multiple of 2^exp, exactly, by IEEE 754
+	// arithmetic: (expr + c) − c with c = 1.5·2^(52+exp). The engine must
+	// evaluate it as written (no algebraic simplification of the two
+	// constants).
+	RoundToGrid(expr string, exp int) string
 	// Random is an expression giving a uniform random number per row, used
 	// only to choose which rows a person keeps (never for noise).
 	Random() string

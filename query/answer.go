@@ -9,6 +9,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/catalog"
@@ -33,6 +34,12 @@ type Service struct {
 	cat *catalog.Catalog
 	eng engine.Engine
 	led Ledger
+
+	// forms remembers the tables that had a group too large for double
+	// sums, so that their next queries go straight to IntegerForm instead
+	// of running twice.
+	mu    sync.Mutex
+	forms map[string]Form
 }
 
 // NewService registers every table of the catalog with the engine (which
@@ -48,7 +55,9 @@ func NewService(ctx context.Context, cat *catalog.Catalog, eng engine.Engine, le
 }
 
 // Register exposes every table of the catalog in the engine under its
-// name, with only its declared columns, cast to their declared types.
+// name, with only its declared columns, cast to their declared types (a
+// NaN reads as NULL). A table with float columns is also exposed with its
+// NaNs kept, for the fast form of sums.
 func Register(ctx context.Context, cat *catalog.Catalog, eng engine.Engine) error {
 	reg, ok := eng.(engine.Registrar)
 	if !ok {
@@ -56,15 +65,32 @@ func Register(ctx context.Context, cat *catalog.Catalog, eng engine.Engine) erro
 	}
 	for _, t := range cat.Tables {
 		cols := make([]engine.Column, len(t.Columns))
+		floats := false
 		for i, c := range t.Columns {
 			cols[i] = engine.Column{Name: c.Name, Type: engineType(c.Type)}
+			floats = floats || c.Type == catalog.Float
 		}
 		if err := reg.RegisterFile(ctx, t.Name, t.Source, t.Format, cols); err != nil {
+			return err
+		}
+		if !floats {
+			continue
+		}
+		// The same table with NaN left in float columns, for the fast form
+		// of sums (see Plan.SQL).
+		for i := range cols {
+			cols[i].KeepNaN = true
+		}
+		if err := reg.RegisterFile(ctx, rawView(t.Name), t.Source, t.Format, cols); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// rawView names the view of a table whose float columns keep their NaNs.
+// "$" cannot occur in a catalog's table names, so it names no other table.
+func rawView(table string) string { return table + "$raw" }
 
 func engineType(t catalog.Type) engine.Type {
 	switch t {
@@ -173,6 +199,10 @@ type Prepared struct {
 	Plan  *Plan
 	Noise *Noise
 	SQL   string
+	// Forms holds the statement of each form (Plan.FormSQL) from the
+	// plan's first form on: SQL is the first, later ones run when the data
+	// needs them (see Form). Empty when SQL is.
+	Forms map[Form]string
 	Opts  Options
 	// HistogramSQL holds one engine statement per Plan.Histograms entry,
 	// run after SQL.
@@ -220,6 +250,14 @@ func Prepare(cat *catalog.Catalog, d engine.Dialect, sql string, opts Options) (
 		text = ""
 	}
 	prep := &Prepared{Plan: plan, Noise: nz, SQL: text, Opts: opts, ExplainOnly: explain}
+	if text != "" {
+		prep.Forms = map[Form]string{}
+		for f := plan.FirstForm(); f <= IntegerForm; f++ {
+			if prep.Forms[f], err = plan.FormSQL(d, f); err != nil {
+				return nil, err
+			}
+		}
+	}
 	for h := range plan.Histograms {
 		hs, err := plan.HistogramSQL(d, h)
 		if err != nil {
@@ -307,17 +345,7 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 			return nil, fmt.Errorf("checking the budget failed, nothing read or charged: %w", err)
 		}
 	}
-	rows := &engine.Rows{Columns: make([]string, len(p.Plan.Query.GroupBy)+len(p.Plan.Statistics))}
-	if p.SQL != "" {
-		rows, err = s.eng.Query(ctx, p.SQL)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, &EngineError{Table: p.Plan.Table.Name, Err: err}
-		}
-	}
-	exact, err := p.Plan.ReadExact(rows)
+	exact, err := s.exact(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -375,6 +403,61 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 	res.ReleaseID = receipt.ReleaseID
 	res.Budget = budget(receipt.Spent, receipt.Remaining, receipt.Rule)
 	return res, nil
+}
+
+// exact runs the prepared statement and reads its exact statistics, in
+// the plan's first form, or in a later one when the data needs it: a NaN
+// in the table (the engine's census says so) skips FastForm, a group too
+// large for double sums sends the query to IntegerForm. A table found to
+// have such groups is remembered, so that its next queries start there.
+func (s *Service) exact(ctx context.Context, p *Prepared) (*Exact, error) {
+	if p.SQL == "" {
+		// Quantiles alone: their histograms have their own statements.
+		rows := &engine.Rows{Columns: make([]string, len(p.Plan.Query.GroupBy)+len(p.Plan.Statistics))}
+		return p.Plan.ReadExactForm(rows, CleanForm)
+	}
+	table := p.Plan.Table.Name
+	s.mu.Lock()
+	f := max(p.Plan.FirstForm(), s.forms[table])
+	s.mu.Unlock()
+	if f == FastForm {
+		census, ok := s.eng.(engine.NaNCensus)
+		if !ok {
+			f = CleanForm
+		} else if nan, err := census.HasNaN(ctx, rawView(table)); err != nil {
+			return nil, &EngineError{Table: table, Err: err}
+		} else if nan {
+			f = CleanForm
+		}
+	}
+	for {
+		rows, err := s.query(ctx, table, p.Forms[f])
+		if err != nil {
+			return nil, err
+		}
+		ex, err := p.Plan.ReadExactForm(rows, f)
+		if !errors.Is(err, ErrGroupTooLarge) || f == IntegerForm {
+			return ex, err
+		}
+		f = IntegerForm
+		s.mu.Lock()
+		if s.forms == nil {
+			s.forms = map[string]Form{}
+		}
+		s.forms[table] = IntegerForm
+		s.mu.Unlock()
+	}
+}
+
+func (s *Service) query(ctx context.Context, table, sql string) (*engine.Rows, error) {
+	rows, err := s.eng.Query(ctx, sql)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &EngineError{Table: table, Err: err}
+	}
+	return rows, nil
 }
 
 // BudgetChecker is implemented by ledgers that can say, without charging,

@@ -60,6 +60,11 @@ func TestGoldenSQL(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := "-- " + tt.sql + "\n" + p.SQL + "\n"
+			for f := p.Plan.FirstForm() + 1; f <= IntegerForm; f++ {
+				if p.Forms[f] != "" {
+					got += fmt.Sprintf("-- %v form\n%s\n", f, p.Forms[f])
+				}
+			}
 			for i, hs := range p.HistogramSQL {
 				got += fmt.Sprintf("-- histogram %d\n%s\n", i, hs)
 			}

@@ -113,7 +113,7 @@ func (s *selection) ReleaseProbability(n int64) float64 {
 
 // readSelectedKeys reads the engine's rows in key-selection mode: every
 // key the data has is a candidate.
-func (p *Plan) readSelectedKeys(rows *engine.Rows) (*Exact, error) {
+func (p *Plan) readSelectedKeys(rows *engine.Rows, integer bool) (*Exact, error) {
 	nk := len(p.Query.GroupBy)
 	ex := &Exact{}
 	index := map[string]int{}
@@ -135,9 +135,9 @@ func (p *Plan) readSelectedKeys(rows *engine.Rows) (*Exact, error) {
 			ex.Stats = append(ex.Stats, stats)
 		}
 		for j := range p.Statistics {
-			v, err := toBig(r[nk+j])
+			v, err := p.statValue(j, r[nk+j], integer)
 			if err != nil {
-				return nil, fmt.Errorf("query: statistic %d: %w", j, err)
+				return nil, err
 			}
 			ex.Stats[g][j].Add(ex.Stats[g][j], v)
 		}

@@ -26,19 +26,34 @@ type Exact struct {
 	Hist [][][]int64
 }
 
-// ReadExact matches the engine's rows to the plan's public keys. Rows whose
-// key is not in the public lists cannot occur (the SQL filters them) and
-// are ignored; groups without rows get zeros.
+// ReadExact matches the engine's rows of SQL (the plan's first form) to
+// the plan's public keys. Rows whose key is not in the public lists cannot
+// occur (the SQL filters them) and are ignored; groups without rows get
+// zeros. See ReadExactForm for the errors that send a query to another
+// form.
 func (p *Plan) ReadExact(rows *engine.Rows) (*Exact, error) {
+	return p.ReadExactForm(rows, p.FirstForm())
+}
+
+// ErrGroupTooLarge says that a group has too many rows for its double sums
+// to be exact; IntegerForm answers the query. It depends on the data only
+// through the answer's speed: every form gives the same statistics.
+var ErrGroupTooLarge = errors.New("query: a group is too large for exact double sums")
+
+// ReadExactForm reads the result of FormSQL in form f. It returns an error
+// wrapping ErrGroupTooLarge when a double sum of the form cannot be exact.
+func (p *Plan) ReadExactForm(rows *engine.Rows, f Form) (*Exact, error) {
 	nk := len(p.Query.GroupBy)
-	if p.Selection != nil {
-		if len(rows.Columns) != nk+len(p.Statistics) {
-			return nil, fmt.Errorf("query: engine returned %d columns, want %d", len(rows.Columns), nk+len(p.Statistics))
-		}
-		return p.readSelectedKeys(rows)
-	}
 	if len(rows.Columns) != nk+len(p.Statistics) {
 		return nil, fmt.Errorf("query: engine returned %d columns, want %d", len(rows.Columns), nk+len(p.Statistics))
+	}
+	integer := f == IntegerForm
+	if p.Selection != nil {
+		ex, err := p.readSelectedKeys(rows, integer)
+		if err != nil {
+			return nil, err
+		}
+		return ex, p.finishExact(ex, integer)
 	}
 	index := make(map[string]int, len(p.Keys))
 	for i, k := range p.Keys {
@@ -61,14 +76,94 @@ func (p *Plan) ReadExact(rows *engine.Rows) (*Exact, error) {
 			continue
 		}
 		for j := range p.Statistics {
-			v, err := toBig(r[nk+j])
+			v, err := p.statValue(j, r[nk+j], integer)
 			if err != nil {
-				return nil, fmt.Errorf("query: statistic %d: %w", j, err)
+				return nil, err
 			}
 			ex.Stats[g][j].Add(ex.Stats[g][j], v)
 		}
 	}
-	return ex, nil
+	return ex, p.finishExact(ex, integer)
+}
+
+// statValue reads statistic j from one engine value: an exact integer, or
+// in the fast form a grid-summed double, scaled to grid steps.
+func (p *Plan) statValue(j int, v any, integer bool) (*big.Int, error) {
+	if !integer && p.gridSummed(j) {
+		switch x := v.(type) {
+		case nil:
+			return new(big.Int), nil
+		case float64:
+			steps := math.Ldexp(x, -p.Statistics[j].Summand.Exp)
+			if steps != math.Trunc(steps) || math.IsInf(steps, 0) {
+				// Not on the grid: the sum was not exact.
+				return nil, fmt.Errorf("statistic %d: %w", j, ErrGroupTooLarge)
+			}
+			b, _ := new(big.Float).SetFloat64(steps).Int(nil)
+			return b, nil
+		}
+	}
+	b, err := toBig(v)
+	if err != nil {
+		return nil, fmt.Errorf("query: statistic %d: %w", j, err)
+	}
+	return b, nil
+}
+
+// exactDoubleSum is the largest magnitude every partial sum of a double
+// sum of integers may reach and stay exact: 2^53.
+var exactDoubleSum = new(big.Int).Lsh(big.NewInt(1), 53)
+
+// finishExact completes the statistics of the fast form: it checks that
+// every double sum was exact (the group's rows times the largest summand
+// within 2^53, so that every partial sum, in any order, is an integer the
+// double represents) and takes out what the NULLs, clamped to the lower
+// bound, added.
+func (p *Plan) finishExact(ex *Exact, integer bool) error {
+	if integer {
+		return nil
+	}
+	for i, st := range p.Statistics {
+		s := st.Summand
+		if s.Kind != FixedPointSum && s.Kind != CentredSquareSum {
+			continue
+		}
+		grid := p.gridSummed(i)
+		var largest, null *big.Int
+		if grid {
+			largest = big.NewInt(max(abs64(s.Lower), abs64(s.Upper)))
+		}
+		if s.Kind == FixedPointSum {
+			null = big.NewInt(p.nullSteps(s))
+		}
+		for g := range ex.Stats {
+			stats := ex.Stats[g]
+			if grid {
+				bound := new(big.Int).Mul(stats[st.Rows], largest)
+				if bound.Cmp(exactDoubleSum) > 0 {
+					return fmt.Errorf("statistic %d: %w", i, ErrGroupTooLarge)
+				}
+			}
+			if null != nil && null.Sign() != 0 {
+				nulls := new(big.Int).Sub(stats[st.Rows], stats[st.Values])
+				stats[i].Sub(stats[i], nulls.Mul(nulls, null))
+			}
+		}
+	}
+	return nil
+}
+
+// nullSteps is what the fast form adds for a NULL of a FixedPointSum, in
+// grid steps: the lower bound, rounded onto the grid exactly as the engine
+// rounds it (same IEEE 754 operations).
+func (p *Plan) nullSteps(s Summand) int64 {
+	if p.intColumn(s) {
+		return s.Lower
+	}
+	c := math.Ldexp(1.5, 52+s.Exp)
+	lo := s.LowerValue
+	r := float64(lo+c) - c
+	return int64(math.Ldexp(r, -s.Exp))
 }
 
 func keyString(k []any) string { return fmt.Sprintf("%#v", k) }

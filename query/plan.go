@@ -113,6 +113,13 @@ func abs64(x int64) int64 {
 // Statistic is an exact per-group aggregate that the engine computes.
 type Statistic struct {
 	Summand Summand
+	// Rows and Values index the statistics that count, in the same group,
+	// the rows and the non-NULL values of the summand's column (sums
+	// only). The engine may sum a fixed-point column as doubles, which is
+	// exact while Rows times the largest summand fits 53 bits, and it maps
+	// a NULL to the lower bound's grid step, which Values corrects (see
+	// Plan.finishExact).
+	Rows, Values int
 }
 
 // ReleaseKind says how a noisy value is formed from statistics.
@@ -311,12 +318,12 @@ func NewPlanDelta(q *Query, table *catalog.Table, epsilon, delta float64) (*Plan
 			ap.Releases = []int{p.release(NoisyCount, st, -1, 1, share)}
 		case Sum:
 			sm := fixedPointSummand(table.Column(a.Column))
-			st := p.statistic(sm)
+			st := p.sumStatistic(sm)
 			ap.Lower, ap.Upper = sm.LowerValue, sm.UpperValue
 			ap.Releases = []int{p.release(NoisySum, st, -1, sm.PerRow(), share)}
 		case Avg:
 			sm := fixedPointSummand(table.Column(a.Column))
-			st := p.statistic(sm)
+			st := p.sumStatistic(sm)
 			cnt := p.statistic(Summand{Kind: NonNullCount, Column: a.Column})
 			ap.Lower, ap.Upper = sm.LowerValue, sm.UpperValue
 			ap.Releases = []int{
@@ -375,6 +382,17 @@ func (p *Plan) statistic(s Summand) int {
 	}
 	p.Statistics = append(p.Statistics, Statistic{Summand: s})
 	return len(p.Statistics) - 1
+}
+
+// sumStatistic is statistic for a FixedPointSum or CentredSquareSum: it
+// also adds the counts of rows and of non-NULL values that the exact
+// reading of the sum needs (Statistic.Rows and Values).
+func (p *Plan) sumStatistic(s Summand) int {
+	i := p.statistic(s)
+	rows := p.statistic(Summand{Kind: RowCount})
+	values := p.statistic(Summand{Kind: NonNullCount, Column: s.Column})
+	p.Statistics[i].Rows, p.Statistics[i].Values = rows, values
+	return i
 }
 
 // release adds a release whose sensitivity is derived from the bounding

@@ -10,19 +10,155 @@ import (
 	"github.com/dpstat/dpstat/engine"
 )
 
+// Form is one way of computing a plan's exact statistics in the engine.
+// All forms give the same statistics; they differ in speed and in what
+// they need of the data.
+type Form int
+
+// The forms, fastest first.
+const (
+	// FastForm rounds each clamped float value onto its power-of-two grid
+	// in floating point and sums doubles, which is exact while a group's
+	// rows times the largest summand stay below 2^53. A NULL is clamped to
+	// the lower bound instead of being tested for (ReadExact takes it back
+	// out). It reads the table with NaNs kept, which saves testing every
+	// value for NaN: it runs only when the engine's census says the table
+	// holds none (engine.NaNCensus), and only for plans whose float columns
+	// appear in aggregates alone (Plan.FirstForm), where a NaN could only
+	// have been clamped and counted.
+	FastForm Form = iota
+	// CleanForm is FastForm over the table where a NaN reads as NULL.
+	CleanForm
+	// IntegerForm casts each clamped value, in grid steps, to a 32-bit
+	// integer and sums into 128 bits: exact for any number of rows, and
+	// slower.
+	IntegerForm
+)
+
+// String names the form.
+func (f Form) String() string {
+	return [...]string{"fast", "clean", "integer"}[f]
+}
+
+// FirstForm is the form a query tries first: FastForm when the plan's
+// float columns are read only by sums, counts and variances, else
+// CleanForm. (FastForm also needs the table to hold no NaN, which the
+// service asks the engine when the query runs.)
+func (p *Plan) FirstForm() Form {
+	if p.rawFloatsOK() {
+		return FastForm
+	}
+	return CleanForm
+}
+
 // SQL generates the engine statement that computes the plan's exact
-// statistics per group, from the model only: identifiers are quoted and
-// literals rendered by the dialect. Its result has one row per non-empty
-// group: the key columns k0, k1, … then the statistics s0, s1, … (counts
-// and fixed-point sums, exact integers; a sum of no values is NULL).
+// statistics per group in its first form, from the model only: identifiers
+// are quoted and literals rendered by the dialect. Its result has one row
+// per non-empty group: the key columns k0, k1, … then the statistics s0,
+// s1, … (counts; sums, see Form; a sum of no values is NULL).
 func (p *Plan) SQL(d engine.Dialect) (string, error) {
-	g := &sqlGen{d: d, p: p}
+	return p.FormSQL(d, p.FirstForm())
+}
+
+// FormSQL is SQL in the given form.
+func (p *Plan) FormSQL(d engine.Dialect, f Form) (string, error) {
+	g := &sqlGen{d: d, p: p, integer: f == IntegerForm, raw: f == FastForm}
 	return g.generate()
 }
 
 type sqlGen struct {
 	d engine.Dialect
 	p *Plan
+	// integer selects IntegerForm's sums; raw reads the table with its
+	// NaNs (FastForm).
+	integer, raw bool
+}
+
+// rawFloatsOK reports whether FastForm may skip the NaN test: some
+// statistic reads a float column, and no float column is a key, the
+// privacy unit or part of the WHERE clause.
+func (p *Plan) rawFloatsOK() bool {
+	if len(p.floatColumns()) == 0 {
+		return false
+	}
+	isFloat := func(col string) bool {
+		c := p.Table.Column(col)
+		return c != nil && c.Type == catalog.Float
+	}
+	if p.Bounded && isFloat(p.Table.PrivacyUnit) {
+		return false
+	}
+	for _, k := range p.Query.GroupBy {
+		if p.Query.Buckets[k] != nil || isFloat(k) {
+			return false
+		}
+	}
+	ok := true
+	known := walkColumns(p.Query.Where, func(col string) { ok = ok && !isFloat(col) })
+	return ok && known
+}
+
+// floatColumns lists the float columns the statistics read, in order.
+func (p *Plan) floatColumns() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, st := range p.Statistics {
+		s := st.Summand
+		switch s.Kind {
+		case FixedPointSum, CentredSquareSum, NonNullCount:
+		default:
+			continue
+		}
+		if c := p.Table.Column(s.Column); c != nil && c.Type == catalog.Float && !seen[c.Name] {
+			seen[c.Name] = true
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+// walkColumns calls fn for every column a row predicate reads. It returns
+// false for an expression it does not know.
+func walkColumns(e Expr, fn func(string)) bool {
+	op := func(o Operand) {
+		if o.Kind == ColumnRef {
+			fn(o.Column)
+		}
+	}
+	switch x := e.(type) {
+	case Compare:
+		op(x.Left)
+		op(x.Right)
+	case And:
+		for _, a := range x.Args {
+			if !walkColumns(a, fn) {
+				return false
+			}
+		}
+	case Or:
+		for _, a := range x.Args {
+			if !walkColumns(a, fn) {
+				return false
+			}
+		}
+	case Not:
+		return walkColumns(x.Arg, fn)
+	case In:
+		op(x.Arg)
+		for _, v := range x.Values {
+			op(v)
+		}
+	case IsNull:
+		op(x.Arg)
+	case Between:
+		op(x.Arg)
+		op(x.Low)
+		op(x.High)
+	case nil:
+	default:
+		return false
+	}
+	return true
 }
 
 func (g *sqlGen) ident(s string) string { return g.d.QuoteIdent(s) }
@@ -64,12 +200,14 @@ func (g *sqlGen) generate() (string, error) {
 	// A count of non-NULL values reuses the fixed-point summand of the same
 	// column when there is one (it is NULL exactly when the column is), so
 	// the bounding stages carry one column less.
+	// (In the fast form a sum's summand is never NULL, so there is nothing
+	// to reuse.)
 	for i, st := range p.Statistics {
 		if st.Summand.Kind != NonNullCount {
 			continue
 		}
 		for j, other := range p.Statistics {
-			if other.Summand.Kind == FixedPointSum && other.Summand.Column == st.Summand.Column {
+			if g.integer && other.Summand.Kind == FixedPointSum && other.Summand.Column == st.Summand.Column {
 				rowExprs[i] = rowExprs[j]
 			}
 		}
@@ -89,7 +227,11 @@ func (g *sqlGen) generate() (string, error) {
 	if len(cols) == 0 {
 		cols = append(cols, "1 AS one")
 	}
-	rows := "SELECT " + strings.Join(cols, ", ") + " FROM " + g.ident(p.Table.Name)
+	table := p.Table.Name
+	if g.raw {
+		table = rawView(table)
+	}
+	rows := "SELECT " + strings.Join(cols, ", ") + " FROM " + g.ident(table)
 	if len(conds) > 0 {
 		rows += " WHERE " + strings.Join(conds, " AND ")
 	}
@@ -113,7 +255,7 @@ func (g *sqlGen) generate() (string, error) {
 			}
 			return "count(*)"
 		default:
-			return g.d.ExactSum(rowExprs[i])
+			return g.sum(i, rowExprs[i])
 		}
 	}
 	groupBy := func(extra ...string) string {
@@ -149,7 +291,12 @@ func (g *sqlGen) generate() (string, error) {
 		b.WriteString(",\nper_unit_bounded AS (" + g.keepRandom("per_unit", []string{"u"}, p.Contribution.Groups) + ")")
 		from = "per_unit_bounded"
 	}
-	resum := func(i int) string { return g.d.ExactSum("s" + strconv.Itoa(i)) }
+	resum := func(i int) string {
+		if st := p.Statistics[i].Summand.Kind; st == FixedPointSum || st == CentredSquareSum {
+			return g.sum(i, "s"+strconv.Itoa(i))
+		}
+		return g.d.ExactSum("s" + strconv.Itoa(i))
+	}
 	if len(p.Statistics) == 0 {
 		return "", fmt.Errorf("query: plan without statistics")
 	}
@@ -213,6 +360,34 @@ func (g *sqlGen) keepRandom(rel string, partition []string, limit int64) string 
 	return "SELECT * FROM (SELECT *, " + rn + " AS rn FROM " + rel + ") AS numbered WHERE rn <= " + strconv.FormatInt(limit, 10)
 }
 
+// sum spells the aggregate of statistic i's per-row values expr: doubles
+// in the fast form for grid-summed statistics, integers otherwise.
+func (g *sqlGen) sum(i int, expr string) string {
+	if !g.integer && g.p.gridSummed(i) {
+		return g.d.GridSum(expr)
+	}
+	return g.d.ExactSum(expr)
+}
+
+// gridSummed reports whether the fast form (SQL) sums statistic i as
+// doubles on its grid: sums of float columns and sums of squares.
+func (p *Plan) gridSummed(i int) bool {
+	s := p.Statistics[i].Summand
+	switch s.Kind {
+	case CentredSquareSum:
+		return true
+	case FixedPointSum:
+		return !p.intColumn(s)
+	}
+	return false
+}
+
+// intColumn reports whether a FixedPointSum sums an int column's values as
+// they are.
+func (p *Plan) intColumn(s Summand) bool {
+	return s.Exp == 0 && p.Table.Column(s.Column).Type == catalog.Int
+}
+
 // summand renders the clamping stage for one statistic: the per-row value
 // the engine aggregates, or "" for COUNT(*).
 func (g *sqlGen) summand(s Summand) (string, error) {
@@ -224,11 +399,17 @@ func (g *sqlGen) summand(s Summand) (string, error) {
 	case CentredSquareSum:
 		return g.squareSummand(s)
 	}
-	// greatest and least skip NULLs (greatest(NULL, 0) is 0), so a NULL is
-	// kept NULL explicitly: it is excluded from the sum, never clamped.
+	// greatest and least skip NULLs (greatest(NULL, 0) is 0). The integer
+	// form keeps a NULL NULL explicitly, so that it is excluded from the
+	// sum; the fast form lets it become the lower bound, which costs
+	// nothing per row, and ReadExact takes the lower bound's grid value
+	// back out once per NULL (Statistic.Values counts the others).
 	col := g.ident(s.Column)
 	intType := g.d.TypeName(engine.Integer32)
-	if s.Exp == 0 && g.p.Table.Column(s.Column).Type == catalog.Int {
+	if g.p.intColumn(s) {
+		if !g.integer {
+			return fmt.Sprintf("least(greatest(%s, %d), %d)", col, s.Lower, s.Upper), nil
+		}
 		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE least(greatest(%s, %d), %d) END", col, col, s.Lower, s.Upper), nil
 	}
 	lo, err := engine.Literal(g.d, s.LowerValue)
@@ -242,6 +423,11 @@ func (g *sqlGen) summand(s Summand) (string, error) {
 	scale, err := engine.Literal(g.d, math.Ldexp(1, -s.Exp))
 	if err != nil {
 		return "", err
+	}
+	if !g.integer {
+		// Rounded onto the grid of 2^Exp in floating point (nearest, ties
+		// to even); scaled to grid steps in ReadExact.
+		return g.d.RoundToGrid(fmt.Sprintf("least(greatest(%s, %s), %s)", col, lo, hi), s.Exp), nil
 	}
 	// The cast to an integer rounds to nearest; plan.go bounds the result by
 	// the floor and ceiling of the scaled bounds, whatever the tie rule.
@@ -371,6 +557,9 @@ func (g *sqlGen) squareSummand(s Summand) (string, error) {
 		lits[i] = l
 	}
 	d := fmt.Sprintf("(least(greatest(%s, %s), %s) - %s)", col, lits[0], lits[1], lits[2])
+	if !g.integer {
+		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE %s END", col, g.d.RoundToGrid(d+" * "+d, s.Exp)), nil
+	}
 	return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE CAST(%s * %s * %s AS %s) END",
 		col, d, d, lits[3], g.d.TypeName(engine.Integer32)), nil
 }

@@ -15,8 +15,8 @@ func (p *Plan) planVariance(ap *AggregatePlan, share float64) {
 	col := p.Table.Column(ap.Aggregate.Column)
 	sm := fixedPointSummand(col)
 	sq := squareSummand(col)
-	st := p.statistic(sm)
-	sqs := p.statistic(sq)
+	st := p.sumStatistic(sm)
+	sqs := p.sumStatistic(sq)
 	cnt := p.statistic(Summand{Kind: NonNullCount, Column: col.Name})
 	ap.Lower, ap.Upper = sm.LowerValue, sm.UpperValue
 	thirds := splitEpsilon(share, 3)

@@ -9,8 +9,12 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"math"
 	"os"
+	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	// The DuckDB database/sql driver, registered as "duckdb".
 	_ "github.com/duckdb/duckdb-go/v2"
@@ -33,11 +37,26 @@ type Options struct {
 // concurrent use.
 type Engine struct {
 	db *sql.DB
+
+	mu      sync.Mutex
+	sources map[string]*source // views with KeepNaN columns, by name
+}
+
+// source is what HasNaN needs of a view: its file, the columns that keep
+// NaN, and the last census with the file's size and time it was taken at.
+type source struct {
+	path    string
+	columns []string
+	counted bool
+	size    int64
+	modTime time.Time
+	hasNaN  bool
 }
 
 var (
 	_ engine.Engine    = (*Engine)(nil)
 	_ engine.Registrar = (*Engine)(nil)
+	_ engine.NaNCensus = (*Engine)(nil)
 )
 
 // Open starts an in-memory DuckDB database.
@@ -108,8 +127,8 @@ func (e *Engine) Query(ctx context.Context, query string, args ...any) (*engine.
 // RegisterFile creates (or replaces) a view named name over the file. Only
 // the declared columns are exposed, each cast to its type with TRY_CAST so
 // that a malformed value becomes NULL; NaN in a float column becomes NULL;
-// CSV rows that do not parse are skipped. No value in the file can make a
-// later query fail.
+// CSV rows that do not parse are skipped (a column with KeepNaN keeps its
+// NaNs). No value in the file can make a later query fail.
 func (e *Engine) RegisterFile(ctx context.Context, name, path, format string, columns []engine.Column) error {
 	if len(columns) == 0 {
 		return fmt.Errorf("duckdb: source for %s declares no columns", name)
@@ -153,7 +172,7 @@ func (e *Engine) RegisterFile(ctx context.Context, name, path, format string, co
 		if stored[c.Name] != want {
 			expr = fmt.Sprintf("TRY_CAST(%s AS %s)", q, want)
 		}
-		if c.Type == engine.Double {
+		if c.Type == engine.Double && !c.KeepNaN {
 			// DuckDB compares NaN equal to NaN, so nullif turns NaN into
 			// NULL; it is cheaper than a CASE over isnan.
 			expr = fmt.Sprintf("nullif(%s, CAST('NaN' AS DOUBLE))", expr)
@@ -170,7 +189,60 @@ func (e *Engine) RegisterFile(ctx context.Context, name, path, format string, co
 	if _, err := e.db.ExecContext(ctx, "DESCRIBE "+Dialect.QuoteIdent(name)); err != nil {
 		return fmt.Errorf("duckdb: cannot read the source of table %s (%s): %w", name, path, err)
 	}
+	var keep []string
+	for _, c := range columns {
+		if c.Type == engine.Double && c.KeepNaN {
+			keep = append(keep, c.Name)
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.sources == nil {
+		e.sources = map[string]*source{}
+	}
+	delete(e.sources, name)
+	if len(keep) > 0 {
+		e.sources[name] = &source{path: path, columns: keep}
+	}
 	return nil
+}
+
+// HasNaN reports whether a KeepNaN column of the view name holds a NaN. It
+// scans the view once, and again only when the file's size or modification
+// time has changed. A view without KeepNaN columns has none.
+func (e *Engine) HasNaN(ctx context.Context, name string) (bool, error) {
+	e.mu.Lock()
+	src := e.sources[name]
+	var cached source
+	if src != nil {
+		cached = *src
+	}
+	e.mu.Unlock()
+	if src == nil {
+		return false, nil
+	}
+	fi, err := os.Stat(cached.path)
+	if err != nil {
+		return false, fmt.Errorf("duckdb: cannot read the source of %s (%s): %w", name, cached.path, err)
+	}
+	if cached.counted && fi.Size() == cached.size && fi.ModTime().Equal(cached.modTime) {
+		return cached.hasNaN, nil
+	}
+	conds := make([]string, len(cached.columns))
+	for i, c := range cached.columns {
+		conds[i] = "isnan(" + Dialect.QuoteIdent(c) + ")"
+	}
+	var n int64
+	q := "SELECT count(*) FROM " + Dialect.QuoteIdent(name) + " WHERE " + strings.Join(conds, " OR ")
+	if err := e.db.QueryRowContext(ctx, q).Scan(&n); err != nil {
+		return false, fmt.Errorf("duckdb: cannot read the source of %s (%s): %w", name, cached.path, err)
+	}
+	e.mu.Lock()
+	if e.sources[name] == src {
+		src.counted, src.size, src.modTime, src.hasNaN = true, fi.Size(), fi.ModTime(), n > 0
+	}
+	e.mu.Unlock()
+	return n > 0, nil
 }
 
 // Sniff returns the column names and the types DuckDB infers for a CSV or
@@ -288,4 +360,16 @@ func (dialect) TypeName(t engine.Type) string {
 // ExactSum relies on DuckDB summing BIGINT into HUGEINT (128 bits).
 func (dialect) ExactSum(expr string) string { return "sum(" + expr + ")" }
 func (dialect) Random() string              { return "random()" }
-func (dialect) SupportsQualify() bool       { return true }
+
+// GridSum is DuckDB's sum of DOUBLE.
+func (dialect) GridSum(expr string) string { return "sum(" + expr + ")" }
+
+// RoundToGrid adds and subtracts 1.5·2^(52+exp): the sum lands where
+// doubles are spaced exactly 2^exp apart, so the addition rounds expr to
+// the grid (ties to even) and the subtraction is exact. DuckDB evaluates
+// the two operations as written (TestRoundToGrid checks it).
+func (dialect) RoundToGrid(expr string, exp int) string {
+	c := strconv.FormatFloat(math.Ldexp(1.5, 52+exp), 'g', -1, 64)
+	return "(" + expr + " + CAST(" + c + " AS DOUBLE) - CAST(" + c + " AS DOUBLE))"
+}
+func (dialect) SupportsQualify() bool { return true }

@@ -2,6 +2,7 @@ package duckdb
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,5 +106,78 @@ func TestDialect(t *testing.T) {
 	}
 	if _, err := Open(Options{Threads: -1}); err == nil {
 		t.Error("negative threads accepted")
+	}
+}
+
+// TestRoundToGrid checks that DuckDB evaluates RoundToGrid as written: each
+// value lands on the nearest multiple of 2^exp (ties to even), exactly as
+// IEEE 754 arithmetic in Go computes it, and a sum of such values is exact.
+func TestRoundToGrid(t *testing.T) {
+	e := open(t)
+	ctx := context.Background()
+	tests := []struct {
+		x   float64
+		exp int
+	}{
+		{0.1, -3}, {0.1, -23}, {-0.1, -23}, {12.34, -23}, {99.99, -23}, {100, -23},
+		{0.0625, -3}, {0.1875, -3}, {-2.7, -27}, {5.3, -27}, {1e-300, -20}, {-1e-300, -20},
+		{3.5, 0}, {4.5, 0}, {-3.5, 0}, {1234567.891, -10}, {60, -24},
+	}
+	for _, tt := range tests {
+		lit, err := engine.Literal(Dialect, tt.x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := e.Query(ctx, "SELECT "+Dialect.RoundToGrid(lit, tt.exp))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := rows.Rows[0][0].(float64)
+		want := math.Ldexp(math.RoundToEven(math.Ldexp(tt.x, -tt.exp)), tt.exp)
+		if got != want {
+			t.Errorf("RoundToGrid(%v, %d) = %v, want %v", tt.x, tt.exp, got, want)
+		}
+	}
+	// 100,000 values of 0.01 are not exactly summable as doubles; rounded
+	// onto the grid of 2^-23 they are, and the sum is 100,000 grid values.
+	rows, err := e.Query(ctx, "SELECT "+Dialect.GridSum(Dialect.RoundToGrid("CAST(0.01 AS DOUBLE)", -23))+" FROM range(100000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 100000 * math.Ldexp(math.RoundToEven(math.Ldexp(0.01, 23)), -23)
+	if got := rows.Rows[0][0].(float64); got != want {
+		t.Errorf("grid sum = %v, want %v exactly", got, want)
+	}
+}
+
+// TestHasNaN: the census sees NaN only in KeepNaN columns, is kept while
+// the file is unchanged, and is taken again when it changes.
+func TestHasNaN(t *testing.T) {
+	e := open(t)
+	ctx := context.Background()
+	path := write(t, "t.csv", "a,x\n1,2.5\n2,\n3,inf\n")
+	cols := []engine.Column{{Name: "a", Type: engine.Integer}, {Name: "x", Type: engine.Double, KeepNaN: true}}
+	if err := e.RegisterFile(ctx, "t", path, "csv", cols); err != nil {
+		t.Fatal(err)
+	}
+	if nan, err := e.HasNaN(ctx, "t"); err != nil || nan {
+		t.Fatalf("HasNaN = %v, %v; want false", nan, err)
+	}
+	if err := os.WriteFile(path, []byte("a,x\n1,2.5\n2,nan\n3,inf\n4,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if nan, err := e.HasNaN(ctx, "t"); err != nil || !nan {
+		t.Fatalf("after the file changed: HasNaN = %v, %v; want true", nan, err)
+	}
+	// The clean view of the same file reads NaN as NULL and has no census.
+	if err := e.RegisterFile(ctx, "clean", path, "csv", cols[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if nan, err := e.HasNaN(ctx, "clean"); err != nil || nan {
+		t.Fatalf("view without KeepNaN columns: HasNaN = %v, %v; want false", nan, err)
+	}
+	rows, err := e.Query(ctx, `SELECT count(*) FROM "t" WHERE isnan(x)`)
+	if err != nil || rows.Rows[0][0] != int64(1) {
+		t.Fatalf("KeepNaN view: %v %v, want one NaN", rows, err)
 	}
 }

@@ -1,3 +1,6 @@
 -- SELECT floor(hours_per_week / 10) * 10 AS hours, COUNT(*), AVG(age) FROM adult GROUP BY hours
+WITH r AS (SELECT CASE WHEN "hours_per_week" IS NULL THEN NULL ELSE floor(least(greatest("hours_per_week", CAST(1.0 AS DOUBLE)), CAST(99.0 AS DOUBLE)) / CAST(10.0 AS DOUBLE)) * CAST(10.0 AS DOUBLE) END AS k0, least(greatest("age", 17), 90) AS v1, "age" AS v2 FROM "adult" WHERE CASE WHEN "hours_per_week" IS NULL THEN NULL ELSE floor(least(greatest("hours_per_week", CAST(1.0 AS DOUBLE)), CAST(99.0 AS DOUBLE)) / CAST(10.0 AS DOUBLE)) * CAST(10.0 AS DOUBLE) END IS NOT NULL)
+SELECT k0, count(*) AS s0, sum(v1) AS s1, count(v2) AS s2 FROM r GROUP BY k0
+-- integer form
 WITH r AS (SELECT CASE WHEN "hours_per_week" IS NULL THEN NULL ELSE floor(least(greatest("hours_per_week", CAST(1.0 AS DOUBLE)), CAST(99.0 AS DOUBLE)) / CAST(10.0 AS DOUBLE)) * CAST(10.0 AS DOUBLE) END AS k0, CASE WHEN "age" IS NULL THEN NULL ELSE least(greatest("age", 17), 90) END AS v1 FROM "adult" WHERE CASE WHEN "hours_per_week" IS NULL THEN NULL ELSE floor(least(greatest("hours_per_week", CAST(1.0 AS DOUBLE)), CAST(99.0 AS DOUBLE)) / CAST(10.0 AS DOUBLE)) * CAST(10.0 AS DOUBLE) END IS NOT NULL)
 SELECT k0, count(*) AS s0, sum(v1) AS s1, count(v1) AS s2 FROM r GROUP BY k0

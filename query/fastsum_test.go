@@ -1,0 +1,221 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dpstat/dpstat/engine/duckdb"
+)
+
+// sumsCatalog writes a table with NULLs, NaN, infinities, values outside
+// the declared bounds and bounds that are not on any power-of-two grid
+// (x in [−2.7, 5.3], y in [−5, 7]), one row per person (flat) and with a
+// privacy unit whose limits keep every row (so both forms see the same
+// rows and must agree exactly).
+func sumsCatalog(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(7, 11))
+	for _, file := range []string{"sums.csv", "finite.csv"} {
+		var b strings.Builder
+		b.WriteString("pid,g,x,y\n")
+		for i := 0; i < 3000; i++ {
+			x := fmt.Sprintf("%.3f", rng.Float64()*12-4)
+			switch rng.IntN(20) {
+			case 0:
+				x = ""
+			case 1, 2, 3:
+				if file == "sums.csv" {
+					x = []string{"nan", "inf", "-inf"}[rng.IntN(3)]
+				}
+			case 4:
+				x = "0.1"
+			}
+			y := fmt.Sprint(rng.IntN(20) - 8)
+			if rng.IntN(10) == 0 {
+				y = ""
+			}
+			fmt.Fprintf(&b, "%d,%s,%s,%s\n", i/4, []string{"a", "b", "c"}[rng.IntN(3)], x, y)
+		}
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cat := `budget: {epsilon: 1e30, delta: 1e-6}
+tables:
+  flat:
+    source: sums.csv
+    columns: &cols
+      pid: {type: int}
+      g:   {type: text, values: [a, b, c]}
+      x:   {type: float, lower: -2.7, upper: 5.3, nullable: true}
+      y:   {type: int, lower: -5, upper: 7, nullable: true}
+  units:
+    source: sums.csv
+    privacy_unit: pid
+    max_groups_per_unit: 3
+    max_rows_per_group: 4
+    columns: *cols
+  finite:
+    source: finite.csv
+    columns: *cols
+  finite_units:
+    source: finite.csv
+    privacy_unit: pid
+    max_groups_per_unit: 3
+    max_rows_per_group: 4
+    columns: *cols
+`
+	path := filepath.Join(dir, "catalog.yaml")
+	if err := os.WriteFile(path, []byte(cat), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestFormsAgree runs every form of the same plans (double sums on the
+// grid with NULLs corrected afterwards, over NaNs kept or read as NULL;
+// integer sums) and requires identical exact statistics wherever the
+// service would run them (FastForm only on tables without NaN).
+func TestFormsAgree(t *testing.T) {
+	cat := loadCatalog(t, sumsCatalog(t))
+	eng, err := duckdb.Open(duckdb.Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	ctx := context.Background()
+	if err := Register(ctx, cat, eng); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		sql   string
+		first Form
+	}{
+		{"SELECT SUM(x) FROM flat", FastForm},
+		{"SELECT SUM(y), AVG(y) FROM flat", CleanForm},
+		{"SELECT g, COUNT(*), SUM(x), AVG(x), SUM(y) FROM flat GROUP BY g", FastForm},
+		{"SELECT g, VAR_POP(x), STDDEV(y) FROM flat GROUP BY g", FastForm},
+		{"SELECT COUNT(x) FROM flat", FastForm},
+		{"SELECT SUM(x) FROM flat WHERE y > 0", FastForm},
+		{"SELECT SUM(y) FROM flat WHERE x > 0", CleanForm},
+		{"SELECT g, SUM(x), AVG(y) FROM units GROUP BY g", FastForm},
+		{"SELECT SUM(x), VAR_SAMP(x) FROM units", FastForm},
+		{"SELECT y, COUNT(*), SUM(x) FROM flat GROUP BY y", FastForm},
+		{"SELECT g, COUNT(*), SUM(x), AVG(x), SUM(y) FROM finite GROUP BY g", FastForm},
+		{"SELECT SUM(x), VAR_SAMP(x), AVG(y) FROM finite_units", FastForm},
+		{"SELECT g, AVG(x) FROM finite_units WHERE y IS NULL OR y < 3 GROUP BY g", FastForm},
+		{"SELECT width_bucket(y, -5, 7, 3) AS b, SUM(x) FROM finite GROUP BY b", CleanForm},
+	}
+	for _, tt := range tests {
+		t.Run(tt.sql, func(t *testing.T) {
+			p, err := Prepare(cat, duckdb.Dialect, tt.sql, Options{Epsilon: 1, Delta: 1e-6, Confidence: 0.95, Analyst: "a"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.Plan.FirstForm(); got != tt.first {
+				t.Errorf("first form %v, want %v", got, tt.first)
+			}
+			if p.SQL != p.Forms[tt.first] {
+				t.Errorf("SQL is not the first form's statement")
+			}
+			read := func(f Form) (*Exact, error) {
+				rows, err := eng.Query(ctx, p.Forms[f])
+				if err != nil {
+					t.Fatal(err)
+				}
+				return p.Plan.ReadExactForm(rows, f)
+			}
+			want, err := read(IntegerForm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			finite := strings.HasPrefix(p.Plan.Table.Name, "finite")
+			if nan, err := eng.HasNaN(ctx, rawView(p.Plan.Table.Name)); err != nil || nan == finite {
+				t.Errorf("census of %s: NaN %v (%v), want %v", p.Plan.Table.Name, nan, err, !finite)
+			}
+			for f := tt.first; f < IntegerForm; f++ {
+				if f == FastForm && !finite {
+					continue // the service does not run it on this table
+				}
+				got, err := read(f)
+				if err != nil {
+					t.Fatalf("%v form: %v", f, err)
+				}
+				if len(got.Stats) != len(want.Stats) || fmt.Sprint(got.Keys) != fmt.Sprint(want.Keys) {
+					t.Fatalf("%v form: groups differ: %v / %v", f, got.Keys, want.Keys)
+				}
+				for g := range got.Stats {
+					for s := range got.Stats[g] {
+						if got.Stats[g][s].Cmp(want.Stats[g][s]) != 0 {
+							t.Errorf("%v form: group %d statistic %d (%v): %v, integer form %v",
+								f, g, s, p.Plan.Statistics[s].Summand.Kind, got.Stats[g][s], want.Stats[g][s])
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestLargeGroupsUseIntegerForm lowers the bound up to which double sums
+// are exact, so that every group is "too large": the service must then
+// answer from the integer form, exactly, and go straight to it for the next
+// query on the table.
+func TestLargeGroupsUseIntegerForm(t *testing.T) {
+	saved := exactDoubleSum
+	defer func() { exactDoubleSum = saved }()
+	exactDoubleSum = big.NewInt(1 << 13)
+
+	svc, rec, led := newTestService(t, "testdata/catalog.yaml")
+	res, err := svc.Answer(context.Background(), "SELECT SUM(score), AVG(age) FROM people", exactOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := formatRows(res.Rows); got != "7.25 47.5" {
+		t.Errorf("answer %s, want 7.25 47.5", got)
+	}
+	if rec.calls() != 2 || !strings.Contains(rec.queries[1], "AS INTEGER") {
+		t.Fatalf("engine statements %d, want the fast form then the integer form: %q", rec.calls(), rec.queries)
+	}
+	if _, err := svc.Answer(context.Background(), "SELECT SUM(score) FROM people", exactOpts()); err != nil {
+		t.Fatal(err)
+	}
+	if rec.calls() != 3 || !strings.Contains(rec.queries[2], "AS INTEGER") {
+		t.Errorf("the next query on the table should go straight to the integer form: %q", rec.queries)
+	}
+	if led.count() != 2 {
+		t.Errorf("%d charges, want 2", led.count())
+	}
+}
+
+// TestNaNSendsToCleanForm: a table whose float column holds NaN and
+// infinities is answered, exactly as documented (NaN is missing, ±Inf
+// clamped), by the clean form, because the engine's census found a NaN.
+func TestNaNSendsToCleanForm(t *testing.T) {
+	svc, rec, _ := newTestService(t, "testdata/catalog.yaml")
+	// special.csv: scores NaN, +Inf (→ 10), −Inf (→ 0), 5, NaN, NULL.
+	res, err := svc.Answer(context.Background(), "SELECT COUNT(score), SUM(score) FROM special", exactOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := formatRows(res.Rows); got != "3 15" {
+		t.Errorf("answer %s, want 3 15", got)
+	}
+	if rec.calls() != 1 || strings.Contains(rec.queries[0], "$raw") {
+		t.Fatalf("want the clean form only: %q", rec.queries)
+	}
+	// A table without NaN gets the fast form.
+	if _, err := svc.Answer(context.Background(), "SELECT SUM(score) FROM people", exactOpts()); err != nil {
+		t.Fatal(err)
+	}
+	if rec.calls() != 2 || !strings.Contains(rec.queries[1], `"people$raw"`) {
+		t.Errorf("want the fast form over the raw view: %q", rec.queries)
+	}
+}
