@@ -53,7 +53,7 @@ func (p *Plan) ReadExactForm(rows *engine.Rows, f Form) (*Exact, error) {
 		if err != nil {
 			return nil, err
 		}
-		return ex, p.finishExact(ex, integer)
+		return ex, p.finishExact(ex, f)
 	}
 	index := make(map[string]int, len(p.Keys))
 	for i, k := range p.Keys {
@@ -83,7 +83,7 @@ func (p *Plan) ReadExactForm(rows *engine.Rows, f Form) (*Exact, error) {
 			ex.Stats[g][j].Add(ex.Stats[g][j], v)
 		}
 	}
-	return ex, p.finishExact(ex, integer)
+	return ex, p.finishExact(ex, f)
 }
 
 // statValue reads statistic j from one engine value: an exact integer, or
@@ -119,8 +119,8 @@ var exactDoubleSum = new(big.Int).Lsh(big.NewInt(1), 53)
 // within 2^53, so that every partial sum, in any order, is an integer the
 // double represents) and takes out what the NULLs, clamped to the lower
 // bound, added.
-func (p *Plan) finishExact(ex *Exact, integer bool) error {
-	if integer {
+func (p *Plan) finishExact(ex *Exact, f Form) error {
+	if f == IntegerForm {
 		return nil
 	}
 	for i, st := range p.Statistics {
@@ -133,7 +133,7 @@ func (p *Plan) finishExact(ex *Exact, integer bool) error {
 		if grid {
 			largest = big.NewInt(max(abs64(s.Lower), abs64(s.Upper)))
 		}
-		if s.Kind == FixedPointSum {
+		if s.Kind == FixedPointSum && p.NullsClamped(f) {
 			null = big.NewInt(p.nullSteps(s))
 		}
 		for g := range ex.Stats {

@@ -207,7 +207,7 @@ func (g *sqlGen) generate() (string, error) {
 			continue
 		}
 		for j, other := range p.Statistics {
-			if g.integer && other.Summand.Kind == FixedPointSum && other.Summand.Column == st.Summand.Column {
+			if !g.nullsClamped() && other.Summand.Kind == FixedPointSum && other.Summand.Column == st.Summand.Column {
 				rowExprs[i] = rowExprs[j]
 			}
 		}
@@ -360,6 +360,28 @@ func (g *sqlGen) keepRandom(rel string, partition []string, limit int64) string 
 	return "SELECT * FROM (SELECT *, " + rn + " AS rn FROM " + rel + ") AS numbered WHERE rn <= " + strconv.FormatInt(limit, 10)
 }
 
+// nullsClamped reports whether sums let a NULL become the lower bound
+// (Plan.NullsClamped).
+func (g *sqlGen) nullsClamped() bool { return g.p.NullsClamped(g.form()) }
+
+func (g *sqlGen) form() Form {
+	switch {
+	case g.integer:
+		return IntegerForm
+	case g.raw:
+		return FastForm
+	}
+	return CleanForm
+}
+
+// NullsClamped reports whether form f computes a FixedPointSum with each
+// NULL clamped to the lower bound (corrected by ReadExactForm) rather than
+// left out: the double forms of plans without a privacy unit. With one,
+// the summand is carried through the bounding stages, and keeping NULLs
+// NULL lets the count of values reuse it instead of carrying another
+// column.
+func (p *Plan) NullsClamped(f Form) bool { return f != IntegerForm && !p.Bounded }
+
 // sum spells the aggregate of statistic i's per-row values expr: doubles
 // in the fast form for grid-summed statistics, integers otherwise.
 func (g *sqlGen) sum(i int, expr string) string {
@@ -400,15 +422,23 @@ func (g *sqlGen) summand(s Summand) (string, error) {
 		return g.squareSummand(s)
 	}
 	// greatest and least skip NULLs (greatest(NULL, 0) is 0). The integer
-	// form keeps a NULL NULL explicitly, so that it is excluded from the
-	// sum; the fast form lets it become the lower bound, which costs
-	// nothing per row, and ReadExact takes the lower bound's grid value
-	// back out once per NULL (Statistic.Values counts the others).
+	// form and bounded plans keep a NULL NULL explicitly, so that it is
+	// excluded from the sum (and the count of values can reuse the
+	// summand); the double forms of unbounded plans let it become the lower
+	// bound, which costs nothing per row, and ReadExact takes the lower
+	// bound's grid value back out once per NULL (Statistic.Values counts
+	// the others).
 	col := g.ident(s.Column)
 	intType := g.d.TypeName(engine.Integer32)
+	nullable := func(e string) string {
+		if g.nullsClamped() {
+			return e
+		}
+		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE %s END", col, e)
+	}
 	if g.p.intColumn(s) {
 		if !g.integer {
-			return fmt.Sprintf("least(greatest(%s, %d), %d)", col, s.Lower, s.Upper), nil
+			return nullable(fmt.Sprintf("least(greatest(%s, %d), %d)", col, s.Lower, s.Upper)), nil
 		}
 		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE least(greatest(%s, %d), %d) END", col, col, s.Lower, s.Upper), nil
 	}
@@ -427,7 +457,7 @@ func (g *sqlGen) summand(s Summand) (string, error) {
 	if !g.integer {
 		// Rounded onto the grid of 2^Exp in floating point (nearest, ties
 		// to even); scaled to grid steps in ReadExact.
-		return g.d.RoundToGrid(fmt.Sprintf("least(greatest(%s, %s), %s)", col, lo, hi), s.Exp), nil
+		return nullable(g.d.RoundToGrid(fmt.Sprintf("least(greatest(%s, %s), %s)", col, lo, hi), s.Exp)), nil
 	}
 	// The cast to an integer rounds to nearest; plan.go bounds the result by
 	// the floor and ceiling of the scaled bounds, whatever the tie rule.
