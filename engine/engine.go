@@ -39,6 +39,27 @@ type Registrar interface {
 	RegisterFile(ctx context.Context, name, path, format string, columns []Column) error
 }
 
+// Sampler is implemented by dialects that can bound each person's
+// contribution with aggregates instead of a row_number() window over every
+// row (a sort): the query generator then keeps at most L∞ values per
+// (person, group) with SmallestN over a random key per row, and at most L0
+// groups per person with a threshold from NthSmallest.
+type Sampler interface {
+	// SmallestN spells an aggregate: the list of at most n non-NULL values
+	// of arg whose key is smallest.
+	SmallestN(arg, key string, n int64) string
+	// ListSum spells the exact sum of a list's values (NULL when empty).
+	ListSum(list string) string
+	// ListCount spells the number of a list's non-NULL values.
+	ListCount(list string) string
+	// NthSmallest spells an aggregate: the n-th smallest value of a
+	// non-NULL column, or NULL when there are fewer than n rows.
+	NthSmallest(col string, n int64) string
+	// Materialized is the keyword that makes a WITH query computed once
+	// (so that random values in it are the same wherever it is read).
+	Materialized() string
+}
+
 // NaNCensus is implemented by engines that can say whether a registered
 // view's KeepNaN columns hold a NaN, cheaply when asked again: the answer
 // is kept until the source changes.

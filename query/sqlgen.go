@@ -227,6 +227,12 @@ func (g *sqlGen) generate() (string, error) {
 	if len(cols) == 0 {
 		cols = append(cols, "1 AS one")
 	}
+	// With a Sampler dialect, each row's random key for keeping at most L∞
+	// values per (person, group) (see sampled).
+	_, sampler := g.d.(engine.Sampler)
+	if p.Bounded && sampler && p.samplesValues() {
+		cols = append(cols, g.d.Random()+" AS rk")
+	}
 	table := p.Table.Name
 	if g.raw {
 		table = rawView(table)
@@ -276,7 +282,13 @@ func (g *sqlGen) generate() (string, error) {
 
 	// Bounded: keep at most RowsPerGroup rows per (person, group), sum per
 	// (person, group), keep at most Groups groups per person, then sum.
+	if len(p.Statistics) == 0 {
+		return "", fmt.Errorf("query: plan without statistics")
+	}
 	var b strings.Builder
+	if sm, ok := g.d.(engine.Sampler); ok {
+		return g.sampled(sm, rows, keys, rowExprs, aggs, groupBy, selectKeys)
+	}
 	b.WriteString("WITH r AS (" + rows + "),\n")
 	rowsFrom := "r"
 	if !p.onlyDistinctUnits() {
@@ -291,16 +303,75 @@ func (g *sqlGen) generate() (string, error) {
 		b.WriteString(",\nper_unit_bounded AS (" + g.keepRandom("per_unit", []string{"u"}, p.Contribution.Groups) + ")")
 		from = "per_unit_bounded"
 	}
-	resum := func(i int) string {
-		if st := p.Statistics[i].Summand.Kind; st == FixedPointSum || st == CentredSquareSum {
-			return g.sum(i, "s"+strconv.Itoa(i))
+	b.WriteString("\nSELECT " + selectKeys + aggs(g.resum) + " FROM " + from + groupBy())
+	return b.String(), nil
+}
+
+// samplesValues reports whether a statistic reads values (a count of
+// values or a sum), which the sampled bounding keeps at most L∞ of per
+// (person, group).
+func (p *Plan) samplesValues() bool {
+	for _, st := range p.Statistics {
+		switch st.Summand.Kind {
+		case NonNullCount, FixedPointSum, CentredSquareSum:
+			return true
 		}
-		return g.d.ExactSum("s" + strconv.Itoa(i))
 	}
-	if len(p.Statistics) == 0 {
-		return "", fmt.Errorf("query: plan without statistics")
+	return false
+}
+
+// resum spells the sum over persons of statistic i's per-person value.
+func (g *sqlGen) resum(i int) string {
+	if st := g.p.Statistics[i].Summand.Kind; st == FixedPointSum || st == CentredSquareSum {
+		return g.sum(i, "s"+strconv.Itoa(i))
 	}
-	b.WriteString("\nSELECT " + selectKeys + aggs(resum) + " FROM " + from + groupBy())
+	return g.d.ExactSum("s" + strconv.Itoa(i))
+}
+
+// sampled writes the bounding stages with aggregates, for dialects that
+// can (engine.Sampler), instead of sorting every row by a random key:
+//
+//   - per (person, group): COUNT(*) counts at most L∞ rows; a sum or a
+//     count of values reads the at most L∞ non-NULL values with the
+//     smallest random key of their row (a uniform random subset), and
+//     SmallestN keeps them without a sort;
+//   - per person: each (person, group) gets a random key h; t is the
+//     (L0+1)-th smallest h of the person, and the groups with h < t are
+//     kept (all of them when the person has at most L0). At most L0 values
+//     lie strictly below the (L0+1)-th smallest, ties or not, so a person
+//     keeps at most L0 groups; without ties (the keys are random doubles)
+//     exactly min(L0, groups), chosen uniformly.
+//
+// Which values and groups of a person are kept depends only on that
+// person's rows and on fresh randomness (the random keys are computed
+// once: the per-person stage is materialized), so the contribution bound
+// holds whatever the engine's order (see keepRandom).
+func (g *sqlGen) sampled(sm engine.Sampler, rows string, keys, rowExprs []string, aggs func(func(int) string) string, groupBy func(...string) string, selectKeys string) (string, error) {
+	p := g.p
+	L := p.Contribution.RowsPerGroup
+	var b strings.Builder
+	b.WriteString("WITH r AS (" + rows + "),\n")
+	perUnit := func(i int) string {
+		switch p.Statistics[i].Summand.Kind {
+		case RowCount:
+			return "least(count(*), " + strconv.FormatInt(L, 10) + ")"
+		case DistinctUnits:
+			return "1"
+		case NonNullCount:
+			return sm.ListCount(sm.SmallestN(rowExprs[i], "rk", L))
+		default:
+			return sm.ListSum(sm.SmallestN(rowExprs[i], "rk", L))
+		}
+	}
+	if !p.BoundGroups {
+		b.WriteString("per_unit AS (SELECT u, " + selectKeys + aggs(perUnit) + " FROM r" + groupBy("u") + ")")
+		b.WriteString("\nSELECT " + selectKeys + aggs(g.resum) + " FROM per_unit" + groupBy())
+		return b.String(), nil
+	}
+	b.WriteString("per_unit AS " + sm.Materialized() + " (SELECT u, " + selectKeys + aggs(perUnit) + ", " + g.d.Random() + " AS h FROM r" + groupBy("u") + "),\n")
+	b.WriteString("thresholds AS (SELECT u, " + sm.NthSmallest("h", p.Contribution.Groups+1) + " AS t FROM per_unit GROUP BY u),\n")
+	b.WriteString("per_unit_bounded AS (SELECT per_unit.* FROM per_unit JOIN thresholds ON per_unit.u = thresholds.u WHERE t IS NULL OR h < t)")
+	b.WriteString("\nSELECT " + selectKeys + aggs(g.resum) + " FROM per_unit_bounded" + groupBy())
 	return b.String(), nil
 }
 

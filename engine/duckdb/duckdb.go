@@ -361,6 +361,30 @@ func (dialect) TypeName(t engine.Type) string {
 func (dialect) ExactSum(expr string) string { return "sum(" + expr + ")" }
 func (dialect) Random() string              { return "random()" }
 
+// DuckDB bounds contributions with aggregates (engine.Sampler).
+var _ engine.Sampler = dialect{}
+
+// SmallestN is min_by with a count, which skips NULL values.
+func (dialect) SmallestN(arg, key string, n int64) string {
+	return "min_by(" + arg + ", " + key + ", " + strconv.FormatInt(n, 10) + ")"
+}
+
+// ListSum sums a list with list_sum (the sum aggregate: 128-bit for
+// integers).
+func (dialect) ListSum(list string) string { return "list_sum(" + list + ")" }
+
+// ListCount counts a list's non-NULL values.
+func (dialect) ListCount(list string) string { return "list_count(" + list + ")" }
+
+// NthSmallest sorts the column's values into a list and indexes it; an
+// index past the end is NULL.
+func (dialect) NthSmallest(col string, n int64) string {
+	return "list_sort(list(" + col + "))[" + strconv.FormatInt(n, 10) + "]"
+}
+
+// Materialized is DuckDB's AS MATERIALIZED.
+func (dialect) Materialized() string { return "MATERIALIZED" }
+
 // GridSum is DuckDB's sum of DOUBLE.
 func (dialect) GridSum(expr string) string { return "sum(" + expr + ")" }
 

@@ -1,5 +1,4 @@
 -- SELECT CASE WHEN euros_spent < 10 THEN 'low' WHEN euros_spent < 30 THEN 'mid' ELSE 'high' END AS spend, COUNT(*) FROM visits GROUP BY spend
 WITH r AS (SELECT "visitor_id" AS u, CASE WHEN "euros_spent" < 10 THEN 'low' WHEN "euros_spent" < 30 THEN 'mid' ELSE 'high' END AS k0 FROM "visits" WHERE "visitor_id" IS NOT NULL AND CASE WHEN "euros_spent" < 10 THEN 'low' WHEN "euros_spent" < 30 THEN 'mid' ELSE 'high' END IS NOT NULL),
-r_bounded AS (SELECT * FROM r QUALIFY row_number() OVER (PARTITION BY u, k0 ORDER BY random()) <= 1),
-per_unit AS (SELECT u, k0, count(*) AS s0 FROM r_bounded GROUP BY u, k0)
+per_unit AS (SELECT u, k0, least(count(*), 1) AS s0 FROM r GROUP BY u, k0)
 SELECT k0, sum(s0) AS s0 FROM per_unit GROUP BY k0
