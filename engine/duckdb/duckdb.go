@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,6 +40,7 @@ type Engine struct {
 	db *sql.DB
 
 	mu      sync.Mutex
+	views   []string           // views made by RegisterFile, in order
 	sources map[string]*source // views with KeepNaN columns, by name
 }
 
@@ -48,6 +50,7 @@ type source struct {
 	path    string
 	columns []string
 	counted bool
+	loaded  bool // copied into memory by Load: the file no longer matters
 	size    int64
 	modTime time.Time
 	hasNaN  bool
@@ -204,6 +207,47 @@ func (e *Engine) RegisterFile(ctx context.Context, name, path, format string, co
 	if len(keep) > 0 {
 		e.sources[name] = &source{path: path, columns: keep}
 	}
+	if !slices.Contains(e.views, name) {
+		e.views = append(e.views, name)
+	}
+	return nil
+}
+
+// Load copies every view RegisterFile made into an in-memory table of the
+// same name, columns and types, so that a long-running server reads each
+// source once instead of on every query. Changes to the files are then
+// seen only after a restart. The NaN census of each view is taken from the
+// loaded copy, once.
+func (e *Engine) Load(ctx context.Context) error {
+	e.mu.Lock()
+	views := slices.Clone(e.views)
+	e.mu.Unlock()
+	q := Dialect.QuoteIdent
+	for _, name := range views {
+		tmp := "dpstat_loaded_" + name
+		for _, stmt := range []string{
+			fmt.Sprintf("CREATE OR REPLACE TABLE %s AS SELECT * FROM %s", q(tmp), q(name)),
+			fmt.Sprintf("DROP VIEW %s", q(name)),
+			fmt.Sprintf("ALTER TABLE %s RENAME TO %s", q(tmp), q(name)),
+		} {
+			if _, err := e.db.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("duckdb: loading %s into memory: %w", name, err)
+			}
+		}
+		e.mu.Lock()
+		src := e.sources[name]
+		e.mu.Unlock()
+		if src == nil {
+			continue
+		}
+		nan, err := e.countNaN(ctx, name, src.columns)
+		if err != nil {
+			return fmt.Errorf("duckdb: loading %s into memory: %w", name, err)
+		}
+		e.mu.Lock()
+		src.counted, src.loaded, src.hasNaN = true, true, nan
+		e.mu.Unlock()
+	}
 	return nil
 }
 
@@ -221,6 +265,9 @@ func (e *Engine) HasNaN(ctx context.Context, name string) (bool, error) {
 	if src == nil {
 		return false, nil
 	}
+	if cached.loaded {
+		return cached.hasNaN, nil
+	}
 	fi, err := os.Stat(cached.path)
 	if err != nil {
 		return false, fmt.Errorf("duckdb: cannot read the source of %s (%s): %w", name, cached.path, err)
@@ -228,20 +275,29 @@ func (e *Engine) HasNaN(ctx context.Context, name string) (bool, error) {
 	if cached.counted && fi.Size() == cached.size && fi.ModTime().Equal(cached.modTime) {
 		return cached.hasNaN, nil
 	}
-	conds := make([]string, len(cached.columns))
-	for i, c := range cached.columns {
+	nan, err := e.countNaN(ctx, name, cached.columns)
+	if err != nil {
+		return false, fmt.Errorf("duckdb: cannot read the source of %s (%s): %w", name, cached.path, err)
+	}
+	e.mu.Lock()
+	if e.sources[name] == src && !src.loaded {
+		src.counted, src.size, src.modTime, src.hasNaN = true, fi.Size(), fi.ModTime(), nan
+	}
+	e.mu.Unlock()
+	return nan, nil
+}
+
+// countNaN reports whether any of the columns of name holds a NaN.
+func (e *Engine) countNaN(ctx context.Context, name string, columns []string) (bool, error) {
+	conds := make([]string, len(columns))
+	for i, c := range columns {
 		conds[i] = "isnan(" + Dialect.QuoteIdent(c) + ")"
 	}
 	var n int64
 	q := "SELECT count(*) FROM " + Dialect.QuoteIdent(name) + " WHERE " + strings.Join(conds, " OR ")
 	if err := e.db.QueryRowContext(ctx, q).Scan(&n); err != nil {
-		return false, fmt.Errorf("duckdb: cannot read the source of %s (%s): %w", name, cached.path, err)
+		return false, err
 	}
-	e.mu.Lock()
-	if e.sources[name] == src {
-		src.counted, src.size, src.modTime, src.hasNaN = true, fi.Size(), fi.ModTime(), n > 0
-	}
-	e.mu.Unlock()
 	return n > 0, nil
 }
 

@@ -2,6 +2,7 @@ package duckdb
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -179,5 +180,42 @@ func TestHasNaN(t *testing.T) {
 	rows, err := e.Query(ctx, `SELECT count(*) FROM "t" WHERE isnan(x)`)
 	if err != nil || rows.Rows[0][0] != int64(1) {
 		t.Fatalf("KeepNaN view: %v %v, want one NaN", rows, err)
+	}
+}
+
+// TestLoad: after Load, every registered view is an in-memory table that
+// no longer follows its file, and the NaN census is that of the copy.
+func TestLoad(t *testing.T) {
+	e := open(t)
+	ctx := context.Background()
+	path := write(t, "t.csv", "a,x\n1,2.5\n2,nan\n")
+	clean := []engine.Column{{Name: "a", Type: engine.Integer}, {Name: "x", Type: engine.Double}}
+	raw := []engine.Column{{Name: "a", Type: engine.Integer}, {Name: "x", Type: engine.Double, KeepNaN: true}}
+	if err := e.RegisterFile(ctx, "t", path, "csv", clean); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.RegisterFile(ctx, "t raw", path, "csv", raw); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("a,x\n1,2.5\n2,3\n3,4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ sql, want string }{
+		{`SELECT count(*), count(x) FROM "t"`, "[[2 1]]"},
+		{`SELECT count(*), count(x) FROM "t raw"`, "[[2 2]]"},
+	} {
+		rows, err := e.Query(ctx, tt.sql)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(rows.Rows); got != tt.want {
+			t.Errorf("%s = %s, want %s (the loaded copy)", tt.sql, got, tt.want)
+		}
+	}
+	if nan, err := e.HasNaN(ctx, "t raw"); err != nil || !nan {
+		t.Errorf("HasNaN of the loaded copy = %v, %v; want true", nan, err)
 	}
 }

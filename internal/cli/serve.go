@@ -155,7 +155,7 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 		return err
 	}
 	if cfg.loadTables {
-		if err := queryanswer.LoadTables(ctx, eng, cat); err != nil {
+		if err := queryanswer.LoadTables(ctx, eng); err != nil {
 			return err
 		}
 	}

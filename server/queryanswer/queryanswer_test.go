@@ -73,7 +73,7 @@ func start(t testing.TB, path string) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := queryanswer.LoadTables(context.Background(), eng, cat); err != nil {
+	if err := queryanswer.LoadTables(context.Background(), eng); err != nil {
 		t.Fatal(err)
 	}
 	ans, err := queryanswer.New(svc, cat, l)
