@@ -31,8 +31,13 @@ type Explanation struct {
 	// Groups is the number of groups released before HAVING and LIMIT, or
 	// -1 when it depends on the data (key selection).
 	Groups int `json:"groups"`
-	// SQL is the engine statement that running the query executes.
+	// SQL is the engine statement that running the query executes (its
+	// first form; see Form).
 	SQL string `json:"sql"`
+	// Form names SQL's form ("fast" or "clean", see query.Form) when the
+	// query sums float values or squares; the engine may run a later form
+	// when the data needs it.
+	Form string `json:"form,omitempty"`
 	// HistogramSQL are the further statements computing quantiles'
 	// histograms.
 	HistogramSQL []string `json:"histogram_sql,omitempty"`
@@ -92,6 +97,20 @@ func explainStatement(sql string) (string, bool, error) {
 	return inner, true, nil
 }
 
+// formName names the form of p.SQL when the plan sums floats or squares
+// on a grid (the forms differ in how), else "".
+func formName(p *Prepared) string {
+	if p.SQL == "" {
+		return ""
+	}
+	for i := range p.Plan.Statistics {
+		if p.Plan.gridSummed(i) {
+			return p.Plan.FirstForm().String()
+		}
+	}
+	return ""
+}
+
 // Explain describes the prepared query: cost, split, mechanisms, interval
 // half-widths, how keys are chosen and the engine SQL. It reads no data.
 func (p *Prepared) Explain() *Explanation {
@@ -104,6 +123,7 @@ func (p *Prepared) Explain() *Explanation {
 		Split:        p.Noise.split(),
 		SQL:          p.SQL,
 		HistogramSQL: p.HistogramSQL,
+		Form:         formName(p),
 		Notes:        append(plan.notes(), nonEmpty(p.Noise.Choice)...),
 		Groups:       len(plan.Keys),
 	}
@@ -234,6 +254,12 @@ func (e *Explanation) Lines() []string {
 		l = append(l, "note: "+n)
 	}
 	if e.SQL != "" {
+		switch e.Form {
+		case "fast":
+			l = append(l, "sums: exact double sums on the fixed-point grid, over the table with NaN kept when the engine finds no NaN in it (else over the table where NaN is NULL); 128-bit integer sums when a group is too large for exact double sums")
+		case "clean":
+			l = append(l, "sums: exact double sums on the fixed-point grid; 128-bit integer sums when a group is too large for exact double sums")
+		}
 		l = append(l, "engine SQL:")
 		for _, s := range strings.Split(e.SQL, "\n") {
 			l = append(l, "  "+s)
