@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/engine/duckdb"
 	"github.com/dpstat/dpstat/internal/stattest"
@@ -83,21 +84,28 @@ tables:
 	return path
 }
 
-// TestFormsAgree runs every form of the same plans (double sums on the
-// grid with NULLs corrected afterwards, over NaNs kept or read as NULL;
-// integer sums) and requires identical exact statistics wherever the
-// service would run them (FastForm only on tables without NaN).
-func TestFormsAgree(t *testing.T) {
+// sumsEngine opens DuckDB with sumsCatalog's tables registered.
+func sumsEngine(t *testing.T) (*catalog.Catalog, *duckdb.Engine) {
+	t.Helper()
 	cat := loadCatalog(t, sumsCatalog(t))
 	eng, err := duckdb.Open(duckdb.Options{Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer eng.Close()
-	ctx := context.Background()
-	if err := Register(ctx, cat, eng); err != nil {
+	t.Cleanup(func() { eng.Close() })
+	if err := Register(context.Background(), cat, eng); err != nil {
 		t.Fatal(err)
 	}
+	return cat, eng
+}
+
+// TestFormsAgree runs every form of the same plans (double sums on the
+// grid with NULLs corrected afterwards, over NaNs kept or read as NULL;
+// integer sums) and requires identical exact statistics wherever the
+// service would run them (FastForm only on tables without NaN).
+func TestFormsAgree(t *testing.T) {
+	cat, eng := sumsEngine(t)
+	ctx := context.Background()
 	tests := []struct {
 		sql   string
 		first Form
@@ -242,16 +250,8 @@ type windowDialect struct{ engine.Dialect }
 // tables whose limits keep every row, and requires the statistics of the
 // aggregate form.
 func TestWindowBoundingAgrees(t *testing.T) {
-	cat := loadCatalog(t, sumsCatalog(t))
-	eng, err := duckdb.Open(duckdb.Options{Threads: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
+	cat, eng := sumsEngine(t)
 	ctx := context.Background()
-	if err := Register(ctx, cat, eng); err != nil {
-		t.Fatal(err)
-	}
 	for _, sql := range []string{
 		"SELECT g, COUNT(*), SUM(x), AVG(x), SUM(y) FROM finite_units GROUP BY g",
 		"SELECT SUM(x), VAR_SAMP(x), COUNT(y) FROM finite_units",
