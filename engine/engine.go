@@ -60,13 +60,15 @@ type Sampler interface {
 	Materialized() string
 }
 
-// NaNCensus is implemented by engines that can say whether a registered
-// view's KeepNaN columns hold a NaN, cheaply when asked again: the answer
-// is kept until the source changes.
+// NaNCensus is implemented by engines that keep a census of NaN in the
+// views they registered with KeepNaN columns. The census is taken when the
+// engine's owner asks for it (a server at start), never while a query
+// waits, so a one-off query pays no extra scan.
 type NaNCensus interface {
-	// HasNaN reports whether any KeepNaN column of the view name holds a
-	// NaN now.
-	HasNaN(ctx context.Context, name string) (bool, error)
+	// KnownNaN reports whether a KeepNaN column of the view name holds a
+	// NaN, from a census that is still valid (the source unchanged since);
+	// ok is false when there is no such census.
+	KnownNaN(name string) (nan, ok bool)
 }
 
 // Column is a column of a registered source and the engine-neutral type it

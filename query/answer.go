@@ -407,7 +407,7 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 
 // exact runs the prepared statement and reads its exact statistics, in
 // the plan's first form, or in a later one when the data needs it: a NaN
-// in the table (the engine's census says so) skips FastForm, a group too
+// in the table, or no census of it (engine.NaNCensus), skips FastForm, a group too
 // large for double sums sends the query to IntegerForm. A table found to
 // have such groups is remembered, so that its next queries start there.
 func (s *Service) exact(ctx context.Context, p *Prepared) (*Exact, error) {
@@ -421,12 +421,12 @@ func (s *Service) exact(ctx context.Context, p *Prepared) (*Exact, error) {
 	f := max(p.Plan.FirstForm(), s.forms[table])
 	s.mu.Unlock()
 	if f == FastForm {
+		// Only a census taken earlier, and still valid, lets a query skip
+		// the NaN test; without one the query reads the clean view.
 		census, ok := s.eng.(engine.NaNCensus)
 		if !ok {
 			f = CleanForm
-		} else if nan, err := census.HasNaN(ctx, rawView(table)); err != nil {
-			return nil, &EngineError{Table: table, Err: err}
-		} else if nan {
+		} else if nan, known := census.KnownNaN(rawView(table)); nan || !known {
 			f = CleanForm
 		}
 	}

@@ -62,7 +62,14 @@ func TestExplainChargesNothingAndMatchesRun(t *testing.T) {
 			if got := led.charges[0].Cost; got != ex.Cost {
 				t.Errorf("the run charged %v, EXPLAIN said %v", got, ex.Cost)
 			}
-			if eng.queries[0] != ex.SQL {
+			// The run executes the statement shown, or (without a NaN
+			// census of the table, or when the data needs it) one of the
+			// later forms EXPLAIN describes on its "sums:" line.
+			shown := eng.queries[0] == ex.SQL
+			for f := p.Plan.FirstForm() + 1; f <= IntegerForm; f++ {
+				shown = shown || (ex.Form != "" && eng.queries[0] == p.Forms[f])
+			}
+			if !shown {
 				t.Errorf("the run executed\n%s\nEXPLAIN showed\n%s", eng.queries[0], ex.SQL)
 			}
 		})

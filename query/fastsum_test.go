@@ -216,11 +216,15 @@ func TestLargeGroupsUseIntegerForm(t *testing.T) {
 	}
 }
 
-// TestNaNSendsToCleanForm: a table whose float column holds NaN and
-// infinities is answered, exactly as documented (NaN is missing, ±Inf
-// clamped), by the clean form, because the engine's census found a NaN.
+// TestNaNSendsToCleanForm: after the engine's census, a table whose float
+// column holds NaN and infinities is answered, exactly as documented (NaN
+// is missing, ±Inf clamped), by the clean form; a table without NaN by the
+// fast form; and without a census every table by the clean form.
 func TestNaNSendsToCleanForm(t *testing.T) {
 	svc, rec, _ := newTestService(t, "testdata/catalog.yaml")
+	if err := rec.Engine.Census(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	// special.csv: scores NaN, +Inf (→ 10), −Inf (→ 0), 5, NaN, NULL.
 	res, err := svc.Answer(context.Background(), "SELECT COUNT(score), SUM(score) FROM special", exactOpts())
 	if err != nil {
@@ -238,6 +242,13 @@ func TestNaNSendsToCleanForm(t *testing.T) {
 	}
 	if rec.calls() != 2 || !strings.Contains(rec.queries[1], `"people$raw"`) {
 		t.Errorf("want the fast form over the raw view: %q", rec.queries)
+	}
+	fresh, rec2, _ := newTestService(t, "testdata/catalog.yaml")
+	if _, err := fresh.Answer(context.Background(), "SELECT SUM(score) FROM people", exactOpts()); err != nil {
+		t.Fatal(err)
+	}
+	if rec2.calls() != 1 || strings.Contains(rec2.queries[0], "$raw") {
+		t.Errorf("without a census, want the clean form: %q", rec2.queries)
 	}
 }
 

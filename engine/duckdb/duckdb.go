@@ -251,6 +251,52 @@ func (e *Engine) Load(ctx context.Context) error {
 	return nil
 }
 
+// Census takes the NaN census of every view registered with KeepNaN
+// columns (HasNaN for each), so that KnownNaN can answer.
+func (e *Engine) Census(ctx context.Context) error {
+	e.mu.Lock()
+	var names []string
+	for _, v := range e.views {
+		if e.sources[v] != nil {
+			names = append(names, v)
+		}
+	}
+	e.mu.Unlock()
+	for _, name := range names {
+		if _, err := e.HasNaN(ctx, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// KnownNaN answers from the last census of the view, if its file has the
+// same size and modification time as then (or the view was loaded into
+// memory). A view without KeepNaN columns holds no NaN by construction.
+func (e *Engine) KnownNaN(name string) (nan, ok bool) {
+	e.mu.Lock()
+	src := e.sources[name]
+	var cached source
+	if src != nil {
+		cached = *src
+	}
+	registered := slices.Contains(e.views, name)
+	e.mu.Unlock()
+	switch {
+	case src == nil:
+		return false, registered
+	case cached.loaded:
+		return cached.hasNaN, true
+	case !cached.counted:
+		return false, false
+	}
+	fi, err := os.Stat(cached.path)
+	if err != nil || fi.Size() != cached.size || !fi.ModTime().Equal(cached.modTime) {
+		return false, false
+	}
+	return cached.hasNaN, true
+}
+
 // HasNaN reports whether a KeepNaN column of the view name holds a NaN. It
 // scans the view once, and again only when the file's size or modification
 // time has changed. A view without KeepNaN columns has none.

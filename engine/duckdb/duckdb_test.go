@@ -161,11 +161,23 @@ func TestHasNaN(t *testing.T) {
 	if err := e.RegisterFile(ctx, "t", path, "csv", cols); err != nil {
 		t.Fatal(err)
 	}
+	if _, ok := e.KnownNaN("t"); ok {
+		t.Fatal("KnownNaN answered before any census")
+	}
+	if err := e.Census(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if nan, ok := e.KnownNaN("t"); !ok || nan {
+		t.Fatalf("KnownNaN after the census = %v, %v; want false, true", nan, ok)
+	}
 	if nan, err := e.HasNaN(ctx, "t"); err != nil || nan {
 		t.Fatalf("HasNaN = %v, %v; want false", nan, err)
 	}
 	if err := os.WriteFile(path, []byte("a,x\n1,2.5\n2,nan\n3,inf\n4,1\n"), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	if _, ok := e.KnownNaN("t"); ok {
+		t.Fatal("KnownNaN answered from a census of a file that changed since")
 	}
 	if nan, err := e.HasNaN(ctx, "t"); err != nil || !nan {
 		t.Fatalf("after the file changed: HasNaN = %v, %v; want true", nan, err)

@@ -156,6 +156,11 @@ func Open(ctx context.Context, dir string, rows, threads int, catalogName, budge
 		eng.Close()
 		return nil, err
 	}
+	// The NaN census a server takes at start (dpstat serve).
+	if err := eng.Census(ctx); err != nil {
+		eng.Close()
+		return nil, err
+	}
 	return b, nil
 }
 

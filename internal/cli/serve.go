@@ -158,6 +158,10 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 		if err := queryanswer.LoadTables(ctx, eng); err != nil {
 			return err
 		}
+	} else if err := eng.Census(ctx); err != nil {
+		// Which float columns hold NaN, once, so that sums can skip the
+		// per-value test while the files stay unchanged.
+		return err
 	}
 	ans, err := queryanswer.New(svc, cat, led)
 	if err != nil {
