@@ -52,6 +52,9 @@ type Sampler interface {
 	ListSum(list string) string
 	// ListCount spells the number of a list's non-NULL values.
 	ListCount(list string) string
+	// Unnest spells a select-list item giving one row per element of a
+	// list.
+	Unnest(list string) string
 	// NthSmallest spells an aggregate: the n-th smallest value of a
 	// non-NULL column, or NULL when there are fewer than n rows.
 	NthSmallest(col string, n int64) string

@@ -267,6 +267,8 @@ func TestWindowBoundingAgrees(t *testing.T) {
 		"SELECT g, COUNT(*), SUM(x), AVG(x), SUM(y) FROM finite_units GROUP BY g",
 		"SELECT SUM(x), VAR_SAMP(x), COUNT(y) FROM finite_units",
 		"SELECT g, COUNT(DISTINCT pid) FROM finite_units GROUP BY g",
+		"SELECT g, MEDIAN(x), COUNT(*) FROM finite_units GROUP BY g",
+		"SELECT percentile_cont(0.9) WITHIN GROUP (ORDER BY y) FROM finite_units",
 	} {
 		t.Run(sql, func(t *testing.T) {
 			var got [2]*Exact
@@ -278,16 +280,27 @@ func TestWindowBoundingAgrees(t *testing.T) {
 				if strings.Contains(p.SQL, "row_number()") != (i == 1) && strings.Contains(p.SQL, "min_by") != (i == 0) {
 					t.Fatalf("dialect %d: unexpected bounding stages in %s", i, p.SQL)
 				}
-				rows, err := eng.Query(ctx, p.Forms[CleanForm])
-				if err != nil {
-					t.Fatal(err)
+				rows := &engine.Rows{Columns: make([]string, len(p.Plan.Query.GroupBy)+len(p.Plan.Statistics))}
+				if p.SQL != "" {
+					if rows, err = eng.Query(ctx, p.Forms[CleanForm]); err != nil {
+						t.Fatal(err)
+					}
 				}
 				if got[i], err = p.Plan.ReadExactForm(rows, CleanForm); err != nil {
 					t.Fatal(err)
 				}
+				for h, hs := range p.HistogramSQL {
+					rows, err := eng.Query(ctx, hs)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := p.Plan.ReadHistogram(got[i], h, rows); err != nil {
+						t.Fatal(err)
+					}
+				}
 			}
-			if fmt.Sprint(got[0].Stats) != fmt.Sprint(got[1].Stats) {
-				t.Errorf("aggregate bounding %v, window bounding %v", got[0].Stats, got[1].Stats)
+			if fmt.Sprint(got[0].Stats, got[0].Hist) != fmt.Sprint(got[1].Stats, got[1].Hist) {
+				t.Errorf("aggregate bounding %v %v, window bounding %v %v", got[0].Stats, got[0].Hist, got[1].Stats, got[1].Hist)
 			}
 		})
 	}
@@ -345,6 +358,20 @@ tables:
 		}
 		if kept != 1 {
 			t.Fatalf("answer %v keeps %d groups, want 1", res.Rows, kept)
+		}
+	}
+	// A median's histogram keeps the same: one value of one group.
+	p, err := svc.Prepare("SELECT g, MEDIAN(v) FROM one GROUP BY g", exactOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 50; i++ {
+		rows, err := svc.eng.Query(context.Background(), p.HistogramSQL[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows.Rows) != 1 || fmt.Sprint(rows.Rows[0][2]) != "1" {
+			t.Fatalf("histogram rows %v, want one bin counted once", rows.Rows)
 		}
 	}
 	stattest.ChiSquare(t, "kept group", groups, []float64{1. / 3, 1. / 3, 1. / 3}, n, 1e-6)

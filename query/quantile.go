@@ -125,6 +125,10 @@ func (p *Plan) HistogramSQL(d engine.Dialect, h int) (string, error) {
 	bin := fmt.Sprintf("least(CAST(floor((least(greatest(%s, %s), %s) - %s) / %s) AS %s), %d)",
 		col, lits[0], lits[1], lits[0], lits[2], d.TypeName(engine.Integer32), hist.Bins)
 	cols = append(cols, bin+" AS b")
+	sm, sampler := d.(engine.Sampler)
+	if p.Bounded && sampler {
+		cols = append(cols, d.Random()+" AS rk") // see below
+	}
 	conds, err := g.conditions()
 	if err != nil {
 		return "", err
@@ -136,6 +140,19 @@ func (p *Plan) HistogramSQL(d engine.Dialect, h int) (string, error) {
 		return "WITH r AS (" + rows + ")\nSELECT " + outKeys + ", count(*) AS c FROM r GROUP BY " + outKeys, nil
 	}
 	var b strings.Builder
+	if sampler {
+		// As the main statement: at most L∞ values per (person, group) by
+		// the random key rk of each row, at most L0 groups per person below
+		// a random threshold; then one row per kept value.
+		b.WriteString("WITH r AS (" + rows + "),\n")
+		unitKeys := strings.Join(append([]string{"u"}, keys...), ", ")
+		list := strings.Join(append(append([]string{}, keys...), sm.SmallestN("b", "rk", p.Contribution.RowsPerGroup)+" AS bs"), ", ")
+		from := g.keepGroups(&b, sm, list, "r GROUP BY "+unitKeys)
+		kept := strings.Join(append(append([]string{}, keys...), sm.Unnest("bs")+" AS b"), ", ")
+		b.WriteString(",\nkept AS (SELECT " + kept + " FROM " + from + ")")
+		b.WriteString("\nSELECT " + outKeys + ", count(*) AS c FROM kept GROUP BY " + outKeys)
+		return b.String(), nil
+	}
 	b.WriteString("WITH r AS (" + rows + "),\n")
 	b.WriteString("r_bounded AS (" + g.keepRandom("r", append([]string{"u"}, keys...), p.Contribution.RowsPerGroup) + ")")
 	from := "r_bounded"

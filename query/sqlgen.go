@@ -363,16 +363,28 @@ func (g *sqlGen) sampled(sm engine.Sampler, rows string, keys, rowExprs []string
 			return sm.ListSum(sm.SmallestN(rowExprs[i], "rk", L))
 		}
 	}
+	from := g.keepGroups(&b, sm, selectKeys+aggs(perUnit), "r"+groupBy("u"))
+	b.WriteString("\nSELECT " + selectKeys + aggs(g.resum) + " FROM " + from + groupBy())
+	return b.String(), nil
+}
+
+// keepGroups writes the per-person stage of the sampled bounding: the
+// (person, group) aggregates (list, after "u, ", read FROM source, which
+// ends with its GROUP BY) and, when the plan limits groups per person, the
+// threshold that keeps at most L0 of them. It returns the relation to read
+// the kept (person, group) rows from.
+func (g *sqlGen) keepGroups(b *strings.Builder, sm engine.Sampler, list, source string) string {
+	p := g.p
 	if !p.BoundGroups {
-		b.WriteString("per_unit AS (SELECT u, " + selectKeys + aggs(perUnit) + " FROM r" + groupBy("u") + ")")
-		b.WriteString("\nSELECT " + selectKeys + aggs(g.resum) + " FROM per_unit" + groupBy())
-		return b.String(), nil
+		b.WriteString("per_unit AS (SELECT u, " + list + " FROM " + source + ")")
+		return "per_unit"
 	}
-	b.WriteString("per_unit AS " + sm.Materialized() + " (SELECT u, " + selectKeys + aggs(perUnit) + ", " + g.d.Random() + " AS h FROM r" + groupBy("u") + "),\n")
+	// The random key h is drawn once per (person, group): the stage is
+	// materialized because it is read twice.
+	b.WriteString("per_unit AS " + sm.Materialized() + " (SELECT u, " + list + ", " + g.d.Random() + " AS h FROM " + source + "),\n")
 	b.WriteString("thresholds AS (SELECT u, " + sm.NthSmallest("h", p.Contribution.Groups+1) + " AS t FROM per_unit GROUP BY u),\n")
 	b.WriteString("per_unit_bounded AS (SELECT per_unit.* FROM per_unit JOIN thresholds ON per_unit.u = thresholds.u WHERE t IS NULL OR h < t)")
-	b.WriteString("\nSELECT " + selectKeys + aggs(g.resum) + " FROM per_unit_bounded" + groupBy())
-	return b.String(), nil
+	return "per_unit_bounded"
 }
 
 // conditions renders the row filter: a known privacy unit, keys in their

@@ -478,6 +478,9 @@ func (dialect) ListSum(list string) string { return "list_sum(" + list + ")" }
 // ListCount counts a list's non-NULL values.
 func (dialect) ListCount(list string) string { return "list_count(" + list + ")" }
 
+// Unnest is DuckDB's unnest.
+func (dialect) Unnest(list string) string { return "unnest(" + list + ")" }
+
 // NthSmallest sorts the column's values into a list and indexes it; an
 // index past the end is NULL.
 func (dialect) NthSmallest(col string, n int64) string {
