@@ -198,18 +198,27 @@ type BudgetState struct {
 type Prepared struct {
 	Plan  *Plan
 	Noise *Noise
-	SQL   string
-	// Forms holds the statement of each form (Plan.FormSQL) from the
-	// plan's first form on: SQL is the first, later ones run when the data
-	// needs them (see Form). Empty when SQL is.
-	Forms map[Form]string
-	Opts  Options
+	// SQL is the statement of the plan's first form (see Form); FormSQL
+	// spells the later ones, which run only when the data needs them.
+	SQL  string
+	Opts Options
 	// HistogramSQL holds one engine statement per Plan.Histograms entry,
 	// run after SQL.
 	HistogramSQL []string
 	// ExplainOnly is true when the statement was EXPLAIN <query>: Run
 	// returns the plan's description and neither reads data nor charges.
 	ExplainOnly bool
+
+	dialect engine.Dialect
+}
+
+// FormSQL is the engine statement of the prepared query in form f: SQL for
+// the first form, generated on demand for the later ones. Empty when SQL is.
+func (p *Prepared) FormSQL(f Form) (string, error) {
+	if p.SQL == "" || f == p.Plan.FirstForm() {
+		return p.SQL, nil
+	}
+	return p.Plan.FormSQL(p.dialect, f)
 }
 
 // Prepare parses, checks and plans a query and calibrates its noise. Every
@@ -249,15 +258,7 @@ func Prepare(cat *catalog.Catalog, d engine.Dialect, sql string, opts Options) (
 		// Quantiles alone need only their histograms.
 		text = ""
 	}
-	prep := &Prepared{Plan: plan, Noise: nz, SQL: text, Opts: opts, ExplainOnly: explain}
-	if text != "" {
-		prep.Forms = map[Form]string{}
-		for f := plan.FirstForm(); f <= IntegerForm; f++ {
-			if prep.Forms[f], err = plan.FormSQL(d, f); err != nil {
-				return nil, err
-			}
-		}
-	}
+	prep := &Prepared{Plan: plan, Noise: nz, SQL: text, Opts: opts, ExplainOnly: explain, dialect: d}
 	for h := range plan.Histograms {
 		hs, err := plan.HistogramSQL(d, h)
 		if err != nil {
@@ -431,7 +432,11 @@ func (s *Service) exact(ctx context.Context, p *Prepared) (*Exact, error) {
 		}
 	}
 	for {
-		rows, err := s.query(ctx, table, p.Forms[f])
+		text, err := p.FormSQL(f)
+		if err != nil {
+			return nil, err
+		}
+		rows, err := s.query(ctx, table, text)
 		if err != nil {
 			return nil, err
 		}

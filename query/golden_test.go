@@ -61,8 +61,8 @@ func TestGoldenSQL(t *testing.T) {
 			}
 			got := "-- " + tt.sql + "\n" + p.SQL + "\n"
 			for f := p.Plan.FirstForm() + 1; f <= IntegerForm; f++ {
-				if p.Forms[f] != "" && p.Forms[f] != p.Forms[f-1] {
-					got += fmt.Sprintf("-- %v form\n%s\n", f, p.Forms[f])
+				if formSQL(t, p, f) != "" && formSQL(t, p, f) != formSQL(t, p, f-1) {
+					got += fmt.Sprintf("-- %v form\n%s\n", f, formSQL(t, p, f))
 				}
 			}
 			for i, hs := range p.HistogramSQL {

@@ -113,7 +113,7 @@ func (s *selection) ReleaseProbability(n int64) float64 {
 
 // readSelectedKeys reads the engine's rows in key-selection mode: every
 // key the data has is a candidate.
-func (p *Plan) readSelectedKeys(rows *engine.Rows, integer bool) (*Exact, error) {
+func (p *Plan) readSelectedKeys(rows *engine.Rows, f Form) (*Exact, error) {
 	nk := len(p.Query.GroupBy)
 	ex := &Exact{}
 	index := map[string]int{}
@@ -135,7 +135,7 @@ func (p *Plan) readSelectedKeys(rows *engine.Rows, integer bool) (*Exact, error)
 			ex.Stats = append(ex.Stats, stats)
 		}
 		for j := range p.Statistics {
-			v, err := p.statValue(j, r[nk+j], integer)
+			v, err := p.statValue(j, r[nk+j], f)
 			if err != nil {
 				return nil, err
 			}

@@ -47,9 +47,8 @@ func (p *Plan) ReadExactForm(rows *engine.Rows, f Form) (*Exact, error) {
 	if len(rows.Columns) != nk+len(p.Statistics) {
 		return nil, fmt.Errorf("query: engine returned %d columns, want %d", len(rows.Columns), nk+len(p.Statistics))
 	}
-	integer := f == IntegerForm
 	if p.Selection != nil {
-		ex, err := p.readSelectedKeys(rows, integer)
+		ex, err := p.readSelectedKeys(rows, f)
 		if err != nil {
 			return nil, err
 		}
@@ -76,7 +75,7 @@ func (p *Plan) ReadExactForm(rows *engine.Rows, f Form) (*Exact, error) {
 			continue
 		}
 		for j := range p.Statistics {
-			v, err := p.statValue(j, r[nk+j], integer)
+			v, err := p.statValue(j, r[nk+j], f)
 			if err != nil {
 				return nil, err
 			}
@@ -87,9 +86,9 @@ func (p *Plan) ReadExactForm(rows *engine.Rows, f Form) (*Exact, error) {
 }
 
 // statValue reads statistic j from one engine value: an exact integer, or
-// in the fast form a grid-summed double, scaled to grid steps.
-func (p *Plan) statValue(j int, v any, integer bool) (*big.Int, error) {
-	if !integer && p.gridSummed(j) {
+// in the double forms a grid-summed double, scaled to grid steps.
+func (p *Plan) statValue(j int, v any, f Form) (*big.Int, error) {
+	if f != IntegerForm && p.gridSummed(j) {
 		switch x := v.(type) {
 		case nil:
 			return new(big.Int), nil
@@ -114,7 +113,7 @@ func (p *Plan) statValue(j int, v any, integer bool) (*big.Int, error) {
 // sum of integers may reach and stay exact: 2^53.
 var exactDoubleSum = new(big.Int).Lsh(big.NewInt(1), 53)
 
-// finishExact completes the statistics of the fast form: it checks that
+// finishExact completes the statistics of the double forms: it checks that
 // every double sum was exact (the group's rows times the largest summand
 // within 2^53, so that every partial sum, in any order, is an integer the
 // double represents) and takes out what the NULLs, clamped to the lower
@@ -153,7 +152,7 @@ func (p *Plan) finishExact(ex *Exact, f Form) error {
 	return nil
 }
 
-// nullSteps is what the fast form adds for a NULL of a FixedPointSum, in
+// nullSteps is what the double forms add for a NULL of a FixedPointSum, in
 // grid steps: the lower bound, rounded onto the grid exactly as the engine
 // rounds it (same IEEE 754 operations).
 func (p *Plan) nullSteps(s Summand) int64 {

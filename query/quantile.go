@@ -97,7 +97,7 @@ func quantileScores(counts []int64, bins int, q float64) []float64 {
 // and group, at most Groups groups per person), with their own random
 // choices.
 func (p *Plan) HistogramSQL(d engine.Dialect, h int) (string, error) {
-	g := &sqlGen{d: d, p: p}
+	g := &sqlGen{d: d, p: p, form: CleanForm} // histograms read the view where NaN is NULL
 	hist := p.Histograms[h]
 	nk := len(p.Query.GroupBy)
 	keys := make([]string, nk)

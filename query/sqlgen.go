@@ -62,16 +62,14 @@ func (p *Plan) SQL(d engine.Dialect) (string, error) {
 
 // FormSQL is SQL in the given form.
 func (p *Plan) FormSQL(d engine.Dialect, f Form) (string, error) {
-	g := &sqlGen{d: d, p: p, integer: f == IntegerForm, raw: f == FastForm}
+	g := &sqlGen{d: d, p: p, form: f}
 	return g.generate()
 }
 
 type sqlGen struct {
-	d engine.Dialect
-	p *Plan
-	// integer selects IntegerForm's sums; raw reads the table with its
-	// NaNs (FastForm).
-	integer, raw bool
+	d    engine.Dialect
+	p    *Plan
+	form Form
 }
 
 // rawFloatsOK reports whether FastForm may skip the NaN test: some
@@ -200,8 +198,8 @@ func (g *sqlGen) generate() (string, error) {
 	// A count of non-NULL values reuses the fixed-point summand of the same
 	// column when there is one (it is NULL exactly when the column is), so
 	// the bounding stages carry one column less.
-	// (In the fast form a sum's summand is never NULL, so there is nothing
-	// to reuse.)
+	// (Where NULLs are clamped to the lower bound, the summand is never
+	// NULL, so there is nothing to reuse.)
 	for i, st := range p.Statistics {
 		if st.Summand.Kind != NonNullCount {
 			continue
@@ -234,7 +232,7 @@ func (g *sqlGen) generate() (string, error) {
 		cols = append(cols, g.d.Random()+" AS rk")
 	}
 	table := p.Table.Name
-	if g.raw {
+	if g.form == FastForm {
 		table = rawView(table)
 	}
 	rows := "SELECT " + strings.Join(cols, ", ") + " FROM " + g.ident(table)
@@ -285,10 +283,10 @@ func (g *sqlGen) generate() (string, error) {
 	if len(p.Statistics) == 0 {
 		return "", fmt.Errorf("query: plan without statistics")
 	}
-	var b strings.Builder
 	if sm, ok := g.d.(engine.Sampler); ok {
 		return g.sampled(sm, rows, keys, rowExprs, aggs, groupBy, selectKeys)
 	}
+	var b strings.Builder
 	b.WriteString("WITH r AS (" + rows + "),\n")
 	rowsFrom := "r"
 	if !p.onlyDistinctUnits() {
@@ -445,17 +443,7 @@ func (g *sqlGen) keepRandom(rel string, partition []string, limit int64) string 
 
 // nullsClamped reports whether sums let a NULL become the lower bound
 // (Plan.NullsClamped).
-func (g *sqlGen) nullsClamped() bool { return g.p.NullsClamped(g.form()) }
-
-func (g *sqlGen) form() Form {
-	switch {
-	case g.integer:
-		return IntegerForm
-	case g.raw:
-		return FastForm
-	}
-	return CleanForm
-}
+func (g *sqlGen) nullsClamped() bool { return g.p.NullsClamped(g.form) }
 
 // NullsClamped reports whether form f computes a FixedPointSum with each
 // NULL clamped to the lower bound (corrected by ReadExactForm) rather than
@@ -466,9 +454,9 @@ func (g *sqlGen) form() Form {
 func (p *Plan) NullsClamped(f Form) bool { return f != IntegerForm && !p.Bounded }
 
 // sum spells the aggregate of statistic i's per-row values expr: doubles
-// in the fast form for grid-summed statistics, integers otherwise.
+// in the double forms for grid-summed statistics, integers otherwise.
 func (g *sqlGen) sum(i int, expr string) string {
-	if !g.integer && g.p.gridSummed(i) {
+	if g.form != IntegerForm && g.p.gridSummed(i) {
 		return g.d.GridSum(expr)
 	}
 	return g.d.ExactSum(expr)
@@ -520,7 +508,7 @@ func (g *sqlGen) summand(s Summand) (string, error) {
 		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE %s END", col, e)
 	}
 	if g.p.intColumn(s) {
-		if !g.integer {
+		if g.form != IntegerForm {
 			return nullable(fmt.Sprintf("least(greatest(%s, %d), %d)", col, s.Lower, s.Upper)), nil
 		}
 		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE least(greatest(%s, %d), %d) END", col, col, s.Lower, s.Upper), nil
@@ -537,7 +525,7 @@ func (g *sqlGen) summand(s Summand) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !g.integer {
+	if g.form != IntegerForm {
 		// Rounded onto the grid of 2^Exp in floating point (nearest, ties
 		// to even); scaled to grid steps in ReadExact.
 		return nullable(g.d.RoundToGrid(fmt.Sprintf("least(greatest(%s, %s), %s)", col, lo, hi), s.Exp)), nil
@@ -670,7 +658,7 @@ func (g *sqlGen) squareSummand(s Summand) (string, error) {
 		lits[i] = l
 	}
 	d := fmt.Sprintf("(least(greatest(%s, %s), %s) - %s)", col, lits[0], lits[1], lits[2])
-	if !g.integer {
+	if g.form != IntegerForm {
 		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE %s END", col, g.d.RoundToGrid(d+" * "+d, s.Exp)), nil
 	}
 	return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE CAST(%s * %s * %s AS %s) END",
