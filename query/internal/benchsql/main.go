@@ -59,6 +59,10 @@ SELECT grp, sum(c), sum(s), sum(s) / sum(n) FROM pb GROUP BY grp`, src)
 	if err != nil {
 		log.Fatal(err)
 	}
+	clean, err := prep.FormSQL(query.CleanForm)
+	if err != nil {
+		log.Fatal(err)
+	}
 	// A cheaper statistic, for comparison: per-(person, group) aggregates
 	// with the count clamped to Linf and the sum to Linf·[lower, upper]
 	// (all rows summed, not a sample of Linf of them), then at most L0
@@ -70,6 +74,7 @@ SELECT grp, sum(c), sum(s) FROM pb GROUP BY grp`, src)
 	pairs := []pair{
 		{"one row per person: COUNT, SUM, AVG GROUP BY public key", dp(oneRow), plain(plainOneRow)},
 		{"one row per person: dpstat's engine SQL alone vs the plain query", plain(prep.SQL), plain(plainOneRow)},
+		{"one row per person: the clean form's SQL alone (no NaN census, as dpstat query runs it) vs the plain query", plain(clean), plain(plainOneRow)},
 		{"per-person bounding (L0=3, Linf=2): COUNT, SUM, AVG GROUP BY public key", dp(bounded), plain(plainBounded)},
 		{"per-person bounding vs rows-per-group bounding only", dp(bounded), plain(plainRowsOnly)},
 		{"per-person bounding vs per-(person, group) clamped aggregates (a cheaper statistic)", dp(bounded), plain(clampedBounding)},
