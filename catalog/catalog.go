@@ -36,6 +36,16 @@ const (
 // of an int column: 2^53, so that every bound is exact as a float64 too.
 const MaxIntBound = 1 << 53
 
+// MaxGroupsPerUnit is the largest max_groups_per_unit a table may declare.
+const MaxGroupsPerUnit = 1 << 20
+
+// MaxRowsPerGroup is the largest max_rows_per_group a table may declare:
+// the engines keep a person's values in a group with an aggregate that
+// takes at most this many (DuckDB's min_by with a count accepts n below
+// 1,000,000). A larger bound would make every query over the table fail in
+// the engine, so the catalog refuses it instead.
+const MaxRowsPerGroup = 999_999
+
 // Catalog is a checked catalog: every table has a source, every bound is
 // finite and ordered, every value list matches its column's type.
 type Catalog struct {
@@ -293,8 +303,11 @@ func checkTable(name string, rt *rawTable, dir string, colOrder []string) (*Tabl
 		} else {
 			t.MaxRowsPerGroup = *rt.MaxRowsPerGroup
 		}
-		if t.MaxGroupsPerUnit > 1<<20 || t.MaxRowsPerGroup > 1<<20 {
-			add("contribution bounds %d groups × %d rows: want at most 1048576 each", t.MaxGroupsPerUnit, t.MaxRowsPerGroup)
+		if t.MaxGroupsPerUnit > MaxGroupsPerUnit {
+			add("max_groups_per_unit = %d: want at most %d", t.MaxGroupsPerUnit, MaxGroupsPerUnit)
+		}
+		if t.MaxRowsPerGroup > MaxRowsPerGroup {
+			add("max_rows_per_group = %d: want at most %d (the most values per person and group the engines can sample)", t.MaxRowsPerGroup, MaxRowsPerGroup)
 		}
 	}
 	if len(rt.Columns) == 0 {
@@ -426,6 +439,9 @@ func scalarValue(item *yaml.Node, typ Type) (any, error) {
 		}
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, errors.New("want a finite number")
+		}
+		if v == 0 {
+			v = 0 // -0 and 0 are one value, spelled 0
 		}
 		return v, nil
 	case Bool:

@@ -958,3 +958,37 @@ func (l *Ledger) Answer(k Key, answerKey string) ([]byte, bool, error) {
 	})
 	return out, found, err
 }
+
+// ErrNoPendingAnswer: StoreAnswer found no charge waiting for its answer
+// under the key (none was charged with it, or its answer is stored already).
+var ErrNoPendingAnswer = errors.New("no charge is waiting for an answer under this answer key")
+
+// StoreAnswer stores the answer of a release that was charged with
+// Charge.AnswerKey and no Answer: the charge reserved the key (a second
+// charge with it is refused with ErrAnswerExists) and the answer, computed
+// after the charge, is written here. An answer is stored once: a key that
+// holds one already, or that no charge reserved, returns an error wrapping
+// ErrNoPendingAnswer and changes nothing. The write is synced before
+// StoreAnswer returns.
+func (l *Ledger) StoreAnswer(k Key, answerKey string, answer []byte) error {
+	if err := k.Validate(); err != nil {
+		return err
+	}
+	if answerKey == "" || len(answerKey) > MaxAnswerKeyLen {
+		return fmt.Errorf("answer key is %d bytes long: want 1 to %d", len(answerKey), MaxAnswerKeyLen)
+	}
+	if len(answer) == 0 || len(answer) > MaxAnswerLen {
+		return fmt.Errorf("answer is %d bytes long: want 1 to %d", len(answer), MaxAnswerLen)
+	}
+	if err := l.writable(); err != nil {
+		return err
+	}
+	return l.update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketAnswers)
+		key := answerBytes(k, answerKey)
+		if v := b.Get(key); v == nil || len(v) > 0 {
+			return fmt.Errorf("%v answer key %q: %w", k, answerKey, ErrNoPendingAnswer)
+		}
+		return b.Put(key, bytes.Clone(answer))
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"sort"
 	"strings"
@@ -40,6 +41,11 @@ type Service struct {
 	// of running twice.
 	mu    sync.Mutex
 	forms map[string]Form
+	// flights holds a channel per repeat-safe query being answered now,
+	// closed when it is done, so that an identical query waits for its
+	// stored answer instead of paying again.
+	flights map[string]chan struct{}
+	log     *slog.Logger
 }
 
 // NewService registers every table of the catalog with the engine (which
@@ -269,26 +275,35 @@ func Prepare(cat *catalog.Catalog, d engine.Dialect, sql string, opts Options) (
 	return prep, nil
 }
 
-// EngineError reports that the engine failed to compute a query's exact
-// statistics. Its message withholds the engine's own text, which may quote
-// data; nothing was charged.
+// EngineError reports that a query failed after its cost was charged: the
+// engine failed, the request ended while it ran, or its result could not be
+// read. An engine run is never free (docs/privacy.md, "Charge before the
+// engine runs"), so the cost stays charged. The message says nothing about
+// the data, whatever the failure: the engine's own text may quote values
+// or depend on whether some row exists, and is only logged, in full, for the
+// data owner.
 type EngineError struct {
 	Table string
-	// Err is the engine's error, for the data owner's logs only.
+	// ReleaseID is the charge the failed query was recorded under.
+	ReleaseID uint64
+	// Err is the underlying error, for the data owner's logs only.
 	Err error
 }
 
 func (e *EngineError) Error() string {
-	return fmt.Sprintf("the engine could not read table %s (details withheld because they may quote data; nothing was charged; the data owner can check the source with `dpstat catalog check`)", e.Table)
+	if errors.Is(e.Err, context.Canceled) || errors.Is(e.Err, context.DeadlineExceeded) {
+		return fmt.Sprintf("the query on table %s was stopped before it finished (%v); its cost had been charged as release %d", e.Table, e.Err, e.ReleaseID)
+	}
+	return fmt.Sprintf("internal error: the query on table %s failed after its cost was charged as release %d; the details are withheld because they may depend on the data, and are logged for the data owner", e.Table, e.ReleaseID)
 }
 
-// Unwrap returns the engine's error.
+// Unwrap returns the underlying error.
 func (e *EngineError) Unwrap() error { return e.Err }
 
-// Answer runs a query end to end: prepare (every refusal), run the exact
-// aggregation once in the engine, charge the ledger durably, and only then
-// add noise and release. A query refused or failed for any reason before
-// the charge costs nothing.
+// Answer runs a query end to end: prepare (every refusal), charge the
+// ledger durably, run the exact aggregation once in the engine, and only
+// then add noise and release. A query refused before the charge costs
+// nothing; once charged, it costs its ε whatever happens next.
 func (s *Service) Answer(ctx context.Context, sql string, opts Options) (*Result, error) {
 	p, err := s.Prepare(sql, opts)
 	if err != nil {
@@ -346,6 +361,84 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 			return nil, fmt.Errorf("checking the budget failed, nothing read or charged: %w", err)
 		}
 	}
+	// An identical query running in this process now: wait for it, and
+	// return its answer if it stores one.
+	if repeatSafe {
+		for {
+			flight, leader := s.join(key, answerKey)
+			if leader {
+				defer s.leave(key, answerKey, flight)
+				break
+			}
+			select {
+			case <-flight:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if res, ok, err := storedResult(store, key, answerKey); err == nil && ok {
+				if now, err := s.led.EnsureBudget(key, limit, accounting.Basic); err == nil {
+					st = now
+				}
+				res.Budget = budget(st.Spent, st.Remaining, st.Rule)
+				return res, nil
+			}
+		}
+	}
+	// The charge commits before any engine runs: every query that reaches
+	// the engine pays its cost, so that nothing the engine does (an error,
+	// a timeout, how long it takes) is a free look at the data. With a
+	// repeat-safe ledger the charge reserves the answer's key; the answer
+	// is stored once it is computed.
+	charge := ledger.Charge{
+		RequestID:   newRequestID(),
+		Key:         key,
+		Description: p.Plan.Query.Text,
+		Cost:        p.Noise.Cost,
+	}
+	if repeatSafe {
+		charge.AnswerKey = answerKey
+	}
+	receipt, err := s.led.Charge(ctx, charge)
+	if err != nil && repeatSafe && errors.Is(err, ledger.ErrAnswerExists) {
+		// Charged before, by another process or by a run that did not
+		// store its answer (it failed, or the process stopped): this run
+		// is charged and answered on its own, with fresh noise at full
+		// cost, and stores nothing.
+		charge.AnswerKey, charge.RequestID = "", newRequestID()
+		receipt, err = s.led.Charge(ctx, charge)
+	}
+	if err != nil {
+		var ex *accounting.ExceededError
+		if errors.As(err, &ex) {
+			return nil, fmt.Errorf("query refused, nothing charged: %w", err)
+		}
+		return nil, fmt.Errorf("charging the ledger failed, nothing read or released: %w", err)
+	}
+	res, err := s.compute(ctx, p)
+	if err != nil {
+		ee := &EngineError{Table: p.Plan.Table.Name, ReleaseID: receipt.ReleaseID, Err: err}
+		s.logger().Error("query failed after its charge", "table", ee.Table, "analyst", key.Analyst,
+			"release", receipt.ReleaseID, "query", p.Plan.Query.Text, "error", err.Error())
+		return nil, ee
+	}
+	if charge.AnswerKey != "" {
+		if blob, err := encodeAnswer(res); err == nil && len(blob) <= ledger.MaxAnswerLen {
+			if err := store.StoreAnswer(key, answerKey, blob); err != nil {
+				// The answer is released all the same: it was charged.
+				// Asking again then charges again, with fresh noise.
+				s.logger().Warn("the answer could not be stored for repeats", "table", key.Dataset,
+					"analyst", key.Analyst, "release", receipt.ReleaseID, "error", err.Error())
+			}
+		}
+	}
+	res.ReleaseID = receipt.ReleaseID
+	res.Budget = budget(receipt.Spent, receipt.Remaining, receipt.Rule)
+	return res, nil
+}
+
+// compute runs the engine for a charged query and releases its noisy
+// answer.
+func (s *Service) compute(ctx context.Context, p *Prepared) (*Result, error) {
 	exact, err := s.exact(ctx, p)
 	if err != nil {
 		return nil, err
@@ -356,54 +449,59 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			return nil, &EngineError{Table: p.Plan.Table.Name, Err: err}
+			return nil, err
 		}
 		if err := p.Plan.ReadHistogram(exact, h, rows); err != nil {
 			return nil, err
 		}
 	}
-	// The noisy answer is computed before the charge so that it can be
-	// stored in the charge's transaction; it leaves this function only
-	// after the charge has committed.
-	res, err := p.Release(exact)
-	if err != nil {
-		return nil, err
+	return p.Release(exact)
+}
+
+// join registers a run of the query with answer key answerKey for k. The
+// first run in flight is the leader (true) and gets a channel that leave
+// closes; a later one gets the leader's channel to wait on.
+func (s *Service) join(k ledger.Key, answerKey string) (chan struct{}, bool) {
+	id := k.String() + "\x00" + answerKey
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.flights[id]; ok {
+		return c, false
 	}
-	charge := ledger.Charge{
-		RequestID:   newRequestID(),
-		Key:         key,
-		Description: p.Plan.Query.Text,
-		Cost:        p.Noise.Cost,
+	if s.flights == nil {
+		s.flights = map[string]chan struct{}{}
 	}
-	if repeatSafe {
-		if blob, err := encodeAnswer(res); err == nil && len(blob) <= ledger.MaxAnswerLen {
-			charge.AnswerKey, charge.Answer = answerKey, blob
-		}
+	c := make(chan struct{})
+	s.flights[id] = c
+	return c, true
+}
+
+// leave ends the leader's run: waiters wake up and read its stored answer.
+func (s *Service) leave(k ledger.Key, answerKey string, c chan struct{}) {
+	id := k.String() + "\x00" + answerKey
+	s.mu.Lock()
+	if s.flights[id] == c {
+		delete(s.flights, id)
+		close(c)
 	}
-	receipt, err := s.led.Charge(ctx, charge)
-	if err != nil {
-		if repeatSafe && errors.Is(err, ledger.ErrAnswerExists) {
-			// A concurrent identical query was charged first: return its
-			// answer and drop this one's noise.
-			stored, ok, serr := storedResult(store, key, answerKey)
-			if serr != nil || !ok {
-				return nil, fmt.Errorf("an identical query was answered concurrently but its stored answer cannot be read (nothing charged): %v", serr)
-			}
-			if now, err := s.led.EnsureBudget(key, limit, accounting.Basic); err == nil {
-				st = now
-			}
-			stored.Budget = budget(st.Spent, st.Remaining, st.Rule)
-			return stored, nil
-		}
-		var ex *accounting.ExceededError
-		if errors.As(err, &ex) {
-			return nil, fmt.Errorf("query refused, nothing charged: %w", err)
-		}
-		return nil, fmt.Errorf("charging the ledger failed, nothing released: %w", err)
+	s.mu.Unlock()
+}
+
+// SetLogger sets where failures after a charge are logged in full for the
+// data owner; nil means slog's default logger.
+func (s *Service) SetLogger(l *slog.Logger) {
+	s.mu.Lock()
+	s.log = l
+	s.mu.Unlock()
+}
+
+func (s *Service) logger() *slog.Logger {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.log != nil {
+		return s.log
 	}
-	res.ReleaseID = receipt.ReleaseID
-	res.Budget = budget(receipt.Spent, receipt.Remaining, receipt.Rule)
-	return res, nil
+	return slog.Default()
 }
 
 // exact runs the prepared statement and reads its exact statistics, in
@@ -460,7 +558,7 @@ func (s *Service) query(ctx context.Context, table, sql string) (*engine.Rows, e
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, &EngineError{Table: table, Err: err}
+		return nil, fmt.Errorf("engine error on table %s: %w", table, err)
 	}
 	return rows, nil
 }

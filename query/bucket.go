@@ -37,6 +37,11 @@ type Bucket struct {
 	Lo, Hi float64
 	N      int64
 	Width  float64
+	// KLo and KHi are the first and last bin numbers of a FloorBucket,
+	// floor(lower / Width) and floor(upper / Width) over the declared
+	// bounds, checked when the query is parsed: the key's values are
+	// k·Width for k = KLo … KHi, at most MaxGroups of them.
+	KLo, KHi int64
 	// Whens and Thens are the CASE arms; Else is the ELSE value.
 	Whens []Expr
 	Thens []any
@@ -44,6 +49,9 @@ type Bucket struct {
 }
 
 // Values lists every value the key can take, in order.
+//
+// Every bound was checked when the query was parsed (parser.bucket): the
+// loops below run at most MaxGroups times.
 func (b *Bucket) Values(t *catalog.Table) []any {
 	switch b.Kind {
 	case WidthBucket:
@@ -53,11 +61,11 @@ func (b *Bucket) Values(t *catalog.Table) []any {
 		}
 		return out
 	case FloorBucket:
-		col := t.Column(b.Column)
-		lo, hi := math.Floor(*col.Lower/b.Width), math.Floor(*col.Upper/b.Width)
-		var out []any
-		for k := lo; k <= hi; k++ {
-			out = append(out, k*b.Width)
+		// The bin count was computed in integers when the query was
+		// parsed, so this loop is bounded before it starts.
+		out := make([]any, 0, b.KHi-b.KLo+1)
+		for k := b.KLo; k <= b.KHi; k++ {
+			out = append(out, canonicalFloat(float64(k)*b.Width))
 		}
 		return out
 	}
@@ -65,10 +73,10 @@ func (b *Bucket) Values(t *catalog.Table) []any {
 	for _, v := range append(append([]any{}, b.Thens...), b.Else) {
 		dup := false
 		for _, w := range out {
-			dup = dup || w == v
+			dup = dup || keyID([]any{w}) == keyID([]any{v})
 		}
 		if !dup {
-			out = append(out, v)
+			out = append(out, canonicalValue(v))
 		}
 	}
 	return out
@@ -98,10 +106,21 @@ func (g *sqlGen) keyExpr(k string) (string, error) {
 	}
 	switch b.Kind {
 	case WidthBucket:
+		// Total for every value the column can hold (docs/privacy.md,
+		// "Totality"): the ELSE arm sees only lo <= col < hi, so col − lo
+		// lies in [0, hi − lo], which the parser checked is finite; divided
+		// by hi − lo it is at most 1, times N at most N. The bin is clamped
+		// into [0, N−1] before the cast, so even a NaN (which DuckDB orders
+		// above +Inf, and which the clean view reads as NULL) cannot make
+		// the cast fail.
 		col := g.ident(b.Column)
-		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL WHEN %s < %s THEN 0 WHEN %s >= %s THEN %d ELSE least(CAST(floor((%s - %s) * %s / %s) AS %s) + 1, %d) END",
-			col, col, lit(b.Lo), col, lit(b.Hi), b.N+1, col, lit(b.Lo), lit(float64(b.N)), lit(b.Hi-b.Lo), g.d.TypeName(engine.Integer), b.N), nil
+		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL WHEN %s < %s THEN 0 WHEN %s >= %s THEN %d ELSE CAST(least(greatest(floor((%s - %s) / %s * %s), %s), %s) AS %s) + 1 END",
+			col, col, lit(b.Lo), col, lit(b.Hi), b.N+1,
+			col, lit(b.Lo), lit(b.Hi-b.Lo), lit(float64(b.N)), lit(0.0), lit(float64(b.N-1)), g.d.TypeName(engine.Integer)), nil
 	case FloorBucket:
+		// Total: the value is clamped to the declared bounds first, so
+		// value / w lies between lower / w and upper / w, which the parser
+		// checked are finite (and their floors within ±2^52).
 		c := g.p.Table.Column(b.Column)
 		col := g.ident(b.Column)
 		// greatest and least skip NULLs, so NULL is kept NULL explicitly
@@ -195,6 +214,11 @@ func (p *parser) bucket(n *pg.Node) (*Bucket, error) {
 		if !ok1 || !ok2 || !ok3 || !(lo < hi) || cnt != math.Trunc(cnt) || cnt < 1 || cnt > MaxGroups-2 {
 			return nil, refuse("width_bucket(%s, low, high, count) needs literal numbers with low < high and a whole count from 1 to %d", col.Name, MaxGroups-2)
 		}
+		if math.IsInf(hi-lo, 0) {
+			// The bin of a value is computed from (value − low) / (high −
+			// low), which must be finite for every value in [low, high).
+			return nil, refuse("width_bucket(%s, %g, %g, %g): high − low overflows a double; want low and high whose difference is a finite number (e.g. both within ±8.9e307)", col.Name, lo, hi, cnt)
+		}
 		return &Bucket{Kind: WidthBucket, Column: col.Name, Lo: lo, Hi: hi, N: int64(cnt)}, nil
 	}
 	if a := n.GetAExpr(); a != nil {
@@ -220,10 +244,7 @@ func (p *parser) bucket(n *pg.Node) (*Bucket, error) {
 		if !col.Bounded() {
 			return nil, refuse("floor(%s / w) * w needs declared bounds for %s, so that its bins are public: declare `lower:` and `upper:`", col.Name, col.Name)
 		}
-		if n := math.Floor(*col.Upper/w) - math.Floor(*col.Lower/w) + 1; n > MaxGroups {
-			return nil, refuse("floor(%s / %g) * %g gives %g bins over the declared range; want at most %d", col.Name, w, w, n, MaxGroups)
-		}
-		return &Bucket{Kind: FloorBucket, Column: col.Name, Width: w}, nil
+		return floorBucket(col, w)
 	}
 	ce := n.GetCaseExpr()
 	if ce == nil {
@@ -334,4 +355,43 @@ func (b *Bucket) kind() string {
 		return "bool"
 	}
 	return "number"
+}
+
+// maxBinNumber bounds the bin numbers floor(bound / w) of a FloorBucket:
+// below 2^52, consecutive whole numbers are exact doubles and k·w moves
+// with k.
+const maxBinNumber = 1 << 52
+
+// floorBucket checks floor(col / w) * w over the column's declared bounds
+// and counts its bins in integer arithmetic, before anything loops over
+// them: a width so small that a bound divided by it overflows, is NaN, or
+// reaches 2^52 is refused, as is a bin count above MaxGroups.
+func floorBucket(col *catalog.Column, w float64) (*Bucket, error) {
+	lo, hi := *col.Lower, *col.Upper
+	// The widest bins that stay within MaxGroups, for the message.
+	minWidth := (hi - lo) / (MaxGroups - 1)
+	tooMany := func(bins string) error {
+		return refuse("floor(%s / %g) * %g gives %s bins over the declared range [%g, %g]; want at most %d: a width of at least %.3g",
+			col.Name, w, w, bins, lo, hi, MaxGroups, minWidth)
+	}
+	kLo, kHi := math.Floor(lo/w), math.Floor(hi/w)
+	if math.IsNaN(kLo) || math.IsNaN(kHi) || math.Abs(kLo) >= maxBinNumber || math.Abs(kHi) >= maxBinNumber {
+		return nil, tooMany("too many")
+	}
+	b := &Bucket{Kind: FloorBucket, Column: col.Name, Width: w, KLo: int64(kLo), KHi: int64(kHi)}
+	if n := b.KHi - b.KLo + 1; n > MaxGroups {
+		return nil, tooMany(strconv.FormatInt(n, 10))
+	}
+	// Distinct bins must have distinct values k·w, or two groups would
+	// share a key.
+	prev := math.Inf(-1)
+	for k := b.KLo; k <= b.KHi; k++ {
+		v := float64(k) * w
+		if !(v > prev) {
+			return nil, refuse("floor(%s / %g) * %g: the width is too small for its bins to be told apart over the declared range [%g, %g]; want a width of at least %.3g",
+				col.Name, w, w, lo, hi, math.Max(minWidth, math.Abs(math.Max(math.Abs(lo), math.Abs(hi)))*0x1p-40))
+		}
+		prev = v
+	}
+	return b, nil
 }

@@ -118,11 +118,8 @@ func (p *Plan) readSelectedKeys(rows *engine.Rows, f Form) (*Exact, error) {
 	ex := &Exact{}
 	index := map[string]int{}
 	for _, r := range rows.Rows {
-		key := make([]any, nk)
-		for i := range nk {
-			key[i] = normalizeKey(r[i])
-		}
-		ks := keyString(key)
+		key := readKey(r, nk)
+		ks := keyID(key)
 		g, ok := index[ks]
 		if !ok {
 			g = len(ex.Keys)

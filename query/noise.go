@@ -27,9 +27,9 @@ type Exact struct {
 }
 
 // ReadExact matches the engine's rows of SQL (the plan's first form) to
-// the plan's public keys. Rows whose key is not in the public lists cannot
-// occur (the SQL filters them) and are ignored; groups without rows get
-// zeros. See ReadExactForm for the errors that send a query to another
+// the plan's public keys, by value (keyID). Rows whose key is not in the
+// public lists cannot occur (the SQL filters them): one is an internal
+// error (UnknownKeyError), never dropped. Groups without rows get zeros. See ReadExactForm for the errors that send a query to another
 // form.
 func (p *Plan) ReadExact(rows *engine.Rows) (*Exact, error) {
 	return p.ReadExactForm(rows, p.FirstForm())
@@ -54,10 +54,7 @@ func (p *Plan) ReadExactForm(rows *engine.Rows, f Form) (*Exact, error) {
 		}
 		return ex, p.finishExact(ex, f)
 	}
-	index := make(map[string]int, len(p.Keys))
-	for i, k := range p.Keys {
-		index[keyString(k)] = i
-	}
+	index := keyIndex(p.Keys)
 	ex := &Exact{Stats: make([][]*big.Int, len(p.Keys))}
 	for i := range ex.Stats {
 		ex.Stats[i] = make([]*big.Int, len(p.Statistics))
@@ -66,13 +63,10 @@ func (p *Plan) ReadExactForm(rows *engine.Rows, f Form) (*Exact, error) {
 		}
 	}
 	for _, r := range rows.Rows {
-		key := make([]any, nk)
-		for i := 0; i < nk; i++ {
-			key[i] = normalizeKey(r[i])
-		}
-		g, ok := index[keyString(key)]
+		key := readKey(r, nk)
+		g, ok := index[keyID(key)]
 		if !ok {
-			continue
+			return nil, &UnknownKeyError{Key: key}
 		}
 		for j := range p.Statistics {
 			v, err := p.statValue(j, r[nk+j], f)
@@ -163,27 +157,6 @@ func (p *Plan) nullSteps(s Summand) int64 {
 	lo := s.LowerValue
 	r := float64(lo+c) - c
 	return int64(math.Ldexp(r, -s.Exp))
-}
-
-func keyString(k []any) string { return fmt.Sprintf("%#v", k) }
-
-// normalizeKey maps driver values onto the catalog's value types.
-func normalizeKey(v any) any {
-	switch x := v.(type) {
-	case int32:
-		return int64(x)
-	case int16:
-		return int64(x)
-	case int8:
-		return int64(x)
-	case int:
-		return int64(x)
-	case float32:
-		return float64(x)
-	case []byte:
-		return string(x)
-	}
-	return v
 }
 
 func toBig(v any) (*big.Int, error) {

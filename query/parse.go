@@ -69,11 +69,18 @@ func statementKind(n *pg.Node) string {
 // MaxAggregates is the most aggregates one query may release.
 const MaxAggregates = 64
 
+// MaxExprDepth is the deepest nesting of conditions (AND, OR, NOT) a query
+// may have. A deeper one is refused when it is parsed, free and with the
+// same message whatever the data, rather than left to fail in the engine.
+const MaxExprDepth = 64
+
 type parser struct {
 	cat   *catalog.Catalog
 	table *catalog.Table
 	alias string
 	q     *Query
+	// depth is the nesting of the condition being parsed.
+	depth int
 }
 
 func (p *parser) selectStmt(s *pg.SelectStmt) (*Query, error) {
@@ -509,6 +516,11 @@ var compareOps = map[string]string{"=": "=", "<>": "<>", "!=": "<>", "<": "<", "
 // expr converts a boolean expression; having selects output references
 // (HAVING) instead of column references (WHERE).
 func (p *parser) expr(n *pg.Node, having bool) (Expr, error) {
+	p.depth++
+	defer func() { p.depth-- }()
+	if p.depth > MaxExprDepth {
+		return nil, refuse("condition nested too deeply: more than %d levels of AND, OR and NOT; want at most %d", MaxExprDepth, MaxExprDepth)
+	}
 	switch {
 	case n.GetBoolExpr() != nil:
 		b := n.GetBoolExpr()

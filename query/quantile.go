@@ -122,8 +122,11 @@ func (p *Plan) HistogramSQL(d engine.Dialect, h int) (string, error) {
 		}
 		lits[i] = l
 	}
-	bin := fmt.Sprintf("least(CAST(floor((least(greatest(%s, %s), %s) - %s) / %s) AS %s), %d)",
-		col, lits[0], lits[1], lits[0], lits[2], d.TypeName(engine.Integer32), hist.Bins)
+	// Total for every value the column can hold: the value is clamped to
+	// the declared bounds (within ±2^53), so value − lower is finite, and
+	// the bin is clamped into [0, Bins] before the cast.
+	bin := fmt.Sprintf("CAST(least(greatest(floor((least(greatest(%s, %s), %s) - %s) / %s), 0), %d) AS %s)",
+		col, lits[0], lits[1], lits[0], lits[2], hist.Bins, d.TypeName(engine.Integer32))
 	cols = append(cols, bin+" AS b")
 	sm, sampler := d.(engine.Sampler)
 	if p.Bounded && sampler {
@@ -177,10 +180,7 @@ func (p *Plan) ReadHistogram(ex *Exact, h int, rows *engine.Rows) error {
 	if p.Selection != nil {
 		keys = ex.Keys
 	}
-	index := make(map[string]int, len(keys))
-	for i, k := range keys {
-		index[keyString(k)] = i
-	}
+	index := keyIndex(keys)
 	for len(ex.Hist) < len(p.Histograms) {
 		ex.Hist = append(ex.Hist, nil)
 	}
@@ -188,13 +188,10 @@ func (p *Plan) ReadHistogram(ex *Exact, h int, rows *engine.Rows) error {
 		ex.Hist[h] = make([][]int64, len(keys))
 	}
 	for _, r := range rows.Rows {
-		key := make([]any, nk)
-		for i := range nk {
-			key[i] = normalizeKey(r[i])
-		}
-		g, ok := index[keyString(key)]
+		key := readKey(r, nk)
+		g, ok := index[keyID(key)]
 		if !ok {
-			continue
+			return &UnknownKeyError{Key: key}
 		}
 		b, err := toBig(r[nk])
 		if err != nil || !b.IsInt64() || b.Int64() < 0 || b.Int64() > int64(bins) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"path/filepath"
 	"strconv"
 
 	"github.com/dpstat/dpstat/accounting"
@@ -19,8 +20,11 @@ import (
 // instead of fresh noise that averaging could remove.
 type AnswerStore interface {
 	// Answer returns the answer stored under answerKey for k, and whether
-	// there is one.
+	// there is one. An empty answer is a charge whose answer is not stored
+	// (yet).
 	Answer(k ledger.Key, answerKey string) ([]byte, bool, error)
+	// StoreAnswer stores the answer of a charge that reserved answerKey.
+	StoreAnswer(k ledger.Key, answerKey string, answer []byte) error
 }
 
 // RepeatedNote is the note a stored answer carries when it is returned
@@ -29,18 +33,31 @@ const RepeatedNote = "repeated query: stored answer returned, no charge"
 
 // answerKeyVersion changes whenever the stored format or what identifies a
 // query changes.
-const answerKeyVersion = "dpstat-query-answer-v1"
+const answerKeyVersion = "dpstat-query-answer-v2"
 
 // AnswerKey identifies the answer of a prepared query in the ledger: a hash
-// of the normalized query text, ε, δ, the confidence level, and the engine
-// SQL (which captures the table and the data owner's declared bounds and
-// value lists, so that a changed declaration is a different question). The
-// analyst and table are the ledger key the answer is stored under.
+// of the data it is computed from (the table's whole declaration: its
+// source, columns, bounds, value lists and contribution bounds, so that two
+// catalogs giving one name to different data, or a changed declaration,
+// ask different questions), the normalized query text, ε, δ, the
+// confidence level, and the engine SQL. The analyst and table are the
+// ledger key the answer is stored under.
 func (p *Prepared) AnswerKey() string {
+	decl, err := json.Marshal(p.Plan.Table)
+	if err != nil {
+		// A table that cannot be spelled gets a key of its own.
+		decl = []byte(fmt.Sprintf("%p", p.Plan.Table))
+	}
+	source, err := filepath.Abs(p.Plan.Table.Source)
+	if err != nil {
+		source = p.Plan.Table.Source
+	}
 	h := sha256.New()
 	for _, part := range []string{
 		answerKeyVersion,
 		p.Plan.Table.Name,
+		string(decl),
+		source,
 		p.Plan.Query.Text,
 		strconv.FormatFloat(p.Opts.Epsilon, 'g', -1, 64),
 		strconv.FormatFloat(p.Opts.Delta, 'g', -1, 64),
@@ -151,7 +168,8 @@ func decodeAnswer(b []byte) (*Result, error) {
 // now.
 func storedResult(store AnswerStore, key ledger.Key, answerKey string) (*Result, bool, error) {
 	b, ok, err := store.Answer(key, answerKey)
-	if err != nil || !ok {
+	if err != nil || !ok || len(b) == 0 {
+		// Nothing stored, or a charge whose answer was never stored.
 		return nil, false, err
 	}
 	r, err := decodeAnswer(b)

@@ -105,11 +105,15 @@ func classify(err error) error {
 			kind = server.KindUnknownColumn
 		}
 		return &server.Error{Kind: kind, Message: err.Error(), Err: err}
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		if errors.As(err, &ee) {
+			// Stopped while the engine ran: its cost had been charged.
+			return &server.Error{Kind: server.KindTimeout, Message: ee.Error(), Err: err}
+		}
+		return &server.Error{Kind: server.KindTimeout, Message: "the query ran out of time before its cost was charged; nothing was charged", Err: err}
 	case errors.As(err, &ee):
 		// The message withholds the engine's text; it is safe to show.
 		return &server.Error{Kind: server.KindInternal, Message: ee.Error(), Err: err}
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return &server.Error{Kind: server.KindTimeout, Message: "the query ran out of time; nothing was charged unless it was answered", Err: err}
 	}
 	return err
 }

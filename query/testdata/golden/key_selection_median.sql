@@ -2,5 +2,5 @@
 WITH r AS (SELECT "education" AS k0, "age" AS v1 FROM "adult")
 SELECT k0, count(*) AS s0, count(v1) AS s1 FROM r GROUP BY k0
 -- histogram 0
-WITH r AS (SELECT "education" AS k0, least(CAST(floor((least(greatest("age", CAST(17.0 AS DOUBLE)), CAST(90.0 AS DOUBLE)) - CAST(17.0 AS DOUBLE)) / CAST(1.0 AS DOUBLE)) AS INTEGER), 73) AS b FROM "adult" WHERE "age" IS NOT NULL)
+WITH r AS (SELECT "education" AS k0, CAST(least(greatest(floor((least(greatest("age", CAST(17.0 AS DOUBLE)), CAST(90.0 AS DOUBLE)) - CAST(17.0 AS DOUBLE)) / CAST(1.0 AS DOUBLE)), 0), 73) AS INTEGER) AS b FROM "adult" WHERE "age" IS NOT NULL)
 SELECT k0, b, count(*) AS c FROM r GROUP BY k0, b

@@ -1,0 +1,366 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/engine/duckdb"
+)
+
+// The neighbouring-table harness (docs/privacy.md, "How the rules are
+// tested"). Differential privacy promises that nothing an analyst sees
+// depends on whether one person is in the data beyond what the charged ε
+// allows. At ε = 1e20 the noise vanishes, so every query of the battery is
+// run on a table D full of extreme values and on D − p for every person p,
+// and:
+//
+//   - the outcome is the same: both answered or both refused, with the same
+//     refusal text, and the same released groups where the groups are
+//     public;
+//   - no query reaches the engine and fails there (an engine error after
+//     the charge is an internal error, and one that only some data
+//     triggers would be a one-bit oracle);
+//   - every count moves by at most its sensitivity, every sum by at most
+//     its sensitivity, summed over the groups;
+//   - every released number is finite;
+//   - every run ends within neighbourTimeout.
+//
+// New constructs join neighbourBattery as they land.
+
+// neighbourTimeout bounds one run (planning and engine) of a battery query
+// on the harness's tiny tables; a run still going after it has hung.
+const neighbourTimeout = 60 * time.Second
+
+// neighbourColumns is the header of the harness tables.
+const neighbourColumns = "pid,f,fz,i,t,u,b"
+
+// neighbourRows holds the harness data: every extreme value a file can
+// hold in each column type (NaN, ±Inf, ±0, ±MaxFloat64, the smallest
+// subnormal, MaxInt64 and MinInt64, an int too large for BIGINT, empty
+// text, NULL, long unicode). The first row holding fz is -0, so that the
+// engine meets -0 before 0 in that group, and without person 2 it does not.
+var neighbourRows = []string{
+	`2,-inf,-0,0,a,` + strings.Repeat("é☃𝄞", 200) + `,true`,
+	`1,nan,-0.0,9223372036854775807,a,,true`,
+	`1,inf,0,-9223372036854775808,b,x,false`,
+	`3,1.7976931348623157e308,1,100,b,x,true`,
+	`4,-1.7976931348623157e308,0,50,a,y,false`,
+	`4,-0,NaN,,,y,`,
+	`5,4.9e-324,inf,1e30,a,y,true`,
+	`6,,,,,,`,
+	`7,5,0,7,b,x,false`,
+	`7,-5,1,8,a,x,false`,
+	`7,1e-320,0,9,b,x,true`,
+	`8,0.25,-0,99,b,z,true`,
+}
+
+// neighbourCatalog declares the two harness tables: people (a privacy
+// unit, at most 2 groups and 2 rows per group per person) and rows (every
+// row a person).
+const neighbourCatalog = `budget: {epsilon: 1e30, delta: 0.5}
+tables:
+  people:
+    source: data.csv
+    privacy_unit: pid
+    max_groups_per_unit: 2
+    max_rows_per_group: 2
+    columns: &cols
+      pid: {type: int}
+      f:   {type: float, lower: -10, upper: 10, nullable: true}
+      fz:  {type: float, values: [0, 1]}
+      i:   {type: int, lower: 0, upper: 100, nullable: true}
+      t:   {type: text, values: [a, b, ""]}
+      u:   {type: text}
+      b:   {type: bool, values: [true, false]}
+  rows:
+    source: data.csv
+    columns: *cols
+`
+
+// neighbourBattery covers every construct dpstat accepts, with extreme
+// parameters. T stands for the table's name.
+var neighbourBattery = []string{
+	// Every aggregate.
+	"SELECT COUNT(*) FROM T",
+	"SELECT COUNT(f), SUM(f), AVG(f) FROM T",
+	"SELECT COUNT(i), SUM(i), AVG(i) FROM T",
+	"SELECT VAR_POP(f), VAR_SAMP(i), STDDEV_POP(i), STDDEV_SAMP(f) FROM T",
+	"SELECT MEDIAN(f) FROM T",
+	"SELECT percentile_cont(0.99) WITHIN GROUP (ORDER BY i) FROM T",
+	"SELECT COUNT(DISTINCT pid) FROM T",
+	// Public value lists: -0 and 0 are one key; empty text; booleans.
+	"SELECT fz, COUNT(*), SUM(f) FROM T GROUP BY fz",
+	"SELECT t, COUNT(*), AVG(i) FROM T GROUP BY t",
+	"SELECT b, COUNT(*) FROM T GROUP BY b",
+	"SELECT fz, t, b, COUNT(*), SUM(i) FROM T GROUP BY fz, t, b",
+	// Computed keys with extreme parameters.
+	"SELECT width_bucket(f, 0, 10, 5) AS w, COUNT(*) FROM T GROUP BY w",
+	"SELECT width_bucket(f, -1.7e308, 1.7e308, 4) AS w, COUNT(*) FROM T GROUP BY w",
+	"SELECT width_bucket(f, -8e307, 8e307, 4) AS w, COUNT(*) FROM T GROUP BY w",
+	"SELECT width_bucket(f, -1.7976931348623157e308, 0, 3) AS w, COUNT(*) FROM T GROUP BY w",
+	"SELECT width_bucket(i, 0, 1e308, 1000) AS w, COUNT(*) FROM T GROUP BY w",
+	"SELECT width_bucket(f, 0, 5e-324, 999998) AS w, COUNT(*) FROM T GROUP BY w",
+	"SELECT width_bucket(f, -1, 1, 2) AS w, MEDIAN(i) FROM T GROUP BY w",
+	"SELECT floor(f / 0.5) * 0.5 AS w, COUNT(*) FROM T GROUP BY w",
+	"SELECT floor(i / 5e-324) * 5e-324 AS w, COUNT(*) FROM T GROUP BY w",
+	"SELECT floor(f / 1e-300) * 1e-300 AS w, COUNT(*) FROM T GROUP BY w",
+	"SELECT floor(f / 1e300) * 1e300 AS w, COUNT(*), SUM(f) FROM T GROUP BY w",
+	"SELECT floor(f / 1.7976931348623157e308) * 1.7976931348623157e308 AS w, COUNT(*) FROM T GROUP BY w",
+	"SELECT CASE WHEN f < 0 THEN 'neg' WHEN f >= 0 THEN 'pos' ELSE 'none' END AS s, COUNT(*) FROM T GROUP BY s",
+	"SELECT CASE WHEN f > 1 THEN -0.0 ELSE 1.0 END AS s, COUNT(*) FROM T GROUP BY s",
+	"SELECT CASE WHEN i > 9223372036854775807 THEN 1 ELSE 2 END AS s, COUNT(*) FROM T GROUP BY s",
+	// WHERE at the extremes.
+	"SELECT COUNT(*) FROM T WHERE f < 1.7976931348623157e308",
+	"SELECT COUNT(*) FROM T WHERE f > -1.7976931348623157e308 AND f <> 0",
+	"SELECT COUNT(*) FROM T WHERE f = 'NaN'::float",
+	"SELECT COUNT(*) FROM T WHERE f = 'Infinity'::float",
+	"SELECT COUNT(*) FROM T WHERE i > 9223372036854775807",
+	"SELECT COUNT(*) FROM T WHERE i BETWEEN -9223372036854775808 AND 9223372036854775807",
+	"SELECT COUNT(*) FROM T WHERE i = 1e308",
+	"SELECT COUNT(*) FROM T WHERE i = 99999999999999999999999",
+	"SELECT COUNT(*) FROM T WHERE f = 4.9e-324 OR f = -0.0",
+	"SELECT COUNT(*) FROM T WHERE t = '' OR u = ''",
+	"SELECT COUNT(*) FROM T WHERE u = '" + strings.Repeat("é☃𝄞", 200) + "'",
+	"SELECT COUNT(*) FROM T WHERE u IN ('x', 'y', '') AND NOT b",
+	"SELECT COUNT(*) FROM T WHERE f IS NULL OR i IS NOT NULL",
+	"SELECT COUNT(*) FROM T WHERE NOT (f > 0 OR f <= 0)",
+	"SELECT COUNT(*) FROM T WHERE " + strings.Repeat("NOT ", 1000) + "f > 0",
+	"SELECT COUNT(*) FROM T WHERE " + strings.Repeat("NOT ", MaxExprDepth-1) + "f > 0",
+	// Key selection, most common values, answer filters.
+	"SELECT u, COUNT(*) FROM T GROUP BY u",
+	"SELECT u, MEDIAN(f), SUM(i) FROM T GROUP BY u",
+	"SELECT t, COUNT(*) FROM T GROUP BY t ORDER BY COUNT(*) DESC LIMIT 1",
+	"SELECT t, COUNT(*) AS n FROM T GROUP BY t HAVING COUNT(*) > 1 ORDER BY n DESC",
+}
+
+// neighbourOutcome is what an analyst sees of one run, less the noise.
+type neighbourOutcome struct {
+	err  error
+	res  *Result
+	prep *Prepared
+}
+
+// neighbourFixture holds a service per table variant: "D" and "D-p" for
+// every person p of each table.
+type neighbourFixture struct {
+	// services[table][variant]
+	services map[string]map[string]*Service
+	// persons[table] lists the variants other than "D", in order.
+	persons map[string][]string
+}
+
+var (
+	neighbourOnce sync.Once
+	neighbourFix  *neighbourFixture
+	neighbourErr  error
+)
+
+// neighbours builds the harness tables once per test binary.
+func neighbours(t testing.TB) *neighbourFixture {
+	t.Helper()
+	neighbourOnce.Do(func() { neighbourFix, neighbourErr = buildNeighbours() })
+	if neighbourErr != nil {
+		t.Fatal(neighbourErr)
+	}
+	return neighbourFix
+}
+
+func buildNeighbours() (*neighbourFixture, error) {
+	root, err := os.MkdirTemp("", "dpstat-neighbours-")
+	if err != nil {
+		return nil, err
+	}
+	fix := &neighbourFixture{services: map[string]map[string]*Service{}, persons: map[string][]string{}}
+	open := func(dir string, rows []string) (*Service, error) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		data := neighbourColumns + "\n" + strings.Join(rows, "\n") + "\n"
+		if err := os.WriteFile(filepath.Join(dir, "data.csv"), []byte(data), 0o644); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "catalog.yaml"), []byte(neighbourCatalog), 0o644); err != nil {
+			return nil, err
+		}
+		cat, err := catalog.Load(filepath.Join(dir, "catalog.yaml"))
+		if err != nil {
+			return nil, err
+		}
+		eng, err := duckdb.Open(duckdb.Options{Threads: 1})
+		if err != nil {
+			return nil, err
+		}
+		return NewService(context.Background(), cat, eng, &fakeLedger{})
+	}
+	pidOf := func(row string) string { return row[:strings.IndexByte(row, ',')] }
+	for _, table := range []string{"people", "rows"} {
+		fix.services[table] = map[string]*Service{}
+		svc, err := open(filepath.Join(root, table, "D"), neighbourRows)
+		if err != nil {
+			return nil, err
+		}
+		fix.services[table]["D"] = svc
+		// The people of the table: a privacy unit's rows, or each row.
+		var people []string
+		seen := map[string]bool{}
+		for i, r := range neighbourRows {
+			p := fmt.Sprintf("row%d", i+1)
+			if table == "people" {
+				p = "pid" + pidOf(r)
+			}
+			if !seen[p] {
+				seen[p] = true
+				people = append(people, p)
+			}
+		}
+		for _, p := range people {
+			var rest []string
+			for i, r := range neighbourRows {
+				if p != fmt.Sprintf("row%d", i+1) && p != "pid"+pidOf(r) {
+					rest = append(rest, r)
+				}
+			}
+			name := "D-" + p
+			svc, err := open(filepath.Join(root, table, name), rest)
+			if err != nil {
+				return nil, err
+			}
+			fix.services[table][name] = svc
+			fix.persons[table] = append(fix.persons[table], name)
+		}
+	}
+	return fix, nil
+}
+
+// neighbourOpts are the options of every harness run: noise far below any
+// tolerance, and a δ for key selection.
+func neighbourOpts() Options {
+	return Options{Epsilon: 1e20, Delta: 1e-3, Confidence: 0.95, Analyst: "neighbour"}
+}
+
+// runNeighbour runs one query on one variant within neighbourTimeout.
+func runNeighbour(t testing.TB, svc *Service, sql string) neighbourOutcome {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), neighbourTimeout)
+	defer cancel()
+	done := make(chan neighbourOutcome, 1)
+	go func() {
+		var o neighbourOutcome
+		o.prep, o.err = svc.Prepare(sql, neighbourOpts())
+		if o.err == nil {
+			o.res, o.err = svc.Run(ctx, o.prep)
+		}
+		done <- o
+	}()
+	select {
+	case o := <-done:
+		return o
+	case <-time.After(neighbourTimeout + 5*time.Second):
+		t.Fatalf("%s: did not end within %v", sql, neighbourTimeout)
+		return neighbourOutcome{}
+	}
+}
+
+// checkNeighbours compares the outcome on D with the outcome on D − p.
+func checkNeighbours(t testing.TB, sql, variant string, d, n neighbourOutcome) {
+	t.Helper()
+	var ee *EngineError
+	for _, o := range []struct {
+		name string
+		out  neighbourOutcome
+	}{{"D", d}, {variant, n}} {
+		if errors.As(o.out.err, &ee) {
+			t.Errorf("%s on %s: the engine failed after the charge: %v (%v)", sql, o.name, ee, ee.Err)
+		}
+		if o.out.res != nil {
+			for _, row := range o.out.res.Rows {
+				for _, v := range row {
+					if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+						t.Errorf("%s on %s: released a non-finite value %v in row %v", sql, o.name, f, row)
+					}
+				}
+			}
+		}
+	}
+	if (d.err == nil) != (n.err == nil) {
+		t.Errorf("%s: answered on one table and not the other:\n  D: %v\n  %s: %v", sql, d.err, variant, n.err)
+		return
+	}
+	if d.err != nil {
+		if d.err.Error() != n.err.Error() {
+			t.Errorf("%s: refusals differ:\n  D: %v\n  %s: %v", sql, d.err, variant, n.err)
+		}
+		return
+	}
+	plan, q := d.prep.Plan, d.prep.Plan.Query
+	if strings.Join(d.res.Columns, ",") != strings.Join(n.res.Columns, ",") {
+		t.Errorf("%s: columns differ: %v and %v", sql, d.res.Columns, n.res.Columns)
+		return
+	}
+	// Key selection, the most common values and answer filters choose
+	// rows with noise (that is what their cost pays for); other answers
+	// release every public group, so the groups must be the same.
+	if plan.Selection != nil || plan.TopK != nil || q.Having != nil || q.Limit >= 0 {
+		return
+	}
+	if len(d.res.Rows) != len(n.res.Rows) {
+		t.Errorf("%s: %d groups on D, %d on %s", sql, len(d.res.Rows), len(n.res.Rows), variant)
+		return
+	}
+	for i, o := range q.Outputs {
+		if o.IsKey() {
+			for g := range d.res.Rows {
+				if keyID(d.res.Rows[g][i:i+1]) != keyID(n.res.Rows[g][i:i+1]) {
+					t.Errorf("%s: group %d key %v on D, %v on %s", sql, g, d.res.Rows[g][i], n.res.Rows[g][i], variant)
+				}
+			}
+		}
+	}
+	// Counts and sums move by at most their sensitivity over all groups.
+	for _, ap := range plan.Aggregates {
+		switch ap.Aggregate.Func {
+		case CountStar, Count, CountDistinct, Sum:
+		default:
+			continue
+		}
+		sens := plan.Releases[ap.Releases[0]].Sensitivity
+		var moved float64
+		for g := range d.res.Rows {
+			a, _ := number(d.res.Rows[g][ap.Output])
+			b, _ := number(n.res.Rows[g][ap.Output])
+			moved += math.Abs(a - b)
+		}
+		if moved > sens*(1+1e-9)+1e-9 {
+			t.Errorf("%s: %s moved by %g in all between D and %s: more than its sensitivity %g", sql, ap.Aggregate, moved, variant, sens)
+		}
+	}
+}
+
+// TestNeighbouringTables runs the battery on D and on D − p for every
+// person p of both harness tables.
+func TestNeighbouringTables(t *testing.T) {
+	fix := neighbours(t)
+	for _, table := range []string{"people", "rows"} {
+		t.Run(table, func(t *testing.T) {
+			for _, q := range neighbourBattery {
+				sql := strings.ReplaceAll(q, "FROM T", "FROM "+table)
+				if table == "rows" && strings.Contains(sql, "DISTINCT pid") {
+					continue // no privacy unit to count
+				}
+				d := runNeighbour(t, fix.services[table]["D"], sql)
+				for _, v := range fix.persons[table] {
+					checkNeighbours(t, sql, v, d, runNeighbour(t, fix.services[table][v], sql))
+				}
+			}
+		})
+	}
+}
