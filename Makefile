@@ -8,7 +8,7 @@ LEDGER ?= $(CURDIR)/.dpstat/demo-ledger.db
 # Packages with concurrent code, also tested under the race detector.
 RACE_PKGS = ./random/ ./accounting/ ./ledger/ ./analyst/ ./collector/ ./server/... ./pgwire/ ./query/
 
-.PHONY: demo test build vet fmt-check bench
+.PHONY: demo test build vet fmt-check bench fuzz
 
 build:
 	$(GO) build -o dpstat ./cmd/dpstat
@@ -29,6 +29,13 @@ vet:
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
+
+# Fuzz the planner and the neighbouring-table oracle (docs/privacy.md §7);
+# make test runs only their seed corpus.
+FUZZTIME ?= 2m
+fuzz:
+	$(GO) test ./query/ -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./query/ -run '^$$' -fuzz '^FuzzNeighbours$$' -fuzztime $(FUZZTIME)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime=200ms ./noise/ ./mechanism/ ./ledger/

@@ -395,3 +395,27 @@ func floorBucket(col *catalog.Column, w float64) (*Bucket, error) {
 	}
 	return b, nil
 }
+
+// String spells the computed key as SQL, for messages.
+func (b *Bucket) String() string {
+	switch b.Kind {
+	case WidthBucket:
+		return fmt.Sprintf("width_bucket(%s, %g, %g, %d)", b.Column, b.Lo, b.Hi, b.N)
+	case FloorBucket:
+		return fmt.Sprintf("floor(%s / %g) * %g", b.Column, b.Width, b.Width)
+	}
+	return "CASE … END"
+}
+
+// keyNames spells the GROUP BY keys for messages: columns by name,
+// computed keys as their expressions.
+func (q *Query) keyNames() string {
+	names := make([]string, len(q.GroupBy))
+	for i, g := range q.GroupBy {
+		names[i] = g
+		if b := q.Buckets[g]; b != nil {
+			names[i] = b.String()
+		}
+	}
+	return strings.Join(names, ", ")
+}

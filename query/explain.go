@@ -223,7 +223,7 @@ func (p *Plan) describeKeys() string {
 		return "no GROUP BY: one group, the whole table"
 	}
 	return fmt.Sprintf("public value lists of %s (declared in the catalog): %d group(s), all released, including empty ones; no data decides which",
-		strings.Join(p.Query.GroupBy, ", "), len(p.Keys))
+		p.Query.keyNames(), len(p.Keys))
 }
 
 // Lines renders the explanation as text, one line per item, the way

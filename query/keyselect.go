@@ -194,7 +194,7 @@ func compareKeys(a, b any) int {
 func (n *Noise) describeSelection() string {
 	ks := n.plan.Selection
 	return fmt.Sprintf("DP key selection on %s (no public value list for %s): per key, the number of distinct people (each counted in at most %d key(s)) plus discrete Laplace noise of scale %.4g (ε=%g); keys with a noisy count ≥ %d are released. A key that only one person%s has is released with probability %.3g (≤ δ/%d), so the selection costs ε=%g, δ=%g",
-		strings.Join(n.plan.Query.GroupBy, ", "), strings.Join(ks.Columns, ", "), ks.Sensitivity, n.sel.m.Scale(), ks.Epsilon,
+		n.plan.Query.keyNames(), strings.Join(ks.Columns, ", "), ks.Sensitivity, n.sel.m.Scale(), ks.Epsilon,
 		n.sel.threshold, groupWords(ks.MaxCount), n.sel.single, ks.Sensitivity, ks.Epsilon, ks.Delta)
 }
 

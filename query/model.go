@@ -261,7 +261,7 @@ func (q *Query) String() string {
 		b.WriteString(" WHERE " + exprString(q.Where, q))
 	}
 	if len(q.GroupBy) > 0 {
-		b.WriteString(" GROUP BY " + strings.Join(q.GroupBy, ", "))
+		b.WriteString(" GROUP BY " + q.keyNames())
 	}
 	if q.Having != nil {
 		b.WriteString(" HAVING " + exprString(q.Having, q))

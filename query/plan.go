@@ -225,9 +225,9 @@ func NewPlanDelta(q *Query, table *catalog.Table, epsilon, delta float64) (*Plan
 		return nil, refuse("epsilon = %v: want a finite number > 0", epsilon)
 	}
 	p := &Plan{Query: q, Table: table, Epsilon: epsilon}
-	for name, b := range q.Buckets {
+	for _, b := range q.Buckets {
 		if n := len(b.Values(table)); n > MaxGroups {
-			return nil, refuse("GROUP BY %s gives %d bins: want at most %d", name, n, MaxGroups)
+			return nil, refuse("GROUP BY %s gives %d bins: want at most %d", b, n, MaxGroups)
 		}
 	}
 	var undeclared []string
@@ -240,7 +240,7 @@ func NewPlanDelta(q *Query, table *catalog.Table, epsilon, delta float64) (*Plan
 	if len(undeclared) > 0 {
 		if !(delta > 0 && delta < 1) {
 			return nil, refuse("GROUP BY %s needs δ > 0: column(s) %s have no public value list, so the released keys are chosen by DP key selection, which spends δ; pass a δ (e.g. --delta 1e-6) or declare `values:` in the catalog",
-				strings.Join(q.GroupBy, ", "), strings.Join(undeclared, ", "))
+				q.keyNames(), strings.Join(undeclared, ", "))
 		}
 		p.Selection = &KeySelection{Columns: undeclared, Epsilon: epsilon / 2, Delta: delta}
 		aggEpsilon = epsilon / 2
@@ -255,7 +255,7 @@ func NewPlanDelta(q *Query, table *catalog.Table, epsilon, delta float64) (*Plan
 		}
 		vals := p.keyValues(g)
 		if len(p.Keys)*len(vals) > MaxGroups {
-			return nil, refuse("GROUP BY %v gives more than %d groups", q.GroupBy, MaxGroups)
+			return nil, refuse("GROUP BY %s gives more than %d groups; want at most %d", q.keyNames(), MaxGroups, MaxGroups)
 		}
 		next := make([][]any, 0, len(p.Keys)*len(vals))
 		for _, k := range p.Keys {

@@ -2,7 +2,6 @@ package query
 
 import (
 	"fmt"
-	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
@@ -151,7 +150,7 @@ func (n *Noise) selectTopK(ex *Exact, keys [][]any) (*Exact, [][]any, error) {
 func (n *Noise) describeTopK(candidates string) string {
 	t := n.plan.TopK
 	return fmt.Sprintf("most common values of %s: %d round(s) of report-noisy-max with exponential noise (permute-and-flip), ε=%g each (%g in all), score sensitivity %g, over %s; the keys are released in the order chosen",
-		strings.Join(n.plan.Query.GroupBy, ", "), t.K, t.Round, t.Epsilon, t.Sensitivity, candidates)
+		n.plan.Query.keyNames(), t.K, t.Round, t.Epsilon, t.Sensitivity, candidates)
 }
 
 // candidates says which keys a most-common-values query chooses among.
