@@ -181,6 +181,9 @@ func TestEndToEndExact(t *testing.T) {
 		{"injection through a column identifier", `{"sql":"SELECT SUM(\"age) FROM adult; --\") FROM adult"}`, "unknown_column", 400},
 		{"injection through a string literal stays one literal", `{"sql":"SELECT COUNT(*) FROM adult WHERE sex = 'x'' OR ''1''=''1'","dry_run":true}`, "", 200},
 		{"over budget", `{"sql":"SELECT COUNT(*) FROM adult","epsilon":1e21}`, "budget_exceeded", 409},
+		{"condition nested too deeply", `{"sql":"SELECT COUNT(*) FROM adult WHERE ` + strings.Repeat("NOT ", 1000) + `age > 30"}`, "refused", 400},
+		{"width_bucket that could overflow", `{"sql":"SELECT width_bucket(age, -1.7e308, 1.7e308, 4) AS w, COUNT(*) FROM adult GROUP BY w"}`, "refused", 400},
+		{"bins that cannot be counted, dry run", `{"sql":"SELECT floor(age / 5e-324) * 5e-324 AS b, COUNT(*) FROM adult GROUP BY b","dry_run":true}`, "refused", 400},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, m := s.post(t, tok, tc.body)
