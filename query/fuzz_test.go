@@ -68,6 +68,11 @@ func FuzzNeighbours(f *testing.F) {
 			if !strings.Contains(sql, table) {
 				continue
 			}
+			// The fuzzer reports an input slower than 10 s as a hang:
+			// plans with very many groups are left to the battery.
+			if p, err := fix.services[table]["D"].Prepare(sql, neighbourOpts()); err == nil && len(p.Plan.Keys) > 10_000 {
+				continue
+			}
 			variants := fix.persons[table]
 			v := variants[int(drop)%len(variants)]
 			d := runNeighbour(t, fix.services[table]["D"], sql)
