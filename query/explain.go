@@ -208,6 +208,15 @@ func (n *Noise) halfWidth(j int, confidence float64) (float64, string) {
 	case Quantile:
 		r := n.plan.Releases[a.Releases[0]]
 		h := n.plan.Histograms[r.Stat]
+		if a.Aggregate.Extreme != 0 {
+			rank := n.extremeRank(a, h)
+			end := "smallest"
+			if a.Aggregate.Extreme > 0 {
+				end = "largest"
+			}
+			return 0, fmt.Sprintf("never the exact value: the exponential mechanism aims at the value of rank %s from the %s end, so with probability %g the released value lies between the %s value and the value of rank %s from that end, on a grid of %d candidates in [%g, %g]; the interval shown is the declared range",
+				fmtG(rank), end[len(end)-4:], ExtremeConfidence, end, fmtG(2*rank), h.Bins+1, h.Lower, h.Upper)
+		}
 		t := n.selects[a.Releases[0]].UtilityBound(h.Bins+1, 1-confidence)
 		return 0, fmt.Sprintf("the released value's rank is within ±%s of q·n (n values in the group) on a grid of %d candidates in [%g, %g]; the interval shown is the declared range",
 			fmtG(t), h.Bins+1, h.Lower, h.Upper)

@@ -50,6 +50,11 @@ func TestGoldenSQL(t *testing.T) {
 		{"top_k_unit_counts", "examples", "SELECT day, COUNT(*) FROM visits GROUP BY day ORDER BY COUNT(*) DESC LIMIT 3"},
 		{"width_bucket", "examples", "SELECT width_bucket(age, 20, 70, 5) AS bucket, COUNT(*) FROM adult GROUP BY 1"},
 		{"floor_bins", "examples", "SELECT floor(hours_per_week / 10) * 10 AS hours, COUNT(*), AVG(age) FROM adult GROUP BY hours"},
+		{"sum_of_case", "test", "SELECT SUM(CASE WHEN city = 'A' THEN age ELSE 0 END) FROM people"},
+		{"count_filter", "test", "SELECT COUNT(*) FILTER (WHERE age > 25), SUM(score) FILTER (WHERE flag) FROM people"},
+		{"arithmetic_unit", "examples", "SELECT day, SUM(euros_spent * 2 - 1), AVG(LEAST(minutes_spent, 30)) FROM visits GROUP BY day"},
+		{"min_max", "examples", "SELECT sex, MIN(age), MAX(hours_per_week) FROM adult GROUP BY sex"},
+		{"where_narrows", "examples", "SELECT SUM(age) FROM adult WHERE age BETWEEN 30 AND 60"},
 		{"case_bins_unit", "examples", "SELECT CASE WHEN euros_spent < 10 THEN 'low' WHEN euros_spent < 30 THEN 'mid' ELSE 'high' END AS spend, COUNT(*) FROM visits GROUP BY spend"},
 	}
 	for _, tt := range tests {

@@ -91,19 +91,35 @@ type Aggregate struct {
 	Column string
 	// Q is the quantile's fraction in [0, 1] (Quantile only).
 	Q float64
+	// Extreme is -1 for MIN and +1 for MAX, released as quantiles of a
+	// low or high rank (Quantile only; see Plan.extremeRank).
+	Extreme int
+	// Expr spells the aggregated expression when Column is a derived
+	// column (Query.Derived).
+	Expr string
 }
 
 // String renders the aggregate as SQL, e.g. "AVG(hours_per_week)".
 func (a Aggregate) String() string {
+	arg := a.Column
+	if a.Expr != "" {
+		arg = a.Expr
+	}
+	switch {
+	case a.Func == Quantile && a.Extreme < 0:
+		return "MIN(" + arg + ")"
+	case a.Func == Quantile && a.Extreme > 0:
+		return "MAX(" + arg + ")"
+	}
 	switch a.Func {
 	case CountStar:
 		return "COUNT(*)"
 	case CountDistinct:
 		return "COUNT(DISTINCT " + a.Column + ")"
 	case Quantile:
-		return fmt.Sprintf("PERCENTILE_CONT(%g) WITHIN GROUP (ORDER BY %s)", a.Q, a.Column)
+		return fmt.Sprintf("PERCENTILE_CONT(%g) WITHIN GROUP (ORDER BY %s)", a.Q, arg)
 	}
-	return a.Func.String() + "(" + a.Column + ")"
+	return a.Func.String() + "(" + arg + ")"
 }
 
 // Output is one column of the answer: a group key or an aggregate.
@@ -135,6 +151,9 @@ type Query struct {
 	// Buckets maps the GroupBy names of computed keys (width_bucket,
 	// floor(col / w) * w, CASE bins) to their definitions.
 	Buckets map[string]*Bucket
+	// Derived maps the names of derived columns ("#e1", …), the
+	// aggregated expressions of the project stage, to their definitions.
+	Derived map[string]*Derived
 	// Where is the row predicate, or nil.
 	Where Expr
 	// Having filters the noisy answer rows, or nil. Its operands are

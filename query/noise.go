@@ -495,7 +495,13 @@ func (n *Noise) quantile(ex *Exact, g int, a AggregatePlan) (float64, error) {
 	if r.Stat < len(ex.Hist) && ex.Hist[r.Stat] != nil {
 		counts = ex.Hist[r.Stat][g]
 	}
-	i, err := n.selects[a.Releases[0]].Select(quantileScores(counts, h.Bins, a.Aggregate.Q))
+	var scores []float64
+	if a.Aggregate.Extreme != 0 {
+		scores = extremeScores(counts, h.Bins, a.Aggregate.Extreme, n.extremeRank(a, h))
+	} else {
+		scores = quantileScores(counts, h.Bins, a.Aggregate.Q)
+	}
+	i, err := n.selects[a.Releases[0]].Select(scores)
 	if err != nil {
 		return 0, err
 	}

@@ -396,11 +396,16 @@ func (p *parser) target(n *pg.Node) error {
 		switch {
 		case agg.Func == CountDistinct:
 			name = "count_distinct"
-		case funcName(fc) == "median":
-			name = "median"
+		case funcName(fc) == "median", funcName(fc) == "min", funcName(fc) == "max":
+			name = funcName(fc)
 		}
-		if agg.Column != "" {
+		if agg.Column != "" && agg.Expr == "" {
 			name += "_" + agg.Column
+		}
+		// Unnamed outputs of the same name are numbered: sum, sum_2, …
+		base := name
+		for i := 2; p.outputNamed(name); i++ {
+			name = base + "_" + strconv.Itoa(i)
 		}
 	}
 	p.q.Outputs = append(p.q.Outputs, Output{Name: name, Agg: &agg})
@@ -424,8 +429,6 @@ var laterAggregates = map[string]string{
 	"percentile_cont": "write percentile_cont(q) WITHIN GROUP (ORDER BY col)",
 	"percentile_disc": "use percentile_cont(q) WITHIN GROUP (ORDER BY col)",
 	"quantile":        "use percentile_cont(q) WITHIN GROUP (ORDER BY col) or MEDIAN(col)",
-	"min":             "MIN and MAX would reveal one person's value; they are never released",
-	"max":             "MIN and MAX would reveal one person's value; they are never released",
 }
 
 func (p *parser) aggregate(fc *pg.FuncCall) (Aggregate, error) {
@@ -433,12 +436,12 @@ func (p *parser) aggregate(fc *pg.FuncCall) (Aggregate, error) {
 	switch {
 	case fc.Over != nil:
 		return Aggregate{}, refuse("window functions (%s ... OVER) are not supported", strings.ToUpper(name))
-	case fc.AggDistinct && name == "count":
+	case fc.AggDistinct && name == "count" && fc.AggFilter == nil:
 		return p.countDistinct(fc)
+	case fc.AggDistinct && name == "count":
+		return Aggregate{}, refuse("COUNT(DISTINCT ...) FILTER (WHERE ...) is not supported; filter with WHERE")
 	case fc.AggDistinct:
 		return Aggregate{}, refuse("%s(DISTINCT ...) is not supported; the only DISTINCT aggregate is COUNT(DISTINCT %s)", strings.ToUpper(name), p.unitName())
-	case fc.AggFilter != nil:
-		return Aggregate{}, refuse("aggregate FILTER clauses are not supported; use WHERE")
 	case fc.AggWithinGroup && name == "percentile_cont":
 		return p.percentile(fc)
 	case len(fc.AggOrder) > 0 || fc.AggWithinGroup:
@@ -447,10 +450,15 @@ func (p *parser) aggregate(fc *pg.FuncCall) (Aggregate, error) {
 		return Aggregate{}, refuse("VARIADIC arguments are not supported")
 	}
 	var f AggFunc
+	extreme := 0
 	switch name {
 	case "count":
 		f = Count
 		if fc.AggStar {
+			if fc.AggFilter != nil {
+				// COUNT(*) FILTER (WHERE c) counts CASE WHEN c THEN 1 END.
+				return p.filtered(fc, Count, Constant{Value: 1, Int: true}, 0)
+			}
 			return Aggregate{Func: CountStar}, nil
 		}
 	case "sum":
@@ -467,30 +475,50 @@ func (p *parser) aggregate(fc *pg.FuncCall) (Aggregate, error) {
 		f = StddevSamp
 	case "median":
 		f = Quantile
+	case "min":
+		f, extreme = Quantile, -1
+	case "max":
+		f, extreme = Quantile, 1
 	default:
 		if why, ok := laterAggregates[name]; ok {
-			return Aggregate{}, refuse("%s is not supported: %s; supported: COUNT, SUM, AVG, VAR_POP, VAR_SAMP, STDDEV_POP, STDDEV_SAMP, MEDIAN, percentile_cont", strings.ToUpper(name), why)
+			return Aggregate{}, refuse("%s is not supported: %s; supported: COUNT, SUM, AVG, MIN, MAX, VAR_POP, VAR_SAMP, STDDEV_POP, STDDEV_SAMP, MEDIAN, percentile_cont", strings.ToUpper(name), why)
 		}
-		return Aggregate{}, refuse("function %s is not supported in the select list; supported aggregates: COUNT(*), COUNT(col), SUM(col), AVG(col)", name)
+		return Aggregate{}, refuse("function %s is not supported in the select list; supported aggregates: COUNT, SUM, AVG, MIN, MAX, VAR_POP, VAR_SAMP, STDDEV_POP, STDDEV_SAMP, MEDIAN, percentile_cont", name)
 	}
 	if fc.AggStar {
 		return Aggregate{}, refuse("%s(*) is not valid; name a column", strings.ToUpper(name))
 	}
 	if len(fc.Args) != 1 {
-		return Aggregate{}, refuse("%s takes exactly one column, got %d arguments", strings.ToUpper(name), len(fc.Args))
+		return Aggregate{}, refuse("%s takes exactly one column or expression, got %d arguments", strings.ToUpper(name), len(fc.Args))
 	}
-	cr := fc.Args[0].GetColumnRef()
-	if cr == nil {
-		if fc.Args[0].GetFuncCall() != nil {
-			return Aggregate{}, refuse("%s of an expression is not supported; aggregate a column", strings.ToUpper(name))
+	arg := fc.Args[0]
+	if c := arg.GetAConst(); c != nil && f == Count && !c.Isnull {
+		// COUNT(1) counts rows, as COUNT(*) does.
+		if fc.AggFilter != nil {
+			return p.filtered(fc, Count, Constant{Value: 1, Int: true}, 0)
 		}
-		if c := fc.Args[0].GetAConst(); c != nil && f == Count {
-			// COUNT(1) counts rows, as COUNT(*) does.
-			if !c.Isnull {
-				return Aggregate{Func: CountStar}, nil
+		return Aggregate{Func: CountStar}, nil
+	}
+	cr := arg.GetColumnRef()
+	if cr == nil || fc.AggFilter != nil {
+		// An expression, or a column under FILTER: a derived column.
+		if f == Count && cr != nil {
+			col, err := p.columnRef(cr)
+			if err != nil {
+				return Aggregate{}, err
+			}
+			if col.Type != catalog.Int && col.Type != catalog.Float {
+				// COUNT(text) FILTER (WHERE c) counts the rows where c
+				// holds and the column is not NULL.
+				return p.filteredWhen(fc, Count, Constant{Value: 1, Int: true}, 0,
+					IsNull{Arg: Operand{Kind: ColumnRef, Column: col.Name}, Negate: true})
 			}
 		}
-		return Aggregate{}, refuse("%s of an expression is not supported; aggregate a column", strings.ToUpper(name))
+		s, err := p.scalar(arg)
+		if err != nil {
+			return Aggregate{}, err
+		}
+		return p.filtered(fc, f, s, extreme)
 	}
 	col, err := p.columnRef(cr)
 	if err != nil {
@@ -501,14 +529,61 @@ func (p *parser) aggregate(fc *pg.FuncCall) (Aggregate, error) {
 			return Aggregate{}, refuse("%s(%s): column %s is %s; %s needs an int or float column", strings.ToUpper(name), col.Name, col.Name, col.Type, strings.ToUpper(name))
 		}
 		if !col.Bounded() {
-			return Aggregate{}, refuse("%s(%s) needs declared bounds: declare `lower:` and `upper:` for column %s in the catalog", strings.ToUpper(name), col.Name, col.Name)
+			return Aggregate{}, refuse("%s(%s) needs declared bounds: declare `lower:` and `upper:` for column %s in the catalog, or clamp it: %s(LEAST(GREATEST(%s, low), high))", strings.ToUpper(name), col.Name, col.Name, strings.ToUpper(name), col.Name)
 		}
 	}
-	a := Aggregate{Func: f, Column: col.Name}
+	a := Aggregate{Func: f, Column: col.Name, Extreme: extreme}
 	if f == Quantile {
 		a.Q = 0.5
 	}
 	return a, nil
+}
+
+// filtered builds the aggregate f of the expression s, under the call's
+// FILTER (WHERE …) clause if it has one: AGG(x) FILTER (WHERE c) aggregates
+// CASE WHEN c THEN x END, whose NULLs every aggregate skips.
+func (p *parser) filtered(fc *pg.FuncCall, f AggFunc, s Scalar, extreme int) (Aggregate, error) {
+	return p.filteredWhen(fc, f, s, extreme, nil)
+}
+
+// filteredWhen is filtered with an extra condition ANDed to the filter.
+func (p *parser) filteredWhen(fc *pg.FuncCall, f AggFunc, s Scalar, extreme int, extra Expr) (Aggregate, error) {
+	var conds []Expr
+	if fc.AggFilter != nil {
+		c, err := p.expr(fc.AggFilter, false)
+		if err != nil {
+			return Aggregate{}, err
+		}
+		conds = append(conds, c)
+	}
+	if extra != nil {
+		conds = append(conds, extra)
+	}
+	switch len(conds) {
+	case 0:
+	case 1:
+		s = Cond{Whens: conds, Thens: []Scalar{s}}
+	default:
+		s = Cond{Whens: []Expr{And{Args: conds}}, Thens: []Scalar{s}}
+	}
+	name := p.derive(s)
+	a := Aggregate{Func: f, Column: name, Extreme: extreme, Expr: p.q.Derived[name].Text}
+	if fc.AggFilter != nil {
+		a.Expr = scalarStringFiltered(s)
+	}
+	if f == Quantile && extreme == 0 {
+		a.Q = 0.5
+	}
+	return a, nil
+}
+
+// scalarStringFiltered spells a filtered argument the way it was written:
+// x FILTER (WHERE c) for CASE WHEN c THEN x END.
+func scalarStringFiltered(s Scalar) string {
+	if c, ok := s.(Cond); ok && len(c.Whens) == 1 && c.Else == nil {
+		return scalarString(c.Thens[0]) + ") FILTER (WHERE " + exprString(c.Whens[0], nil)
+	}
+	return scalarString(s)
 }
 
 var compareOps = map[string]string{"=": "=", "<>": "<>", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
@@ -898,4 +973,15 @@ func (p *parser) comparable(a, b Operand) error {
 	// An int column compared with a fractional literal is fine (age < 30.5);
 	// nothing else needs checking.
 	return nil
+}
+
+// outputNamed reports whether an output of the query has the name
+// (compared without case).
+func (p *parser) outputNamed(name string) bool {
+	for _, o := range p.q.Outputs {
+		if strings.EqualFold(o.Name, name) {
+			return true
+		}
+	}
+	return false
 }

@@ -45,11 +45,20 @@ func (p *parser) percentile(fc *pg.FuncCall) (Aggregate, error) {
 		return Aggregate{}, refuse("percentile_cont takes one literal fraction between 0 and 1, e.g. percentile_cont(0.9)")
 	}
 	sb := fc.AggOrder[0].GetSortBy()
-	if sb == nil || sb.Node.GetColumnRef() == nil {
-		return Aggregate{}, refuse("percentile_cont orders by one column: WITHIN GROUP (ORDER BY col)")
+	if sb == nil {
+		return Aggregate{}, refuse("percentile_cont orders by one column or expression: WITHIN GROUP (ORDER BY col)")
 	}
 	if sb.SortbyDir == pg.SortByDir_SORTBY_DESC || sb.SortbyDir == pg.SortByDir_SORTBY_USING {
 		return Aggregate{}, refuse("percentile_cont ... (ORDER BY col DESC) is not supported; use percentile_cont(1 − q) with ascending order")
+	}
+	if sb.Node.GetColumnRef() == nil || fc.AggFilter != nil {
+		s, err := p.scalar(sb.Node)
+		if err != nil {
+			return Aggregate{}, err
+		}
+		a, err := p.filtered(fc, Quantile, s, 0)
+		a.Q = q
+		return a, err
 	}
 	col, err := p.columnRef(sb.Node.GetColumnRef())
 	if err != nil {

@@ -224,6 +224,12 @@ func NewPlanDelta(q *Query, table *catalog.Table, epsilon, delta float64) (*Plan
 	if math.IsNaN(epsilon) || math.IsInf(epsilon, 0) || epsilon <= 0 {
 		return nil, refuse("epsilon = %v: want a finite number > 0", epsilon)
 	}
+	// The relation the plan aggregates: the table with the bounds WHERE
+	// implies and the derived columns of the project stage.
+	table, err := relation(q, table)
+	if err != nil {
+		return nil, err
+	}
 	p := &Plan{Query: q, Table: table, Epsilon: epsilon}
 	for _, b := range q.Buckets {
 		if n := len(b.Values(table)); n > MaxGroups {

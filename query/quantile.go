@@ -91,6 +91,53 @@ func quantileScores(counts []int64, bins int, q float64) []float64 {
 	return scores
 }
 
+// ExtremeConfidence is the probability with which MIN and MAX land within
+// their stated rank range (see extremeRank).
+const ExtremeConfidence = 0.95
+
+// extremeRank is the rank r from the bottom (MIN) or the top (MAX) that
+// MIN and MAX aim at. An exact minimum or maximum is never released: one
+// person moves it anywhere in the declared range. The exponential
+// mechanism over the histogram's candidates with utility −|rank − r| picks
+// a value whose rank is within ±r of r with probability
+// ExtremeConfidence, r being that accuracy bound plus one half: the
+// released MIN lies, with that probability, between the smallest value and
+// the value of rank 2r (MAX likewise from the top). r depends only on ε and the number of
+// candidates, never on the data.
+func (n *Noise) extremeRank(a AggregatePlan, h Histogram) float64 {
+	// Half a value above the bound: a rank of at least 0.5 (rank counts
+	// values equal to the candidate as halves) is at or beyond the true
+	// extreme, so with probability ExtremeConfidence MIN is never below
+	// the true minimum, nor MAX above the maximum.
+	return n.selects[a.Releases[0]].UtilityBound(h.Bins+1, 1-ExtremeConfidence) + 0.5
+}
+
+// extremeScores returns the utility of every candidate for MIN (extreme
+// < 0: −|rank − r|, rank counted from the bottom) or MAX (extreme > 0:
+// rank counted from the top). Like quantileScores, one row moves every
+// utility by at most 1.
+func extremeScores(counts []int64, bins int, extreme int, r float64) []float64 {
+	var n int64
+	for _, c := range counts {
+		n += c
+	}
+	scores := make([]float64, bins+1)
+	var below int64
+	for i := 0; i <= bins; i++ {
+		var c int64
+		if i < len(counts) {
+			c = counts[i]
+		}
+		rank := float64(below) + float64(c)/2
+		if extreme > 0 {
+			rank = float64(n-below-c) + float64(c)/2
+		}
+		scores[i] = -math.Abs(rank - r)
+		below += c
+	}
+	return scores
+}
+
 // HistogramSQL generates the engine statement computing histogram h per
 // group: columns k0, k1, …, then b (the bin) and c (its count). Rows are
 // bounded as for the main statement (at most RowsPerGroup rows per person
@@ -113,7 +160,10 @@ func (p *Plan) HistogramSQL(d engine.Dialect, h int) (string, error) {
 		}
 		cols = append(cols, e+" AS "+keys[i])
 	}
-	col := g.ident(hist.Column)
+	col, err := g.column(hist.Column)
+	if err != nil {
+		return "", err
+	}
 	lits := make([]string, 3)
 	for i, v := range []float64{hist.Lower, hist.Upper, hist.Step} {
 		l, err := engine.Literal(d, v)

@@ -76,7 +76,9 @@ type sqlGen struct {
 // statistic reads a float column, and no float column is a key, the
 // privacy unit or part of the WHERE clause.
 func (p *Plan) rawFloatsOK() bool {
-	if len(p.floatColumns()) == 0 {
+	if len(p.floatColumns()) == 0 || len(p.Query.Derived) > 0 {
+		// Derived columns compute with their inputs: they read the view
+		// where NaN is NULL.
 		return false
 	}
 	isFloat := func(col string) bool {
@@ -488,7 +490,7 @@ func (g *sqlGen) summand(s Summand) (string, error) {
 	case RowCount, DistinctUnits:
 		return "", nil
 	case NonNullCount:
-		return g.ident(s.Column), nil
+		return g.column(s.Column)
 	case CentredSquareSum:
 		return g.squareSummand(s)
 	}
@@ -499,7 +501,10 @@ func (g *sqlGen) summand(s Summand) (string, error) {
 	// bound, which costs nothing per row, and ReadExact takes the lower
 	// bound's grid value back out once per NULL (Statistic.Values counts
 	// the others).
-	col := g.ident(s.Column)
+	col, err := g.column(s.Column)
+	if err != nil {
+		return "", err
+	}
 	intType := g.d.TypeName(engine.Integer32)
 	nullable := func(e string) string {
 		if g.nullsClamped() {
@@ -648,7 +653,10 @@ func (g *sqlGen) expr(e Expr) (string, error) {
 // squareSummand renders (x − m)², x clamped to the declared bounds and m
 // their midpoint, scaled to an integer number of 2^Exp steps.
 func (g *sqlGen) squareSummand(s Summand) (string, error) {
-	col := g.ident(s.Column)
+	col, err := g.column(s.Column)
+	if err != nil {
+		return "", err
+	}
 	lits := make([]string, 4)
 	for i, v := range []float64{s.LowerValue, s.UpperValue, s.LowerValue + (s.UpperValue-s.LowerValue)/2, math.Ldexp(1, -s.Exp)} {
 		l, err := engine.Literal(g.d, v)
