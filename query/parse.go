@@ -367,6 +367,9 @@ func (p *parser) target(n *pg.Node) error {
 		p.q.Outputs = append(p.q.Outputs, Output{Name: name, Key: col.Name})
 		return nil
 	}
+	if fc := rt.Val.GetFuncCall(); containsAggregate(rt.Val) && (fc == nil || !aggregateNames[funcName(fc)]) {
+		return refuse("expressions over released aggregates (such as SUM(x) * 2 or SUM(x) / COUNT(*)) are not supported yet: select the aggregates themselves and compute with their noisy values afterwards, at no further cost")
+	}
 	if isBucketExpr(rt.Val) {
 		key, err := p.bucketOutput(rt.Val)
 		if err != nil {
@@ -981,6 +984,46 @@ func (p *parser) outputNamed(name string) bool {
 	for _, o := range p.q.Outputs {
 		if strings.EqualFold(o.Name, name) {
 			return true
+		}
+	}
+	return false
+}
+
+// containsAggregate reports whether an expression of the select list
+// calls an aggregate function anywhere.
+func containsAggregate(n *pg.Node) bool {
+	if n == nil {
+		return false
+	}
+	any := func(nodes []*pg.Node) bool {
+		for _, x := range nodes {
+			if containsAggregate(x) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case n.GetFuncCall() != nil:
+		fc := n.GetFuncCall()
+		return aggregateNames[funcName(fc)] || any(fc.Args)
+	case n.GetAExpr() != nil:
+		return containsAggregate(n.GetAExpr().Lexpr) || containsAggregate(n.GetAExpr().Rexpr)
+	case n.GetTypeCast() != nil:
+		return containsAggregate(n.GetTypeCast().Arg)
+	case n.GetMinMaxExpr() != nil:
+		return any(n.GetMinMaxExpr().Args)
+	case n.GetCoalesceExpr() != nil:
+		return any(n.GetCoalesceExpr().Args)
+	case n.GetCaseExpr() != nil:
+		ce := n.GetCaseExpr()
+		if containsAggregate(ce.Defresult) {
+			return true
+		}
+		for _, a := range ce.Args {
+			if w := a.GetCaseWhen(); w != nil && (containsAggregate(w.Expr) || containsAggregate(w.Result)) {
+				return true
+			}
 		}
 	}
 	return false
