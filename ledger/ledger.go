@@ -237,29 +237,37 @@ func Open(path string, opts Options) (*Ledger, error) {
 }
 
 // checkOnOpen upgrades a format-1 ledger opened for writing, seals it when
-// that is asked for, and verifies it (see Verify).
+// that is asked for, and verifies it (see Verify). Nothing is written to a
+// ledger that needs no upgrade or seal, nor to one that fails a check.
 func (l *Ledger) checkOnOpen(opts Options) error {
 	if !l.readOnly {
-		err := l.update(func(tx *bolt.Tx) error {
-			if err := l.migrate(tx); err != nil {
-				return err
-			}
-			h, err := readHead(tx)
-			if err != nil {
-				return err
-			}
-			sealed := tx.Bucket(bucketMeta).Get(keyChainMAC) != nil
-			switch {
-			case sealed && l.key == nil:
-				return fmt.Errorf("the ledger is sealed with a key: give the key to write to it (DPSTAT_LEDGER_KEY_FILE), or open it read-only: %w", ErrKey)
-			case !sealed && l.key != nil && (h.seq == 0 || opts.Seal):
+		var version int
+		var sealed bool
+		var h chainHead
+		err := l.view(func(tx *bolt.Tx) error {
+			version = formatVersion(tx)
+			sealed = tx.Bucket(bucketMeta).Get(keyChainMAC) != nil
+			var err error
+			h, err = readHead(tx)
+			return err
+		})
+		switch {
+		case err != nil:
+			return fmt.Errorf("ledger %s: %w", l.path, err)
+		case sealed && l.key == nil:
+			return fmt.Errorf("ledger %s is sealed with a key: give the key to write to it (DPSTAT_LEDGER_KEY_FILE), or open it read-only: %w", l.path, ErrKey)
+		case version < 2:
+			// The upgrade checks the sums first and seals the new chain
+			// when a key is given.
+			err = l.update(l.migrate)
+		case !sealed && l.key != nil && (h.seq == 0 || opts.Seal):
+			err = l.update(func(tx *bolt.Tx) error {
 				if _, err := verifyTx(tx, nil); err != nil {
 					return err
 				}
 				return writeHead(tx, h, l.key)
-			}
-			return nil
-		})
+			})
+		}
 		if err != nil {
 			return fmt.Errorf("ledger %s: %w", l.path, err)
 		}
@@ -676,7 +684,7 @@ func (l *Ledger) Check(k Key, c accounting.Cost) error {
 			return err
 		}
 		if err := b.Check(c); err != nil {
-			return fmt.Errorf("%v: %w", k, err)
+			return fmt.Errorf("analyst budget of %v: %w", k, err)
 		}
 		t, err := loadTotal(tx, k.Dataset)
 		if err != nil {
