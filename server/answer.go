@@ -37,6 +37,9 @@ type BudgetLeft struct {
 	Spent     Pair   `json:"spent"`
 	Remaining Pair   `json:"remaining"`
 	Rule      string `json:"rule,omitempty"`
+	// Total is the table's total budget (every analyst together), when it
+	// has one.
+	Total *TotalInfo `json:"total,omitempty"`
 }
 
 // Mechanism describes the noise of one release.
@@ -95,11 +98,24 @@ type ColumnInfo struct {
 
 // TableInfo is a table an analyst may query, as declared in the catalog.
 type TableInfo struct {
-	Name             string       `json:"name"`
+	Name string `json:"name"`
+	// IDSpace names the tables whose budgets are one (their privacy units
+	// name the same people); budgets of such a table are kept under the
+	// id space's name.
+	IDSpace          string       `json:"id_space,omitempty"`
 	PrivacyUnit      string       `json:"privacy_unit,omitempty"`
 	MaxGroupsPerUnit int          `json:"max_groups_per_unit,omitempty"`
 	MaxRowsPerGroup  int          `json:"max_rows_per_group,omitempty"`
 	Columns          []ColumnInfo `json:"columns"`
+}
+
+// BudgetDataset is the name the table's budgets are kept under: its id
+// space, or its own name.
+func (t TableInfo) BudgetDataset() string {
+	if t.IDSpace != "" {
+		return t.IDSpace
+	}
+	return t.Name
 }
 
 // Answerer answers DP SQL. Implementations charge the ledger durably before

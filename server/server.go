@@ -406,6 +406,34 @@ type BudgetInfo struct {
 	Spent     Pair            `json:"spent"`
 	Remaining Pair            `json:"remaining"`
 	Releases  int             `json:"releases"`
+	// Total is the table's total budget (every analyst together), when it
+	// has one: the analyst's share is spent within it.
+	Total *TotalInfo `json:"total,omitempty"`
+}
+
+// TotalInfo is a table's (or id space's) total budget: everything released
+// from it, whoever asked.
+type TotalInfo struct {
+	Table     string          `json:"table"`
+	Rule      accounting.Rule `json:"rule"`
+	Limit     Pair            `json:"limit"`
+	Spent     Pair            `json:"spent"`
+	Remaining Pair            `json:"remaining"`
+	Releases  int             `json:"releases"`
+}
+
+// TotalInfoOf converts a ledger total budget; nil gives nil.
+func TotalInfoOf(t *ledger.TotalStatus) *TotalInfo {
+	if t == nil {
+		return nil
+	}
+	return &TotalInfo{
+		Table: t.Dataset, Rule: t.Rule,
+		Limit:     Pair{t.Limit.Epsilon, t.Limit.Delta},
+		Spent:     Pair{t.Spent.Epsilon, t.Spent.Delta},
+		Remaining: Pair{t.Remaining.Epsilon, t.Remaining.Delta},
+		Releases:  t.Releases,
+	}
 }
 
 func budgetInfo(st ledger.Status) BudgetInfo {
@@ -415,6 +443,7 @@ func budgetInfo(st ledger.Status) BudgetInfo {
 		Spent:     Pair{st.Spent.Epsilon, st.Spent.Delta},
 		Remaining: Pair{st.Remaining.Epsilon, st.Remaining.Delta},
 		Releases:  st.Releases,
+		Total:     TotalInfoOf(st.Total),
 	}
 }
 
@@ -521,47 +550,92 @@ func (s *Server) handleListAnalysts(w http.ResponseWriter, r *http.Request) erro
 }
 
 // GrantBody is the body of POST /v1/admin/grants, and one grant in POST
-// /v1/admin/analysts.
+// /v1/admin/analysts. With Total set (and no analyst) it sets the table's
+// total budget, every analyst together.
 type GrantBody struct {
 	Analyst string  `json:"analyst,omitempty"`
 	Table   string  `json:"table"`
 	Epsilon float64 `json:"epsilon"`
 	Delta   float64 `json:"delta"`
 	Rule    string  `json:"rule,omitempty"`
+	Total   bool    `json:"total,omitempty"`
 }
 
-func (s *Server) grant(g GrantBody) (BudgetInfo, error) {
-	if _, ok := s.opts.Analysts.Get(g.Analyst); !ok {
-		return BudgetInfo{}, &httpError{http.StatusNotFound, "not_found", fmt.Sprintf("no analyst %q", g.Analyst)}
-	}
+// grantTarget checks a grant's table and rule and returns the ledger
+// dataset its budgets are kept under.
+func (s *Server) grantTarget(g GrantBody) (string, accounting.Rule, error) {
 	if g.Table == "" {
-		return BudgetInfo{}, badRequest(`"table" is empty: want a table of the catalog`)
+		return "", "", badRequest(`"table" is empty: want a table of the catalog`)
 	}
-	known := false
+	dataset := ""
+	var names []string
 	for _, t := range s.opts.Answerer.Tables("") {
-		known = known || t.Name == g.Table
+		names = append(names, t.Name)
+		if t.Name == g.Table {
+			dataset = t.BudgetDataset()
+		}
 	}
-	if !known {
-		return BudgetInfo{}, badRequest("table %q is not in the catalog", g.Table)
+	if dataset == "" {
+		return "", "", badRequest("table %q is not in the catalog; its tables are %s", g.Table, strings.Join(names, ", "))
 	}
 	rule := accounting.Basic
 	if g.Rule != "" {
 		var err error
 		if rule, err = accounting.ParseRule(g.Rule); err != nil {
-			return BudgetInfo{}, badRequest("%v", err)
+			return "", "", badRequest("%v", err)
 		}
 	}
-	st, err := s.opts.Ledger.Grant(ledger.Key{Dataset: g.Table, Analyst: g.Analyst}, accounting.EpsDelta{Epsilon: g.Epsilon, Delta: g.Delta}, rule)
+	if err := accounting.ValidateLimit(accounting.EpsDelta{Epsilon: g.Epsilon, Delta: g.Delta}, rule); err != nil {
+		return "", "", badRequest("grant refused: %v", err)
+	}
+	return dataset, rule, nil
+}
+
+func (s *Server) grant(g GrantBody) (BudgetInfo, error) {
+	if g.Total {
+		return BudgetInfo{}, badRequest(`"total": true sets a table's total budget: send it alone to POST /v1/admin/grants, without an analyst`)
+	}
+	if _, ok := s.opts.Analysts.Get(g.Analyst); !ok {
+		return BudgetInfo{}, &httpError{http.StatusNotFound, "not_found", fmt.Sprintf("no analyst %q", g.Analyst)}
+	}
+	dataset, rule, err := s.grantTarget(g)
+	if err != nil {
+		return BudgetInfo{}, err
+	}
+	st, err := s.opts.Ledger.Grant(ledger.Key{Dataset: dataset, Analyst: g.Analyst}, accounting.EpsDelta{Epsilon: g.Epsilon, Delta: g.Delta}, rule)
 	if err != nil {
 		return BudgetInfo{}, badRequest("grant refused: %v", err)
 	}
 	return budgetInfo(st), nil
 }
 
+func (s *Server) grantTotal(g GrantBody) (*TotalInfo, error) {
+	if g.Analyst != "" {
+		return nil, badRequest(`a total budget (%q: true) covers every analyst: leave "analyst" out (it is %q)`, "total", g.Analyst)
+	}
+	dataset, rule, err := s.grantTarget(g)
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.opts.Ledger.GrantTotal(dataset, accounting.EpsDelta{Epsilon: g.Epsilon, Delta: g.Delta}, rule)
+	if err != nil {
+		return nil, badRequest("grant refused: %v", err)
+	}
+	return TotalInfoOf(&st), nil
+}
+
 func (s *Server) handleGrant(w http.ResponseWriter, r *http.Request) error {
 	var g GrantBody
 	if err := s.decodeBody(w, r, &g); err != nil {
 		return err
+	}
+	if g.Total {
+		t, err := s.grantTotal(g)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, t)
+		return nil
 	}
 	b, err := s.grant(g)
 	if err != nil {
@@ -587,6 +661,16 @@ func (s *Server) handleAddAnalyst(w http.ResponseWriter, r *http.Request) error 
 		var err error
 		if role, err = analyst.ParseRole(b.Role); err != nil {
 			return badRequest("%v", err)
+		}
+	}
+	// Every grant is checked before the analyst is created, so that a
+	// request with a bad grant creates nothing.
+	for i, g := range b.Grants {
+		if g.Total || (g.Analyst != "" && g.Analyst != b.Name) {
+			return badRequest("grants[%d]: a grant in a new analyst's request is for that analyst: leave out \"analyst\" and \"total\"", i)
+		}
+		if _, _, err := s.grantTarget(g); err != nil {
+			return badRequest("grants[%d]: %v; nothing was created", i, err)
 		}
 	}
 	a, tok, err := s.opts.Analysts.Add(b.Name, role)
