@@ -371,18 +371,27 @@ func (b *Budget) SetLimit(limit EpsDelta, rule Rule) error {
 // its records) or opens a budget that must count releases admitted before
 // it existed. It refuses only a cost that fails Cost.Validate. Spend is the
 // call that enforces the limit.
-func (b *Budget) Record(c Cost) error {
+func (b *Budget) Record(c Cost) error { return b.RecordN(c, 1) }
+
+// RecordN is n calls of Record(c) at once: it adds n·c to the sums
+// exactly and n to the release count. n must be >= 0.
+func (b *Budget) RecordN(c Cost, n int) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
+	if n < 0 {
+		return fmt.Errorf("record %d releases: want a count >= 0", n)
+	}
 	z := zcdpView(c)
+	k := new(big.Rat).SetInt64(int64(n))
+	times := func(x float64) *big.Rat { return new(big.Rat).Mul(ratOf(x), k) }
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.eps.Add(&b.eps, ratOf(c.Epsilon))
-	b.delta.Add(&b.delta, ratOf(c.Delta))
-	b.rho.Add(&b.rho, ratOf(z.Rho))
-	b.rhoDelta.Add(&b.rhoDelta, ratOf(z.RhoDelta))
-	b.releases++
+	b.eps.Add(&b.eps, times(c.Epsilon))
+	b.delta.Add(&b.delta, times(c.Delta))
+	b.rho.Add(&b.rho, times(z.Rho))
+	b.rhoDelta.Add(&b.rhoDelta, times(z.RhoDelta))
+	b.releases += n
 	b.spentOK = false
 	return nil
 }

@@ -57,6 +57,16 @@ type releaseRecord struct {
 	Prev string `json:"prev,omitempty"`
 }
 
+// chainRelease is what verification reads of a stored release: the
+// fields that count, without the time and description.
+type chainRelease struct {
+	ID   uint64          `json:"id"`
+	Key  Key             `json:"key"`
+	Cost accounting.Cost `json:"cost"`
+	Seq  uint64          `json:"seq"`
+	Prev string          `json:"prev"`
+}
+
 // grantRecord is a grant event: the limit and rule a budget got. An empty
 // Analyst is the dataset's total budget.
 type grantRecord struct {
@@ -194,12 +204,24 @@ func (l *Ledger) Verify() (VerifyReport, error) {
 	return rep, nil
 }
 
-// derived is what the records say a budget should be.
+// derived is what the records say a budget should be: its costs, counted
+// by value (exact sums of many equal costs are then one product), and its
+// last grant.
 type derived struct {
-	budget  *accounting.Budget
+	costs   map[accounting.Cost]int
 	granted bool
 	limit   accounting.EpsDelta
 	rule    accounting.Rule
+}
+
+// sums adds up the derived costs exactly.
+func (d *derived) sums() accounting.ExactSums {
+	b := new(accounting.Budget)
+	for c, n := range d.costs {
+		// Costs were validated when they were counted.
+		_ = b.RecordN(c, n)
+	}
+	return b.Sums()
 }
 
 func formatVersion(tx *bolt.Tx) int {
@@ -215,7 +237,7 @@ func verifyTx(tx *bolt.Tx, key []byte) (VerifyReport, error) {
 	get := func(m map[Key]*derived, k Key) *derived {
 		d := m[k]
 		if d == nil {
-			d = &derived{budget: new(accounting.Budget)}
+			d = &derived{costs: map[accounting.Cost]int{}}
 			m[k] = d
 		}
 		return d
@@ -223,23 +245,24 @@ func verifyTx(tx *bolt.Tx, key []byte) (VerifyReport, error) {
 	getTotal := func(ds string) *derived {
 		d := totals[ds]
 		if d == nil {
-			d = &derived{budget: new(accounting.Budget)}
+			d = &derived{costs: map[accounting.Cost]int{}}
 			totals[ds] = d
 		}
 		return d
 	}
-	addRelease := func(r *Release) error {
-		if err := get(budgets, r.Key).budget.Record(r.Cost); err != nil {
+	addRelease := func(r *chainRelease) error {
+		if err := r.Cost.Validate(); err != nil {
 			return fmt.Errorf("release %d has a cost that is not valid (%v): %w", r.ID, err, ErrTampered)
 		}
-		_ = getTotal(r.Key.Dataset).budget.Record(r.Cost)
+		get(budgets, r.Key).costs[r.Cost]++
+		getTotal(r.Key.Dataset).costs[r.Cost]++
 		rep.Releases++
 		return nil
 	}
 	var h chainHead
 	if rep.Chained {
 		var err error
-		if h, err = walkChain(tx, func(r *Release) error { return addRelease(r) }, func(g *grantRecord) error {
+		if h, err = walkChain(tx, addRelease, func(g *grantRecord) error {
 			var d *derived
 			if g.Analyst == "" {
 				d = getTotal(g.Dataset)
@@ -258,7 +281,7 @@ func verifyTx(tx *bolt.Tx, key []byte) (VerifyReport, error) {
 		c := tx.Bucket(bucketReleases).Cursor()
 		var last uint64
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			var r Release
+			var r chainRelease
 			if err := json.Unmarshal(v, &r); err != nil {
 				return rep, fmt.Errorf("release record %x is unreadable (%v): %w", k, err, ErrTampered)
 			}
@@ -292,7 +315,7 @@ func verifyTx(tx *bolt.Tx, key []byte) (VerifyReport, error) {
 	}
 	for k, d := range budgets {
 		if !seen[k] {
-			return rep, fmt.Errorf("budget of %v has %d release records and grants but no stored budget: it was removed: %w", k, d.budget.Sums().Releases, ErrTampered)
+			return rep, fmt.Errorf("budget of %v has %d release records and grants but no stored budget: it was removed: %w", k, d.sums().Releases, ErrTampered)
 		}
 	}
 	if tb := tx.Bucket(bucketTotals); tb != nil {
@@ -345,7 +368,7 @@ func verifyTx(tx *bolt.Tx, key []byte) (VerifyReport, error) {
 
 // compareBudget checks a stored budget against what its records give.
 func compareBudget(what string, stored *accounting.Budget, d *derived, chained bool) error {
-	if got, want := stored.Sums(), d.budget.Sums(); got != want {
+	if got, want := stored.Sums(), d.sums(); got != want {
 		return fmt.Errorf("%s: stored %v, but its %d release records add up to %v: the ledger was edited or damaged; it is refused, nothing was reset (restore it from a backup): %w",
 			what, got, want.Releases, want, ErrTampered)
 	}
@@ -365,20 +388,20 @@ func compareBudget(what string, stored *accounting.Budget, d *derived, chained b
 // walkChain visits the releases and grants in chain order, checking that
 // the sequence numbers run 1, 2, … without gaps and that each record holds
 // the hash of the one before. It returns the chain's end.
-func walkChain(tx *bolt.Tx, release func(*Release) error, grant func(*grantRecord) error) (chainHead, error) {
+func walkChain(tx *bolt.Tx, release func(*chainRelease) error, grant func(*grantRecord) error) (chainHead, error) {
 	var h chainHead
 	rc := tx.Bucket(bucketReleases).Cursor()
 	gc := tx.Bucket(bucketGrants).Cursor()
 	rk, rv := rc.First()
 	gk, gv := gc.First()
-	var rel releaseRecord
+	var rel chainRelease
 	var g grantRecord
 	var lastRelease uint64
 	loadRelease := func() error {
 		if rk == nil {
 			return nil
 		}
-		rel = releaseRecord{}
+		rel = chainRelease{}
 		if err := json.Unmarshal(rv, &rel); err != nil {
 			return fmt.Errorf("release record %x is unreadable (%v): %w", rk, err, ErrTampered)
 		}
@@ -426,7 +449,7 @@ func walkChain(tx *bolt.Tx, release func(*Release) error, grant func(*grantRecor
 		}
 		h = chainHead{seq: seq, head: hashHex(raw)}
 		if useRelease {
-			if err := release(&rel.Release); err != nil {
+			if err := release(&rel); err != nil {
 				return h, err
 			}
 			rk, rv = rc.Next()

@@ -1004,19 +1004,21 @@ func (l *Ledger) apply(r *chargeReq, tx *bolt.Tx) error {
 		return err
 	}
 	receipt := Receipt{ReleaseID: id, RequestID: c.RequestID, Time: now, Key: c.Key, Cost: c.Cost, Rule: b.Rule(), Spent: b.Spent(), Remaining: b.Remaining()}
-	if total != nil {
-		if err := storeTotal(tx, c.Key.Dataset, total); err != nil {
-			return err
-		}
-		ts := totalStatusOf(c.Key.Dataset, total)
-		receipt.Total = &ts
-	}
+	// The stored receipt (returned again on a retry) leaves out the
+	// total's figures, which would add a few hundred bytes per release.
 	qv, err := json.Marshal(requestRecord{Receipt: receipt, AnswerKey: c.AnswerKey})
 	if err != nil {
 		return err
 	}
 	if err := reqs.Put([]byte(c.RequestID), qv); err != nil {
 		return err
+	}
+	if total != nil {
+		if err := storeTotal(tx, c.Key.Dataset, total); err != nil {
+			return err
+		}
+		ts := totalStatusOf(c.Key.Dataset, total)
+		receipt.Total = &ts
 	}
 	if c.AnswerKey != "" {
 		ans := c.Answer
