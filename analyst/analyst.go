@@ -70,7 +70,21 @@ var (
 	ErrExists = errors.New("analyst already exists")
 	// ErrUnknown: no analyst has that name.
 	ErrUnknown = errors.New("no such analyst")
+	// ErrRotated: the token a session logged in with has been replaced
+	// by a new one.
+	ErrRotated = errors.New("token rotated")
 )
+
+// Credential identifies the token a session logged in with (its hash),
+// so that a long-lived session can be ended when that token is rotated or
+// revoked; see Registry.CheckCredential.
+type Credential struct {
+	name string
+	hash [sha256.Size]byte
+}
+
+// Name is the analyst the credential belongs to.
+func (c Credential) Name() string { return c.name }
 
 // Analyst is one person who may query, as the registry reports it. It never
 // holds the token or its hash.
@@ -337,6 +351,32 @@ func (r *Registry) Authenticate(token string) (Analyst, error) {
 		return Analyst{}, ErrRevoked
 	}
 	return rec.Analyst, nil
+}
+
+// CredentialOf returns the credential of a token that authenticated as
+// analyst name (see CheckCredential).
+func CredentialOf(name, token string) Credential {
+	return Credential{name: name, hash: HashToken(token)}
+}
+
+// CheckCredential reports whether a session that logged in with cred may
+// go on: nil while cred is its analyst's current token, ErrRevoked once the
+// analyst is revoked, ErrRotated once the token has been replaced (also by
+// a rotation that reinstated a revoked analyst: the old session stays
+// ended), ErrUnknown if the analyst is gone.
+func (r *Registry) CheckCredential(cred Credential) error {
+	r.mu.RLock()
+	rec, ok := r.byName[cred.name]
+	r.mu.RUnlock()
+	switch {
+	case !ok:
+		return fmt.Errorf("analyst %q: %w", cred.name, ErrUnknown)
+	case subtle.ConstantTimeCompare(rec.hash[:], cred.hash[:]) != 1:
+		return fmt.Errorf("analyst %q: %w", cred.name, ErrRotated)
+	case rec.Revoked:
+		return fmt.Errorf("analyst %q: %w", cred.name, ErrRevoked)
+	}
+	return nil
 }
 
 // AuthenticateName checks that token belongs to the analyst called name, as

@@ -39,6 +39,9 @@ type session struct {
 	conn net.Conn
 	be   *pgproto3.Backend
 	user analyst.Analyst
+	// cred is the token the session logged in with: a rotation or a
+	// revocation of it ends the session.
+	cred analyst.Credential
 
 	epsilon, delta, confidence float64
 	intervals                  bool
@@ -178,7 +181,7 @@ func (s *Server) serveConn(c net.Conn) {
 	}
 	be.SetAuthType(pgproto3.AuthTypeOk)
 	ss := &session{
-		s: s, conn: c, be: be, user: a,
+		s: s, conn: c, be: be, user: a, cred: analyst.CredentialOf(a.Name, pw.Password),
 		epsilon: s.opts.DefaultEpsilon,
 		params:  map[string]string{},
 		stmts:   map[string]*statement{}, portals: map[string]*portal{},
@@ -319,14 +322,17 @@ func (ss *session) notice(msg string) {
 	ss.be.Send(&pgproto3.NoticeResponse{Severity: "NOTICE", SeverityUnlocalized: "NOTICE", Code: "00000", Message: msg})
 }
 
-// checkUser re-checks, before each statement, that the analyst has not been
-// revoked since logging in.
+// checkUser re-checks, before each statement, that the token the session
+// logged in with is still the analyst's and has not been revoked.
 func (ss *session) checkUser() error {
-	a, ok := ss.s.opts.Analysts.Get(ss.user.Name)
-	if !ok || a.Revoked {
-		return &pgError{code: "28P01", msg: fmt.Sprintf("the token of %q has been revoked", ss.user.Name), fatal: true}
+	err := ss.s.opts.Analysts.CheckCredential(ss.cred)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, analyst.ErrRotated):
+		return &pgError{code: "28P01", msg: fmt.Sprintf("the token of %q was rotated: this session ended; log in again with the new token", ss.user.Name), fatal: true}
 	}
-	return nil
+	return &pgError{code: "28P01", msg: fmt.Sprintf("the token of %q has been revoked", ss.user.Name), fatal: true}
 }
 
 func (ss *session) checkLen(sql string) error {

@@ -540,3 +540,53 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Fatal("listener still accepting after shutdown")
 	}
 }
+
+// TestRotationEndsSessions: a rotation ends every session opened with the
+// old token (nothing more is charged to it), also after a revocation that
+// the rotation lifts; the new token logs in.
+func TestRotationEndsSessions(t *testing.T) {
+	tests := []struct {
+		name         string
+		revokeFirst  bool
+		wantFragment string
+	}{
+		{"rotate", false, "was rotated"},
+		{"revoke then rotate", true, "was rotated"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, pgwire.Options{})
+			ctx := context.Background()
+			old1 := connect(t, e.dsn("alice", e.alice))
+			old2 := connect(t, e.dsn("alice", e.alice))
+			if _, err := old1.Exec(ctx, "SELECT COUNT(*) FROM adult"); err != nil {
+				t.Fatal(err)
+			}
+			if tt.revokeFirst {
+				if _, err := e.reg.Revoke("alice"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, tok, err := e.reg.Rotate("alice")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, c := range []*pgx.Conn{old1, old2} {
+				_, err := c.Exec(ctx, "SELECT COUNT(*) FROM adult WHERE age > 30")
+				if sqlState(err) != "28P01" || !strings.Contains(err.Error(), tt.wantFragment) {
+					t.Fatalf("old session %d after the rotation: %v", i+1, err)
+				}
+			}
+			if _, err := pgx.Connect(ctx, e.dsn("alice", e.alice)); sqlState(err) != "28P01" {
+				t.Fatalf("login with the old token: %v", err)
+			}
+			c := connect(t, e.dsn("alice", tok))
+			if _, err := c.Exec(ctx, "SELECT COUNT(*) FROM adult WHERE age > 40"); err != nil {
+				t.Fatal(err)
+			}
+			if n := e.releases(t); n != 2 {
+				t.Fatalf("%d releases, want 2 (one before the rotation, one with the new token)", n)
+			}
+		})
+	}
+}
