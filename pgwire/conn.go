@@ -102,7 +102,7 @@ const (
 	kindEmpty
 )
 
-func (s *Server) serveConn(c net.Conn) {
+func (s *Server) serveConn(c net.Conn, pending *pendingConn) {
 	c.SetDeadline(time.Now().Add(s.opts.StartupTimeout))
 	be := pgproto3.NewBackend(c, c)
 	be.SetMaxBodyLen(s.opts.MaxQueryLen + 64<<10)
@@ -180,6 +180,16 @@ func (s *Server) serveConn(c net.Conn) {
 		return
 	}
 	be.SetAuthType(pgproto3.AuthTypeOk)
+	// Logged in: the connection stops counting against its address and
+	// takes a session slot, if one is free.
+	pending.done()
+	select {
+	case s.slots <- struct{}{}:
+		defer func() { <-s.slots }()
+	default:
+		fatal("53300", fmt.Sprintf("sorry, too many clients already: the server allows %d sessions", s.opts.MaxConns))
+		return
+	}
 	ss := &session{
 		s: s, conn: c, be: be, user: a, cred: analyst.CredentialOf(a.Name, pw.Password),
 		epsilon: s.opts.DefaultEpsilon,

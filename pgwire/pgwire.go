@@ -45,7 +45,10 @@ import (
 // Defaults for Options fields left zero.
 const (
 	DefaultMaxConns       = 64
-	DefaultStartupTimeout = 10 * time.Second
+	DefaultStartupTimeout = 5 * time.Second
+	// DefaultMaxPendingPerAddr bounds the connections one address may
+	// hold open before logging in.
+	DefaultMaxPendingPerAddr = 8
 	DefaultIdleTimeout    = 30 * time.Minute
 	DefaultQueryTimeout   = 30 * time.Second
 	DefaultMaxQueryLen    = 16 << 10
@@ -63,9 +66,14 @@ type Options struct {
 	// TLS, when set, is offered to clients that ask (SSLRequest) and
 	// required of every client: a plaintext login is refused.
 	TLS *tls.Config
-	// MaxConns bounds the open sessions; a client beyond it gets SQLSTATE
-	// 53300.
+	// MaxConns bounds the logged-in sessions; a client that logs in
+	// beyond it gets SQLSTATE 53300. A connection takes a place only once
+	// it has logged in, so idle unauthenticated sockets cannot lock
+	// analysts out.
 	MaxConns int
+	// MaxPendingPerAddr bounds the connections from one IP address that
+	// have not logged in yet; more are refused at once (53300).
+	MaxPendingPerAddr int
 	// StartupTimeout bounds the time from connecting to being logged in.
 	StartupTimeout time.Duration
 	// IdleTimeout closes a session that sends nothing for this long.
@@ -90,6 +98,8 @@ type Server struct {
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[net.Conn]struct{}
+	// pending counts, per IP address, the connections not logged in yet.
+	pending map[string]int
 	closing   bool
 	wg        sync.WaitGroup
 }
@@ -105,6 +115,7 @@ func New(opts Options) (*Server, error) {
 		negative bool
 	}{
 		{"MaxConns", opts.MaxConns, opts.MaxConns < 0},
+		{"MaxPendingPerAddr", opts.MaxPendingPerAddr, opts.MaxPendingPerAddr < 0},
 		{"StartupTimeout", opts.StartupTimeout, opts.StartupTimeout < 0},
 		{"IdleTimeout", opts.IdleTimeout, opts.IdleTimeout < 0},
 		{"QueryTimeout", opts.QueryTimeout, opts.QueryTimeout < 0},
@@ -121,6 +132,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.MaxConns == 0 {
 		opts.MaxConns = DefaultMaxConns
+	}
+	if opts.MaxPendingPerAddr == 0 {
+		opts.MaxPendingPerAddr = DefaultMaxPendingPerAddr
 	}
 	if opts.StartupTimeout == 0 {
 		opts.StartupTimeout = DefaultStartupTimeout
@@ -139,7 +153,7 @@ func New(opts Options) (*Server, error) {
 	}
 	return &Server{
 		opts: opts, slots: make(chan struct{}, opts.MaxConns), log: opts.Logger,
-		listeners: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{},
+		listeners: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}, pending: map[string]int{},
 	}, nil
 }
 
@@ -194,15 +208,66 @@ func (s *Server) Serve(ln net.Listener) error {
 				s.mu.Unlock()
 				c.Close()
 			}()
-			select {
-			case s.slots <- struct{}{}:
-				defer func() { <-s.slots }()
-				s.serveConn(c)
-			default:
-				s.refuseConn(c)
+			p := s.newPending(c)
+			if p == nil {
+				s.refuseNow(c, fmt.Sprintf("sorry, too many connections from %s that have not logged in (at most %d)", addrOf(c), s.opts.MaxPendingPerAddr))
+				return
 			}
+			defer p.done()
+			s.serveConn(c, p)
 		}()
 	}
+}
+
+// addrOf is the IP address of c's peer, or its whole address when it has
+// none.
+func addrOf(c net.Conn) string {
+	a := c.RemoteAddr().String()
+	if h, _, err := net.SplitHostPort(a); err == nil {
+		return h
+	}
+	return a
+}
+
+// pendingConn is a connection counted against its address until it logs in
+// or closes.
+type pendingConn struct {
+	s    *Server
+	addr string
+	once sync.Once
+}
+
+// newPending counts c against its address, or returns nil when the address
+// has MaxPendingPerAddr connections that have not logged in.
+func (s *Server) newPending(c net.Conn) *pendingConn {
+	addr := addrOf(c)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending[addr] >= s.opts.MaxPendingPerAddr {
+		return nil
+	}
+	s.pending[addr]++
+	return &pendingConn{s: s, addr: addr}
+}
+
+// done stops counting the connection (at login, or when it closes).
+func (p *pendingConn) done() {
+	p.once.Do(func() {
+		p.s.mu.Lock()
+		defer p.s.mu.Unlock()
+		if p.s.pending[p.addr]--; p.s.pending[p.addr] <= 0 {
+			delete(p.s.pending, p.addr)
+		}
+	})
+}
+
+// refuseNow sends a FATAL 53300 without reading anything and closes: a
+// client reads it after sending its startup message.
+func (s *Server) refuseNow(c net.Conn, msg string) {
+	c.SetWriteDeadline(time.Now().Add(time.Second))
+	be := pgproto3.NewBackend(c, c)
+	be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "53300", Message: msg})
+	be.Flush()
 }
 
 // Shutdown stops accepting, lets running queries finish and closes every
@@ -251,27 +316,3 @@ func (s *Server) closingNow() bool {
 	return s.closing
 }
 
-// refuseConn answers a client beyond MaxConns with 53300 once it has sent
-// its startup message.
-func (s *Server) refuseConn(c net.Conn) {
-	c.SetDeadline(time.Now().Add(s.opts.StartupTimeout))
-	be := pgproto3.NewBackend(c, c)
-	for range 3 {
-		msg, err := be.ReceiveStartupMessage()
-		if err != nil {
-			return
-		}
-		switch msg.(type) {
-		case *pgproto3.SSLRequest, *pgproto3.GSSEncRequest:
-			if _, err := c.Write([]byte{'N'}); err != nil {
-				return
-			}
-			continue
-		case *pgproto3.StartupMessage:
-			be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "53300",
-				Message: fmt.Sprintf("sorry, too many clients already: the server allows %d connections", s.opts.MaxConns)})
-			be.Flush()
-		}
-		return
-	}
-}

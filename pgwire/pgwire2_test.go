@@ -590,3 +590,48 @@ func TestRotationEndsSessions(t *testing.T) {
 		})
 	}
 }
+
+// TestIdleUnauthenticatedConnections: sockets that never log in hold no
+// session slot (before, MaxConns of them refused every login until they
+// timed out), one address may hold only MaxPendingPerAddr of them, and
+// they are dropped after StartupTimeout.
+func TestIdleUnauthenticatedConnections(t *testing.T) {
+	e := newEnv(t, pgwire.Options{MaxConns: 4, MaxPendingPerAddr: 6, StartupTimeout: time.Second})
+	ctx := context.Background()
+	var idle []net.Conn
+	for range 5 {
+		nc, err := net.Dial("tcp", e.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { nc.Close() })
+		idle = append(idle, nc)
+	}
+	time.Sleep(100 * time.Millisecond) // let the server accept them
+	c := connect(t, e.dsn("alice", e.alice))
+	if _, err := c.Exec(ctx, "SELECT COUNT(*) FROM adult"); err != nil {
+		t.Fatalf("a login beside %d idle sockets: %v", len(idle), err)
+	}
+	// A sixth pending connection from the address fits; a seventh is
+	// refused at once.
+	nc6, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc6.Close()
+	time.Sleep(100 * time.Millisecond)
+	_, err = pgx.Connect(ctx, e.dsn("alice", e.alice))
+	if sqlState(err) != "53300" || !strings.Contains(err.Error(), "have not logged in") {
+		t.Fatalf("a seventh pending connection: %v", err)
+	}
+	// After the handshake deadline the idle sockets are closed.
+	idle[0].SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 1)
+	if _, err := idle[0].Read(buf); err == nil {
+		t.Fatal("an idle socket got data")
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("an idle socket was not closed after the startup timeout")
+	}
+	time.Sleep(100 * time.Millisecond)
+	connect(t, e.dsn("alice", e.alice))
+}
