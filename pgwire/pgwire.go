@@ -49,9 +49,9 @@ const (
 	// DefaultMaxPendingPerAddr bounds the connections one address may
 	// hold open before logging in.
 	DefaultMaxPendingPerAddr = 8
-	DefaultIdleTimeout    = 30 * time.Minute
-	DefaultQueryTimeout   = 30 * time.Second
-	DefaultMaxQueryLen    = 16 << 10
+	DefaultIdleTimeout       = 30 * time.Minute
+	DefaultQueryTimeout      = 30 * time.Second
+	DefaultMaxQueryLen       = 16 << 10
 	// ServerVersion is what the front end reports as server_version;
 	// psql chooses its catalog queries by it.
 	ServerVersion = "15.0 (dpstat)"
@@ -100,8 +100,8 @@ type Server struct {
 	conns     map[net.Conn]struct{}
 	// pending counts, per IP address, the connections not logged in yet.
 	pending map[string]int
-	closing   bool
-	wg        sync.WaitGroup
+	closing bool
+	wg      sync.WaitGroup
 }
 
 // New validates opts and returns a Server.
@@ -315,4 +315,3 @@ func (s *Server) closingNow() bool {
 	defer s.mu.Unlock()
 	return s.closing
 }
-
