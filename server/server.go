@@ -66,7 +66,15 @@ type Options struct {
 	QueryTimeout time.Duration
 	// Logger receives internal errors; nil means the standard logger.
 	Logger *log.Logger
+	// HSTS sends Strict-Transport-Security with every response: set it
+	// when the server is reached over TLS, so that browsers never fall
+	// back to plain HTTP.
+	HSTS bool
 }
+
+// HSTSHeader is the Strict-Transport-Security value sent with HSTS: one
+// year, subdomains included.
+const HSTSHeader = "max-age=31536000; includeSubDomains"
 
 // Server is the HTTP front end. Create it with New.
 type Server struct {
@@ -131,7 +139,15 @@ func New(opts Options) (*Server, error) {
 func (s *Server) MaxSQLLen() int { return s.opts.MaxSQLLen }
 
 // Handler returns the server's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler {
+	if !s.opts.HSTS {
+		return s.mux
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Strict-Transport-Security", HSTSHeader)
+		s.mux.ServeHTTP(w, r)
+	})
+}
 
 // HTTPServer returns an http.Server for addr with the server's handler and
 // timeouts against slow clients: 5 s to send the headers, 15 s for the
@@ -139,7 +155,7 @@ func (s *Server) Handler() http.Handler { return s.mux }
 func (s *Server) HTTPServer(addr string) *http.Server {
 	return &http.Server{
 		Addr:              addr,
-		Handler:           s.mux,
+		Handler:           s.Handler(),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      s.opts.QueryTimeout + 15*time.Second,

@@ -177,7 +177,8 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 	)
 	if cfg.httpAddr != "" {
 		api, err := server.New(server.Options{Answerer: ans, Ledger: led, Analysts: reg, MaxSQLLen: cfg.maxSQL,
-			MaxConcurrent: cfg.maxConcurrent, RatePerAnalyst: cfg.rate, QueryTimeout: cfg.queryTimeout, Logger: logger})
+			MaxConcurrent: cfg.maxConcurrent, RatePerAnalyst: cfg.rate, QueryTimeout: cfg.queryTimeout, Logger: logger,
+			HSTS: tlsCfg != nil})
 		if err != nil {
 			return err
 		}
@@ -220,6 +221,13 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 		host, port, _ := net.SplitHostPort(pgAddr)
 		fmt.Fprintf(out, "dpstat serve: PostgreSQL protocol on %s (psql \"host=%s port=%s user=NAME password=TOKEN\")\n", pgAddr, host, port)
 	}
+	if tlsCfg == nil {
+		for _, l := range []struct{ flag, addr string }{{"--http", httpAddr}, {"--pg", pgAddr}} {
+			if l.addr != "" && !loopback(l.addr) {
+				fmt.Fprintf(out, "dpstat serve: WARNING: %s %s listens beyond loopback without TLS: tokens, queries and answers cross the network in the clear; give --tls-cert and --tls-key (or listen on 127.0.0.1 behind a TLS proxy)\n", l.flag, l.addr)
+			}
+		}
+	}
 	admins := 0
 	for _, a := range reg.List() {
 		if a.IsAdmin() && !a.Revoked {
@@ -253,4 +261,19 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 	// request has finished or the shutdown timeout has passed.
 	fmt.Fprintln(out, "dpstat serve: stopped")
 	return runErr
+}
+
+// loopback reports whether addr (host:port, as bound) is reachable only
+// from this machine: a loopback IP or "localhost". An empty or unspecified
+// host listens on every interface.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
