@@ -104,7 +104,11 @@ type record struct {
 	Analyst
 	// TokenHash is the hex SHA-256 of the token text.
 	TokenHash string `json:"token_sha256"`
-	hash      [sha256.Size]byte
+	// SCRAM is the token's salted SCRAM-SHA-256 verifier, for logins over
+	// the PostgreSQL protocol (see scram.go); empty for records made
+	// before it existed.
+	SCRAM string `json:"scram_sha256,omitempty"`
+	hash  [sha256.Size]byte
 }
 
 // Store keeps analyst records durably. *ledger.Ledger implements it.
@@ -246,8 +250,13 @@ func (r *Registry) Add(name string, role Role) (Analyst, string, error) {
 	if _, ok := r.byName[name]; ok {
 		return Analyst{}, "", fmt.Errorf("analyst %q: %w (revoke it or choose another name)", name, ErrExists)
 	}
+	ver, err := NewSCRAMVerifier(token)
+	if err != nil {
+		return Analyst{}, "", err
+	}
 	rec := &record{
 		Analyst: Analyst{Name: name, Role: role, Created: r.now().UTC()},
+		SCRAM:   ver,
 		hash:    HashToken(token),
 	}
 	if err := r.save(rec); err != nil {
@@ -271,7 +280,11 @@ func (r *Registry) Rotate(name string) (Analyst, string, error) {
 	if !ok {
 		return Analyst{}, "", fmt.Errorf("analyst %q: %w", name, ErrUnknown)
 	}
-	rec := &record{Analyst: old.Analyst, hash: HashToken(token)}
+	ver, err := NewSCRAMVerifier(token)
+	if err != nil {
+		return Analyst{}, "", err
+	}
+	rec := &record{Analyst: old.Analyst, SCRAM: ver, hash: HashToken(token)}
 	rec.Revoked, rec.RevokedAt = false, nil
 	if err := r.save(rec); err != nil {
 		return Analyst{}, "", err
@@ -295,7 +308,7 @@ func (r *Registry) Revoke(name string) (Analyst, error) {
 	if old.Revoked {
 		return old.Analyst, nil
 	}
-	rec := &record{Analyst: old.Analyst, hash: old.hash}
+	rec := &record{Analyst: old.Analyst, SCRAM: old.SCRAM, hash: old.hash}
 	t := r.now().UTC()
 	rec.Revoked, rec.RevokedAt = true, &t
 	if err := r.save(rec); err != nil {

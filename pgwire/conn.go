@@ -156,29 +156,14 @@ func (s *Server) serveConn(c net.Conn, pending *pendingConn) {
 		fatal("28000", "no user name given: connect with user=ANALYST password=TOKEN")
 		return
 	}
-	be.Send(&pgproto3.AuthenticationCleartextPassword{})
-	if err := be.Flush(); err != nil {
-		return
-	}
-	be.SetAuthType(pgproto3.AuthTypeCleartextPassword)
-	msg, err := be.Receive()
-	if err != nil {
-		return
-	}
-	pw, ok := msg.(*pgproto3.PasswordMessage)
-	if !ok {
-		fatal("08P01", "expected a password message")
-		return
-	}
-	a, err := s.opts.Analysts.AuthenticateName(user, pw.Password)
-	if err != nil {
-		m := fmt.Sprintf("password authentication failed for user %q: the password must be the analyst's token", user)
-		if errors.Is(err, analyst.ErrRevoked) {
-			m = fmt.Sprintf("password authentication failed for user %q: the token has been revoked", user)
+	login, fail := s.scramLogin(be, user)
+	if fail != nil {
+		if fail.code != "" {
+			fatal(fail.code, fail.msg)
 		}
-		fatal("28P01", m)
 		return
 	}
+	a := login.Analyst
 	be.SetAuthType(pgproto3.AuthTypeOk)
 	// Logged in: the connection stops counting against its address and
 	// takes a session slot, if one is free.
@@ -191,7 +176,7 @@ func (s *Server) serveConn(c net.Conn, pending *pendingConn) {
 		return
 	}
 	ss := &session{
-		s: s, conn: c, be: be, user: a, cred: analyst.CredentialOf(a.Name, pw.Password),
+		s: s, conn: c, be: be, user: a, cred: login.Credential,
 		epsilon: s.opts.DefaultEpsilon,
 		params:  map[string]string{},
 		stmts:   map[string]*statement{}, portals: map[string]*portal{},

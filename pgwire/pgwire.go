@@ -3,7 +3,12 @@
 // dpstat server.
 //
 // A client logs in with its analyst name as the user and its token as the
-// password (cleartext password authentication; use TLS off loopback).
+// password, by SCRAM-SHA-256 (the only method offered): the token never
+// crosses the connection, and the server holds only its salted verifier.
+// A connection takes a session slot only once logged in; before that, at
+// most MaxPendingPerAddr connections per address wait, each for at most
+// StartupTimeout. A session is bound to the token it logged in with:
+// rotating or revoking that token ends it at its next statement.
 // Queries go to a server.Answerer exactly as over HTTP: rows come back as a
 // normal result set and the intervals, the cost and the budget left as
 // NOTICE messages (or as extra columns after SET dpstat.intervals = on).
@@ -28,6 +33,7 @@ package pgwire
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -100,6 +106,8 @@ type Server struct {
 	conns     map[net.Conn]struct{}
 	// pending counts, per IP address, the connections not logged in yet.
 	pending map[string]int
+	// secret keys the fake SCRAM salts of unknown user names.
+	secret [32]byte
 	closing bool
 	wg      sync.WaitGroup
 }
@@ -151,10 +159,14 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = log.Default()
 	}
-	return &Server{
+	srv := &Server{
 		opts: opts, slots: make(chan struct{}, opts.MaxConns), log: opts.Logger,
 		listeners: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}, pending: map[string]int{},
-	}, nil
+	}
+	if _, err := rand.Read(srv.secret[:]); err != nil {
+		return nil, fmt.Errorf("pgwire: reading random bytes: %w", err)
+	}
+	return srv, nil
 }
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
