@@ -107,7 +107,7 @@ type Server struct {
 	// pending counts, per IP address, the connections not logged in yet.
 	pending map[string]int
 	// secret keys the fake SCRAM salts of unknown user names.
-	secret [32]byte
+	secret  [32]byte
 	closing bool
 	wg      sync.WaitGroup
 }
