@@ -175,6 +175,11 @@ func (s *Server) serveConn(c net.Conn, pending *pendingConn) {
 		fatal("53300", fmt.Sprintf("sorry, too many clients already: the server allows %d sessions", s.opts.MaxConns))
 		return
 	}
+	if !s.openSession(a.Name) {
+		fatal("53300", fmt.Sprintf("too many sessions for analyst %q: at most %d at once; close one first", a.Name, s.opts.MaxSessionsPerAnalyst))
+		return
+	}
+	defer s.closeSession(a.Name)
 	ss := &session{
 		s: s, conn: c, be: be, user: a, cred: login.Credential,
 		epsilon: s.opts.DefaultEpsilon,
@@ -386,6 +391,13 @@ func (ss *session) simpleQuery(text string) {
 func (ss *session) run(sql string, formats []int16, describe bool) error {
 	if err := ss.checkUser(); err != nil {
 		return err
+	}
+	if l := ss.s.opts.Limits; l != nil {
+		done, err := l.Admit(ss.user.Name)
+		if err != nil {
+			return err
+		}
+		defer done()
 	}
 	switch classify(sql) {
 	case kindEmpty:

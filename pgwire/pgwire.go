@@ -80,6 +80,13 @@ type Options struct {
 	// MaxPendingPerAddr bounds the connections from one IP address that
 	// have not logged in yet; more are refused at once (53300).
 	MaxPendingPerAddr int
+	// MaxSessionsPerAnalyst bounds one analyst's sessions at once; a
+	// login beyond it gets 53300. Zero means no cap besides MaxConns.
+	MaxSessionsPerAnalyst int
+	// Limits, when set, admits every statement as it admits an HTTP
+	// request (*server.Server does: its concurrency limit and each
+	// analyst's rate), so that both front ends share one set of limits.
+	Limits Limits
 	// StartupTimeout bounds the time from connecting to being logged in.
 	StartupTimeout time.Duration
 	// IdleTimeout closes a session that sends nothing for this long.
@@ -95,6 +102,13 @@ type Options struct {
 	Logger *log.Logger
 }
 
+// Limits admits one request of an analyst, or refuses it with an error
+// (a *server.Error of kind KindOverloaded or KindRateLimited); the
+// returned function ends the request.
+type Limits interface {
+	Admit(analyst string) (func(), error)
+}
+
 // Server serves the PostgreSQL protocol on listeners given to Serve.
 type Server struct {
 	opts  Options
@@ -106,6 +120,8 @@ type Server struct {
 	conns     map[net.Conn]struct{}
 	// pending counts, per IP address, the connections not logged in yet.
 	pending map[string]int
+	// sessions counts each analyst's sessions.
+	sessions map[string]int
 	// secret keys the fake SCRAM salts of unknown user names.
 	secret  [32]byte
 	closing bool
@@ -124,6 +140,7 @@ func New(opts Options) (*Server, error) {
 	}{
 		{"MaxConns", opts.MaxConns, opts.MaxConns < 0},
 		{"MaxPendingPerAddr", opts.MaxPendingPerAddr, opts.MaxPendingPerAddr < 0},
+		{"MaxSessionsPerAnalyst", opts.MaxSessionsPerAnalyst, opts.MaxSessionsPerAnalyst < 0},
 		{"StartupTimeout", opts.StartupTimeout, opts.StartupTimeout < 0},
 		{"IdleTimeout", opts.IdleTimeout, opts.IdleTimeout < 0},
 		{"QueryTimeout", opts.QueryTimeout, opts.QueryTimeout < 0},
@@ -161,7 +178,7 @@ func New(opts Options) (*Server, error) {
 	}
 	srv := &Server{
 		opts: opts, slots: make(chan struct{}, opts.MaxConns), log: opts.Logger,
-		listeners: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}, pending: map[string]int{},
+		listeners: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}, pending: map[string]int{}, sessions: map[string]int{},
 	}
 	if _, err := rand.Read(srv.secret[:]); err != nil {
 		return nil, fmt.Errorf("pgwire: reading random bytes: %w", err)
@@ -271,6 +288,26 @@ func (p *pendingConn) done() {
 			delete(p.s.pending, p.addr)
 		}
 	})
+}
+
+// openSession counts a session of name, or returns false when the analyst
+// has MaxSessionsPerAnalyst of them.
+func (s *Server) openSession(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.opts.MaxSessionsPerAnalyst > 0 && s.sessions[name] >= s.opts.MaxSessionsPerAnalyst {
+		return false
+	}
+	s.sessions[name]++
+	return true
+}
+
+func (s *Server) closeSession(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sessions[name]--; s.sessions[name] <= 0 {
+		delete(s.sessions, name)
+	}
 }
 
 // refuseNow sends a FATAL 53300 without reading anything and closes: a

@@ -20,6 +20,7 @@ import (
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/pgwire"
 	"github.com/dpstat/dpstat/server"
+	"github.com/dpstat/dpstat/server/servertest"
 )
 
 func connect(t *testing.T, dsn string) *pgx.Conn {
@@ -635,3 +636,53 @@ func TestIdleUnauthenticatedConnections(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	connect(t, e.dsn("alice", e.alice))
 }
+
+// TestLimitsSharedWithHTTP: statements over the PostgreSQL protocol count
+// against the same per-analyst rate as the HTTP API (before, the port had
+// no rate at all), and one analyst may hold only MaxSessionsPerAnalyst
+// sessions.
+func TestLimitsSharedWithHTTP(t *testing.T) {
+	limits := &lateLimits{}
+	e := newEnv(t, pgwire.Options{Limits: limits, MaxSessionsPerAnalyst: 2})
+	api, err := server.New(server.Options{Answerer: &servertest.Answerer{Ledger: e.ledger}, Ledger: e.ledger, Analysts: e.reg, RatePerAnalyst: 0.001, Burst: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limits.s = api
+	ctx := context.Background()
+	c := connect(t, e.dsn("alice", e.alice))
+	for i := range 2 {
+		if _, err := c.Exec(ctx, "SHOW dpstat.epsilon"); err != nil {
+			t.Fatalf("statement %d: %v", i+1, err)
+		}
+	}
+	// The third request of the burst goes over HTTP...
+	done, err := api.Admit("alice")
+	if err != nil {
+		t.Fatalf("HTTP request: %v", err)
+	}
+	done()
+	// ...so the next statement is over the shared rate.
+	_, err = c.Exec(ctx, "SELECT COUNT(*) FROM adult")
+	if sqlState(err) != "53400" || !strings.Contains(err.Error(), "requests per second") {
+		t.Fatalf("over the rate: %v", err)
+	}
+	if n := e.releases(t); n != 0 {
+		t.Fatalf("%d releases charged over the rate", n)
+	}
+	// Bob has his own rate; his sessions are capped at 2.
+	b1 := connect(t, e.dsn("bob", e.bob))
+	connect(t, e.dsn("bob", e.bob))
+	_, err = pgx.Connect(ctx, e.dsn("bob", e.bob))
+	if sqlState(err) != "53300" || !strings.Contains(err.Error(), `too many sessions for analyst "bob"`) {
+		t.Fatalf("third session of bob: %v", err)
+	}
+	b1.Close(ctx)
+	time.Sleep(100 * time.Millisecond)
+	connect(t, e.dsn("bob", e.bob))
+}
+
+// lateLimits forwards to a server built after the pgwire server.
+type lateLimits struct{ s *server.Server }
+
+func (l *lateLimits) Admit(name string) (func(), error) { return l.s.Admit(name) }

@@ -156,6 +156,12 @@ const (
 	KindTimeout Kind = "timeout"
 	// KindInternal: anything else; reported without details (500, XX000).
 	KindInternal Kind = "internal"
+	// KindOverloaded: the server is serving its maximum of requests at
+	// once (429, 53000).
+	KindOverloaded Kind = "overloaded"
+	// KindRateLimited: the analyst is over its rate of requests (429,
+	// 53400).
+	KindRateLimited Kind = "rate_limited"
 )
 
 // Error is an error with a Kind and a message meant for the analyst.
@@ -202,6 +208,8 @@ func (k Kind) HTTPStatus() int {
 		return http.StatusConflict
 	case KindTimeout:
 		return http.StatusServiceUnavailable
+	case KindOverloaded, KindRateLimited:
+		return http.StatusTooManyRequests
 	}
 	return http.StatusInternalServerError
 }
@@ -225,6 +233,10 @@ func (k Kind) SQLState() string {
 		return "42703" // undefined_column
 	case KindTimeout:
 		return "57014" // query_canceled
+	case KindOverloaded:
+		return "53000" // insufficient_resources
+	case KindRateLimited:
+		return "53400" // configuration_limit_exceeded
 	}
 	return "XX000" // internal_error
 }

@@ -194,6 +194,24 @@ func analystOf(r *http.Request) analyst.Analyst {
 	return a
 }
 
+// Admit applies the API's limits to one request that analyst makes by
+// another front end (a PostgreSQL statement), so that both share them:
+// the limit of requests served at once and the analyst's rate. It returns
+// the function that ends the request, or an *Error of kind KindOverloaded
+// or KindRateLimited.
+func (s *Server) Admit(name string) (func(), error) {
+	select {
+	case s.sem <- struct{}{}:
+	default:
+		return nil, Errorf(KindOverloaded, "the server is serving its maximum of %d requests; retry shortly", s.opts.MaxConcurrent)
+	}
+	if s.limiter != nil && !s.limiter.allow(name) {
+		<-s.sem
+		return nil, Errorf(KindRateLimited, "analyst %q is over the limit of %g requests per second; retry shortly", name, s.opts.RatePerAnalyst)
+	}
+	return func() { <-s.sem }, nil
+}
+
 type apiFunc func(w http.ResponseWriter, r *http.Request) error
 
 // api wraps an endpoint: panics become 500, concurrency and rate limits

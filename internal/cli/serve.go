@@ -32,6 +32,7 @@ type serveConfig struct {
 	httpAddr, pgAddr string
 	tlsCert, tlsKey  string
 	maxConns         int
+	maxSessions      int
 	maxConcurrent    int
 	rate             float64
 	maxSQL           int
@@ -75,8 +76,9 @@ flight finish, then the ledger is closed.`,
 	f.StringVar(&cfg.tlsCert, "tls-cert", "", "TLS certificate (PEM) for HTTPS and PostgreSQL TLS; with --tls-key")
 	f.StringVar(&cfg.tlsKey, "tls-key", "", "TLS private key (PEM)")
 	f.IntVar(&cfg.maxConns, "max-conns", pgwire.DefaultMaxConns, "maximum PostgreSQL sessions")
+	f.IntVar(&cfg.maxSessions, "max-sessions-per-analyst", 8, "maximum PostgreSQL sessions of one analyst at once (0: only --max-conns)")
 	f.IntVar(&cfg.maxConcurrent, "max-concurrent", server.DefaultMaxConcurrent, "maximum HTTP API requests served at once (429 beyond)")
-	f.Float64Var(&cfg.rate, "rate", 0, "per-analyst HTTP API requests per second (0: unlimited; 429 beyond)")
+	f.Float64Var(&cfg.rate, "rate", 0, "per-analyst requests per second, HTTP API and PostgreSQL statements together (0: unlimited; 429 or SQLSTATE 53400 beyond)")
 	f.IntVar(&cfg.maxSQL, "max-sql", server.DefaultMaxSQLLen, "maximum SQL text length in bytes")
 	f.DurationVar(&cfg.queryTimeout, "query-timeout", server.DefaultQueryTimeout, "maximum time for one query")
 	f.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a graceful shutdown waits for requests in flight")
@@ -108,6 +110,7 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 		{"max-concurrent", int64(cfg.maxConcurrent), 1},
 		{"max-sql", int64(cfg.maxSQL), 1},
 		{"threads", int64(cfg.threads), 0},
+		{"max-sessions-per-analyst", int64(cfg.maxSessions), 0},
 	} {
 		if f.v < f.min {
 			return fmt.Errorf("--%s %d: want a whole number >= %d", f.flag, f.v, f.min)
@@ -169,6 +172,7 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 	}
 	logger := log.New(os.Stderr, "", log.LstdFlags)
 	var (
+		api              *server.Server
 		httpSrv          *http.Server
 		pgSrv            *pgwire.Server
 		httpLn, pgLn     net.Listener
@@ -176,7 +180,7 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 		httpAddr, pgAddr string
 	)
 	if cfg.httpAddr != "" {
-		api, err := server.New(server.Options{Answerer: ans, Ledger: led, Analysts: reg, MaxSQLLen: cfg.maxSQL,
+		api, err = server.New(server.Options{Answerer: ans, Ledger: led, Analysts: reg, MaxSQLLen: cfg.maxSQL,
 			MaxConcurrent: cfg.maxConcurrent, RatePerAnalyst: cfg.rate, QueryTimeout: cfg.queryTimeout, Logger: logger,
 			HSTS: tlsCfg != nil})
 		if err != nil {
@@ -201,7 +205,15 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 		fmt.Fprintf(out, "dpstat serve: HTTP API and dashboard on %s://%s/\n", scheme, httpAddr)
 	}
 	if cfg.pgAddr != "" {
+		if api == nil {
+			// The PostgreSQL port alone still gets the same limits.
+			if api, err = server.New(server.Options{Answerer: ans, Ledger: led, Analysts: reg, MaxSQLLen: cfg.maxSQL,
+				MaxConcurrent: cfg.maxConcurrent, RatePerAnalyst: cfg.rate, QueryTimeout: cfg.queryTimeout, Logger: logger}); err != nil {
+				return err
+			}
+		}
 		pgSrv, err = pgwire.New(pgwire.Options{Answerer: ans, Analysts: reg, TLS: tlsCfg, MaxConns: cfg.maxConns,
+			MaxSessionsPerAnalyst: cfg.maxSessions, Limits: api,
 			QueryTimeout: cfg.queryTimeout, MaxQueryLen: cfg.maxSQL, Logger: logger})
 		if err != nil {
 			return err
