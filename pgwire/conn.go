@@ -159,10 +159,12 @@ func (s *Server) serveConn(c net.Conn, pending *pendingConn) {
 	login, fail := s.scramLogin(be, user)
 	if fail != nil {
 		if fail.code != "" {
+			s.opts.Audit.Record(server.AuditEvent{Event: server.EventLoginFailed, Via: "pg", Address: c.RemoteAddr().String(), Analyst: user, Detail: fail.msg})
 			fatal(fail.code, fail.msg)
 		}
 		return
 	}
+	s.opts.Audit.Record(server.AuditEvent{Event: server.EventLogin, Via: "pg", Address: c.RemoteAddr().String(), Analyst: user})
 	a := login.Analyst
 	be.SetAuthType(pgproto3.AuthTypeOk)
 	// Logged in: the connection stops counting against its address and
@@ -306,8 +308,11 @@ func (ss *session) sendError(err error) {
 	var pe *pgError
 	if !errors.As(err, &pe) {
 		e := server.AsError(err)
-		if e.Kind == server.KindInternal {
+		switch e.Kind {
+		case server.KindInternal:
 			ss.s.log.Printf("dpstat serve: pg session of %q: internal error: %v", ss.user.Name, err)
+		case server.KindBudgetExceeded:
+			ss.s.opts.Audit.Record(server.AuditEvent{Event: server.EventRefusedBudget, Via: "pg", Address: ss.conn.RemoteAddr().String(), Analyst: ss.user.Name, Detail: e.Message})
 		}
 		pe = &pgError{code: e.Kind.SQLState(), msg: e.Message}
 	}

@@ -83,6 +83,9 @@ type Options struct {
 	// MaxSessionsPerAnalyst bounds one analyst's sessions at once; a
 	// login beyond it gets 53300. Zero means no cap besides MaxConns.
 	MaxSessionsPerAnalyst int
+	// Audit, when set, records logins, failed logins and refusals over
+	// budget.
+	Audit *server.AuditLog
 	// Limits, when set, admits every statement as it admits an HTTP
 	// request (*server.Server does: its concurrency limit and each
 	// analyst's rate), so that both front ends share one set of limits.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/dpstat/dpstat/pgwire"
+	"github.com/dpstat/dpstat/server"
 )
 
 // TestSCRAM: pgx and psql log in with SCRAM-SHA-256 (the only method
@@ -83,5 +86,46 @@ func TestSCRAM(t *testing.T) {
 	msg, err = fe.Receive()
 	if er, ok := msg.(*pgproto3.ErrorResponse); err != nil || !ok || er.Code != "08P01" && er.Code != "28000" {
 		t.Fatalf("after a cleartext password: %#v, %v", msg, err)
+	}
+}
+
+// TestAuditLogOverPG: logins, failed logins (with the address and the name
+// given) and refusals over budget on the PostgreSQL port are audited.
+func TestAuditLogOverPG(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	audit, err := server.OpenAuditLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer audit.Close()
+	e := newEnv(t, pgwire.Options{Audit: audit})
+	ctx := context.Background()
+	c := connect(t, e.dsn("alice", e.alice))
+	if _, err := pgx.Connect(ctx, e.dsn("alice", e.bob)); sqlState(err) != "28P01" {
+		t.Fatalf("wrong token: %v", err)
+	}
+	if _, err := c.Exec(ctx, "SET dpstat.epsilon = 5"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, "SELECT COUNT(*) FROM adult"); sqlState(err) != "53400" {
+		t.Fatalf("over budget: %v", err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	want := []struct{ event, analyst string }{{server.EventLogin, "alice"}, {server.EventLoginFailed, "alice"}, {server.EventRefusedBudget, "alice"}}
+	if len(lines) != len(want) {
+		t.Fatalf("audit log:\n%s", data)
+	}
+	for i, l := range lines {
+		var ev server.AuditEvent
+		if err := json.Unmarshal([]byte(l), &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Event != want[i].event || ev.Analyst != want[i].analyst || ev.Via != "pg" || !strings.HasPrefix(ev.Address, "127.0.0.1:") {
+			t.Errorf("line %d: %s", i+1, l)
+		}
 	}
 }

@@ -66,6 +66,9 @@ type Options struct {
 	QueryTimeout time.Duration
 	// Logger receives internal errors; nil means the standard logger.
 	Logger *log.Logger
+	// Audit, when set, records logins, failed logins, admin actions,
+	// grants and refusals over budget.
+	Audit *AuditLog
 	// HSTS sends Strict-Transport-Security with every response: set it
 	// when the server is reached over TLS, so that browsers never fall
 	// back to plain HTTP.
@@ -268,6 +271,9 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (analyst.A
 		return analyst.Analyst{}, false
 	}
 	a, err := s.opts.Analysts.Authenticate(strings.TrimSpace(tok))
+	if err != nil {
+		s.opts.Audit.Record(AuditEvent{Event: EventLoginFailed, Via: "http", Address: r.RemoteAddr, Detail: err.Error()})
+	}
 	switch {
 	case errors.Is(err, analyst.ErrRevoked):
 		w.Header().Set("WWW-Authenticate", `Bearer realm="dpstat", error="invalid_token"`)
@@ -416,6 +422,9 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) error {
 	defer cancel()
 	resp, err := s.opts.Answerer.Answer(ctx, req)
 	if err != nil {
+		if AsError(err).Kind == KindBudgetExceeded {
+			s.opts.Audit.Record(AuditEvent{Event: EventRefusedBudget, Via: "http", Address: r.RemoteAddr, Analyst: req.Analyst, Detail: err.Error()})
+		}
 		return err
 	}
 	writeJSON(w, http.StatusOK, resp)
@@ -553,6 +562,7 @@ func (s *Server) handleAllReleases(w http.ResponseWriter, r *http.Request) error
 }
 
 func (s *Server) handleMe(w http.ResponseWriter, r *http.Request) error {
+	s.opts.Audit.Record(AuditEvent{Event: EventLogin, Via: "http", Address: r.RemoteAddr, Analyst: analystOf(r).Name})
 	writeJSON(w, http.StatusOK, analystOf(r))
 	return nil
 }
@@ -668,6 +678,7 @@ func (s *Server) handleGrant(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
+		s.auditGrant(r, g)
 		writeJSON(w, http.StatusOK, t)
 		return nil
 	}
@@ -675,8 +686,20 @@ func (s *Server) handleGrant(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.auditGrant(r, g)
 	writeJSON(w, http.StatusOK, b)
 	return nil
+}
+
+// auditGrant records a grant made through the admin API.
+func (s *Server) auditGrant(r *http.Request, g GrantBody) {
+	s.opts.Audit.Record(AuditEvent{Event: EventGrant, Via: "http", Address: r.RemoteAddr, Actor: analystOf(r).Name,
+		Analyst: g.Analyst, Table: g.Table, Total: g.Total, Limit: &Pair{g.Epsilon, g.Delta}})
+}
+
+// auditAdmin records an admin action on an analyst.
+func (s *Server) auditAdmin(r *http.Request, action, name string) {
+	s.opts.Audit.Record(AuditEvent{Event: EventAdmin, Via: "http", Address: r.RemoteAddr, Actor: analystOf(r).Name, Action: action, Analyst: name})
 }
 
 type addAnalystBody struct {
@@ -714,6 +737,7 @@ func (s *Server) handleAddAnalyst(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return badRequest("%v", err)
 	}
+	s.auditAdmin(r, "add", a.Name)
 	info := AnalystInfo{Analyst: a, Budgets: []BudgetInfo{}}
 	for _, g := range b.Grants {
 		g.Analyst = a.Name
@@ -721,6 +745,7 @@ func (s *Server) handleAddAnalyst(w http.ResponseWriter, r *http.Request) error 
 		if err != nil {
 			return err
 		}
+		s.auditGrant(r, g)
 		info.Budgets = append(info.Budgets, bi)
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{"analyst": info, "token": tok})
@@ -735,6 +760,7 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.auditAdmin(r, "revoke", a.Name)
 	writeJSON(w, http.StatusOK, map[string]any{"analyst": a})
 	return nil
 }
@@ -747,6 +773,7 @@ func (s *Server) handleRotate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.auditAdmin(r, "rotate", a.Name)
 	writeJSON(w, http.StatusOK, map[string]any{"analyst": a, "token": tok})
 	return nil
 }

@@ -33,6 +33,7 @@ type serveConfig struct {
 	tlsCert, tlsKey  string
 	maxConns         int
 	maxSessions      int
+	auditLog         string
 	maxConcurrent    int
 	rate             float64
 	maxSQL           int
@@ -76,6 +77,7 @@ flight finish, then the ledger is closed.`,
 	f.StringVar(&cfg.tlsCert, "tls-cert", "", "TLS certificate (PEM) for HTTPS and PostgreSQL TLS; with --tls-key")
 	f.StringVar(&cfg.tlsKey, "tls-key", "", "TLS private key (PEM)")
 	f.IntVar(&cfg.maxConns, "max-conns", pgwire.DefaultMaxConns, "maximum PostgreSQL sessions")
+	f.StringVar(&cfg.auditLog, "audit-log", "", "append an audit log (JSON lines: logins, failed logins, admin actions, grants, refusals over budget) to this file")
 	f.IntVar(&cfg.maxSessions, "max-sessions-per-analyst", 8, "maximum PostgreSQL sessions of one analyst at once (0: only --max-conns)")
 	f.IntVar(&cfg.maxConcurrent, "max-concurrent", server.DefaultMaxConcurrent, "maximum HTTP API requests served at once (429 beyond)")
 	f.Float64Var(&cfg.rate, "rate", 0, "per-analyst requests per second, HTTP API and PostgreSQL statements together (0: unlimited; 429 or SQLSTATE 53400 beyond)")
@@ -171,6 +173,13 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 		return err
 	}
 	logger := log.New(os.Stderr, "", log.LstdFlags)
+	var audit *server.AuditLog
+	if cfg.auditLog != "" {
+		if audit, err = server.OpenAuditLog(cfg.auditLog); err != nil {
+			return fmt.Errorf("--audit-log: %w", err)
+		}
+		defer audit.Close()
+	}
 	var (
 		api              *server.Server
 		httpSrv          *http.Server
@@ -182,7 +191,7 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 	if cfg.httpAddr != "" {
 		api, err = server.New(server.Options{Answerer: ans, Ledger: led, Analysts: reg, MaxSQLLen: cfg.maxSQL,
 			MaxConcurrent: cfg.maxConcurrent, RatePerAnalyst: cfg.rate, QueryTimeout: cfg.queryTimeout, Logger: logger,
-			HSTS: tlsCfg != nil})
+			HSTS: tlsCfg != nil, Audit: audit})
 		if err != nil {
 			return err
 		}
@@ -208,12 +217,12 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 		if api == nil {
 			// The PostgreSQL port alone still gets the same limits.
 			if api, err = server.New(server.Options{Answerer: ans, Ledger: led, Analysts: reg, MaxSQLLen: cfg.maxSQL,
-				MaxConcurrent: cfg.maxConcurrent, RatePerAnalyst: cfg.rate, QueryTimeout: cfg.queryTimeout, Logger: logger}); err != nil {
+				MaxConcurrent: cfg.maxConcurrent, RatePerAnalyst: cfg.rate, QueryTimeout: cfg.queryTimeout, Logger: logger, Audit: audit}); err != nil {
 				return err
 			}
 		}
 		pgSrv, err = pgwire.New(pgwire.Options{Answerer: ans, Analysts: reg, TLS: tlsCfg, MaxConns: cfg.maxConns,
-			MaxSessionsPerAnalyst: cfg.maxSessions, Limits: api,
+			MaxSessionsPerAnalyst: cfg.maxSessions, Limits: api, Audit: audit,
 			QueryTimeout: cfg.queryTimeout, MaxQueryLen: cfg.maxSQL, Logger: logger})
 		if err != nil {
 			return err
