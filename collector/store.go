@@ -238,14 +238,14 @@ type StoreOptions struct {
 	// Timeout is how long to wait for the store's file lock (default 1 s).
 	Timeout time.Duration
 	// MaxIDs bounds the report ids held in memory to find duplicates,
-	// over all surveys (default DefaultMaxIDs, about 40 bytes each). A
+	// over all surveys (default DefaultMaxIDs, about 60 bytes each). A
 	// batch that would go beyond it is refused with ErrFull; nothing is
 	// dropped silently.
 	MaxIDs int
 }
 
 // DefaultMaxIDs is the default StoreOptions.MaxIDs: 4 million report ids,
-// about 160 MB.
+// about 240 MB.
 const DefaultMaxIDs = 4_000_000
 
 // ErrFull is returned (wrapped) when accepting a batch would hold more

@@ -69,7 +69,7 @@ Endpoints:
 	f.Int64Var(&o.maxBody, "max-body", collector.DefaultMaxBody, "largest request body, in bytes")
 	f.IntVar(&o.maxBatch, "max-batch", collector.DefaultMaxBatch, "most reports in one request")
 	f.IntVar(&o.perAddr, "max-reports-per-addr", 0, "most reports one client address (IPv6: its /64) may post to one survey per hour (0: no quota; behind a proxy every client shares its address)")
-	f.IntVar(&o.maxIDs, "max-ids", collector.DefaultMaxIDs, "most report ids held in memory to find duplicates, over all surveys (about 40 bytes each); beyond, reports are refused (503)")
+	f.IntVar(&o.maxIDs, "max-ids", collector.DefaultMaxIDs, "most report ids held in memory to find duplicates, over all surveys (about 60 bytes each); beyond, reports are refused (503)")
 	return cmd
 }
 
