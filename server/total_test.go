@@ -68,3 +68,19 @@ func TestAddAnalystWithABadGrantCreatesNothing(t *testing.T) {
 		t.Fatalf("the retry: %d %s", r.status, r.raw)
 	}
 }
+
+// TestVerifyEndpoint: an admin checks the ledger the server holds (the
+// tampering cases are ledger tests); an analyst may not.
+func TestVerifyEndpoint(t *testing.T) {
+	e := newEnv(t, server.Options{}, nil)
+	if r := e.do(t, "GET", "/v1/admin/verify", e.alice, ""); r.status != 403 {
+		t.Fatalf("analyst: %d %s", r.status, r.raw)
+	}
+	if r := e.do(t, "POST", "/v1/query", e.alice, `{"sql":"SELECT COUNT(*) FROM adult","epsilon":0.5}`); r.status != 200 {
+		t.Fatalf("query: %d %s", r.status, r.raw)
+	}
+	r := e.do(t, "GET", "/v1/admin/verify", e.admin, "")
+	if r.status != 200 || !strings.Contains(r.raw, `"releases":1`) || !strings.Contains(r.raw, `"chained":true`) {
+		t.Fatalf("verify: %d %s", r.status, r.raw)
+	}
+}
