@@ -365,3 +365,53 @@ func (b *Budget) SetLimit(limit EpsDelta, rule Rule) error {
 	b.spentOK = false
 	return nil
 }
+
+// Record adds c to the sums unconditionally, whatever the limit: it rebuilds
+// a budget from the releases it admitted (to check a stored budget against
+// its records) or opens a budget that must count releases admitted before
+// it existed. It refuses only a cost that fails Cost.Validate. Spend is the
+// call that enforces the limit.
+func (b *Budget) Record(c Cost) error { return b.RecordN(c, 1) }
+
+// RecordN is n calls of Record(c) at once: it adds n·c to the sums
+// exactly and n to the release count. n must be >= 0.
+func (b *Budget) RecordN(c Cost, n int) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if n < 0 {
+		return fmt.Errorf("record %d releases: want a count >= 0", n)
+	}
+	z := zcdpView(c)
+	k := new(big.Rat).SetInt64(int64(n))
+	times := func(x float64) *big.Rat { return new(big.Rat).Mul(ratOf(x), k) }
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.eps.Add(&b.eps, times(c.Epsilon))
+	b.delta.Add(&b.delta, times(c.Delta))
+	b.rho.Add(&b.rho, times(z.Rho))
+	b.rhoDelta.Add(&b.rhoDelta, times(z.RhoDelta))
+	b.releases += n
+	b.spentOK = false
+	return nil
+}
+
+// ExactSums are a budget's exact sums, each as a rational number in the
+// form big.Rat.RatString writes ("3/8", "0"), and its release count: the
+// figures a stored budget must share with the releases it admitted.
+type ExactSums struct {
+	Epsilon, Delta, Rho, RhoDelta string
+	Releases                      int
+}
+
+// String lists the sums as the stored form names them.
+func (s ExactSums) String() string {
+	return fmt.Sprintf("sum_epsilon=%s sum_delta=%s sum_rho=%s sum_rho_delta=%s releases=%d", s.Epsilon, s.Delta, s.Rho, s.RhoDelta, s.Releases)
+}
+
+// Sums returns the budget's exact sums and release count.
+func (b *Budget) Sums() ExactSums {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return ExactSums{Epsilon: b.eps.RatString(), Delta: b.delta.RatString(), Rho: b.rho.RatString(), RhoDelta: b.rhoDelta.RatString(), Releases: b.releases}
+}

@@ -70,7 +70,21 @@ var (
 	ErrExists = errors.New("analyst already exists")
 	// ErrUnknown: no analyst has that name.
 	ErrUnknown = errors.New("no such analyst")
+	// ErrRotated: the token a session logged in with has been replaced
+	// by a new one.
+	ErrRotated = errors.New("token rotated")
 )
+
+// Credential identifies the token a session logged in with (its hash),
+// so that a long-lived session can be ended when that token is rotated or
+// revoked; see Registry.CheckCredential.
+type Credential struct {
+	name string
+	hash [sha256.Size]byte
+}
+
+// Name is the analyst the credential belongs to.
+func (c Credential) Name() string { return c.name }
 
 // Analyst is one person who may query, as the registry reports it. It never
 // holds the token or its hash.
@@ -90,7 +104,11 @@ type record struct {
 	Analyst
 	// TokenHash is the hex SHA-256 of the token text.
 	TokenHash string `json:"token_sha256"`
-	hash      [sha256.Size]byte
+	// SCRAM is the token's salted SCRAM-SHA-256 verifier, for logins over
+	// the PostgreSQL protocol (see scram.go); empty for records made
+	// before it existed.
+	SCRAM string `json:"scram_sha256,omitempty"`
+	hash  [sha256.Size]byte
 }
 
 // Store keeps analyst records durably. *ledger.Ledger implements it.
@@ -232,8 +250,13 @@ func (r *Registry) Add(name string, role Role) (Analyst, string, error) {
 	if _, ok := r.byName[name]; ok {
 		return Analyst{}, "", fmt.Errorf("analyst %q: %w (revoke it or choose another name)", name, ErrExists)
 	}
+	ver, err := NewSCRAMVerifier(token)
+	if err != nil {
+		return Analyst{}, "", err
+	}
 	rec := &record{
 		Analyst: Analyst{Name: name, Role: role, Created: r.now().UTC()},
+		SCRAM:   ver,
 		hash:    HashToken(token),
 	}
 	if err := r.save(rec); err != nil {
@@ -257,7 +280,11 @@ func (r *Registry) Rotate(name string) (Analyst, string, error) {
 	if !ok {
 		return Analyst{}, "", fmt.Errorf("analyst %q: %w", name, ErrUnknown)
 	}
-	rec := &record{Analyst: old.Analyst, hash: HashToken(token)}
+	ver, err := NewSCRAMVerifier(token)
+	if err != nil {
+		return Analyst{}, "", err
+	}
+	rec := &record{Analyst: old.Analyst, SCRAM: ver, hash: HashToken(token)}
 	rec.Revoked, rec.RevokedAt = false, nil
 	if err := r.save(rec); err != nil {
 		return Analyst{}, "", err
@@ -281,7 +308,7 @@ func (r *Registry) Revoke(name string) (Analyst, error) {
 	if old.Revoked {
 		return old.Analyst, nil
 	}
-	rec := &record{Analyst: old.Analyst, hash: old.hash}
+	rec := &record{Analyst: old.Analyst, SCRAM: old.SCRAM, hash: old.hash}
 	t := r.now().UTC()
 	rec.Revoked, rec.RevokedAt = true, &t
 	if err := r.save(rec); err != nil {
@@ -337,6 +364,32 @@ func (r *Registry) Authenticate(token string) (Analyst, error) {
 		return Analyst{}, ErrRevoked
 	}
 	return rec.Analyst, nil
+}
+
+// CredentialOf returns the credential of a token that authenticated as
+// analyst name (see CheckCredential).
+func CredentialOf(name, token string) Credential {
+	return Credential{name: name, hash: HashToken(token)}
+}
+
+// CheckCredential reports whether a session that logged in with cred may
+// go on: nil while cred is its analyst's current token, ErrRevoked once the
+// analyst is revoked, ErrRotated once the token has been replaced (also by
+// a rotation that reinstated a revoked analyst: the old session stays
+// ended), ErrUnknown if the analyst is gone.
+func (r *Registry) CheckCredential(cred Credential) error {
+	r.mu.RLock()
+	rec, ok := r.byName[cred.name]
+	r.mu.RUnlock()
+	switch {
+	case !ok:
+		return fmt.Errorf("analyst %q: %w", cred.name, ErrUnknown)
+	case subtle.ConstantTimeCompare(rec.hash[:], cred.hash[:]) != 1:
+		return fmt.Errorf("analyst %q: %w", cred.name, ErrRotated)
+	case rec.Revoked:
+		return fmt.Errorf("analyst %q: %w", cred.name, ErrRevoked)
+	}
+	return nil
 }
 
 // AuthenticateName checks that token belongs to the analyst called name, as

@@ -54,6 +54,10 @@ type Catalog struct {
 	// Budget is the privacy budget each analyst gets on each table unless
 	// granted otherwise.
 	Budget Budget
+	// TotalBudget caps everything released from each table, whoever
+	// asked, unless a table declares its own; nil declares no cap across
+	// analysts.
+	TotalBudget *Budget
 	// Tables lists the tables in the order the catalog declares them.
 	Tables []*Table
 }
@@ -87,6 +91,26 @@ type Table struct {
 	GroupSize int64
 	// Columns lists the declared columns in declaration order.
 	Columns []*Column
+	// IDSpace names the people the privacy unit identifies: tables of one
+	// id space share their budgets (each analyst's, and the total). Empty
+	// means the table is its own id space.
+	IDSpace string
+	// Budget is each analyst's default budget on the table: the table's
+	// own declaration, else the catalog's.
+	Budget Budget
+	// TotalBudget caps everything released from the table (from its id
+	// space), whoever asked: the table's own declaration, else the
+	// catalog's; nil means no cap across analysts.
+	TotalBudget *Budget
+}
+
+// BudgetDataset is the name the table's budgets are kept under in the
+// ledger: its id space, or its own name when it has none.
+func (t *Table) BudgetDataset() string {
+	if t.IDSpace != "" {
+		return t.IDSpace
+	}
+	return t.Name
 }
 
 // Column is one declared column.
@@ -146,8 +170,9 @@ func (t *Table) HasPrivacyUnit() bool { return t.PrivacyUnit != "" }
 
 // The YAML shape of a catalog. Decoding is strict: unknown fields are errors.
 type rawCatalog struct {
-	Budget *rawBudget           `yaml:"budget"`
-	Tables map[string]*rawTable `yaml:"tables"`
+	Budget      *rawBudget           `yaml:"budget"`
+	TotalBudget *rawBudget           `yaml:"total_budget"`
+	Tables      map[string]*rawTable `yaml:"tables"`
 }
 
 type rawBudget struct {
@@ -162,6 +187,9 @@ type rawTable struct {
 	MaxRowsPerGroup  *int64                `yaml:"max_rows_per_group"`
 	GroupSize        *int64                `yaml:"group_size"`
 	Columns          map[string]*rawColumn `yaml:"columns"`
+	IDSpace          string                `yaml:"id_space"`
+	Budget           *rawBudget            `yaml:"budget"`
+	TotalBudget      *rawBudget            `yaml:"total_budget"`
 }
 
 type rawColumn struct {
@@ -236,6 +264,7 @@ func Parse(data []byte, dir string) (*Catalog, error) {
 			c.Tables = append(c.Tables, t)
 		}
 	}
+	errs = append(errs, checkBudgets(c, &raw)...)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -543,6 +572,11 @@ func cleanYAMLError(err error) error {
 func (c *Catalog) Summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "budget per analyst and table: epsilon=%g delta=%g\n", c.Budget.Epsilon, c.Budget.Delta)
+	if c.TotalBudget != nil {
+		fmt.Fprintf(&b, "total budget per table, all analysts together: epsilon=%g delta=%g\n", c.TotalBudget.Epsilon, c.TotalBudget.Delta)
+	} else {
+		b.WriteString("no total budget: each analyst may spend a full budget on each table (declare total_budget to cap them together)\n")
+	}
 	for _, t := range c.Tables {
 		fmt.Fprintf(&b, "table %s: %s (%s)", t.Name, filepath.Base(t.Source), t.Format)
 		if t.HasPrivacyUnit() {
@@ -550,6 +584,15 @@ func (c *Catalog) Summary() string {
 				t.PrivacyUnit, t.MaxGroupsPerUnit, t.MaxRowsPerGroup)
 		} else {
 			b.WriteString(", one row per person")
+		}
+		if t.IDSpace != "" {
+			fmt.Fprintf(&b, ", id space %s", t.IDSpace)
+		}
+		if t.Budget != c.Budget {
+			fmt.Fprintf(&b, ", budget per analyst epsilon=%g delta=%g", t.Budget.Epsilon, t.Budget.Delta)
+		}
+		if t.TotalBudget != nil && (c.TotalBudget == nil || *t.TotalBudget != *c.TotalBudget) {
+			fmt.Fprintf(&b, ", total budget epsilon=%g delta=%g", t.TotalBudget.Epsilon, t.TotalBudget.Delta)
 		}
 		b.WriteString("\n")
 		for _, col := range t.Columns {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	js "github.com/dpstat/dpstat/clients/js"
 )
@@ -29,6 +30,16 @@ type ServerOptions struct {
 	MaxBody int64
 	// MaxBatch limits the reports of one request (default DefaultMaxBatch).
 	MaxBatch int
+	// MaxReportsPerAddr, when positive, caps the reports one client
+	// address (an IPv6 /64) may post to one survey per QuotaWindow; a
+	// batch beyond it is refused whole (429).
+	MaxReportsPerAddr int
+	// QuotaWindow is the quota's window (default DefaultQuotaWindow).
+	QuotaWindow time.Duration
+	// MaxTrackedAddrs bounds the addresses the quota tracks in a window
+	// (default DefaultMaxTrackedAddrs); once it is reached, new addresses
+	// are refused until the window ends.
+	MaxTrackedAddrs int
 }
 
 // Handler returns the collector's HTTP service over a store:
@@ -38,7 +49,9 @@ type ServerOptions struct {
 //	GET  /api/surveys                   list of surveys
 //	POST /api/surveys                   create a survey (curator: Authorization: Bearer TOKEN)
 //	GET  /api/surveys/{id}              a survey's public parameters
+//	POST /api/surveys/{id}/devices      enrol devices (curator): {"count": n} → {"tokens": [...]}
 //	POST /api/surveys/{id}/reports      post reports: {"reports": [...]} or one report object
+//	                                    (an enrolment survey: one report, Authorization: Bearer DEVICE-TOKEN)
 //	GET  /api/surveys/{id}/estimates    estimates, ?confidence=0.95
 //
 // Errors are JSON objects {"code": ..., "message": ...}.
@@ -49,7 +62,16 @@ func Handler(st *Store, o ServerOptions) http.Handler {
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = DefaultMaxBatch
 	}
+	if o.QuotaWindow <= 0 {
+		o.QuotaWindow = DefaultQuotaWindow
+	}
+	if o.MaxTrackedAddrs <= 0 {
+		o.MaxTrackedAddrs = DefaultMaxTrackedAddrs
+	}
 	h := &handler{st: st, o: o}
+	if o.MaxReportsPerAddr > 0 {
+		h.quota = newQuota(o.MaxReportsPerAddr, o.MaxTrackedAddrs, o.QuotaWindow)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", h.page)
 	mux.HandleFunc("GET /dpstat-ldp.mjs", h.module)
@@ -57,6 +79,7 @@ func Handler(st *Store, o ServerOptions) http.Handler {
 	mux.HandleFunc("POST /api/surveys", h.create)
 	mux.HandleFunc("GET /api/surveys/{id}", h.public)
 	mux.HandleFunc("POST /api/surveys/{id}/reports", h.reports)
+	mux.HandleFunc("POST /api/surveys/{id}/devices", h.enrol)
 	mux.HandleFunc("GET /api/surveys/{id}/estimates", h.estimates)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/api/") {
@@ -69,8 +92,9 @@ func Handler(st *Store, o ServerOptions) http.Handler {
 }
 
 type handler struct {
-	st *Store
-	o  ServerOptions
+	st    *Store
+	o     ServerOptions
+	quota *quota // nil: no quota
 }
 
 // APIError is the body of every error answer.
@@ -174,18 +198,62 @@ type batch struct {
 	Report
 }
 
-func (h *handler) reports(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if _, err := h.st.get(id); err != nil {
-		writeError(w, http.StatusNotFound, "survey_not_found", err.Error())
+func (h *handler) enrol(w http.ResponseWriter, r *http.Request) {
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || !h.st.AdminTokenMatches(token) {
+		writeError(w, http.StatusUnauthorized, "unauthorized", "enrolling devices needs the curator's token: Authorization: Bearer TOKEN")
 		return
 	}
 	body := h.readBody(w, r)
 	if body == nil {
 		return
 	}
+	var req struct {
+		Count int `json:"count"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "malformed_json", `devices: `+err.Error()+`: want {"count": n}`)
+		return
+	}
+	toks, err := h.st.EnrolDevices(r.PathValue("id"), req.Count)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			writeError(w, http.StatusNotFound, "survey_not_found", err.Error())
+			return
+		}
+		writeError(w, http.StatusBadRequest, "invalid_enrolment", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"tokens": toks})
+}
+
+func (h *handler) reports(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	sv, err := h.st.get(id)
+	if err != nil {
+		writeError(w, http.StatusNotFound, "survey_not_found", err.Error())
+		return
+	}
+	deviceID := ""
+	if sv.Enrolment {
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok {
+			writeError(w, http.StatusUnauthorized, "device_token_required", fmt.Sprintf("survey %q takes reports from enrolled devices only: send Authorization: Bearer DEVICE-TOKEN", id))
+			return
+		}
+		if deviceID, err = h.st.DeviceReportID(id, token); err != nil {
+			writeError(w, http.StatusUnauthorized, "device_not_enrolled", err.Error()+": send the token the curator enrolled this device with")
+			return
+		}
+	}
+	body := h.readBody(w, r)
+	if body == nil {
+		return
+	}
 	if reports, ok := parseBatchFast(body); ok {
-		h.ingest(w, id, reports, false)
+		h.ingestFrom(w, r, id, deviceID, reports, false)
 		return
 	}
 	var b batch
@@ -208,18 +276,45 @@ func (h *handler) reports(w http.ResponseWriter, r *http.Request) {
 	case single:
 		reports = []Report{b.Report}
 	}
+	h.ingestFrom(w, r, id, deviceID, reports, single)
+}
+
+// ingestFrom applies enrolment and the quota, then ingests.
+func (h *handler) ingestFrom(w http.ResponseWriter, r *http.Request, id, deviceID string, reports []Report, single bool) {
+	if deviceID != "" {
+		if len(reports) != 1 {
+			writeError(w, http.StatusBadRequest, "one_report_per_device", fmt.Sprintf("reports: %d reports: an enrolled device sends exactly one report", len(reports)))
+			return
+		}
+		// The device's report id: one report per device however often
+		// it posts.
+		reports[0].ID = deviceID
+	}
+	if h.quota != nil {
+		ok, used := h.quota.reserve(id, r.RemoteAddr, len(reports))
+		if !ok {
+			w.Header().Set("Retry-After", strconv.Itoa(int(h.o.QuotaWindow.Seconds())))
+			writeError(w, http.StatusTooManyRequests, "quota_exceeded", fmt.Sprintf("reports: %d more from %s would exceed the quota of %d reports per address per survey per %v (%d used): nothing of this batch was counted",
+				len(reports), addrKey(r.RemoteAddr), h.o.MaxReportsPerAddr, h.o.QuotaWindow, used))
+			return
+		}
+		accepted := h.ingest(w, id, reports, single)
+		h.quota.refund(id, r.RemoteAddr, len(reports)-accepted)
+		return
+	}
 	h.ingest(w, id, reports, single)
 }
 
-func (h *handler) ingest(w http.ResponseWriter, id string, reports []Report, single bool) {
+// ingest counts a batch and answers; it returns the number accepted.
+func (h *handler) ingest(w http.ResponseWriter, id string, reports []Report, single bool) int {
 	switch {
 	case single:
 	case len(reports) == 0:
 		writeError(w, http.StatusBadRequest, "empty_batch", `reports: no reports: want {"reports": [...]} with 1 to `+strconv.Itoa(h.o.MaxBatch)+" reports")
-		return
+		return 0
 	case len(reports) > h.o.MaxBatch:
 		writeError(w, http.StatusRequestEntityTooLarge, "batch_too_large", fmt.Sprintf("reports: %d reports: want at most %d per request", len(reports), h.o.MaxBatch))
-		return
+		return 0
 	}
 	res, err := h.st.Ingest(id, reports)
 	if err != nil {
@@ -227,16 +322,21 @@ func (h *handler) ingest(w http.ResponseWriter, id string, reports []Report, sin
 		if errors.As(err, &re) {
 			idx := re.Index
 			writeJSON(w, http.StatusUnprocessableEntity, APIError{Code: re.Code, Message: re.Error() + " (nothing of this batch was counted)", Index: &idx})
-			return
+			return 0
 		}
 		if errors.Is(err, ErrNotFound) {
 			writeError(w, http.StatusNotFound, "survey_not_found", err.Error())
-			return
+			return 0
+		}
+		if errors.Is(err, ErrFull) {
+			writeError(w, http.StatusServiceUnavailable, "collector_full", err.Error())
+			return 0
 		}
 		writeError(w, http.StatusInternalServerError, "store_error", err.Error())
-		return
+		return 0
 	}
 	writeJSON(w, http.StatusOK, res)
+	return res.Accepted
 }
 
 func (h *handler) estimates(w http.ResponseWriter, r *http.Request) {

@@ -36,6 +36,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -85,6 +86,9 @@ type SurveySpec struct {
 	Mechanism string `json:"mechanism"`
 	// Epsilon is the local ε of each report.
 	Epsilon float64 `json:"epsilon"`
+	// Enrolment, when true, accepts reports only from enrolled devices,
+	// one per device (see Store.EnrolDevices).
+	Enrolment bool `json:"enrolment,omitempty"`
 }
 
 // Survey is a stored survey.
@@ -102,6 +106,8 @@ type Survey struct {
 	Epsilon float64 `json:"epsilon"`
 	// Created is the creation time (UTC, to the second).
 	Created time.Time `json:"created"`
+	// Enrolment says that only enrolled devices may report, once each.
+	Enrolment bool `json:"enrolment,omitempty"`
 }
 
 // Labels returns the answer labels, one per domain value (for mean, the
@@ -231,7 +237,20 @@ type StoreOptions struct {
 	ReadOnly bool
 	// Timeout is how long to wait for the store's file lock (default 1 s).
 	Timeout time.Duration
+	// MaxIDs bounds the report ids held in memory to find duplicates,
+	// over all surveys (default DefaultMaxIDs, about 60 bytes each). A
+	// batch that would go beyond it is refused with ErrFull; nothing is
+	// dropped silently.
+	MaxIDs int
 }
+
+// DefaultMaxIDs is the default StoreOptions.MaxIDs: 4 million report ids,
+// about 240 MB.
+const DefaultMaxIDs = 4_000_000
+
+// ErrFull is returned (wrapped) when accepting a batch would hold more
+// report ids than StoreOptions.MaxIDs.
+var ErrFull = errors.New("the collector holds its maximum of report ids")
 
 // Store is the collector's durable store. Its methods are safe for
 // concurrent use.
@@ -239,6 +258,9 @@ type Store struct {
 	db       *bolt.DB
 	readOnly bool
 	seeds    [2]maphash.Seed
+	maxIDs   int
+	// nids counts the report ids held in memory, over all surveys.
+	nids atomic.Int64
 
 	mu      sync.Mutex // guards surveys
 	surveys map[string]*survey
@@ -249,6 +271,12 @@ type Store struct {
 func Open(path string, o StoreOptions) (*Store, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = time.Second
+	}
+	if o.MaxIDs < 0 {
+		return nil, fmt.Errorf("collector store: MaxIDs = %d: want >= 0 (0: the default, %d)", o.MaxIDs, DefaultMaxIDs)
+	}
+	if o.MaxIDs == 0 {
+		o.MaxIDs = DefaultMaxIDs
 	}
 	if o.ReadOnly {
 		if _, err := os.Stat(path); err != nil {
@@ -263,10 +291,10 @@ func Open(path string, o StoreOptions) (*Store, error) {
 		return nil, fmt.Errorf("collector store %s: %w", path, err)
 	}
 	s := &Store{db: db, readOnly: o.ReadOnly, seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
-		surveys: map[string]*survey{}}
+		surveys: map[string]*survey{}, maxIDs: o.MaxIDs}
 	if !o.ReadOnly {
 		err = db.Update(func(tx *bolt.Tx) error {
-			for _, b := range [][]byte{bucketMeta, bucketSurveys, bucketTally, bucketIDs} {
+			for _, b := range [][]byte{bucketMeta, bucketSurveys, bucketTally, bucketIDs, bucketDevices} {
 				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 					return err
 				}
@@ -325,6 +353,7 @@ func (s *Store) load() error {
 				}
 			}
 			b.ids = set
+			s.nids.Add(int64(len(set)))
 			s.surveys[sv.ID] = b
 			return nil
 		})
@@ -391,7 +420,7 @@ func (s *Store) CreateSurvey(spec SurveySpec) (Survey, error) {
 		// the mean.
 		kind = ldp.KindMean
 	}
-	sv := Survey{ID: spec.ID, Question: spec.Question, Domain: spec.Domain, Mechanism: kind, Epsilon: spec.Epsilon, Created: time.Now().UTC().Truncate(time.Second)}
+	sv := Survey{ID: spec.ID, Question: spec.Question, Domain: spec.Domain, Mechanism: kind, Epsilon: spec.Epsilon, Created: time.Now().UTC().Truncate(time.Second), Enrolment: spec.Enrolment}
 	if sv.ID == "" {
 		var b [8]byte
 		if _, err := rand.Read(b[:]); err != nil {
@@ -708,6 +737,11 @@ func (s *Store) commitGroup(b *survey, group []*ingestJob) {
 				finish(fmt.Errorf("report %d: %w", i, err))
 				return
 			}
+			if s.nids.Load()+int64(len(added)) >= int64(s.maxIDs) {
+				rollback()
+				finish(fmt.Errorf("survey %q: %w (%d, StoreOptions.MaxIDs; collect --max-ids raises it): nothing of this batch was counted", b.ID, ErrFull, s.maxIDs))
+				return
+			}
 			set[h] = struct{}{}
 			added = append(added, h)
 			j.log = append(j.log, byte(len(j.reports[i].ID)))
@@ -743,6 +777,7 @@ func (s *Store) commitGroup(b *survey, group []*ingestJob) {
 			return
 		}
 		b.tally = t
+		s.nids.Add(int64(len(added)))
 	}
 	for _, j := range group {
 		j.res.Total = b.tally.N

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/dpstat/dpstat/accounting"
 )
 
@@ -150,6 +152,89 @@ func BenchmarkOpenChargeClose(b *testing.B) {
 		}
 		if err := l.Close(); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGrowth measures how much the ledger file grows per release,
+// charging 2,000 releases one commit each (as a lone client does), with
+// and without a stored answer of 1 KB (repeat-safe queries store theirs),
+// and with a total budget on the dataset. The figure is the metric
+// B/release, the growth of the pages in use; the time per operation is
+// not the point.
+func BenchmarkGrowth(b *testing.B) {
+	const n = 2000
+	answer := make([]byte, 1024)
+	for i := range answer {
+		answer[i] = 'a' + byte(i%26)
+	}
+	for _, tc := range []struct {
+		name   string
+		answer bool
+		total  bool
+	}{{"plain", false, false}, {"answer=1KB", true, false}, {"total", false, true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				l, k := benchLedger(b)
+				if tc.total {
+					if _, err := l.GrantTotal(k.Dataset, accounting.EpsDelta{Epsilon: 1e15, Delta: 1e-5}, accounting.Basic); err != nil {
+						b.Fatal(err)
+					}
+				}
+				before := usedBytes(b, l)
+				for i := range n {
+					c := benchCharge(k)
+					if tc.answer {
+						c.AnswerKey, c.Answer = fmt.Sprintf("%064x", i), answer
+					}
+					if _, err := l.Charge(bg, c); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(usedBytes(b, l)-before)/n, "B/release")
+			}
+		})
+	}
+}
+
+// usedBytes is the size of the ledger's pages up to the highest one in
+// use (bbolt grows the file itself in doubling steps, which would hide the
+// growth per release).
+func usedBytes(b *testing.B, l *Ledger) int64 {
+	b.Helper()
+	var n int64
+	if err := l.db.View(func(tx *bolt.Tx) error { n = tx.Size(); return nil }); err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
+// BenchmarkVerify is the check Open runs on a ledger of 20,000 releases
+// (two analysts and a total): the whole chain is read and every budget
+// rebuilt from its releases.
+func BenchmarkVerify(b *testing.B) {
+	l, k := benchLedger(b)
+	if _, err := l.GrantTotal(k.Dataset, accounting.EpsDelta{Epsilon: 1e15, Delta: 1e-5}, accounting.Basic); err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20000 / 64 {
+				if _, err := l.Charge(bg, benchCharge(k)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for b.Loop() {
+		rep, err := l.Verify()
+		if err != nil || rep.Releases != 20000/64*64 {
+			b.Fatalf("Verify = %+v, %v", rep, err)
 		}
 	}
 }

@@ -29,7 +29,7 @@ import (
 // magic or with a newer version.
 const (
 	Magic         = "dpstat-ledger"
-	FormatVersion = 1
+	FormatVersion = 2
 )
 
 // DefaultTimeout is how long Open waits for another process to release the
@@ -101,6 +101,17 @@ type Options struct {
 	// Timeout is how long Open waits for another process to release the
 	// file lock; zero means DefaultTimeout. Negative is an error.
 	Timeout time.Duration
+	// Key, when set, seals the ledger: the end of its chain of records
+	// carries an HMAC-SHA-256 under Key, so that someone who rewrites the
+	// file consistently without the key is detected. Keep the key outside
+	// the ledger (see KeyFromEnv). A sealed ledger opens for writing only
+	// with its key; a new or empty ledger is sealed when opened with a
+	// key; an existing unsealed one only with Seal. At least MinKeyLen
+	// bytes.
+	Key []byte
+	// Seal allows Open to seal an existing ledger that has records but no
+	// seal yet with Key, after checking it.
+	Seal bool
 }
 
 // Ledger is an open ledger file. Its methods are safe for concurrent use.
@@ -115,6 +126,7 @@ type Ledger struct {
 	db       *bolt.DB
 	path     string
 	readOnly bool
+	key      []byte
 
 	reqs      chan *chargeReq
 	done      chan struct{}
@@ -141,6 +153,12 @@ func Open(path string, opts Options) (*Ledger, error) {
 	if opts.Timeout == 0 {
 		opts.Timeout = DefaultTimeout
 	}
+	if opts.Key != nil && len(opts.Key) < MinKeyLen {
+		return nil, fmt.Errorf("ledger %s: key of %d bytes: want at least %d (e.g. 32 random bytes): %w", path, len(opts.Key), MinKeyLen, ErrKey)
+	}
+	if opts.Seal && opts.Key == nil {
+		return nil, fmt.Errorf("ledger %s: sealing needs a key: %w", path, ErrKey)
+	}
 	info, statErr := os.Stat(path)
 	exists := statErr == nil
 	if statErr != nil && !errors.Is(statErr, os.ErrNotExist) {
@@ -165,7 +183,13 @@ func Open(path string, opts Options) (*Ledger, error) {
 			_ = db.Close()
 			return nil, err
 		}
-		return newLedger(db, path, true), nil
+		l := newLedger(db, path, true)
+		l.key = opts.Key
+		if err := l.checkOnOpen(opts); err != nil {
+			_ = db.Close()
+			return nil, err
+		}
+		return l, nil
 	}
 	deadline := time.Now().Add(opts.Timeout)
 	if !exists {
@@ -202,9 +226,54 @@ func Open(path string, opts Options) (*Ledger, error) {
 		return nil, err
 	}
 	l := newLedger(db, path, false)
+	l.key = opts.Key
+	if err := l.checkOnOpen(opts); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
 	l.wg.Add(1)
 	go l.committer()
 	return l, nil
+}
+
+// checkOnOpen upgrades a format-1 ledger opened for writing, seals it when
+// that is asked for, and verifies it (see Verify). Nothing is written to a
+// ledger that needs no upgrade or seal, nor to one that fails a check.
+func (l *Ledger) checkOnOpen(opts Options) error {
+	if !l.readOnly {
+		var version int
+		var sealed bool
+		var h chainHead
+		err := l.view(func(tx *bolt.Tx) error {
+			version = formatVersion(tx)
+			sealed = tx.Bucket(bucketMeta).Get(keyChainMAC) != nil
+			var err error
+			h, err = readHead(tx)
+			return err
+		})
+		switch {
+		case err != nil:
+			return fmt.Errorf("ledger %s: %w", l.path, err)
+		case sealed && l.key == nil:
+			return fmt.Errorf("ledger %s is sealed with a key: give the key to write to it (DPSTAT_LEDGER_KEY_FILE), or open it read-only: %w", l.path, ErrKey)
+		case version < 2:
+			// The upgrade checks the sums first and seals the new chain
+			// when a key is given.
+			err = l.update(l.migrate)
+		case !sealed && l.key != nil && (h.seq == 0 || opts.Seal):
+			err = l.update(func(tx *bolt.Tx) error {
+				if _, err := verifyTx(tx, nil); err != nil {
+					return err
+				}
+				return writeHead(tx, h, l.key)
+			})
+		}
+		if err != nil {
+			return fmt.Errorf("ledger %s: %w", l.path, err)
+		}
+	}
+	_, err := l.Verify()
+	return err
 }
 
 func newLedger(db *bolt.DB, path string, ro bool) *Ledger {
@@ -269,7 +338,11 @@ func checkFormat(db *bolt.DB, path string) (err error) {
 		if v > FormatVersion {
 			return fmt.Errorf("ledger %s has format version %d, newer than the version %d this dpstat reads; use a newer dpstat (the file was left unchanged): %w", path, v, FormatVersion, ErrNotLedger)
 		}
-		for _, b := range [][]byte{bucketBudgets, bucketReleases, bucketRequests, bucketAnswers} {
+		need := [][]byte{bucketBudgets, bucketReleases, bucketRequests, bucketAnswers}
+		if v >= 2 {
+			need = append(need, bucketGrants, bucketTotals)
+		}
+		for _, b := range need {
 			if tx.Bucket(b) == nil {
 				return fmt.Errorf("ledger %s is damaged: bucket %q is missing; it was left unchanged: %w", path, b, ErrNotLedger)
 			}
@@ -356,7 +429,7 @@ func initFormat(db *bolt.DB, path string) (err error) {
 		if err := meta.Put(keyVersion, []byte(strconv.Itoa(FormatVersion))); err != nil {
 			return err
 		}
-		for _, b := range [][]byte{bucketBudgets, bucketReleases, bucketRequests, bucketAnswers} {
+		for _, b := range [][]byte{bucketBudgets, bucketReleases, bucketRequests, bucketAnswers, bucketGrants, bucketTotals} {
 			if _, err := tx.CreateBucket(b); err != nil {
 				return err
 			}
@@ -447,6 +520,9 @@ type Status struct {
 	// Totals are the sums of the charged costs' ε, δ, ρ and
 	// approximate-zCDP δ, rounded up (see accounting.Budget.Totals).
 	Totals accounting.Cost `json:"totals"`
+	// Total is the dataset's total budget (every analyst's releases
+	// together), or nil when the dataset has none.
+	Total *TotalStatus `json:"total,omitempty"`
 }
 
 func statusOf(k Key, b *accounting.Budget) Status {
@@ -519,13 +595,24 @@ func (l *Ledger) Grant(k Key, limit accounting.EpsDelta, rule accounting.Rule) (
 				return fmt.Errorf("%v: %w", k, err)
 			}
 		}
-		if err := storeBudget(tx, k, b); err != nil {
+		if err := l.recordGrant(tx, k, b); err != nil {
 			return err
 		}
 		st = statusOf(k, b)
-		return nil
+		return withTotal(tx, &st)
 	})
 	return st, err
+}
+
+// withTotal adds the dataset's total budget, if any, to st.
+func withTotal(tx *bolt.Tx, st *Status) error {
+	t, err := loadTotal(tx, st.Key.Dataset)
+	if err != nil || t == nil {
+		return err
+	}
+	ts := totalStatusOf(st.Key.Dataset, t)
+	st.Total = &ts
+	return nil
 }
 
 // EnsureBudget returns the budget of k, creating it with limit def under
@@ -551,14 +638,14 @@ func (l *Ledger) EnsureBudget(k Key, def accounting.EpsDelta, rule accounting.Ru
 			if b, err = accounting.NewBudget(def, rule); err != nil {
 				return err
 			}
-			if err := storeBudget(tx, k, b); err != nil {
+			if err := l.recordGrant(tx, k, b); err != nil {
 				return err
 			}
 		} else if err != nil {
 			return err
 		}
 		st = statusOf(k, b)
-		return nil
+		return withTotal(tx, &st)
 	})
 	return st, err
 }
@@ -575,7 +662,7 @@ func (l *Ledger) Status(k Key) (Status, error) {
 			return err
 		}
 		st = statusOf(k, b)
-		return nil
+		return withTotal(tx, &st)
 	})
 	return st, err
 }
@@ -597,7 +684,16 @@ func (l *Ledger) Check(k Key, c accounting.Cost) error {
 			return err
 		}
 		if err := b.Check(c); err != nil {
-			return fmt.Errorf("%v: %w", k, err)
+			return fmt.Errorf("analyst budget of %v: %w", k, err)
+		}
+		t, err := loadTotal(tx, k.Dataset)
+		if err != nil {
+			return err
+		}
+		if t != nil {
+			if err := t.Check(c); err != nil {
+				return totalRefusal(k, err)
+			}
 		}
 		return nil
 	})
@@ -612,7 +708,11 @@ func (l *Ledger) Budgets() ([]Status, error) {
 			if err := json.Unmarshal(v, &rec); err != nil {
 				return fmt.Errorf("stored budget %q is damaged: %w", key, err)
 			}
-			out = append(out, statusOf(rec.Key, rec.Budget))
+			st := statusOf(rec.Key, rec.Budget)
+			if err := withTotal(tx, &st); err != nil {
+				return err
+			}
+			out = append(out, st)
 			return nil
 		})
 	})
@@ -669,6 +769,9 @@ type Receipt struct {
 	// Replayed is true when the RequestID had already been charged: this
 	// is the original receipt and nothing was charged again.
 	Replayed bool `json:"replayed"`
+	// Total is the dataset's total budget after the charge, or nil when
+	// the dataset has none.
+	Total *TotalStatus `json:"total,omitempty"`
 }
 
 // Release is one charged release, as History returns it.
@@ -808,7 +911,7 @@ func (l *Ledger) committer() {
 		}
 		err := l.update(func(tx *bolt.Tx) error {
 			for _, r := range group {
-				if err := r.apply(tx); err != nil {
+				if err := l.apply(r, tx); err != nil {
 					return err
 				}
 			}
@@ -816,7 +919,7 @@ func (l *Ledger) committer() {
 		})
 		if err != nil && len(group) > 1 {
 			for _, r := range group {
-				if err := l.update(r.apply); err != nil {
+				if err := l.update(func(tx *bolt.Tx) error { return l.apply(r, tx) }); err != nil {
 					r.receipt, r.err = Receipt{}, fmt.Errorf("ledger %s: charge not recorded: %w", l.path, err)
 				}
 			}
@@ -840,7 +943,7 @@ func (l *Ledger) update(fn func(*bolt.Tx) error) (err error) {
 // refusal, a replay) are recorded in r and apply returns nil; a non-nil
 // return is a storage failure and aborts the transaction. apply resets r
 // first, so it can be run again after an aborted transaction.
-func (r *chargeReq) apply(tx *bolt.Tx) error {
+func (l *Ledger) apply(r *chargeReq, tx *bolt.Tx) error {
 	r.receipt, r.err = Receipt{}, nil
 	c := &r.c
 	reqs := tx.Bucket(bucketRequests)
@@ -869,9 +972,21 @@ func (r *chargeReq) apply(tx *bolt.Tx) error {
 		r.err = fmt.Errorf("%v answer key %q: %w", c.Key, c.AnswerKey, ErrAnswerExists)
 		return nil
 	}
+	total, err := loadTotal(tx, c.Key.Dataset)
+	if err != nil {
+		return err
+	}
+	// Both budgets are spent in memory first; nothing is stored unless
+	// both admit the cost.
 	if err := b.Spend(c.Cost); err != nil {
-		r.err = fmt.Errorf("%v: %w", c.Key, err)
+		r.err = fmt.Errorf("analyst budget of %v: %w", c.Key, err)
 		return nil
+	}
+	if total != nil {
+		if err := total.Spend(c.Cost); err != nil {
+			r.err = totalRefusal(c.Key, err)
+			return nil
+		}
 	}
 	rel := tx.Bucket(bucketReleases)
 	id, err := rel.NextSequence()
@@ -880,23 +995,30 @@ func (r *chargeReq) apply(tx *bolt.Tx) error {
 	}
 	now := time.Now().UTC().Round(0)
 	release := Release{ID: id, RequestID: c.RequestID, Time: now, Key: c.Key, Description: c.Description, Cost: c.Cost, Rule: b.Rule(), AnswerKey: c.AnswerKey}
-	rv, err := json.Marshal(release)
-	if err != nil {
-		return err
-	}
-	if err := rel.Put(idBytes(id), rv); err != nil {
+	if err := l.appendEvent(tx, func(seq uint64, prev string) ([]byte, error) {
+		return json.Marshal(releaseRecord{Release: release, Seq: seq, Prev: prev})
+	}, func(raw []byte) error { return rel.Put(idBytes(id), raw) }); err != nil {
 		return err
 	}
 	if err := storeBudget(tx, c.Key, b); err != nil {
 		return err
 	}
 	receipt := Receipt{ReleaseID: id, RequestID: c.RequestID, Time: now, Key: c.Key, Cost: c.Cost, Rule: b.Rule(), Spent: b.Spent(), Remaining: b.Remaining()}
+	// The stored receipt (returned again on a retry) leaves out the
+	// total's figures, which would add a few hundred bytes per release.
 	qv, err := json.Marshal(requestRecord{Receipt: receipt, AnswerKey: c.AnswerKey})
 	if err != nil {
 		return err
 	}
 	if err := reqs.Put([]byte(c.RequestID), qv); err != nil {
 		return err
+	}
+	if total != nil {
+		if err := storeTotal(tx, c.Key.Dataset, total); err != nil {
+			return err
+		}
+		ts := totalStatusOf(c.Key.Dataset, total)
+		receipt.Total = &ts
 	}
 	if c.AnswerKey != "" {
 		ans := c.Answer

@@ -181,8 +181,8 @@ func TestForeignFilesAreRefusedAndUntouched(t *testing.T) {
 			writeBolt(t, p, setMeta("someone-else", "1"))
 		}, `magic is "someone-else"`},
 		{"newer version", func(t *testing.T, p string) {
-			writeBolt(t, p, setMeta(Magic, "2"))
-		}, "format version 2, newer than the version 1"},
+			writeBolt(t, p, setMeta(Magic, "3"))
+		}, "format version 3, newer than the version 2"},
 		{"garbage version", func(t *testing.T, p string) {
 			writeBolt(t, p, setMeta(Magic, "v1"))
 		}, `unreadable format version "v1"`},

@@ -39,6 +39,9 @@ type session struct {
 	conn net.Conn
 	be   *pgproto3.Backend
 	user analyst.Analyst
+	// cred is the token the session logged in with: a rotation or a
+	// revocation of it ends the session.
+	cred analyst.Credential
 
 	epsilon, delta, confidence float64
 	intervals                  bool
@@ -99,7 +102,7 @@ const (
 	kindEmpty
 )
 
-func (s *Server) serveConn(c net.Conn) {
+func (s *Server) serveConn(c net.Conn, pending *pendingConn) {
 	c.SetDeadline(time.Now().Add(s.opts.StartupTimeout))
 	be := pgproto3.NewBackend(c, c)
 	be.SetMaxBodyLen(s.opts.MaxQueryLen + 64<<10)
@@ -153,32 +156,34 @@ func (s *Server) serveConn(c net.Conn) {
 		fatal("28000", "no user name given: connect with user=ANALYST password=TOKEN")
 		return
 	}
-	be.Send(&pgproto3.AuthenticationCleartextPassword{})
-	if err := be.Flush(); err != nil {
-		return
-	}
-	be.SetAuthType(pgproto3.AuthTypeCleartextPassword)
-	msg, err := be.Receive()
-	if err != nil {
-		return
-	}
-	pw, ok := msg.(*pgproto3.PasswordMessage)
-	if !ok {
-		fatal("08P01", "expected a password message")
-		return
-	}
-	a, err := s.opts.Analysts.AuthenticateName(user, pw.Password)
-	if err != nil {
-		m := fmt.Sprintf("password authentication failed for user %q: the password must be the analyst's token", user)
-		if errors.Is(err, analyst.ErrRevoked) {
-			m = fmt.Sprintf("password authentication failed for user %q: the token has been revoked", user)
+	login, fail := s.scramLogin(be, user)
+	if fail != nil {
+		if fail.code != "" {
+			s.opts.Audit.Record(server.AuditEvent{Event: server.EventLoginFailed, Via: "pg", Address: c.RemoteAddr().String(), Analyst: user, Detail: fail.msg})
+			fatal(fail.code, fail.msg)
 		}
-		fatal("28P01", m)
 		return
 	}
+	s.opts.Audit.Record(server.AuditEvent{Event: server.EventLogin, Via: "pg", Address: c.RemoteAddr().String(), Analyst: user})
+	a := login.Analyst
 	be.SetAuthType(pgproto3.AuthTypeOk)
+	// Logged in: the connection stops counting against its address and
+	// takes a session slot, if one is free.
+	pending.done()
+	select {
+	case s.slots <- struct{}{}:
+		defer func() { <-s.slots }()
+	default:
+		fatal("53300", fmt.Sprintf("sorry, too many clients already: the server allows %d sessions", s.opts.MaxConns))
+		return
+	}
+	if !s.openSession(a.Name) {
+		fatal("53300", fmt.Sprintf("too many sessions for analyst %q: at most %d at once; close one first", a.Name, s.opts.MaxSessionsPerAnalyst))
+		return
+	}
+	defer s.closeSession(a.Name)
 	ss := &session{
-		s: s, conn: c, be: be, user: a,
+		s: s, conn: c, be: be, user: a, cred: login.Credential,
 		epsilon: s.opts.DefaultEpsilon,
 		params:  map[string]string{},
 		stmts:   map[string]*statement{}, portals: map[string]*portal{},
@@ -303,8 +308,11 @@ func (ss *session) sendError(err error) {
 	var pe *pgError
 	if !errors.As(err, &pe) {
 		e := server.AsError(err)
-		if e.Kind == server.KindInternal {
+		switch e.Kind {
+		case server.KindInternal:
 			ss.s.log.Printf("dpstat serve: pg session of %q: internal error: %v", ss.user.Name, err)
+		case server.KindBudgetExceeded:
+			ss.s.opts.Audit.Record(server.AuditEvent{Event: server.EventRefusedBudget, Via: "pg", Address: ss.conn.RemoteAddr().String(), Analyst: ss.user.Name, Detail: e.Message})
 		}
 		pe = &pgError{code: e.Kind.SQLState(), msg: e.Message}
 	}
@@ -319,14 +327,17 @@ func (ss *session) notice(msg string) {
 	ss.be.Send(&pgproto3.NoticeResponse{Severity: "NOTICE", SeverityUnlocalized: "NOTICE", Code: "00000", Message: msg})
 }
 
-// checkUser re-checks, before each statement, that the analyst has not been
-// revoked since logging in.
+// checkUser re-checks, before each statement, that the token the session
+// logged in with is still the analyst's and has not been revoked.
 func (ss *session) checkUser() error {
-	a, ok := ss.s.opts.Analysts.Get(ss.user.Name)
-	if !ok || a.Revoked {
-		return &pgError{code: "28P01", msg: fmt.Sprintf("the token of %q has been revoked", ss.user.Name), fatal: true}
+	err := ss.s.opts.Analysts.CheckCredential(ss.cred)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, analyst.ErrRotated):
+		return &pgError{code: "28P01", msg: fmt.Sprintf("the token of %q was rotated: this session ended; log in again with the new token", ss.user.Name), fatal: true}
 	}
-	return nil
+	return &pgError{code: "28P01", msg: fmt.Sprintf("the token of %q has been revoked", ss.user.Name), fatal: true}
 }
 
 func (ss *session) checkLen(sql string) error {
@@ -385,6 +396,13 @@ func (ss *session) simpleQuery(text string) {
 func (ss *session) run(sql string, formats []int16, describe bool) error {
 	if err := ss.checkUser(); err != nil {
 		return err
+	}
+	if l := ss.s.opts.Limits; l != nil {
+		done, err := l.Admit(ss.user.Name)
+		if err != nil {
+			return err
+		}
+		defer done()
 	}
 	switch classify(sql) {
 	case kindEmpty:

@@ -3,7 +3,12 @@
 // dpstat server.
 //
 // A client logs in with its analyst name as the user and its token as the
-// password (cleartext password authentication; use TLS off loopback).
+// password, by SCRAM-SHA-256 (the only method offered): the token never
+// crosses the connection, and the server holds only its salted verifier.
+// A connection takes a session slot only once logged in; before that, at
+// most MaxPendingPerAddr connections per address wait, each for at most
+// StartupTimeout. A session is bound to the token it logged in with:
+// rotating or revoking that token ends it at its next statement.
 // Queries go to a server.Answerer exactly as over HTTP: rows come back as a
 // normal result set and the intervals, the cost and the budget left as
 // NOTICE messages (or as extra columns after SET dpstat.intervals = on).
@@ -28,6 +33,7 @@ package pgwire
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -45,10 +51,13 @@ import (
 // Defaults for Options fields left zero.
 const (
 	DefaultMaxConns       = 64
-	DefaultStartupTimeout = 10 * time.Second
-	DefaultIdleTimeout    = 30 * time.Minute
-	DefaultQueryTimeout   = 30 * time.Second
-	DefaultMaxQueryLen    = 16 << 10
+	DefaultStartupTimeout = 5 * time.Second
+	// DefaultMaxPendingPerAddr bounds the connections one address may
+	// hold open before logging in.
+	DefaultMaxPendingPerAddr = 8
+	DefaultIdleTimeout       = 30 * time.Minute
+	DefaultQueryTimeout      = 30 * time.Second
+	DefaultMaxQueryLen       = 16 << 10
 	// ServerVersion is what the front end reports as server_version;
 	// psql chooses its catalog queries by it.
 	ServerVersion = "15.0 (dpstat)"
@@ -63,9 +72,24 @@ type Options struct {
 	// TLS, when set, is offered to clients that ask (SSLRequest) and
 	// required of every client: a plaintext login is refused.
 	TLS *tls.Config
-	// MaxConns bounds the open sessions; a client beyond it gets SQLSTATE
-	// 53300.
+	// MaxConns bounds the logged-in sessions; a client that logs in
+	// beyond it gets SQLSTATE 53300. A connection takes a place only once
+	// it has logged in, so idle unauthenticated sockets cannot lock
+	// analysts out.
 	MaxConns int
+	// MaxPendingPerAddr bounds the connections from one IP address that
+	// have not logged in yet; more are refused at once (53300).
+	MaxPendingPerAddr int
+	// MaxSessionsPerAnalyst bounds one analyst's sessions at once; a
+	// login beyond it gets 53300. Zero means no cap besides MaxConns.
+	MaxSessionsPerAnalyst int
+	// Audit, when set, records logins, failed logins and refusals over
+	// budget.
+	Audit *server.AuditLog
+	// Limits, when set, admits every statement as it admits an HTTP
+	// request (*server.Server does: its concurrency limit and each
+	// analyst's rate), so that both front ends share one set of limits.
+	Limits Limits
 	// StartupTimeout bounds the time from connecting to being logged in.
 	StartupTimeout time.Duration
 	// IdleTimeout closes a session that sends nothing for this long.
@@ -81,6 +105,13 @@ type Options struct {
 	Logger *log.Logger
 }
 
+// Limits admits one request of an analyst, or refuses it with an error
+// (a *server.Error of kind KindOverloaded or KindRateLimited); the
+// returned function ends the request.
+type Limits interface {
+	Admit(analyst string) (func(), error)
+}
+
 // Server serves the PostgreSQL protocol on listeners given to Serve.
 type Server struct {
 	opts  Options
@@ -90,8 +121,14 @@ type Server struct {
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[net.Conn]struct{}
-	closing   bool
-	wg        sync.WaitGroup
+	// pending counts, per IP address, the connections not logged in yet.
+	pending map[string]int
+	// sessions counts each analyst's sessions.
+	sessions map[string]int
+	// secret keys the fake SCRAM salts of unknown user names.
+	secret  [32]byte
+	closing bool
+	wg      sync.WaitGroup
 }
 
 // New validates opts and returns a Server.
@@ -105,6 +142,8 @@ func New(opts Options) (*Server, error) {
 		negative bool
 	}{
 		{"MaxConns", opts.MaxConns, opts.MaxConns < 0},
+		{"MaxPendingPerAddr", opts.MaxPendingPerAddr, opts.MaxPendingPerAddr < 0},
+		{"MaxSessionsPerAnalyst", opts.MaxSessionsPerAnalyst, opts.MaxSessionsPerAnalyst < 0},
 		{"StartupTimeout", opts.StartupTimeout, opts.StartupTimeout < 0},
 		{"IdleTimeout", opts.IdleTimeout, opts.IdleTimeout < 0},
 		{"QueryTimeout", opts.QueryTimeout, opts.QueryTimeout < 0},
@@ -122,6 +161,9 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxConns == 0 {
 		opts.MaxConns = DefaultMaxConns
 	}
+	if opts.MaxPendingPerAddr == 0 {
+		opts.MaxPendingPerAddr = DefaultMaxPendingPerAddr
+	}
 	if opts.StartupTimeout == 0 {
 		opts.StartupTimeout = DefaultStartupTimeout
 	}
@@ -137,10 +179,14 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = log.Default()
 	}
-	return &Server{
+	srv := &Server{
 		opts: opts, slots: make(chan struct{}, opts.MaxConns), log: opts.Logger,
-		listeners: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{},
-	}, nil
+		listeners: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}, pending: map[string]int{}, sessions: map[string]int{},
+	}
+	if _, err := rand.Read(srv.secret[:]); err != nil {
+		return nil, fmt.Errorf("pgwire: reading random bytes: %w", err)
+	}
+	return srv, nil
 }
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
@@ -194,15 +240,86 @@ func (s *Server) Serve(ln net.Listener) error {
 				s.mu.Unlock()
 				c.Close()
 			}()
-			select {
-			case s.slots <- struct{}{}:
-				defer func() { <-s.slots }()
-				s.serveConn(c)
-			default:
-				s.refuseConn(c)
+			p := s.newPending(c)
+			if p == nil {
+				s.refuseNow(c, fmt.Sprintf("sorry, too many connections from %s that have not logged in (at most %d)", addrOf(c), s.opts.MaxPendingPerAddr))
+				return
 			}
+			defer p.done()
+			s.serveConn(c, p)
 		}()
 	}
+}
+
+// addrOf is the IP address of c's peer, or its whole address when it has
+// none.
+func addrOf(c net.Conn) string {
+	a := c.RemoteAddr().String()
+	if h, _, err := net.SplitHostPort(a); err == nil {
+		return h
+	}
+	return a
+}
+
+// pendingConn is a connection counted against its address until it logs in
+// or closes.
+type pendingConn struct {
+	s    *Server
+	addr string
+	once sync.Once
+}
+
+// newPending counts c against its address, or returns nil when the address
+// has MaxPendingPerAddr connections that have not logged in.
+func (s *Server) newPending(c net.Conn) *pendingConn {
+	addr := addrOf(c)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending[addr] >= s.opts.MaxPendingPerAddr {
+		return nil
+	}
+	s.pending[addr]++
+	return &pendingConn{s: s, addr: addr}
+}
+
+// done stops counting the connection (at login, or when it closes).
+func (p *pendingConn) done() {
+	p.once.Do(func() {
+		p.s.mu.Lock()
+		defer p.s.mu.Unlock()
+		if p.s.pending[p.addr]--; p.s.pending[p.addr] <= 0 {
+			delete(p.s.pending, p.addr)
+		}
+	})
+}
+
+// openSession counts a session of name, or returns false when the analyst
+// has MaxSessionsPerAnalyst of them.
+func (s *Server) openSession(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.opts.MaxSessionsPerAnalyst > 0 && s.sessions[name] >= s.opts.MaxSessionsPerAnalyst {
+		return false
+	}
+	s.sessions[name]++
+	return true
+}
+
+func (s *Server) closeSession(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sessions[name]--; s.sessions[name] <= 0 {
+		delete(s.sessions, name)
+	}
+}
+
+// refuseNow sends a FATAL 53300 without reading anything and closes: a
+// client reads it after sending its startup message.
+func (s *Server) refuseNow(c net.Conn, msg string) {
+	c.SetWriteDeadline(time.Now().Add(time.Second))
+	be := pgproto3.NewBackend(c, c)
+	be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "53300", Message: msg})
+	be.Flush()
 }
 
 // Shutdown stops accepting, lets running queries finish and closes every
@@ -249,29 +366,4 @@ func (s *Server) closingNow() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closing
-}
-
-// refuseConn answers a client beyond MaxConns with 53300 once it has sent
-// its startup message.
-func (s *Server) refuseConn(c net.Conn) {
-	c.SetDeadline(time.Now().Add(s.opts.StartupTimeout))
-	be := pgproto3.NewBackend(c, c)
-	for range 3 {
-		msg, err := be.ReceiveStartupMessage()
-		if err != nil {
-			return
-		}
-		switch msg.(type) {
-		case *pgproto3.SSLRequest, *pgproto3.GSSEncRequest:
-			if _, err := c.Write([]byte{'N'}); err != nil {
-				return
-			}
-			continue
-		case *pgproto3.StartupMessage:
-			be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "53300",
-				Message: fmt.Sprintf("sorry, too many clients already: the server allows %d connections", s.opts.MaxConns)})
-			be.Flush()
-		}
-		return
-	}
 }

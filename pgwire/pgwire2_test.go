@@ -20,6 +20,7 @@ import (
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/pgwire"
 	"github.com/dpstat/dpstat/server"
+	"github.com/dpstat/dpstat/server/servertest"
 )
 
 func connect(t *testing.T, dsn string) *pgx.Conn {
@@ -540,3 +541,148 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Fatal("listener still accepting after shutdown")
 	}
 }
+
+// TestRotationEndsSessions: a rotation ends every session opened with the
+// old token (nothing more is charged to it), also after a revocation that
+// the rotation lifts; the new token logs in.
+func TestRotationEndsSessions(t *testing.T) {
+	tests := []struct {
+		name         string
+		revokeFirst  bool
+		wantFragment string
+	}{
+		{"rotate", false, "was rotated"},
+		{"revoke then rotate", true, "was rotated"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, pgwire.Options{})
+			ctx := context.Background()
+			old1 := connect(t, e.dsn("alice", e.alice))
+			old2 := connect(t, e.dsn("alice", e.alice))
+			if _, err := old1.Exec(ctx, "SELECT COUNT(*) FROM adult"); err != nil {
+				t.Fatal(err)
+			}
+			if tt.revokeFirst {
+				if _, err := e.reg.Revoke("alice"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, tok, err := e.reg.Rotate("alice")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, c := range []*pgx.Conn{old1, old2} {
+				_, err := c.Exec(ctx, "SELECT COUNT(*) FROM adult WHERE age > 30")
+				if sqlState(err) != "28P01" || !strings.Contains(err.Error(), tt.wantFragment) {
+					t.Fatalf("old session %d after the rotation: %v", i+1, err)
+				}
+			}
+			if _, err := pgx.Connect(ctx, e.dsn("alice", e.alice)); sqlState(err) != "28P01" {
+				t.Fatalf("login with the old token: %v", err)
+			}
+			c := connect(t, e.dsn("alice", tok))
+			if _, err := c.Exec(ctx, "SELECT COUNT(*) FROM adult WHERE age > 40"); err != nil {
+				t.Fatal(err)
+			}
+			if n := e.releases(t); n != 2 {
+				t.Fatalf("%d releases, want 2 (one before the rotation, one with the new token)", n)
+			}
+		})
+	}
+}
+
+// TestIdleUnauthenticatedConnections: sockets that never log in hold no
+// session slot (before, MaxConns of them refused every login until they
+// timed out), one address may hold only MaxPendingPerAddr of them, and
+// they are dropped after StartupTimeout.
+func TestIdleUnauthenticatedConnections(t *testing.T) {
+	e := newEnv(t, pgwire.Options{MaxConns: 4, MaxPendingPerAddr: 6, StartupTimeout: time.Second})
+	ctx := context.Background()
+	var idle []net.Conn
+	for range 5 {
+		nc, err := net.Dial("tcp", e.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { nc.Close() })
+		idle = append(idle, nc)
+	}
+	time.Sleep(100 * time.Millisecond) // let the server accept them
+	c := connect(t, e.dsn("alice", e.alice))
+	if _, err := c.Exec(ctx, "SELECT COUNT(*) FROM adult"); err != nil {
+		t.Fatalf("a login beside %d idle sockets: %v", len(idle), err)
+	}
+	// A sixth pending connection from the address fits; a seventh is
+	// refused at once.
+	nc6, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc6.Close()
+	time.Sleep(100 * time.Millisecond)
+	_, err = pgx.Connect(ctx, e.dsn("alice", e.alice))
+	if sqlState(err) != "53300" || !strings.Contains(err.Error(), "have not logged in") {
+		t.Fatalf("a seventh pending connection: %v", err)
+	}
+	// After the handshake deadline the idle sockets are closed.
+	idle[0].SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 1)
+	if _, err := idle[0].Read(buf); err == nil {
+		t.Fatal("an idle socket got data")
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("an idle socket was not closed after the startup timeout")
+	}
+	time.Sleep(100 * time.Millisecond)
+	connect(t, e.dsn("alice", e.alice))
+}
+
+// TestLimitsSharedWithHTTP: statements over the PostgreSQL protocol count
+// against the same per-analyst rate as the HTTP API (before, the port had
+// no rate at all), and one analyst may hold only MaxSessionsPerAnalyst
+// sessions.
+func TestLimitsSharedWithHTTP(t *testing.T) {
+	limits := &lateLimits{}
+	e := newEnv(t, pgwire.Options{Limits: limits, MaxSessionsPerAnalyst: 2})
+	api, err := server.New(server.Options{Answerer: &servertest.Answerer{Ledger: e.ledger}, Ledger: e.ledger, Analysts: e.reg, RatePerAnalyst: 0.001, Burst: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limits.s = api
+	ctx := context.Background()
+	c := connect(t, e.dsn("alice", e.alice))
+	for i := range 2 {
+		if _, err := c.Exec(ctx, "SHOW dpstat.epsilon"); err != nil {
+			t.Fatalf("statement %d: %v", i+1, err)
+		}
+	}
+	// The third request of the burst goes over HTTP...
+	done, err := api.Admit("alice")
+	if err != nil {
+		t.Fatalf("HTTP request: %v", err)
+	}
+	done()
+	// ...so the next statement is over the shared rate.
+	_, err = c.Exec(ctx, "SELECT COUNT(*) FROM adult")
+	if sqlState(err) != "53400" || !strings.Contains(err.Error(), "requests per second") {
+		t.Fatalf("over the rate: %v", err)
+	}
+	if n := e.releases(t); n != 0 {
+		t.Fatalf("%d releases charged over the rate", n)
+	}
+	// Bob has his own rate; his sessions are capped at 2.
+	b1 := connect(t, e.dsn("bob", e.bob))
+	connect(t, e.dsn("bob", e.bob))
+	_, err = pgx.Connect(ctx, e.dsn("bob", e.bob))
+	if sqlState(err) != "53300" || !strings.Contains(err.Error(), `too many sessions for analyst "bob"`) {
+		t.Fatalf("third session of bob: %v", err)
+	}
+	b1.Close(ctx)
+	time.Sleep(100 * time.Millisecond)
+	connect(t, e.dsn("bob", e.bob))
+}
+
+// lateLimits forwards to a server built after the pgwire server.
+type lateLimits struct{ s *server.Server }
+
+func (l *lateLimits) Admit(name string) (func(), error) { return l.s.Admit(name) }

@@ -197,6 +197,9 @@ type BudgetState struct {
 	Rule      accounting.Rule     `json:"rule"`
 	Spent     accounting.EpsDelta `json:"spent"`
 	Remaining accounting.EpsDelta `json:"remaining"`
+	// Total is the dataset's total budget (every analyst together), when
+	// the catalog or an administrator declared one.
+	Total *ledger.TotalStatus `json:"total,omitempty"`
 }
 
 // Prepared is a checked query ready to run: its plan, its noise and its
@@ -316,8 +319,10 @@ func (s *Service) Answer(ctx context.Context, sql string, opts Options) (*Result
 // EXPLAIN returns the plan's description without running the engine or
 // charging.
 func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
-	key := ledger.Key{Dataset: p.Plan.Table.Name, Analyst: p.Opts.Analyst}
-	limit := accounting.EpsDelta{Epsilon: s.cat.Budget.Epsilon, Delta: s.cat.Budget.Delta}
+	key, limit := s.budgetOf(p.Plan.Table, p.Opts.Analyst)
+	if err := s.ensureTotal(p.Plan.Table); err != nil {
+		return nil, err
+	}
 	st, err := s.led.EnsureBudget(key, limit, accounting.Basic)
 	if err != nil {
 		return nil, fmt.Errorf("budget for %s: %w", key, err)
@@ -328,7 +333,7 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 		answerKey = p.AnswerKey()
 	}
 	budget := func(spent, remaining accounting.EpsDelta, rule accounting.Rule) BudgetState {
-		return BudgetState{Dataset: key.Dataset, Analyst: key.Analyst, Rule: rule, Spent: spent, Remaining: remaining}
+		return BudgetState{Dataset: key.Dataset, Analyst: key.Analyst, Rule: rule, Spent: spent, Remaining: remaining, Total: st.Total}
 	}
 	if p.ExplainOnly {
 		res := explainResult(p)
@@ -433,6 +438,7 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 	}
 	res.ReleaseID = receipt.ReleaseID
 	res.Budget = budget(receipt.Spent, receipt.Remaining, receipt.Rule)
+	res.Budget.Total = receipt.Total
 	return res, nil
 }
 

@@ -37,6 +37,9 @@ type BudgetLeft struct {
 	Spent     Pair   `json:"spent"`
 	Remaining Pair   `json:"remaining"`
 	Rule      string `json:"rule,omitempty"`
+	// Total is the table's total budget (every analyst together), when it
+	// has one.
+	Total *TotalInfo `json:"total,omitempty"`
 }
 
 // Mechanism describes the noise of one release.
@@ -95,11 +98,24 @@ type ColumnInfo struct {
 
 // TableInfo is a table an analyst may query, as declared in the catalog.
 type TableInfo struct {
-	Name             string       `json:"name"`
+	Name string `json:"name"`
+	// IDSpace names the tables whose budgets are one (their privacy units
+	// name the same people); budgets of such a table are kept under the
+	// id space's name.
+	IDSpace          string       `json:"id_space,omitempty"`
 	PrivacyUnit      string       `json:"privacy_unit,omitempty"`
 	MaxGroupsPerUnit int          `json:"max_groups_per_unit,omitempty"`
 	MaxRowsPerGroup  int          `json:"max_rows_per_group,omitempty"`
 	Columns          []ColumnInfo `json:"columns"`
+}
+
+// BudgetDataset is the name the table's budgets are kept under: its id
+// space, or its own name.
+func (t TableInfo) BudgetDataset() string {
+	if t.IDSpace != "" {
+		return t.IDSpace
+	}
+	return t.Name
 }
 
 // Answerer answers DP SQL. Implementations charge the ledger durably before
@@ -140,6 +156,12 @@ const (
 	KindTimeout Kind = "timeout"
 	// KindInternal: anything else; reported without details (500, XX000).
 	KindInternal Kind = "internal"
+	// KindOverloaded: the server is serving its maximum of requests at
+	// once (429, 53000).
+	KindOverloaded Kind = "overloaded"
+	// KindRateLimited: the analyst is over its rate of requests (429,
+	// 53400).
+	KindRateLimited Kind = "rate_limited"
 )
 
 // Error is an error with a Kind and a message meant for the analyst.
@@ -186,6 +208,8 @@ func (k Kind) HTTPStatus() int {
 		return http.StatusConflict
 	case KindTimeout:
 		return http.StatusServiceUnavailable
+	case KindOverloaded, KindRateLimited:
+		return http.StatusTooManyRequests
 	}
 	return http.StatusInternalServerError
 }
@@ -209,6 +233,10 @@ func (k Kind) SQLState() string {
 		return "42703" // undefined_column
 	case KindTimeout:
 		return "57014" // query_canceled
+	case KindOverloaded:
+		return "53000" // insufficient_resources
+	case KindRateLimited:
+		return "53400" // configuration_limit_exceeded
 	}
 	return "XX000" // internal_error
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/server"
 )
 
@@ -79,6 +80,9 @@ func signIn(url, token string) chromedp.Tasks {
 // screenshot; then an admin sees the analysts and every release.
 func TestDashboardEndToEnd(t *testing.T) {
 	e := newEnv(t, server.Options{}, nil)
+	if _, err := e.ledger.GrantTotal("adult", accounting.EpsDelta{Epsilon: 100}, accounting.Basic); err != nil {
+		t.Fatal(err)
+	}
 	ctx := browser(t)
 	var tables, preview string
 	if err := chromedp.Run(ctx,
@@ -123,7 +127,7 @@ func TestDashboardEndToEnd(t *testing.T) {
 	if bars != 2 || whiskers != 6 {
 		t.Fatalf("chart has %d bars and %d whisker lines, want 2 and 6", bars, whiskers)
 	}
-	if !strings.Contains(budget, "ε 0.5 / 3") {
+	if !strings.Contains(budget, "ε 0.5 / 3") || !strings.Contains(budget, "all analysts together: ε 0.5 / 100") {
 		t.Fatalf("budget gauge: %q", budget)
 	}
 	if !strings.Contains(history, "SELECT sex, COUNT(*) FROM adult GROUP BY sex") {

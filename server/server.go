@@ -66,7 +66,18 @@ type Options struct {
 	QueryTimeout time.Duration
 	// Logger receives internal errors; nil means the standard logger.
 	Logger *log.Logger
+	// Audit, when set, records logins, failed logins, admin actions,
+	// grants and refusals over budget.
+	Audit *AuditLog
+	// HSTS sends Strict-Transport-Security with every response: set it
+	// when the server is reached over TLS, so that browsers never fall
+	// back to plain HTTP.
+	HSTS bool
 }
+
+// HSTSHeader is the Strict-Transport-Security value sent with HSTS: one
+// year, subdomains included.
+const HSTSHeader = "max-age=31536000; includeSubDomains"
 
 // Server is the HTTP front end. Create it with New.
 type Server struct {
@@ -131,7 +142,15 @@ func New(opts Options) (*Server, error) {
 func (s *Server) MaxSQLLen() int { return s.opts.MaxSQLLen }
 
 // Handler returns the server's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler {
+	if !s.opts.HSTS {
+		return s.mux
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Strict-Transport-Security", HSTSHeader)
+		s.mux.ServeHTTP(w, r)
+	})
+}
 
 // HTTPServer returns an http.Server for addr with the server's handler and
 // timeouts against slow clients: 5 s to send the headers, 15 s for the
@@ -139,7 +158,7 @@ func (s *Server) Handler() http.Handler { return s.mux }
 func (s *Server) HTTPServer(addr string) *http.Server {
 	return &http.Server{
 		Addr:              addr,
-		Handler:           s.mux,
+		Handler:           s.Handler(),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      s.opts.QueryTimeout + 15*time.Second,
@@ -163,6 +182,7 @@ func (s *Server) routes() {
 	m.Handle("POST /v1/admin/analysts/{name}/rotate", s.api(true, s.handleRotate))
 	m.Handle("POST /v1/admin/grants", s.api(true, s.handleGrant))
 	m.Handle("GET /v1/admin/releases", s.api(true, s.handleAllReleases))
+	m.Handle("GET /v1/admin/verify", s.api(true, s.handleVerify))
 	m.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s %s; see /openapi.json", r.Method, r.URL.Path))
 	})
@@ -176,6 +196,24 @@ type ctxKey struct{}
 func analystOf(r *http.Request) analyst.Analyst {
 	a, _ := r.Context().Value(ctxKey{}).(analyst.Analyst)
 	return a
+}
+
+// Admit applies the API's limits to one request that analyst makes by
+// another front end (a PostgreSQL statement), so that both share them:
+// the limit of requests served at once and the analyst's rate. It returns
+// the function that ends the request, or an *Error of kind KindOverloaded
+// or KindRateLimited.
+func (s *Server) Admit(name string) (func(), error) {
+	select {
+	case s.sem <- struct{}{}:
+	default:
+		return nil, Errorf(KindOverloaded, "the server is serving its maximum of %d requests; retry shortly", s.opts.MaxConcurrent)
+	}
+	if s.limiter != nil && !s.limiter.allow(name) {
+		<-s.sem
+		return nil, Errorf(KindRateLimited, "analyst %q is over the limit of %g requests per second; retry shortly", name, s.opts.RatePerAnalyst)
+	}
+	return func() { <-s.sem }, nil
 }
 
 type apiFunc func(w http.ResponseWriter, r *http.Request) error
@@ -234,6 +272,9 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (analyst.A
 		return analyst.Analyst{}, false
 	}
 	a, err := s.opts.Analysts.Authenticate(strings.TrimSpace(tok))
+	if err != nil {
+		s.opts.Audit.Record(AuditEvent{Event: EventLoginFailed, Via: "http", Address: r.RemoteAddr, Detail: err.Error()})
+	}
 	switch {
 	case errors.Is(err, analyst.ErrRevoked):
 		w.Header().Set("WWW-Authenticate", `Bearer realm="dpstat", error="invalid_token"`)
@@ -382,6 +423,9 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) error {
 	defer cancel()
 	resp, err := s.opts.Answerer.Answer(ctx, req)
 	if err != nil {
+		if AsError(err).Kind == KindBudgetExceeded {
+			s.opts.Audit.Record(AuditEvent{Event: EventRefusedBudget, Via: "http", Address: r.RemoteAddr, Analyst: req.Analyst, Detail: err.Error()})
+		}
 		return err
 	}
 	writeJSON(w, http.StatusOK, resp)
@@ -406,6 +450,34 @@ type BudgetInfo struct {
 	Spent     Pair            `json:"spent"`
 	Remaining Pair            `json:"remaining"`
 	Releases  int             `json:"releases"`
+	// Total is the table's total budget (every analyst together), when it
+	// has one: the analyst's share is spent within it.
+	Total *TotalInfo `json:"total,omitempty"`
+}
+
+// TotalInfo is a table's (or id space's) total budget: everything released
+// from it, whoever asked.
+type TotalInfo struct {
+	Table     string          `json:"table"`
+	Rule      accounting.Rule `json:"rule"`
+	Limit     Pair            `json:"limit"`
+	Spent     Pair            `json:"spent"`
+	Remaining Pair            `json:"remaining"`
+	Releases  int             `json:"releases"`
+}
+
+// TotalInfoOf converts a ledger total budget; nil gives nil.
+func TotalInfoOf(t *ledger.TotalStatus) *TotalInfo {
+	if t == nil {
+		return nil
+	}
+	return &TotalInfo{
+		Table: t.Dataset, Rule: t.Rule,
+		Limit:     Pair{t.Limit.Epsilon, t.Limit.Delta},
+		Spent:     Pair{t.Spent.Epsilon, t.Spent.Delta},
+		Remaining: Pair{t.Remaining.Epsilon, t.Remaining.Delta},
+		Releases:  t.Releases,
+	}
 }
 
 func budgetInfo(st ledger.Status) BudgetInfo {
@@ -415,6 +487,7 @@ func budgetInfo(st ledger.Status) BudgetInfo {
 		Spent:     Pair{st.Spent.Epsilon, st.Spent.Delta},
 		Remaining: Pair{st.Remaining.Epsilon, st.Remaining.Delta},
 		Releases:  st.Releases,
+		Total:     TotalInfoOf(st.Total),
 	}
 }
 
@@ -489,7 +562,27 @@ func (s *Server) handleAllReleases(w http.ResponseWriter, r *http.Request) error
 	return s.history(w, r, "")
 }
 
+// handleVerify checks the ledger against its own records while the server
+// holds it (dpstat budget verify cannot open it then). A mismatch is
+// reported as 500 with code "ledger_tampered" and the message naming the
+// budget.
+func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) error {
+	s.opts.Audit.Record(AuditEvent{Event: EventAdmin, Via: "http", Address: r.RemoteAddr, Actor: analystOf(r).Name, Action: "verify"})
+	rep, err := s.opts.Ledger.Verify()
+	if errors.Is(err, ledger.ErrTampered) || errors.Is(err, ledger.ErrKey) {
+		s.log.Printf("dpstat serve: ledger verification failed: %v", err)
+		writeError(w, http.StatusInternalServerError, "ledger_tampered", err.Error()+" (restarting the server will refuse this ledger)")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, rep)
+	return nil
+}
+
 func (s *Server) handleMe(w http.ResponseWriter, r *http.Request) error {
+	s.opts.Audit.Record(AuditEvent{Event: EventLogin, Via: "http", Address: r.RemoteAddr, Analyst: analystOf(r).Name})
 	writeJSON(w, http.StatusOK, analystOf(r))
 	return nil
 }
@@ -521,41 +614,78 @@ func (s *Server) handleListAnalysts(w http.ResponseWriter, r *http.Request) erro
 }
 
 // GrantBody is the body of POST /v1/admin/grants, and one grant in POST
-// /v1/admin/analysts.
+// /v1/admin/analysts. With Total set (and no analyst) it sets the table's
+// total budget, every analyst together.
 type GrantBody struct {
 	Analyst string  `json:"analyst,omitempty"`
 	Table   string  `json:"table"`
 	Epsilon float64 `json:"epsilon"`
 	Delta   float64 `json:"delta"`
 	Rule    string  `json:"rule,omitempty"`
+	Total   bool    `json:"total,omitempty"`
 }
 
-func (s *Server) grant(g GrantBody) (BudgetInfo, error) {
-	if _, ok := s.opts.Analysts.Get(g.Analyst); !ok {
-		return BudgetInfo{}, &httpError{http.StatusNotFound, "not_found", fmt.Sprintf("no analyst %q", g.Analyst)}
-	}
+// grantTarget checks a grant's table and rule and returns the ledger
+// dataset its budgets are kept under.
+func (s *Server) grantTarget(g GrantBody) (string, accounting.Rule, error) {
 	if g.Table == "" {
-		return BudgetInfo{}, badRequest(`"table" is empty: want a table of the catalog`)
+		return "", "", badRequest(`"table" is empty: want a table of the catalog`)
 	}
-	known := false
+	dataset := ""
+	var names []string
 	for _, t := range s.opts.Answerer.Tables("") {
-		known = known || t.Name == g.Table
+		names = append(names, t.Name)
+		if t.Name == g.Table {
+			dataset = t.BudgetDataset()
+		}
 	}
-	if !known {
-		return BudgetInfo{}, badRequest("table %q is not in the catalog", g.Table)
+	if dataset == "" {
+		return "", "", badRequest("table %q is not in the catalog; its tables are %s", g.Table, strings.Join(names, ", "))
 	}
 	rule := accounting.Basic
 	if g.Rule != "" {
 		var err error
 		if rule, err = accounting.ParseRule(g.Rule); err != nil {
-			return BudgetInfo{}, badRequest("%v", err)
+			return "", "", badRequest("%v", err)
 		}
 	}
-	st, err := s.opts.Ledger.Grant(ledger.Key{Dataset: g.Table, Analyst: g.Analyst}, accounting.EpsDelta{Epsilon: g.Epsilon, Delta: g.Delta}, rule)
+	if err := accounting.ValidateLimit(accounting.EpsDelta{Epsilon: g.Epsilon, Delta: g.Delta}, rule); err != nil {
+		return "", "", badRequest("grant refused: %v", err)
+	}
+	return dataset, rule, nil
+}
+
+func (s *Server) grant(g GrantBody) (BudgetInfo, error) {
+	if g.Total {
+		return BudgetInfo{}, badRequest(`"total": true sets a table's total budget: send it alone to POST /v1/admin/grants, without an analyst`)
+	}
+	if _, ok := s.opts.Analysts.Get(g.Analyst); !ok {
+		return BudgetInfo{}, &httpError{http.StatusNotFound, "not_found", fmt.Sprintf("no analyst %q", g.Analyst)}
+	}
+	dataset, rule, err := s.grantTarget(g)
+	if err != nil {
+		return BudgetInfo{}, err
+	}
+	st, err := s.opts.Ledger.Grant(ledger.Key{Dataset: dataset, Analyst: g.Analyst}, accounting.EpsDelta{Epsilon: g.Epsilon, Delta: g.Delta}, rule)
 	if err != nil {
 		return BudgetInfo{}, badRequest("grant refused: %v", err)
 	}
 	return budgetInfo(st), nil
+}
+
+func (s *Server) grantTotal(g GrantBody) (*TotalInfo, error) {
+	if g.Analyst != "" {
+		return nil, badRequest(`a total budget (%q: true) covers every analyst: leave "analyst" out (it is %q)`, "total", g.Analyst)
+	}
+	dataset, rule, err := s.grantTarget(g)
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.opts.Ledger.GrantTotal(dataset, accounting.EpsDelta{Epsilon: g.Epsilon, Delta: g.Delta}, rule)
+	if err != nil {
+		return nil, badRequest("grant refused: %v", err)
+	}
+	return TotalInfoOf(&st), nil
 }
 
 func (s *Server) handleGrant(w http.ResponseWriter, r *http.Request) error {
@@ -563,12 +693,33 @@ func (s *Server) handleGrant(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeBody(w, r, &g); err != nil {
 		return err
 	}
+	if g.Total {
+		t, err := s.grantTotal(g)
+		if err != nil {
+			return err
+		}
+		s.auditGrant(r, g)
+		writeJSON(w, http.StatusOK, t)
+		return nil
+	}
 	b, err := s.grant(g)
 	if err != nil {
 		return err
 	}
+	s.auditGrant(r, g)
 	writeJSON(w, http.StatusOK, b)
 	return nil
+}
+
+// auditGrant records a grant made through the admin API.
+func (s *Server) auditGrant(r *http.Request, g GrantBody) {
+	s.opts.Audit.Record(AuditEvent{Event: EventGrant, Via: "http", Address: r.RemoteAddr, Actor: analystOf(r).Name,
+		Analyst: g.Analyst, Table: g.Table, Total: g.Total, Limit: &Pair{g.Epsilon, g.Delta}})
+}
+
+// auditAdmin records an admin action on an analyst.
+func (s *Server) auditAdmin(r *http.Request, action, name string) {
+	s.opts.Audit.Record(AuditEvent{Event: EventAdmin, Via: "http", Address: r.RemoteAddr, Actor: analystOf(r).Name, Action: action, Analyst: name})
 }
 
 type addAnalystBody struct {
@@ -589,6 +740,16 @@ func (s *Server) handleAddAnalyst(w http.ResponseWriter, r *http.Request) error 
 			return badRequest("%v", err)
 		}
 	}
+	// Every grant is checked before the analyst is created, so that a
+	// request with a bad grant creates nothing.
+	for i, g := range b.Grants {
+		if g.Total || (g.Analyst != "" && g.Analyst != b.Name) {
+			return badRequest("grants[%d]: a grant in a new analyst's request is for that analyst: leave out \"analyst\" and \"total\"", i)
+		}
+		if _, _, err := s.grantTarget(g); err != nil {
+			return badRequest("grants[%d]: %v; nothing was created", i, err)
+		}
+	}
 	a, tok, err := s.opts.Analysts.Add(b.Name, role)
 	if errors.Is(err, analyst.ErrExists) {
 		return &httpError{http.StatusConflict, "exists", err.Error()}
@@ -596,6 +757,7 @@ func (s *Server) handleAddAnalyst(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return badRequest("%v", err)
 	}
+	s.auditAdmin(r, "add", a.Name)
 	info := AnalystInfo{Analyst: a, Budgets: []BudgetInfo{}}
 	for _, g := range b.Grants {
 		g.Analyst = a.Name
@@ -603,6 +765,7 @@ func (s *Server) handleAddAnalyst(w http.ResponseWriter, r *http.Request) error 
 		if err != nil {
 			return err
 		}
+		s.auditGrant(r, g)
 		info.Budgets = append(info.Budgets, bi)
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{"analyst": info, "token": tok})
@@ -617,6 +780,7 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.auditAdmin(r, "revoke", a.Name)
 	writeJSON(w, http.StatusOK, map[string]any{"analyst": a})
 	return nil
 }
@@ -629,6 +793,7 @@ func (s *Server) handleRotate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.auditAdmin(r, "rotate", a.Name)
 	writeJSON(w, http.StatusOK, map[string]any{"analyst": a, "token": tok})
 	return nil
 }

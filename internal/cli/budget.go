@@ -20,19 +20,22 @@ func newBudgetCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "budget",
 		Short: "Show, grant and audit privacy budgets",
-		Long: `Privacy budgets live in the ledger, one per (dataset, analyst). Every
-answer dpstat gives is charged there before it is shown; when a budget is
-spent, dpstat refuses.
+		Long: `Privacy budgets live in the ledger, one per (dataset, analyst), and a
+dataset may also have a total budget that every analyst's releases share.
+A dataset is a table, or an id space (tables whose privacy units name the
+same people). Every answer dpstat gives is charged there before it is
+shown; when a budget is spent, dpstat refuses.
 
   dpstat budget show     the budgets: limit, spent, remaining, releases
-  dpstat budget grant    set or raise a budget
-  dpstat budget history  the releases charged, newest first`,
+  dpstat budget grant    set or raise a budget (--total: the dataset's total)
+  dpstat budget history  the releases charged, newest first
+  dpstat budget verify   check every budget against the ledger's records`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return errors.New("missing subcommand: want one of show, grant, history (see dpstat budget --help)")
+			return errors.New("missing subcommand: want one of show, grant, history, verify (see dpstat budget --help)")
 		},
 	}
-	cmd.AddCommand(newBudgetShowCmd(), newBudgetGrantCmd(), newBudgetHistoryCmd())
+	cmd.AddCommand(newBudgetShowCmd(), newBudgetGrantCmd(), newBudgetHistoryCmd(), newBudgetVerifyCmd())
 	return cmd
 }
 
@@ -73,7 +76,7 @@ its δ is the whole budget δ as soon as anything is spent.`,
 			l, err := openLedgerReadOnly(path)
 			if errors.Is(err, os.ErrNotExist) {
 				if asJSON {
-					return writeJSON(out, budgetShowJSON{Ledger: path, Budgets: []ledger.Status{}})
+					return writeJSON(out, budgetShowJSON{Ledger: path, Budgets: []ledger.Status{}, Totals: []ledger.TotalStatus{}})
 				}
 				fmt.Fprintf(out, "ledger %s does not exist yet: no budgets (grant one with dpstat budget grant)\n", path)
 				return nil
@@ -92,10 +95,32 @@ its δ is the whole budget δ as soon as anything is spent.`,
 					sel = append(sel, s)
 				}
 			}
+			totals, err := l.Totals()
+			if err != nil {
+				return err
+			}
+			selTotals := []ledger.TotalStatus{}
+			for _, t := range totals {
+				if dataset == "" || t.Dataset == dataset {
+					selTotals = append(selTotals, t)
+				}
+			}
 			if asJSON {
-				return writeJSON(out, budgetShowJSON{Ledger: path, Budgets: sel})
+				return writeJSON(out, budgetShowJSON{Ledger: path, Budgets: sel, Totals: selTotals})
 			}
 			fmt.Fprintf(out, "ledger %s\n", path)
+			if len(selTotals) > 0 {
+				tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "DATASET\tTOTAL (ALL ANALYSTS)\tRULE\tLIMIT ε\tLIMIT δ\tSPENT ε\tSPENT δ\tREMAINING ε\tREMAINING δ\tRELEASES")
+				for _, t := range selTotals {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", t.Dataset, "total", t.Rule,
+						fmtNum(t.Limit.Epsilon), fmtNum(t.Limit.Delta), fmtNum(t.Spent.Epsilon), fmtNum(t.Spent.Delta),
+						fmtNum(t.Remaining.Epsilon), fmtNum(t.Remaining.Delta), t.Releases)
+				}
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+			}
 			if len(sel) == 0 {
 				what := "no budgets"
 				if filter != (ledger.Key{}) {
@@ -122,8 +147,9 @@ its δ is the whole budget δ as soon as anything is spent.`,
 }
 
 type budgetShowJSON struct {
-	Ledger  string          `json:"ledger"`
-	Budgets []ledger.Status `json:"budgets"`
+	Ledger  string               `json:"ledger"`
+	Budgets []ledger.Status      `json:"budgets"`
+	Totals  []ledger.TotalStatus `json:"totals"`
 }
 
 func describeFilter(k ledger.Key) string {
@@ -141,25 +167,42 @@ func newBudgetGrantCmd() *cobra.Command {
 	var (
 		path, dataset, analyst, rule string
 		epsilon, delta               float64
-		asJSON                       bool
+		asJSON, total                bool
 	)
 	cmd := &cobra.Command{
-		Use:   "grant --dataset D --analyst A --epsilon E [--delta F] [--rule basic|zcdp]",
-		Short: "Set or raise the privacy budget of an analyst on a dataset",
+		Use:   "grant --dataset D (--analyst A | --total) --epsilon E [--delta F] [--rule basic|zcdp]",
+		Short: "Set or raise the privacy budget of an analyst on a dataset, or the dataset's total",
 		Long: `Set the budget of (dataset, analyst) to (ε, δ), creating it if needed. A
 budget may be raised, or lowered down to what is already spent but not
 below; its rule cannot change once releases have been charged.
+
+With --total (and no --analyst) set the dataset's total budget instead:
+every release from the dataset, by any analyst, must fit it as well as
+the analyst's own budget. A new total counts the releases already
+charged to the dataset. For tables of an id space, the dataset is the id
+space's name.
 
 Rules:
   basic  ε's and δ's of the releases add up (sequential composition).
   zcdp   the releases' ρ's add up and the total converts to (ε, δ) at the
          budget's δ; much tighter for many releases. Needs --delta > 0.`,
 		Example: `  dpstat budget grant --dataset census --analyst alice --epsilon 1
-  dpstat budget grant --dataset census --analyst bob --epsilon 3 --delta 1e-6 --rule zcdp`,
+  dpstat budget grant --dataset census --analyst bob --epsilon 3 --delta 1e-6 --rule zcdp
+  dpstat budget grant --dataset census --total --epsilon 2 --delta 1e-5`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, f := range []string{"dataset", "analyst", "epsilon"} {
+			required := []string{"dataset", "analyst", "epsilon"}
+			if total {
+				if cmd.Flags().Changed("analyst") {
+					return fmt.Errorf("--total with --analyst %q: a total budget covers every analyst; give one or the other", analyst)
+				}
+				required = []string{"dataset", "epsilon"}
+			}
+			for _, f := range required {
 				if !cmd.Flags().Changed(f) {
+					if f == "analyst" {
+						return errors.New("--analyst is required (or --total for the dataset's total budget)")
+					}
 					return fmt.Errorf("--%s is required", f)
 				}
 			}
@@ -176,6 +219,9 @@ Rules:
 			limit := accounting.EpsDelta{Epsilon: epsilon, Delta: delta}
 			if err := accounting.ValidateLimit(limit, r); err != nil {
 				return err
+			}
+			if total {
+				return grantTotal(cmd, path, dataset, limit, r, asJSON)
 			}
 			key := ledger.Key{Dataset: dataset, Analyst: analyst}
 			if err := key.Validate(); err != nil {
@@ -204,7 +250,8 @@ Rules:
 	}
 	addLedgerFlag(cmd, &path)
 	cmd.Flags().StringVar(&dataset, "dataset", "", "dataset name (required)")
-	cmd.Flags().StringVar(&analyst, "analyst", "", "analyst name (required)")
+	cmd.Flags().StringVar(&analyst, "analyst", "", "analyst name (required unless --total)")
+	cmd.Flags().BoolVar(&total, "total", false, "set the dataset's total budget, every analyst together")
 	cmd.Flags().Float64Var(&epsilon, "epsilon", 0, "budget ε (required)")
 	cmd.Flags().Float64Var(&delta, "delta", 0, "budget δ, in [0, 1); rule zcdp needs δ > 0")
 	cmd.Flags().StringVar(&rule, "rule", string(accounting.Basic), "composition rule: basic or zcdp")
@@ -286,4 +333,98 @@ func oneLine(s string) string {
 		s = string(r[:77]) + "..."
 	}
 	return s
+}
+
+func grantTotal(cmd *cobra.Command, path, dataset string, limit accounting.EpsDelta, r accounting.Rule, asJSON bool) error {
+	if err := (ledger.Key{Dataset: dataset, Analyst: "-"}).Validate(); err != nil {
+		return err
+	}
+	l, err := openLedger(path)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	t, err := l.GrantTotal(dataset, limit, r)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if asJSON {
+		return writeJSON(out, struct {
+			Ledger string             `json:"ledger"`
+			Total  ledger.TotalStatus `json:"total"`
+		}{path, t})
+	}
+	fmt.Fprintf(out, "granted the total budget of dataset %q (all analysts together): limit %s (rule %s); spent %s, remaining %s, %d releases\nledger %s\n",
+		t.Dataset, fmtPair(t.Limit), t.Rule, fmtPair(t.Spent), fmtPair(t.Remaining), t.Releases, path)
+	return nil
+}
+
+func newBudgetVerifyCmd() *cobra.Command {
+	var (
+		path         string
+		seal, asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "verify",
+		Short: "Check every budget against the ledger's own records",
+		Long: `Check the ledger: its release and grant records form a chain (each holds
+the hash of the one before, and the ledger the hash of the last), every
+budget's limit is its last grant's, and its sums and release count are
+those of its releases. With a key ($DPSTAT_LEDGER_KEY_FILE) the chain's
+seal is checked too. A mismatch names the budget or record and exits with
+status 1; the ledger is never repaired or reset.
+
+--seal seals a ledger that has no seal yet with the key (after checking
+it); from then on it opens for writing only with the key. The ledger is
+opened read-only otherwise.`,
+		Example: `  dpstat budget verify
+  DPSTAT_LEDGER_KEY_FILE=/etc/dpstat/ledger.key dpstat budget verify --seal`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			key, err := ledger.KeyFromEnv()
+			if err != nil {
+				return err
+			}
+			if seal && key == nil {
+				return fmt.Errorf("--seal needs a key: set $%s to a key file", ledger.KeyFileEnv)
+			}
+			l, err := ledger.Open(path, ledger.Options{ReadOnly: !seal, Key: key, Seal: seal})
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			rep, err := l.Verify()
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return writeJSON(out, struct {
+					Ledger string `json:"ledger"`
+					ledger.VerifyReport
+				}{path, rep})
+			}
+			fmt.Fprintf(out, "ledger %s: verified\n", path)
+			fmt.Fprintf(out, "%d budgets and %d total budgets match their %d release records", rep.Budgets, rep.Totals, rep.Releases)
+			if rep.Chained {
+				fmt.Fprintf(out, " and %d grant records (a chain of %d records)\n", rep.Grants, rep.Events)
+			} else {
+				fmt.Fprintf(out, "\nformat %d: the records are not chained yet; opening the ledger for writing once (any grant or charge) chains them\n", rep.Version)
+			}
+			switch {
+			case rep.SealChecked:
+				fmt.Fprintln(out, "sealed: the seal verifies with the key given")
+			case rep.Sealed:
+				fmt.Fprintf(out, "sealed, but the seal was not checked: set $%s to check it\n", ledger.KeyFileEnv)
+			default:
+				fmt.Fprintln(out, "not sealed: a consistent rewrite of the whole file would not be detected (see docs/accounting.md)")
+			}
+			return nil
+		},
+	}
+	addLedgerFlag(cmd, &path)
+	cmd.Flags().BoolVar(&seal, "seal", false, "seal the ledger with the key of $"+ledger.KeyFileEnv)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
 }

@@ -24,6 +24,8 @@ type collectOptions struct {
 	tokenFile string
 	maxBody   int64
 	maxBatch  int
+	perAddr   int
+	maxIDs    int
 }
 
 func newCollectCmd() *cobra.Command {
@@ -48,7 +50,10 @@ Endpoints:
   GET  /api/surveys                 surveys
   POST /api/surveys                 create (Authorization: Bearer TOKEN)
   GET  /api/surveys/ID              public parameters, with exact probabilities
+  POST /api/surveys/ID/devices      enrol devices (Authorization: Bearer TOKEN): {"count": n}
   POST /api/surveys/ID/reports      {"reports": [{"id": ..., "value": ...}, ...]}
+                                    (a survey created with "enrolment": true takes one report
+                                    per enrolled device: Authorization: Bearer DEVICE-TOKEN)
   GET  /api/surveys/ID/estimates    estimates with intervals (?confidence=0.95)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -63,6 +68,8 @@ Endpoints:
 	f.StringVar(&o.tokenFile, "admin-token-file", "", "file holding the curator's token (created with a new token if missing)")
 	f.Int64Var(&o.maxBody, "max-body", collector.DefaultMaxBody, "largest request body, in bytes")
 	f.IntVar(&o.maxBatch, "max-batch", collector.DefaultMaxBatch, "most reports in one request")
+	f.IntVar(&o.perAddr, "max-reports-per-addr", 0, "most reports one client address (IPv6: its /64) may post to one survey per hour (0: no quota; behind a proxy every client shares its address)")
+	f.IntVar(&o.maxIDs, "max-ids", collector.DefaultMaxIDs, "most report ids held in memory to find duplicates, over all surveys (about 60 bytes each); beyond, reports are refused (503)")
 	return cmd
 }
 
@@ -121,7 +128,13 @@ func runCollect(ctx context.Context, stdout, stderr io.Writer, o collectOptions)
 	if o.maxBatch < 1 {
 		return fmt.Errorf("--max-batch = %d: want at least 1", o.maxBatch)
 	}
-	st, err := collector.Open(o.store, collector.StoreOptions{})
+	if o.perAddr < 0 {
+		return fmt.Errorf("--max-reports-per-addr = %d: want >= 0 (0: no quota)", o.perAddr)
+	}
+	if o.maxIDs < 0 {
+		return fmt.Errorf("--max-ids = %d: want >= 1 (or 0 for the default %d)", o.maxIDs, collector.DefaultMaxIDs)
+	}
+	st, err := collector.Open(o.store, collector.StoreOptions{MaxIDs: o.maxIDs})
 	if err != nil {
 		return err
 	}
@@ -134,7 +147,7 @@ func runCollect(ctx context.Context, stdout, stderr io.Writer, o collectOptions)
 		return fmt.Errorf("--http %s: %w", o.addr, err)
 	}
 	srv := &http.Server{
-		Handler:           collector.Handler(st, collector.ServerOptions{MaxBody: o.maxBody, MaxBatch: o.maxBatch}),
+		Handler:           collector.Handler(st, collector.ServerOptions{MaxBody: o.maxBody, MaxBatch: o.maxBatch, MaxReportsPerAddr: o.perAddr}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		IdleTimeout:       120 * time.Second,

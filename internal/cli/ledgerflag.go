@@ -13,17 +13,26 @@ func addLedgerFlag(cmd *cobra.Command, p *string) {
 		"privacy-budget ledger file; the default is $DPSTAT_LEDGER if set, else $XDG_DATA_HOME/dpstat/ledger.db, else ~/.local/share/dpstat/ledger.db")
 }
 
-// openLedger opens the ledger at path for reading and writing, creating it
+// openLedger opens the ledger at path for reading and writing, with the key
+// named by $DPSTAT_LEDGER_KEY_FILE if set, creating it
 // if needed and waiting up to ledger.DefaultTimeout for another dpstat
 // process that has it open. The caller must Close it when its command is
 // done, so that other processes can use the ledger.
 func openLedger(path string) (*ledger.Ledger, error) {
-	return ledger.Open(path, ledger.Options{})
+	key, err := ledger.KeyFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	return ledger.Open(path, ledger.Options{Key: key})
 }
 
 // openLedgerReadOnly opens the ledger at path for reading only; several
 // readers may have it open at once. A missing file is an error wrapping
 // os.ErrNotExist.
 func openLedgerReadOnly(path string) (*ledger.Ledger, error) {
-	return ledger.Open(path, ledger.Options{ReadOnly: true})
+	key, err := ledger.KeyFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	return ledger.Open(path, ledger.Options{ReadOnly: true, Key: key})
 }

@@ -172,6 +172,16 @@ type budgetJSON struct {
 	Spent     epsDeltaJSON `json:"spent"`
 	Remaining epsDeltaJSON `json:"remaining"`
 	Rule      string       `json:"rule"`
+	// Total is the dataset's total budget, every analyst together.
+	Total *totalJSON `json:"total,omitempty"`
+}
+
+type totalJSON struct {
+	Dataset   string       `json:"dataset"`
+	Limit     epsDeltaJSON `json:"limit"`
+	Spent     epsDeltaJSON `json:"spent"`
+	Remaining epsDeltaJSON `json:"remaining"`
+	Rule      string       `json:"rule"`
 }
 
 type ledgerKeyJSON struct {
@@ -195,6 +205,10 @@ func writeQueryJSON(w io.Writer, r *query.Result) error {
 		Notes:     r.Notes,
 		Ledger:    &ledgerKeyJSON{r.Budget.Dataset, r.Budget.Analyst},
 		Repeated:  r.Repeated,
+	}
+	if t := r.Budget.Total; t != nil {
+		out.Budget.Total = &totalJSON{Dataset: t.Dataset, Limit: epsDeltaJSON{t.Limit.Epsilon, t.Limit.Delta},
+			Spent: epsDeltaJSON{t.Spent.Epsilon, t.Spent.Delta}, Remaining: epsDeltaJSON{t.Remaining.Epsilon, t.Remaining.Delta}, Rule: string(t.Rule)}
 	}
 	if out.Rows == nil {
 		out.Rows = [][]any{}
@@ -323,6 +337,10 @@ func writeQueryTable(w io.Writer, r *query.Result) error {
 	fmt.Fprintf(w, "cost ε=%g δ=%g; budget of %s on %s: spent ε=%g δ=%g, left ε=%g δ=%g\n",
 		r.Cost.Epsilon, r.Cost.Delta, r.Budget.Analyst, r.Budget.Dataset,
 		r.Budget.Spent.Epsilon, r.Budget.Spent.Delta, r.Budget.Remaining.Epsilon, r.Budget.Remaining.Delta)
+	if t := r.Budget.Total; t != nil {
+		fmt.Fprintf(w, "total budget of %s, every analyst together: spent ε=%g δ=%g, left ε=%g δ=%g\n",
+			t.Dataset, t.Spent.Epsilon, t.Spent.Delta, t.Remaining.Epsilon, t.Remaining.Delta)
+	}
 	return nil
 }
 

@@ -32,6 +32,8 @@ type serveConfig struct {
 	httpAddr, pgAddr string
 	tlsCert, tlsKey  string
 	maxConns         int
+	maxSessions      int
+	auditLog         string
 	maxConcurrent    int
 	rate             float64
 	maxSQL           int
@@ -75,8 +77,10 @@ flight finish, then the ledger is closed.`,
 	f.StringVar(&cfg.tlsCert, "tls-cert", "", "TLS certificate (PEM) for HTTPS and PostgreSQL TLS; with --tls-key")
 	f.StringVar(&cfg.tlsKey, "tls-key", "", "TLS private key (PEM)")
 	f.IntVar(&cfg.maxConns, "max-conns", pgwire.DefaultMaxConns, "maximum PostgreSQL sessions")
+	f.StringVar(&cfg.auditLog, "audit-log", "", "append an audit log (JSON lines: logins, failed logins, admin actions, grants, refusals over budget) to this file")
+	f.IntVar(&cfg.maxSessions, "max-sessions-per-analyst", 8, "maximum PostgreSQL sessions of one analyst at once (0: only --max-conns)")
 	f.IntVar(&cfg.maxConcurrent, "max-concurrent", server.DefaultMaxConcurrent, "maximum HTTP API requests served at once (429 beyond)")
-	f.Float64Var(&cfg.rate, "rate", 0, "per-analyst HTTP API requests per second (0: unlimited; 429 beyond)")
+	f.Float64Var(&cfg.rate, "rate", 0, "per-analyst requests per second, HTTP API and PostgreSQL statements together (0: unlimited; 429 or SQLSTATE 53400 beyond)")
 	f.IntVar(&cfg.maxSQL, "max-sql", server.DefaultMaxSQLLen, "maximum SQL text length in bytes")
 	f.DurationVar(&cfg.queryTimeout, "query-timeout", server.DefaultQueryTimeout, "maximum time for one query")
 	f.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a graceful shutdown waits for requests in flight")
@@ -108,6 +112,7 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 		{"max-concurrent", int64(cfg.maxConcurrent), 1},
 		{"max-sql", int64(cfg.maxSQL), 1},
 		{"threads", int64(cfg.threads), 0},
+		{"max-sessions-per-analyst", int64(cfg.maxSessions), 0},
 	} {
 		if f.v < f.min {
 			return fmt.Errorf("--%s %d: want a whole number >= %d", f.flag, f.v, f.min)
@@ -168,7 +173,15 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 		return err
 	}
 	logger := log.New(os.Stderr, "", log.LstdFlags)
+	var audit *server.AuditLog
+	if cfg.auditLog != "" {
+		if audit, err = server.OpenAuditLog(cfg.auditLog); err != nil {
+			return fmt.Errorf("--audit-log: %w", err)
+		}
+		defer audit.Close()
+	}
 	var (
+		api              *server.Server
 		httpSrv          *http.Server
 		pgSrv            *pgwire.Server
 		httpLn, pgLn     net.Listener
@@ -176,8 +189,9 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 		httpAddr, pgAddr string
 	)
 	if cfg.httpAddr != "" {
-		api, err := server.New(server.Options{Answerer: ans, Ledger: led, Analysts: reg, MaxSQLLen: cfg.maxSQL,
-			MaxConcurrent: cfg.maxConcurrent, RatePerAnalyst: cfg.rate, QueryTimeout: cfg.queryTimeout, Logger: logger})
+		api, err = server.New(server.Options{Answerer: ans, Ledger: led, Analysts: reg, MaxSQLLen: cfg.maxSQL,
+			MaxConcurrent: cfg.maxConcurrent, RatePerAnalyst: cfg.rate, QueryTimeout: cfg.queryTimeout, Logger: logger,
+			HSTS: tlsCfg != nil, Audit: audit})
 		if err != nil {
 			return err
 		}
@@ -200,7 +214,15 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 		fmt.Fprintf(out, "dpstat serve: HTTP API and dashboard on %s://%s/\n", scheme, httpAddr)
 	}
 	if cfg.pgAddr != "" {
+		if api == nil {
+			// The PostgreSQL port alone still gets the same limits.
+			if api, err = server.New(server.Options{Answerer: ans, Ledger: led, Analysts: reg, MaxSQLLen: cfg.maxSQL,
+				MaxConcurrent: cfg.maxConcurrent, RatePerAnalyst: cfg.rate, QueryTimeout: cfg.queryTimeout, Logger: logger, Audit: audit}); err != nil {
+				return err
+			}
+		}
 		pgSrv, err = pgwire.New(pgwire.Options{Answerer: ans, Analysts: reg, TLS: tlsCfg, MaxConns: cfg.maxConns,
+			MaxSessionsPerAnalyst: cfg.maxSessions, Limits: api, Audit: audit,
 			QueryTimeout: cfg.queryTimeout, MaxQueryLen: cfg.maxSQL, Logger: logger})
 		if err != nil {
 			return err
@@ -219,6 +241,13 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 		}()
 		host, port, _ := net.SplitHostPort(pgAddr)
 		fmt.Fprintf(out, "dpstat serve: PostgreSQL protocol on %s (psql \"host=%s port=%s user=NAME password=TOKEN\")\n", pgAddr, host, port)
+	}
+	if tlsCfg == nil {
+		for _, l := range []struct{ flag, addr string }{{"--http", httpAddr}, {"--pg", pgAddr}} {
+			if l.addr != "" && !loopback(l.addr) {
+				fmt.Fprintf(out, "dpstat serve: WARNING: %s %s listens beyond loopback without TLS: tokens, queries and answers cross the network in the clear; give --tls-cert and --tls-key (or listen on 127.0.0.1 behind a TLS proxy)\n", l.flag, l.addr)
+			}
+		}
 	}
 	admins := 0
 	for _, a := range reg.List() {
@@ -253,4 +282,19 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 	// request has finished or the shutdown timeout has passed.
 	fmt.Fprintln(out, "dpstat serve: stopped")
 	return runErr
+}
+
+// loopback reports whether addr (host:port, as bound) is reachable only
+// from this machine: a loopback IP or "localhost". An empty or unspecified
+// host listens on every interface.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

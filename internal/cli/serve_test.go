@@ -247,3 +247,76 @@ func writeSelfSigned(t *testing.T, certFile, keyFile string) {
 		t.Fatal(err)
 	}
 }
+
+func TestLoopback(t *testing.T) {
+	for _, tc := range []struct {
+		addr string
+		want bool
+	}{
+		{"127.0.0.1:8080", true}, {"[::1]:5433", true}, {"localhost:80", true}, {"127.3.4.5:1", true},
+		{"0.0.0.0:8080", false}, {"[::]:8080", false}, {":8080", false}, {"192.168.1.4:8080", false}, {"example.com:80", false},
+	} {
+		if got := loopback(tc.addr); got != tc.want {
+			t.Errorf("loopback(%q) = %v, want %v", tc.addr, got, tc.want)
+		}
+	}
+}
+
+// TestServeWarnsWithoutTLS: listening beyond loopback without TLS is
+// warned about, on loopback it is not; with TLS every response carries
+// HSTS.
+func TestServeWarnsWithoutTLS(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	writeSelfSigned(t, certFile, keyFile)
+	tests := []struct {
+		name          string
+		httpAddr      string
+		tls           bool
+		warn, hsts    bool
+		scheme, local string
+	}{
+		{"loopback", "127.0.0.1:0", false, false, false, "http", "127.0.0.1"},
+		{"every interface", "0.0.0.0:0", false, true, false, "http", "127.0.0.1"},
+		{"every interface with TLS", "0.0.0.0:0", true, false, true, "https", "127.0.0.1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := serveConfig{
+				catalog: filepath.Join("..", "..", "examples", "catalog.yaml"), ledger: filepath.Join(t.TempDir(), "l.db"),
+				httpAddr: tc.httpAddr, maxConns: 4, maxConcurrent: 8, maxSQL: 4096, queryTimeout: 10 * time.Second,
+				shutdownTimeout: 5 * time.Second, loadTables: false, threads: 1,
+			}
+			if tc.tls {
+				cfg.tlsCert, cfg.tlsKey = certFile, keyFile
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			addrs := make(chan string, 1)
+			done := make(chan error, 1)
+			var log bytes.Buffer
+			go func() { done <- runServe(ctx, cfg, &log, func(h, _ string) { addrs <- h }) }()
+			var addr string
+			select {
+			case addr = <-addrs:
+			case err := <-done:
+				t.Fatalf("serve stopped: %v", err)
+			}
+			_, port, _ := net.SplitHostPort(addr)
+			client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+			resp, err := client.Get(tc.scheme + "://" + net.JoinHostPort(tc.local, port) + "/openapi.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if got := resp.Header.Get("Strict-Transport-Security"); (got != "") != tc.hsts {
+				t.Errorf("Strict-Transport-Security = %q, want it sent = %v", got, tc.hsts)
+			}
+			cancel()
+			<-done
+			if warned := strings.Contains(log.String(), "WARNING: --http"); warned != tc.warn {
+				t.Errorf("warned = %v, want %v:\n%s", warned, tc.warn, log.String())
+			}
+		})
+	}
+}

@@ -47,7 +47,7 @@ func New(svc *query.Service, cat *catalog.Catalog, led *ledger.Ledger) (*Answere
 }
 
 func tableInfo(t *catalog.Table) server.TableInfo {
-	ti := server.TableInfo{Name: t.Name, PrivacyUnit: t.PrivacyUnit}
+	ti := server.TableInfo{Name: t.Name, IDSpace: t.IDSpace, PrivacyUnit: t.PrivacyUnit}
 	if t.HasPrivacyUnit() {
 		ti.MaxGroupsPerUnit, ti.MaxRowsPerGroup = int(t.MaxGroupsPerUnit), int(t.MaxRowsPerGroup)
 	}
@@ -77,7 +77,7 @@ func (a *Answerer) Tables(analyst string) []server.TableInfo {
 	var out []server.TableInfo
 	for _, t := range a.tables {
 		if analyst != "" {
-			if _, err := a.ledger.Status(ledger.Key{Dataset: t.Name, Analyst: analyst}); err != nil {
+			if _, err := a.ledger.Status(ledger.Key{Dataset: t.BudgetDataset(), Analyst: analyst}); err != nil {
 				continue
 			}
 		}
@@ -137,10 +137,10 @@ func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Resp
 		}
 		return nil, &server.Error{Kind: server.KindBadRequest, Message: err.Error(), Err: err}
 	}
-	key := ledger.Key{Dataset: p.Plan.Table.Name, Analyst: req.Analyst}
+	key := ledger.Key{Dataset: p.Plan.Table.BudgetDataset(), Analyst: req.Analyst}
 	st, err := a.ledger.Status(key)
 	if errors.Is(err, ledger.ErrNoBudget) {
-		return nil, server.Errorf(server.KindNotGranted, "analyst %q has no budget on table %q: ask an administrator for a grant", req.Analyst, key.Dataset)
+		return nil, server.Errorf(server.KindNotGranted, "analyst %q has no budget on table %q: ask an administrator for a grant", req.Analyst, p.Plan.Table.Name)
 	}
 	if err != nil {
 		return nil, err
@@ -160,8 +160,9 @@ func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Resp
 		Budget: server.BudgetLeft{
 			Spent:     server.Pair{Epsilon: res.Budget.Spent.Epsilon, Delta: res.Budget.Spent.Delta},
 			Remaining: server.Pair{Epsilon: res.Budget.Remaining.Epsilon, Delta: res.Budget.Remaining.Delta},
+			Total:     server.TotalInfoOf(res.Budget.Total),
 		},
-		Table:      key.Dataset,
+		Table:      p.Plan.Table.Name,
 		Notes:      append(splitNotes(res.Split), res.Notes...),
 		Confidence: res.Confidence,
 		ReleaseID:  res.ReleaseID,
@@ -217,7 +218,7 @@ func (a *Answerer) preview(p *query.Prepared, st ledger.Status) (*server.Respons
 	q := p.Plan.Query
 	resp := &server.Response{
 		Cost:       server.Pair{Epsilon: p.Noise.Cost.Epsilon, Delta: p.Noise.Cost.Delta},
-		Budget:     server.BudgetLeft{Spent: server.Pair{Epsilon: st.Spent.Epsilon, Delta: st.Spent.Delta}, Remaining: server.Pair{Epsilon: st.Remaining.Epsilon, Delta: st.Remaining.Delta}},
+		Budget:     server.BudgetLeft{Spent: server.Pair{Epsilon: st.Spent.Epsilon, Delta: st.Spent.Delta}, Remaining: server.Pair{Epsilon: st.Remaining.Epsilon, Delta: st.Remaining.Delta}, Total: server.TotalInfoOf(st.Total)},
 		Table:      p.Plan.Table.Name,
 		DryRun:     true,
 		Confidence: p.Opts.Confidence,

@@ -118,7 +118,7 @@ func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Resp
 	rc, err := a.Ledger.Charge(ctx, ledger.Charge{Key: key, Description: sql, Cost: cost})
 	var ex *accounting.ExceededError
 	if errors.As(err, &ex) {
-		return nil, server.Errorf(server.KindBudgetExceeded, "budget exceeded: %v", ex)
+		return nil, server.Errorf(server.KindBudgetExceeded, "budget exceeded: %v", err)
 	}
 	if err != nil {
 		return nil, err
@@ -126,7 +126,7 @@ func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Resp
 	resp.Rows = [][]any{{"Female", 10771.0}, {"Male", 21790.0}}
 	resp.CI = [][]*[2]float64{{nil, {10771 - 3/eps, 10771 + 3/eps}}, {nil, {21790 - 3/eps, 21790 + 3/eps}}}
 	resp.Budget = server.BudgetLeft{Spent: server.Pair{Epsilon: rc.Spent.Epsilon, Delta: rc.Spent.Delta},
-		Remaining: server.Pair{Epsilon: rc.Remaining.Epsilon, Delta: rc.Remaining.Delta}}
+		Remaining: server.Pair{Epsilon: rc.Remaining.Epsilon, Delta: rc.Remaining.Delta}, Total: server.TotalInfoOf(rc.Total)}
 	return resp, nil
 }
 

@@ -132,8 +132,15 @@
       box.append(el('div', { class: 'gauge' },
         el('div', { class: 'label' }, el('strong', {}, b.table), el('span', {}, 'ε ' + fmt(b.spent.epsilon) + ' / ' + fmt(b.limit.epsilon))),
         el('div', { class: 'bar', role: 'meter', 'aria-valuemin': '0', 'aria-valuemax': String(b.limit.epsilon), 'aria-valuenow': String(b.spent.epsilon) }, fill),
-        el('div', { class: 'sub' }, 'remaining ε ' + fmt(b.remaining.epsilon) + ', δ ' + fmt(b.remaining.delta) + ' · ' + b.releases + ' releases')));
+        el('div', { class: 'sub' }, 'remaining ε ' + fmt(b.remaining.epsilon) + ', δ ' + fmt(b.remaining.delta) + ' · ' + b.releases + ' releases'),
+        b.total ? el('div', { class: 'sub total' }, totalText(b.total)) : ''));
     }
+  }
+
+  // totalText describes a table's total budget, every analyst together.
+  function totalText(t) {
+    return 'all analysts together: ε ' + fmt(t.spent.epsilon) + ' / ' + fmt(t.limit.epsilon) +
+      ', remaining ε ' + fmt(t.remaining.epsilon) + ', δ ' + fmt(t.remaining.delta) + ' · ' + t.releases + ' releases';
   }
 
   // ---- history ----
@@ -210,6 +217,7 @@
     $('result').hidden = false;
     $('result-meta').textContent = 'Cost ε = ' + fmt(r.cost.epsilon) + ', δ = ' + fmt(r.cost.delta) + ' on ' + r.table +
       ' · budget left ε = ' + fmt(r.budget.remaining.epsilon) + ', δ = ' + fmt(r.budget.remaining.delta) +
+      (r.budget.total ? ' (' + 'all analysts together: ε = ' + fmt(r.budget.total.remaining.epsilon) + ' left)' : '') +
       ' · intervals at ' + Math.round(Number($('confidence').value || 0.95) * 100) + '%' +
       (r.repeated ? ' · asked before: the stored answer, nothing charged now' : '');
     const rows = r.rows.map((row, i) => row.map((v, j) => {
@@ -286,7 +294,8 @@
         try { await api('POST', '/v1/admin/analysts/' + encodeURIComponent(x.name) + '/revoke'); await loadAdmin(); }
         catch (e) { $('admin-error').textContent = e.message; }
       });
-      const budgets = x.budgets.map((b) => b.table + ': ε ' + fmt(b.spent.epsilon) + '/' + fmt(b.limit.epsilon)).join('; ');
+      const budgets = x.budgets.map((b) => b.table + ': ε ' + fmt(b.spent.epsilon) + '/' + fmt(b.limit.epsilon) +
+        (b.total ? ' (all: ' + fmt(b.total.spent.epsilon) + '/' + fmt(b.total.limit.epsilon) + ')' : '')).join('; ');
       return [
         el('td', {}, x.name),
         el('td', {}, el('span', { class: 'badge' + (x.role === 'admin' ? ' admin' : '') }, x.role)),
@@ -319,8 +328,11 @@
     ev.preventDefault();
     $('admin-error').textContent = '';
     try {
-      const b = await api('POST', '/v1/admin/grants', { analyst: $('grant-name').value.trim(), table: $('grant-table').value.trim(), epsilon: num('grant-eps') || 0, delta: num('grant-delta') || 0 });
-      $('admin-msg').textContent = 'Granted ' + b.analyst + ' on ' + b.table + ': ε ' + fmt(b.limit.epsilon) + ', δ ' + fmt(b.limit.delta);
+      const total = $('grant-total').checked;
+      const body = { table: $('grant-table').value.trim(), epsilon: num('grant-eps') || 0, delta: num('grant-delta') || 0 };
+      if (total) body.total = true; else body.analyst = $('grant-name').value.trim();
+      const b = await api('POST', '/v1/admin/grants', body);
+      $('admin-msg').textContent = 'Granted ' + (total ? 'all analysts together' : b.analyst) + ' on ' + b.table + ': ε ' + fmt(b.limit.epsilon) + ', δ ' + fmt(b.limit.delta);
       await Promise.all([loadAdmin(), loadBudget(), loadTables()]);
     } catch (e) { $('admin-error').textContent = e.message; }
   });
