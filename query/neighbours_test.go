@@ -108,7 +108,7 @@ var neighbourBattery = []string{
 	"SELECT width_bucket(f, -8e307, 8e307, 4) AS w, COUNT(*) FROM T GROUP BY w",
 	"SELECT width_bucket(f, -1.7976931348623157e308, 0, 3) AS w, COUNT(*) FROM T GROUP BY w",
 	"SELECT width_bucket(i, 0, 1e308, 1000) AS w, COUNT(*) FROM T GROUP BY w",
-	"SELECT width_bucket(f, 0, 5e-324, 999998) AS w, COUNT(*) FROM T GROUP BY w",
+	"SELECT width_bucket(f, 0, 5e-324, 1000) AS w, COUNT(*) FROM T GROUP BY w",
 	"SELECT width_bucket(f, -1, 1, 2) AS w, MEDIAN(i) FROM T GROUP BY w",
 	"SELECT floor(f / 0.5) * 0.5 AS w, COUNT(*) FROM T GROUP BY w",
 	"SELECT floor(i / 5e-324) * 5e-324 AS w, COUNT(*) FROM T GROUP BY w",

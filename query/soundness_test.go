@@ -69,7 +69,7 @@ func TestWidthBucketErrorIsNoOracle(t *testing.T) {
 		for _, sql := range []string{
 			"SELECT width_bucket(income, -1.7976931348623157e308, 0, 3) AS w, COUNT(*) FROM t WHERE name = '" + name + "' GROUP BY w",
 			"SELECT width_bucket(income, 0, 1.7976931348623157e308, 1000) AS w, COUNT(*) FROM t WHERE name = '" + name + "' GROUP BY w",
-			"SELECT width_bucket(income, -8e307, 8e307, 999998) AS w, COUNT(*) FROM t WHERE name = '" + name + "' GROUP BY w",
+			"SELECT width_bucket(income, -8e307, 8e307, 99998) AS w, COUNT(*) FROM t WHERE name = '" + name + "' GROUP BY w",
 		} {
 			if _, err := svc.Answer(ctx, sql, exactOpts()); err != nil {
 				t.Errorf("%s: %v", sql, err)
