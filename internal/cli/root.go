@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -13,11 +14,17 @@ import (
 // Execute runs the dpstat command line with the given arguments and streams
 // and returns the process exit code.
 func Execute(args []string, stdout, stderr io.Writer) int {
+	return ExecuteContext(context.Background(), args, stdout, stderr)
+}
+
+// ExecuteContext is Execute with a context: cancelling it stops a long
+// command such as dpstat serve as SIGTERM would.
+func ExecuteContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := NewRoot()
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	if err := root.Execute(); err != nil {
+	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(stderr, "dpstat: %v\n", err)
 		return 1
 	}

@@ -1,0 +1,225 @@
+package clienttest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dpstat/dpstat/internal/cli"
+)
+
+// python is Debian's interpreter, where the python3-* packages install; a
+// python3 earlier on PATH may be another one without them.
+const python = "/usr/bin/python3"
+
+// debianPython is where Debian's python3-* packages put their modules.
+const debianPython = "/usr/lib/python3/dist-packages"
+
+// served is a running dpstat serve shared by the package's tests.
+type served struct {
+	pgHost, pgPort string
+	httpURL        string
+	tokens         map[string]string // analyst name → token
+	dir            string
+}
+
+var (
+	serveOnce sync.Once
+	srv       *served
+	srvErr    error
+	stopServe context.CancelFunc
+	serveDone chan struct{}
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if stopServe != nil {
+		stopServe()
+		<-serveDone
+	}
+	if srv != nil {
+		os.RemoveAll(srv.dir)
+	}
+	os.Exit(code)
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// analysts are created before the server starts: alice with a large budget
+// on both tables, small with ε = 1 on adult, and an admin.
+var analysts = [][]string{
+	{"alice", "--table", "adult", "--table", "visits", "--epsilon", "1000", "--delta", "1e-3"},
+	{"small", "--table", "adult", "--epsilon", "1"},
+	{"curator", "--admin"},
+}
+
+var (
+	httpRE = regexp.MustCompile(`HTTP API and dashboard on (http://[^/\s]+)/`)
+	pgRE   = regexp.MustCompile(`PostgreSQL protocol on (\S+) `)
+)
+
+// server starts dpstat serve on the example catalog once, in this process,
+// on free loopback ports.
+func server(t *testing.T) *served {
+	t.Helper()
+	serveOnce.Do(func() { srv, srvErr = startServer() })
+	if srvErr != nil {
+		t.Fatalf("starting dpstat serve: %v", srvErr)
+	}
+	return srv
+}
+
+func startServer() (*served, error) {
+	dir, err := os.MkdirTemp("", "dpstat-clients-")
+	if err != nil {
+		return nil, err
+	}
+	s := &served{dir: dir, tokens: map[string]string{}}
+	ledger := filepath.Join(dir, "ledger.db")
+	for _, a := range analysts {
+		var out, errb bytes.Buffer
+		args := append([]string{"analyst", "add"}, a...)
+		if code := cli.Execute(append(args, "--ledger", ledger), &out, &errb); code != 0 {
+			return nil, fmt.Errorf("dpstat %s: %s", strings.Join(args, " "), errb.String())
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		s.tokens[a[0]] = lines[len(lines)-1]
+	}
+	catalog, err := filepath.Abs("../../examples/catalog.yaml")
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopServe, serveDone = cancel, make(chan struct{})
+	out := &syncBuffer{}
+	go func() {
+		defer close(serveDone)
+		cli.ExecuteContext(ctx, []string{"serve", "--catalog", catalog, "--ledger", ledger,
+			"--http", "127.0.0.1:0", "--pg", "127.0.0.1:0", "--threads", "1"}, out, out)
+	}()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		text := out.String()
+		h, p := httpRE.FindStringSubmatch(text), pgRE.FindStringSubmatch(text)
+		if h != nil && p != nil && strings.Contains(text, "analysts (") {
+			s.httpURL = h[1]
+			s.pgHost, s.pgPort, err = net.SplitHostPort(p[1])
+			return s, err
+		}
+		select {
+		case <-serveDone:
+			return nil, fmt.Errorf("dpstat serve stopped: %s", text)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("dpstat serve did not start in 2 minutes: %s", text)
+		}
+	}
+}
+
+// needPython skips the test unless Debian's python3 has every module. The
+// paths it looks at are recorded by go test, so a cached skip is run again
+// once the packages are installed.
+func needPython(t *testing.T, modules ...string) {
+	t.Helper()
+	if _, err := os.Stat(python); err != nil {
+		t.Skipf("%s is not installed: apt-get install python3", python)
+	}
+	for _, m := range modules {
+		_, err1 := os.Stat(filepath.Join(debianPython, m))
+		_, err2 := os.Stat(filepath.Join(debianPython, m+".py"))
+		if err1 != nil && err2 != nil {
+			t.Skipf("Python module %s is not installed for %s: apt-get install python3-%s", m, python, m)
+		}
+	}
+}
+
+// env is the environment the client scripts read.
+func (s *served) env() []string {
+	return append(os.Environ(), "DPSTAT_PG_HOST="+s.pgHost, "DPSTAT_PG_PORT="+s.pgPort, "DPSTAT_URL="+s.httpURL,
+		"DPSTAT_TOKEN="+s.tokens["alice"], "DPSTAT_SMALL_TOKEN="+s.tokens["small"], "DPSTAT_ADMIN_TOKEN="+s.tokens["curator"],
+		"PYTHONDONTWRITEBYTECODE=1")
+}
+
+// run runs a client program and fails the test with its output if it
+// fails or prints no "ok" line.
+func run(t *testing.T, s *served, dir string, name string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = s.env()
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "ok ") {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func TestPythonClients(t *testing.T) {
+	tests := []struct {
+		name    string
+		script  string
+		modules []string
+	}{
+		{"psycopg2, psycopg 3 and pandas", "psycopg_clients.py", []string{"psycopg2", "psycopg", "pandas"}},
+		{"SQLAlchemy and its inspector, pandas with an engine", "sqlalchemy_client.py", []string{"sqlalchemy", "psycopg2", "pandas"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			needPython(t, tc.modules...)
+			s := server(t)
+			out := run(t, s, "testdata", python, tc.script)
+			t.Logf("%s", out)
+		})
+	}
+}
+
+func TestJDBC(t *testing.T) {
+	const jar = "/usr/share/java/postgresql.jar"
+	javac, err := exec.LookPath("javac")
+	if _, serr := os.Stat("/usr/bin/javac"); err != nil && serr != nil {
+		t.Skip("javac is not installed: apt-get install default-jdk-headless")
+	}
+	if err != nil {
+		javac = "/usr/bin/javac"
+	}
+	if _, err := os.Stat(jar); err != nil {
+		t.Skipf("the PostgreSQL JDBC driver is not installed (%s): apt-get install libpostgresql-jdbc-java", jar)
+	}
+	s := server(t)
+	classes := t.TempDir()
+	if out, err := exec.Command(javac, "-d", classes, "testdata/ClientMeta.java").CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	java := filepath.Join(filepath.Dir(javac), "java")
+	out := run(t, s, ".", java, "-cp", jar+string(os.PathListSeparator)+classes, "ClientMeta",
+		s.pgHost, s.pgPort, s.tokens["alice"], s.tokens["small"])
+	t.Logf("%s", out)
+}
