@@ -71,10 +71,12 @@ func (s *syncBuffer) String() string {
 }
 
 // analysts are created before the server starts: alice with a large budget
-// on both tables, small with ε = 1 on adult, and an admin.
+// on both tables, small with ε = 1 on adult, py for the Python package's
+// tests (whose repeated queries must not meet alice's), and an admin.
 var analysts = [][]string{
 	{"alice", "--table", "adult", "--table", "visits", "--epsilon", "1000", "--delta", "1e-3"},
 	{"small", "--table", "adult", "--epsilon", "1"},
+	{"py", "--table", "adult", "--epsilon", "1000"},
 	{"curator", "--admin"},
 }
 
@@ -170,10 +172,16 @@ func (s *served) env() []string {
 // fails.
 func run(t *testing.T, s *served, dir string, name string, args ...string) string {
 	t.Helper()
+	return runEnv(t, s.env(), dir, name, args...)
+}
+
+// runEnv is run with the given environment.
+func runEnv(t *testing.T, env []string, dir string, name string, args ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Env = s.env()
+	cmd.Env = env
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -250,7 +258,8 @@ func TestPythonPackage(t *testing.T) {
 	}
 	// Run from the temporary directory so that dpstat is imported from the
 	// installed package, not from the source tree.
-	out := run(t, s, t.TempDir(), filepath.Join(venv, "bin", "python"), "-m", "unittest", "discover", "-v", "-s", filepath.Join(src, "tests"))
+	env := append(s.env(), "DPSTAT_TOKEN="+s.tokens["py"])
+	out := runEnv(t, env, t.TempDir(), filepath.Join(venv, "bin", "python"), "-m", "unittest", "discover", "-v", "-s", filepath.Join(src, "tests"))
 	if !strings.Contains(out, "OK") || strings.Contains(out, "skipped") {
 		t.Fatalf("the package's tests did not all run:\n%s", out)
 	}
