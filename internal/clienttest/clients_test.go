@@ -265,3 +265,31 @@ func TestPythonPackage(t *testing.T) {
 	}
 	t.Logf("%s", out)
 }
+
+// TestNotebookExample runs examples/notebook.py with the client from the
+// source tree: a preview, a query, a plot saved as PNG, the budget left.
+func TestNotebookExample(t *testing.T) {
+	needPython(t, "matplotlib", "pandas")
+	s := server(t)
+	src, err := filepath.Abs("../../clients/python")
+	if err != nil {
+		t.Fatal(err)
+	}
+	example, err := filepath.Abs("../../examples/notebook.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	png := filepath.Join(dir, "plot.png")
+	env := append(s.env(), "PYTHONPATH="+src, "DPSTAT_PLOT="+png, "MPLCONFIGDIR="+dir)
+	out := runEnv(t, env, dir, python, example)
+	for _, want := range []string{"cost ε=0.5", "White", "plot saved", "budget on adult: spent"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	b, err := os.ReadFile(png)
+	if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+		t.Fatalf("no PNG written (%v)", err)
+	}
+}
