@@ -1,6 +1,7 @@
 # dpstat's two everyday commands:
 #   make demo   runs a differentially private query on the bundled example data
 #   make test   runs every test (the same command CI runs)
+#   make install puts dpstat on PATH (go install, into $(go env GOPATH)/bin)
 
 GO ?= go
 LEDGER ?= $(CURDIR)/.dpstat/demo-ledger.db
@@ -8,10 +9,15 @@ LEDGER ?= $(CURDIR)/.dpstat/demo-ledger.db
 # Packages with concurrent code, also tested under the race detector.
 RACE_PKGS = ./random/ ./accounting/ ./ledger/ ./analyst/ ./collector/ ./server/... ./pgwire/ ./query/
 
-.PHONY: demo test build vet fmt-check bench
+.PHONY: demo test build install vet fmt-check bench
 
 build:
+	@test -x dpstat || echo "building ./dpstat: the first build compiles DuckDB and the SQL parser (cgo) and can take a few minutes"
 	$(GO) build -o dpstat ./cmd/dpstat
+
+install:
+	@echo "installing dpstat into $$($(GO) env GOPATH)/bin: the first build can take a few minutes (cgo)"
+	$(GO) install ./cmd/dpstat
 
 demo: build
 	./dpstat query --catalog examples/catalog.yaml --ledger $(LEDGER) \
