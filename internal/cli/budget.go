@@ -115,7 +115,8 @@ its δ is the whole budget δ as soon as anything is spent.`,
 		},
 	}
 	addLedgerFlag(cmd, &path)
-	cmd.Flags().StringVar(&dataset, "dataset", "", "only budgets of this dataset")
+	cmd.Flags().StringVar(&dataset, "table", "", "only budgets of this table (or dataset)")
+	cmd.Flags().StringVar(&dataset, "dataset", "", "same as --table")
 	cmd.Flags().StringVar(&analyst, "analyst", "", "only budgets of this analyst")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
@@ -144,7 +145,7 @@ func newBudgetGrantCmd() *cobra.Command {
 		asJSON                       bool
 	)
 	cmd := &cobra.Command{
-		Use:   "grant --dataset D --analyst A --epsilon E [--delta F] [--rule basic|zcdp]",
+		Use:   "grant --table T --analyst A --epsilon E [--delta F] [--rule basic|zcdp]",
 		Short: "Set or raise the privacy budget of an analyst on a dataset",
 		Long: `Set the budget of (dataset, analyst) to (ε, δ), creating it if needed. A
 budget may be raised, or lowered down to what is already spent but not
@@ -154,11 +155,14 @@ Rules:
   basic  ε's and δ's of the releases add up (sequential composition).
   zcdp   the releases' ρ's add up and the total converts to (ε, δ) at the
          budget's δ; much tighter for many releases. Needs --delta > 0.`,
-		Example: `  dpstat budget grant --dataset census --analyst alice --epsilon 1
-  dpstat budget grant --dataset census --analyst bob --epsilon 3 --delta 1e-6 --rule zcdp`,
+		Example: `  dpstat budget grant --table census --analyst alice --epsilon 1
+  dpstat budget grant --table census --analyst bob --epsilon 3 --delta 1e-6 --rule zcdp`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, f := range []string{"dataset", "analyst", "epsilon"} {
+			if !cmd.Flags().Changed("table") && !cmd.Flags().Changed("dataset") {
+				return fmt.Errorf("--table is required: the table (or dataset) the budget is for")
+			}
+			for _, f := range []string{"analyst", "epsilon"} {
 				if !cmd.Flags().Changed(f) {
 					return fmt.Errorf("--%s is required", f)
 				}
@@ -203,7 +207,8 @@ Rules:
 		},
 	}
 	addLedgerFlag(cmd, &path)
-	cmd.Flags().StringVar(&dataset, "dataset", "", "dataset name (required)")
+	cmd.Flags().StringVar(&dataset, "table", "", "table (or dataset) name (required)")
+	cmd.Flags().StringVar(&dataset, "dataset", "", "same as --table")
 	cmd.Flags().StringVar(&analyst, "analyst", "", "analyst name (required)")
 	cmd.Flags().Float64Var(&epsilon, "epsilon", 0, "budget ε (required)")
 	cmd.Flags().Float64Var(&delta, "delta", 0, "budget δ, in [0, 1); rule zcdp needs δ > 0")
@@ -221,7 +226,7 @@ func newBudgetHistoryCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "history",
 		Short: "List the releases charged to budgets, newest first",
-		Example: `  dpstat budget history --dataset census --analyst alice --limit 10
+		Example: `  dpstat budget history --table census --analyst alice --limit 10
   dpstat budget history --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -267,7 +272,8 @@ func newBudgetHistoryCmd() *cobra.Command {
 		},
 	}
 	addLedgerFlag(cmd, &path)
-	cmd.Flags().StringVar(&dataset, "dataset", "", "only releases on this dataset")
+	cmd.Flags().StringVar(&dataset, "table", "", "only releases on this table (or dataset)")
+	cmd.Flags().StringVar(&dataset, "dataset", "", "same as --table")
 	cmd.Flags().StringVar(&analyst, "analyst", "", "only releases by this analyst")
 	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many releases (0: all)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")

@@ -95,7 +95,7 @@ func TestBudgetBadFlags(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		{"no dataset", append(grant, "--analyst", "a", "--epsilon", "1"), "--dataset is required"},
+		{"no dataset", append(grant, "--analyst", "a", "--epsilon", "1"), "--table is required"},
 		{"no analyst", append(grant, "--dataset", "d", "--epsilon", "1"), "--analyst is required"},
 		{"no epsilon", append(grant, "--dataset", "d", "--analyst", "a"), "--epsilon is required"},
 		{"negative epsilon", append(grant, "--dataset", "d", "--analyst", "a", "--epsilon", "-1"), "--epsilon -1"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine/duckdb"
 	"github.com/dpstat/dpstat/query"
@@ -95,6 +97,10 @@ budget on first use.`,
 				return err
 			}
 			res, err := svc.Run(ctx, prep)
+			var ex *accounting.ExceededError
+			if errors.As(err, &ex) {
+				return fmt.Errorf("%w. To spend more, the data owner raises the budget: dpstat budget grant --table TABLE --analyst %s --epsilon E (dpstat budget show --analyst %s lists the budgets)", err, analyst, analyst)
+			}
 			if err != nil {
 				return err
 			}

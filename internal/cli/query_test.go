@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/ledger"
 )
 
@@ -27,7 +28,7 @@ func TestQueryCLITable(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	for _, want := range []string{"sex", "count", "±", "avg_hours_per_week", "Female", "Male",
-		"ε split: count ε=0.5, avg_hours_per_week ε=0.5", "cost ε=1 δ=0; budget of ana on adult: spent ε=1 δ=0, left ε=9 δ=1e-06"} {
+		"ε split: count ε=0.5, avg_hours_per_week ε=0.5", "cost ε=1 δ=0; budget of ana on adult: spent ε=1 δ=0, left ε=9 δ=1e-05"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -154,7 +155,7 @@ func TestCatalogCLI(t *testing.T) {
 	// init writes a skeleton without bounds, and the owner's completed
 	// skeleton passes check.
 	data := filepath.Join(dir, "my data.csv")
-	os.WriteFile(data, []byte("id,age,name,ok\n1,30,x,true\n2,40,y,false\n"), 0o644)
+	os.WriteFile(data, []byte("id,age,name,ok,Hours per week\n1,30,x,true,40\n2,40,y,false,38\n"), 0o644)
 	skel := filepath.Join(dir, "catalog.yaml")
 	_, errOut, code = runQueryCLI("catalog", "init", "-o", skel, data)
 	if code != 0 {
@@ -162,7 +163,8 @@ func TestCatalogCLI(t *testing.T) {
 	}
 	b, _ := os.ReadFile(skel)
 	s := string(b)
-	for _, want := range []string{"my_data:", `source: "my data.csv"`, "id: {type: int}", "age: {type: int}", "name: {type: text}", "ok: {type: bool}"} {
+	for _, want := range []string{"my_data:", `source: "my data.csv"`, "id: {type: int}", "age: {type: int}", "name: {type: text}", "ok: {type: bool}",
+		`hours_per_week: {from: "Hours per week", type: int}`, "budget: {epsilon: 10, delta: 1e-5}"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("skeleton lacks %q:\n%s", want, s)
 		}
@@ -176,6 +178,35 @@ func TestCatalogCLI(t *testing.T) {
 	}
 	if _, errOut, code = runQueryCLI("catalog", "init", "-o", skel, data); code == 0 || !strings.Contains(errOut, "does not overwrite") {
 		t.Errorf("init overwrote: %s", errOut)
+	}
+	// The column read through from: answers under its declared name.
+	os.WriteFile(skel, []byte(strings.Replace(s, `type: int}`, `type: int, lower: 0, upper: 99}`, -1)), 0o644)
+	out, errOut, code = runQueryCLI("query", "--catalog", skel, "--ledger", filepath.Join(dir, "l.db"), "--epsilon", "1",
+		"SELECT COUNT(*), SUM(hours_per_week) FROM my_data")
+	if code != 0 || !strings.Contains(out, "sum_hours_per_week") {
+		t.Errorf("query through from: exit %d, %s %s", code, out, errOut)
+	}
+}
+
+func TestColumnNames(t *testing.T) {
+	tests := []struct {
+		headers, want []string
+	}{
+		{[]string{"age", "Sex"}, []string{"age", "Sex"}},
+		{[]string{"Hours per week", "Capital-gain ($)"}, []string{"hours_per_week", "capital_gain"}},
+		{[]string{"2nd job", "%", "é"}, []string{"c_2nd_job", "column_2", "column_3"}},
+		{[]string{"a b", "a_b", "A-B"}, []string{"a_b", "a_b_2", "a_b_3"}},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.headers, ","), func(t *testing.T) {
+			cols := make([]engine.Column, len(tc.headers))
+			for i, h := range tc.headers {
+				cols[i] = engine.Column{Name: h}
+			}
+			if got := columnNames(cols); strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Fatalf("columnNames(%q) = %q, want %q", tc.headers, got, tc.want)
+			}
+		})
 	}
 }
 

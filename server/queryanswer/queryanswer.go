@@ -93,7 +93,8 @@ func classify(err error) error {
 	var ee *query.EngineError
 	switch {
 	case errors.As(err, &ex):
-		return &server.Error{Kind: server.KindBudgetExceeded, Message: err.Error(), Err: err}
+		return &server.Error{Kind: server.KindBudgetExceeded, Err: err,
+			Message: err.Error() + ". To spend more, an admin raises the grant (the dashboard's admin view, POST /v1/admin/grants, or dpstat analyst grant NAME --table TABLE --epsilon E while the server is stopped)"}
 	case errors.As(err, &re):
 		kind := server.KindRefused
 		switch {
