@@ -101,7 +101,7 @@ func TestBudgetBadFlags(t *testing.T) {
 		{"negative epsilon", append(grant, "--dataset", "d", "--analyst", "a", "--epsilon", "-1"), "--epsilon -1"},
 		{"NaN epsilon", append(grant, "--dataset", "d", "--analyst", "a", "--epsilon", "NaN"), "--epsilon NaN"},
 		{"infinite epsilon", append(grant, "--dataset", "d", "--analyst", "a", "--epsilon", "+Inf"), "--epsilon +Inf"},
-		{"not a number", append(grant, "--dataset", "d", "--analyst", "a", "--epsilon", "lots"), `invalid argument "lots"`},
+		{"not a number", append(grant, "--dataset", "d", "--analyst", "a", "--epsilon", "lots"), `--epsilon "lots": want a number such as 0.5`},
 		{"delta one", append(grant, "--dataset", "d", "--analyst", "a", "--epsilon", "1", "--delta", "1"), "--delta 1"},
 		{"unknown rule", append(grant, "--dataset", "d", "--analyst", "a", "--epsilon", "1", "--rule", "renyi"), `unknown budget rule "renyi"`},
 		{"zcdp without delta", append(grant, "--dataset", "d", "--analyst", "a", "--epsilon", "1", "--rule", "zcdp"), "zCDP needs a delta"},

@@ -21,6 +21,19 @@ import (
 	"github.com/dpstat/dpstat/query"
 )
 
+// oneQuery checks that the query came as one argument: an unquoted query
+// arrives split at its spaces.
+func oneQuery(cmd *cobra.Command, args []string) error {
+	switch len(args) {
+	case 1:
+		return nil
+	case 0:
+		return fmt.Errorf("no query given: dpstat %s --catalog FILE \"SELECT COUNT(*) FROM t\"", cmd.Name())
+	}
+	return fmt.Errorf("the query arrived as %d arguments (%q, ...): quote it as one, e.g. dpstat %s --catalog FILE \"%s\"",
+		len(args), args[0], cmd.Name(), strings.Join(args, " "))
+}
+
 func newQueryCmd() *cobra.Command {
 	var (
 		catalogPath, ledgerPath, analyst, format string
@@ -54,7 +67,7 @@ key is the table name and the analyst); it is created from the catalog's
 budget on first use.`,
 		Example: `  dpstat query --catalog examples/catalog.yaml \
     "SELECT sex, COUNT(*), AVG(hours_per_week) FROM adult GROUP BY sex"`,
-		Args: cobra.ExactArgs(1),
+		Args: oneQuery,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if catalogPath == "" {
 				return fmt.Errorf("--catalog is required: give the data owner's catalog file")

@@ -240,3 +240,29 @@ func TestQueryCLIPreview(t *testing.T) {
 		})
 	}
 }
+
+// TestArgumentMessages checks that malformed flags and arguments are
+// explained with the value given and what is accepted, not the parser's
+// words.
+func TestArgumentMessages(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"epsilon not a number", []string{"query", "--catalog", exampleCatalog, "--epsilon", "abc", "SELECT COUNT(*) FROM adult"}, `--epsilon "abc": want a number such as 0.5`},
+		{"duration", []string{"serve", "--catalog", exampleCatalog, "--query-timeout", "3"}, `--query-timeout "3": want a duration such as 30s or 2m`},
+		{"whole number", []string{"serve", "--catalog", exampleCatalog, "--max-conns", "1.5"}, `--max-conns "1.5": want a whole number such as 10`},
+		{"unknown flag", []string{"query", "--catalog", exampleCatalog, "--epsilom", "1", "SELECT COUNT(*) FROM adult"}, "unknown flag: --epsilom; dpstat query --help lists the flags"},
+		{"unquoted query", []string{"query", "--catalog", exampleCatalog, "SELECT", "sex,", "COUNT(*)", "FROM", "adult"}, `the query arrived as 5 arguments ("SELECT", ...): quote it as one, e.g. dpstat query --catalog FILE "SELECT sex, COUNT(*) FROM adult"`},
+		{"no query", []string{"query", "--catalog", exampleCatalog}, "no query given"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, errOut, code := runQueryCLI(tc.args...)
+			if code == 0 || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "strconv") {
+				t.Fatalf("exit %d, stderr %q\nwant one containing %q", code, errOut, tc.want)
+			}
+		})
+	}
+}
