@@ -24,9 +24,21 @@ demo: build
 		"SELECT sex, COUNT(*), AVG(hours_per_week) FROM adult GROUP BY sex"
 	./dpstat budget show --ledger $(LEDGER)
 
+# Optional tools some tests need (a browser, psql, Node.js, the Python
+# clients, a JDK): their fingerprint is passed to the tests, which read it,
+# so that installing one reruns the tests that skipped for want of it
+# instead of reusing a cached skip.
+TEST_TOOLS = /usr/bin/chromium /usr/bin/psql /usr/bin/node /usr/bin/nodejs /usr/bin/python3 /usr/bin/javac \
+	/usr/share/java/postgresql.jar /usr/lib/python3/dist-packages/psycopg /usr/lib/python3/dist-packages/psycopg2 \
+	/usr/lib/python3/dist-packages/pandas /usr/lib/python3/dist-packages/sqlalchemy \
+	/usr/lib/python3/dist-packages/matplotlib /usr/lib/python3/dist-packages/pip
+export DPSTAT_TEST_TOOLS := $(shell ls -ldL $(TEST_TOOLS) 2>/dev/null | cksum)
+
+# Tests run through internal/testsummary, which prints each package's
+# result, failed tests in full and every skipped test with its reason.
 test: fmt-check vet
-	$(GO) test ./...
-	$(GO) test -race $(RACE_PKGS)
+	$(GO) run ./internal/testsummary ./...
+	$(GO) run ./internal/testsummary -race $(RACE_PKGS)
 	cd bench && $(GO) test ./...
 
 vet:
