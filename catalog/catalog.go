@@ -382,6 +382,9 @@ func checkColumn(name string, rc *rawColumn) (*Column, []error) {
 		vals, verrs := decodeValues(&rc.Values, col.Type)
 		errs = append(errs, verrs...)
 		col.Values = vals
+	} else if col.Type == Bool {
+		// A bool column's values are public by its type.
+		col.Values = []any{true, false}
 	}
 	return col, errs
 }

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -145,5 +146,30 @@ func TestLoadExamples(t *testing.T) {
 	}
 	if c.Table("adult") == nil || c.Table("visits") == nil || c.Table("visits").MaxGroupsPerUnit != 3 {
 		t.Errorf("examples catalog = %+v", c)
+	}
+}
+
+// TestParseColumnDefaults checks what a column declares without saying: a
+// bool column's public values are {true, false}; from: names the header.
+func TestParseColumnDefaults(t *testing.T) {
+	dir := writeSource(t)
+	c, err := Parse([]byte("budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      ok: {type: bool}\n      hours: {type: int, from: \"Hours per week\"}\n      flag: {type: bool, values: [true]}\n"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols := c.Tables[0].Columns
+	tests := []struct {
+		col        *Column
+		values     string
+		from, name string
+	}{
+		{cols[0], "[true false]", "", "ok"},
+		{cols[1], "[]", "Hours per week", "hours"},
+		{cols[2], "[true]", "", "flag"},
+	}
+	for _, tc := range tests {
+		if got := fmt.Sprint(tc.col.Values); tc.col.Name != tc.name || got != tc.values || tc.col.From != tc.from {
+			t.Errorf("column %s: values %s from %q, want %s from %q", tc.col.Name, got, tc.col.From, tc.values, tc.from)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -38,8 +39,10 @@ spent, dpstat refuses.
 
 // fmtNum formats a budget figure: the shortest form that reads back to the
 // same float64, so nothing is hidden by rounding.
+// fmtNum writes a figure a person reads, such as a budget: ten significant
+// digits, so that sums like 4.1000000000000005 read 4.1.
 func fmtNum(x float64) string {
-	return fmt.Sprintf("%g", x)
+	return strconv.FormatFloat(x, 'g', 10, 64)
 }
 
 func fmtPair(e accounting.EpsDelta) string {

@@ -122,7 +122,12 @@ budget on first use.`,
 			case "json":
 				return writeQueryJSON(out, res)
 			case "csv":
-				return writeQueryCSV(out, res)
+				// The rows stay plain CSV; the cost goes to standard error.
+				if err := writeQueryCSV(out, res); err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.ErrOrStderr(), costLine(res))
+				return nil
 			}
 			return writeQueryTable(out, res)
 		},
@@ -333,16 +338,21 @@ func writeQueryTable(w io.Writer, r *query.Result) error {
 	}
 	var split []string
 	for _, s := range r.Split {
-		split = append(split, fmt.Sprintf("%s ε=%g", s.Column, s.Epsilon))
+		split = append(split, fmt.Sprintf("%s ε=%s", s.Column, fmtNum(s.Epsilon)))
 	}
 	fmt.Fprintf(w, "± is the half-width of a %g%% interval; ε split: %s\n", r.Confidence*100, strings.Join(split, ", "))
 	if r.Repeated {
-		fmt.Fprintf(w, "%s (first answered at a cost of ε=%g δ=%g)\n", query.RepeatedNote, r.OriginalCost.Epsilon, r.OriginalCost.Delta)
+		fmt.Fprintf(w, "%s (first answered at a cost of ε=%s δ=%s)\n", query.RepeatedNote, fmtNum(r.OriginalCost.Epsilon), fmtNum(r.OriginalCost.Delta))
 	}
-	fmt.Fprintf(w, "cost ε=%g δ=%g; budget of %s on %s: spent ε=%g δ=%g, left ε=%g δ=%g\n",
-		r.Cost.Epsilon, r.Cost.Delta, r.Budget.Analyst, r.Budget.Dataset,
-		r.Budget.Spent.Epsilon, r.Budget.Spent.Delta, r.Budget.Remaining.Epsilon, r.Budget.Remaining.Delta)
+	fmt.Fprintln(w, costLine(r))
 	return nil
+}
+
+// costLine says what a query cost and what is left of the budget.
+func costLine(r *query.Result) string {
+	return fmt.Sprintf("cost ε=%s δ=%s; budget of %s on %s: spent ε=%s δ=%s, left ε=%s δ=%s",
+		fmtNum(r.Cost.Epsilon), fmtNum(r.Cost.Delta), r.Budget.Analyst, r.Budget.Dataset,
+		fmtNum(r.Budget.Spent.Epsilon), fmtNum(r.Budget.Spent.Delta), fmtNum(r.Budget.Remaining.Epsilon), fmtNum(r.Budget.Remaining.Delta))
 }
 
 func toFloat(v any) (float64, bool) {

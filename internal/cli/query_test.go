@@ -92,6 +92,21 @@ func TestQueryCLICSV(t *testing.T) {
 	if len(lines) != 3 || lines[0] != "income,count,count_low,count_high" {
 		t.Errorf("csv = %q", out)
 	}
+	if !strings.Contains(errOut, "cost ε=1 δ=0; budget of") {
+		t.Errorf("the cost line is not on standard error: %q", errOut)
+	}
+}
+
+func TestFmtNum(t *testing.T) {
+	tests := []struct {
+		x    float64
+		want string
+	}{{4.1000000000000005, "4.1"}, {0.3333333330228925, "0.333333333"}, {1e-6, "1e-06"}, {10, "10"}, {0, "0"}}
+	for _, tc := range tests {
+		if got := fmtNum(tc.x); got != tc.want {
+			t.Errorf("fmtNum(%v) = %q, want %q", tc.x, got, tc.want)
+		}
+	}
 }
 
 // TestQueryCLIRefusalsChargeNothing: refused queries, bad flags and an
