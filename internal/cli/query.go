@@ -312,9 +312,25 @@ func writeQueryTable(w io.Writer, r *query.Result) error {
 			isAgg[j] = false
 		}
 	}
+	// A column whose intervals are clearly not symmetric around the values
+	// (one side over 10% longer than the other, as a quantile's) shows each
+	// interval as [low, high]: a ± would misstate it.
+	lopsided := make([]bool, len(r.Columns))
+	for i, row := range r.Rows {
+		for j, v := range row {
+			if iv := r.CI[i][j]; iv != nil {
+				x, _ := toFloat(v)
+				below, above := x-iv.Low, iv.High-x
+				lopsided[j] = lopsided[j] || math.Abs(below-above) > 0.1*(math.Abs(below)+math.Abs(above))
+			}
+		}
+	}
 	for j, c := range r.Columns {
 		header = append(header, c)
-		if isAgg[j] {
+		switch {
+		case isAgg[j] && lopsided[j]:
+			header = append(header, "interval")
+		case isAgg[j]:
 			header = append(header, "±")
 		}
 	}
@@ -329,6 +345,11 @@ func writeQueryTable(w io.Writer, r *query.Result) error {
 			}
 			x, _ := toFloat(v)
 			half := math.Max(x-iv.Low, iv.High-x)
+			if lopsided[j] {
+				w := (iv.High - iv.Low) / 2
+				cells = append(cells, formatNoisy(v, w), "["+formatNoisy(iv.Low, w)+", "+formatNoisy(iv.High, w)+"]")
+				continue
+			}
 			cells = append(cells, formatNoisy(v, half), formatNoisy(half, half))
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
@@ -340,7 +361,14 @@ func writeQueryTable(w io.Writer, r *query.Result) error {
 	for _, s := range r.Split {
 		split = append(split, fmt.Sprintf("%s ε=%s", s.Column, fmtNum(s.Epsilon)))
 	}
-	fmt.Fprintf(w, "± is the half-width of a %g%% interval; ε split: %s\n", r.Confidence*100, strings.Join(split, ", "))
+	what := "± is the half-width of a %g%% interval"
+	for _, l := range lopsided {
+		if l {
+			what = "± and [low, high] are %g%% intervals"
+			break
+		}
+	}
+	fmt.Fprintf(w, what+"; ε split: %s\n", r.Confidence*100, strings.Join(split, ", "))
 	if r.Repeated {
 		fmt.Fprintf(w, "%s (first answered at a cost of ε=%s δ=%s)\n", query.RepeatedNote, fmtNum(r.OriginalCost.Epsilon), fmtNum(r.OriginalCost.Delta))
 	}

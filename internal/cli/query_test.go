@@ -281,3 +281,18 @@ func TestArgumentMessages(t *testing.T) {
 		})
 	}
 }
+
+// TestQueryCLIQuantileInterval checks that a column whose intervals are not
+// symmetric (a quantile's) is shown as [low, high], not as a ±.
+func TestQueryCLIQuantileInterval(t *testing.T) {
+	led := filepath.Join(t.TempDir(), "l.db")
+	out, errOut, code := runQueryCLI("query", "--catalog", exampleCatalog, "--ledger", led,
+		"SELECT sex, MEDIAN(age) AS m, COUNT(*) AS n FROM adult GROUP BY sex")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	header := strings.Fields(strings.SplitN(out, "\n", 2)[0])
+	if strings.Join(header, " ") != "sex m interval n ±" || !strings.Contains(out, "[") {
+		t.Fatalf("table:\n%s", out)
+	}
+}
