@@ -45,3 +45,5 @@ check(list(df.columns) == ["sex", "n", "mean_age"], f"pandas.read_sql with an en
 check(str(df["n"].dtype) == "int64" and str(df["mean_age"].dtype) == "float64", f"pandas dtypes: {df.dtypes}")
 df = pd.read_sql(sa.text("SELECT COUNT(*) AS n FROM adult WHERE sex = :s"), engine, params={"s": "Female"})
 check(len(df) == 1, "pandas.read_sql with parameters")
+df = pd.read_sql("SELECT race, AVG(hours_per_week) AS h FROM adult GROUP BY race", url)
+check(len(df) == 5 and str(df["h"].dtype) == "float64", f"pandas.read_sql with an engine URL: {df}")
