@@ -200,18 +200,7 @@ func openCatalogDB(visible, all []server.TableInfo, user string) (*catalogDB, er
 		db.Close()
 		return nil, fmt.Errorf("building the catalog database: %w", err)
 	}
-	if _, err := db.Exec("CREATE TABLE dpstat_type_names(oid BIGINT, pretty VARCHAR)"); err != nil {
-		return fail(err)
-	}
-	for _, stmt := range strings.Split(catalogSchema, ";\n") {
-		if strings.TrimSpace(stmt) == "" {
-			continue
-		}
-		if _, err := db.Exec(stmt); err != nil {
-			return fail(fmt.Errorf("%w in %.60s", err, stmt))
-		}
-	}
-	var ins []string
+	ins := []string{"CREATE TABLE dpstat_type_names(oid BIGINT, pretty VARCHAR)", catalogSchema}
 	add := func(format string, args ...any) { ins = append(ins, fmt.Sprintf(format, args...)) }
 	add("INSERT INTO pg_namespace VALUES (11, 'pg_catalog', 10, NULL), (2200, 'public', 10, NULL), (13000, 'information_schema', 10, NULL)")
 	add("INSERT INTO information_schema_schemata VALUES ('dpstat', 'pg_catalog', 'dpstat'), ('dpstat', 'public', 'dpstat'), ('dpstat', 'information_schema', 'dpstat')")
@@ -260,12 +249,9 @@ func openCatalogDB(visible, all []server.TableInfo, user string) (*catalogDB, er
 			}
 		}
 	}
-	for _, s := range ins {
-		if _, err := db.Exec(s); err != nil {
-			return fail(fmt.Errorf("%w in %.80s", err, s))
-		}
-	}
-	if _, err := db.Exec("SET lock_configuration = true"); err != nil {
+	// One round trip: the statements run in order.
+	ins = append(ins, "SET lock_configuration = true")
+	if _, err := db.Exec(strings.Join(ins, ";\n")); err != nil {
 		return fail(err)
 	}
 	return &catalogDB{db: db, key: tablesKey(visible)}, nil

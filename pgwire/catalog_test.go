@@ -104,3 +104,24 @@ func TestCountsAreIntegers(t *testing.T) {
 		}
 	}
 }
+
+// TestOddStatements sends statements at the edges of what the front end
+// reads; each gets an answer or an error, and the session goes on.
+func TestOddStatements(t *testing.T) {
+	e := newEnv(t, pgwire.Options{})
+	c := connect(t, e.dsn("alice", e.alice))
+	for _, sql := range []string{
+		"SELECT", "SET", "SHOW", "RESET", "SET dpstat.epsilon TO DEFAULT", "SET search_path = a, b", "SET TIME ZONE 'UTC'",
+		"SET TRANSACTION ISOLATION LEVEL SERIALIZABLE", "SHOW ALL", "DISCARD ALL", "DEALLOCATE ALL", "SAVEPOINT s", "RELEASE s",
+		"SELECT 1 UNION SELECT 2", "VALUES (1)", "SELECT (SELECT 1)", "WITH x AS (SELECT 1) SELECT * FROM x",
+		"SELECT * FROM pg_catalog.pg_class c, LATERAL (SELECT 1) l", "SELECT 'a' COLLATE \"C\"", "SELECT 1::regclass",
+		"SELECT $$;$$", "SELECT E'\\\\x'", "SELECT pg_catalog.format_type(20, NULL)", "COPY adult TO STDOUT", "EXPLAIN SELECT 1",
+		"SELECT nextval('s')", "LISTEN x", "PREPARE p AS SELECT 1", "EXECUTE p",
+	} {
+		_, _ = queryAll(t, c, sql)
+		got, err := queryAll(t, c, "SELECT 1")
+		if err != nil || len(got) != 1 || got[0] != "1" {
+			t.Fatalf("after %q the session answers SELECT 1 with %q, %v", sql, got, err)
+		}
+	}
+}

@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"log"
 	"net"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -198,6 +199,13 @@ func (s *Server) Serve(ln net.Listener) error {
 				delete(s.conns, c)
 				s.mu.Unlock()
 				c.Close()
+			}()
+			defer func() {
+				// A bug met by one session closes that session, not the
+				// server.
+				if r := recover(); r != nil {
+					s.log.Printf("dpstat serve: pg session from %s: internal error: %v\n%s", c.RemoteAddr(), r, debug.Stack())
+				}
 			}()
 			select {
 			case s.slots <- struct{}{}:
