@@ -181,7 +181,9 @@ type queryJSON struct {
 	Split      []query.Share   `json:"split"`
 	ReleaseID  uint64          `json:"release_id"`
 	Notes      []string        `json:"notes,omitempty"`
-	Ledger     *ledgerKeyJSON  `json:"ledger,omitempty"`
+	// Table is the table read and charged, as dpstat serve names it.
+	Table  string         `json:"table,omitempty"`
+	Ledger *ledgerKeyJSON `json:"ledger,omitempty"`
 	// Repeated is true when the stored answer of an identical earlier
 	// query was returned at no cost.
 	Repeated bool `json:"repeated,omitempty"`
@@ -198,7 +200,10 @@ type budgetJSON struct {
 	Rule      string       `json:"rule"`
 }
 
+// ledgerKeyJSON is the budget charged: the table (the ledger's "dataset",
+// kept under both names) and the analyst.
 type ledgerKeyJSON struct {
+	Table   string `json:"table"`
 	Dataset string `json:"dataset"`
 	Analyst string `json:"analyst"`
 }
@@ -217,7 +222,8 @@ func writeQueryJSON(w io.Writer, r *query.Result) error {
 		Split:     r.Split,
 		ReleaseID: r.ReleaseID,
 		Notes:     r.Notes,
-		Ledger:    &ledgerKeyJSON{r.Budget.Dataset, r.Budget.Analyst},
+		Table:     r.Budget.Dataset,
+		Ledger:    &ledgerKeyJSON{r.Budget.Dataset, r.Budget.Dataset, r.Budget.Analyst},
 		Repeated:  r.Repeated,
 	}
 	if out.Rows == nil {
