@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	_ "github.com/duckdb/duckdb-go/v2" // the catalog database's engine
 	pg_query "github.com/pganalyze/pg_query_go/v6"
@@ -174,17 +175,62 @@ CREATE MACRO pg_size_pretty(n) AS '0 bytes';
 CREATE MACRO quote_ident(s) AS '"' || replace(s, '"', '""') || '"';
 `
 
-// catalogDB is the system-catalog database of one session.
+// catalogDB is the system-catalog database of one analyst's sessions.
 type catalogDB struct {
 	db *sql.DB
-	// key names the tables it describes; a session rebuilds its database
-	// when the analyst's grants change.
+	// key names the analyst and the tables it describes; a session moves
+	// to another database when the analyst's grants change.
 	key string
+	// users counts the sessions holding it (guarded by catalogCache.mu).
+	users int
 }
 
 func (c *catalogDB) close() {
 	if c != nil && c.db != nil {
 		c.db.Close()
+	}
+}
+
+// catalogCache shares catalog databases among the sessions of one analyst
+// with the same grants; a database is closed when its last session lets
+// go of it, so there are at most as many as analysts connected.
+type catalogCache struct {
+	mu  sync.Mutex
+	dbs map[string]*catalogDB
+}
+
+// acquire returns the catalog database for key, building it with build if
+// no session holds one.
+func (cc *catalogCache) acquire(key string, build func() (*catalogDB, error)) (*catalogDB, error) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if c, ok := cc.dbs[key]; ok {
+		c.users++
+		return c, nil
+	}
+	c, err := build()
+	if err != nil {
+		return nil, err
+	}
+	if cc.dbs == nil {
+		cc.dbs = map[string]*catalogDB{}
+	}
+	c.key, c.users = key, 1
+	cc.dbs[key] = c
+	return c, nil
+}
+
+// release lets go of c; the last session to do so closes it.
+func (cc *catalogCache) release(c *catalogDB) {
+	if c == nil {
+		return
+	}
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	c.users--
+	if c.users <= 0 && cc.dbs[c.key] == c {
+		delete(cc.dbs, c.key)
+		c.close()
 	}
 }
 
@@ -195,7 +241,7 @@ func openCatalogDB(visible, all []server.TableInfo, user string) (*catalogDB, er
 	if err != nil {
 		return nil, err
 	}
-	db.SetMaxOpenConns(1)
+	db.SetMaxOpenConns(4)
 	fail := func(err error) (*catalogDB, error) {
 		db.Close()
 		return nil, fmt.Errorf("building the catalog database: %w", err)
@@ -254,7 +300,7 @@ func openCatalogDB(visible, all []server.TableInfo, user string) (*catalogDB, er
 	if _, err := db.Exec(strings.Join(ins, ";\n")); err != nil {
 		return fail(err)
 	}
-	return &catalogDB{db: db, key: tablesKey(visible)}, nil
+	return &catalogDB{db: db}, nil
 }
 
 // lit quotes s as a SQL string literal for the catalog database's own
@@ -273,12 +319,15 @@ func tablesKey(ts []server.TableInfo) string {
 // the analyst may query now.
 func (ss *session) catalogDatabase() (*catalogDB, error) {
 	visible := ss.s.opts.Answerer.Tables(ss.user.Name)
-	if ss.cat != nil && ss.cat.key == tablesKey(visible) {
+	key := ss.user.Name + "\x01" + tablesKey(visible)
+	if ss.cat != nil && ss.cat.key == key {
 		return ss.cat, nil
 	}
-	ss.cat.close()
+	ss.s.catalogs.release(ss.cat)
 	ss.cat = nil
-	c, err := openCatalogDB(visible, ss.s.opts.Answerer.Tables(""), ss.user.Name)
+	c, err := ss.s.catalogs.acquire(key, func() (*catalogDB, error) {
+		return openCatalogDB(visible, ss.s.opts.Answerer.Tables(""), ss.user.Name)
+	})
 	if err != nil {
 		return nil, err
 	}

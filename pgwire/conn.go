@@ -47,7 +47,8 @@ type session struct {
 
 	stmts   map[string]*statement
 	portals map[string]*portal
-	// cat answers catalog queries; built on the first one.
+	// cat answers catalog queries; acquired on the first one and shared
+	// with the analyst's other sessions.
 	cat *catalogDB
 	// txStatus is what ReadyForQuery reports: 'I' idle, 'T' after BEGIN.
 	// BEGIN, COMMIT and ROLLBACK change nothing else.
@@ -191,7 +192,7 @@ func (s *Server) serveConn(c net.Conn) {
 		stmts:   map[string]*statement{}, portals: map[string]*portal{},
 	}
 	ss.txStatus = 'I'
-	defer func() { ss.cat.close() }()
+	defer func() { s.catalogs.release(ss.cat) }()
 	ss.params["application_name"] = startup.Parameters["application_name"]
 	be.Send(&pgproto3.AuthenticationOk{})
 	for _, p := range [][2]string{

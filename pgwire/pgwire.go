@@ -92,6 +92,8 @@ type Server struct {
 	opts  Options
 	slots chan struct{}
 	log   *log.Logger
+	// catalogs are the catalog databases of the connected analysts.
+	catalogs catalogCache
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}

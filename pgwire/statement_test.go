@@ -134,3 +134,38 @@ func TestClassify(t *testing.T) {
 		})
 	}
 }
+
+// TestCatalogCacheSharesAndCloses checks that sessions with the same key
+// share one catalog database, built once, and that the last to let go of it
+// closes it.
+func TestCatalogCacheSharesAndCloses(t *testing.T) {
+	var cc catalogCache
+	builds := 0
+	build := func() (*catalogDB, error) { builds++; return &catalogDB{}, nil }
+	held := map[string]*catalogDB{}
+	acquire := func(session, key string) func() {
+		return func() { held[session], _ = cc.acquire(key, build) }
+	}
+	release := func(session string) func() { return func() { cc.release(held[session]) } }
+	steps := []struct {
+		name             string
+		do               func()
+		wantBuilds, open int
+	}{
+		{"first session of alice builds", acquire("a1", "alice"), 1, 1},
+		{"second session of alice shares", acquire("a2", "alice"), 1, 1},
+		{"bob gets his own", acquire("b", "bob"), 2, 2},
+		{"one alice session leaves", release("a1"), 2, 2},
+		{"the last alice session leaves", release("a2"), 2, 1},
+		{"alice comes back: built again", acquire("a3", "alice"), 3, 2},
+	}
+	for _, st := range steps {
+		st.do()
+		if builds != st.wantBuilds || len(cc.dbs) != st.open {
+			t.Fatalf("%s: %d builds and %d open, want %d and %d", st.name, builds, len(cc.dbs), st.wantBuilds, st.open)
+		}
+	}
+	if held["a1"] != held["a2"] || held["a1"] == held["b"] {
+		t.Fatal("alice's sessions do not share one database, or bob shares hers")
+	}
+}
