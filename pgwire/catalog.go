@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -113,6 +114,8 @@ CREATE TABLE pg_database(oid BIGINT, datname VARCHAR, datdba BIGINT, encoding IN
 CREATE TABLE pg_roles(oid BIGINT, rolname VARCHAR, rolsuper BOOLEAN, rolinherit BOOLEAN, rolcreaterole BOOLEAN,
   rolcreatedb BOOLEAN, rolcanlogin BOOLEAN, rolreplication BOOLEAN, rolconnlimit INTEGER, rolvaliduntil VARCHAR,
   rolbypassrls BOOLEAN, rolconfig VARCHAR[]);
+CREATE TABLE pg_user(usename VARCHAR, usesysid BIGINT, usecreatedb BOOLEAN, usesuper BOOLEAN, userepl BOOLEAN,
+  usebypassrls BOOLEAN, passwd VARCHAR, valuntil VARCHAR, useconfig VARCHAR[]);
 CREATE TABLE pg_settings(name VARCHAR, setting VARCHAR, unit VARCHAR, category VARCHAR, short_desc VARCHAR,
   context VARCHAR, vartype VARCHAR, source VARCHAR);
 CREATE TABLE pg_tables(schemaname VARCHAR, tablename VARCHAR, tableowner VARCHAR, tablespace VARCHAR,
@@ -254,6 +257,15 @@ func openCatalogDB(visible, all []server.TableInfo, user string) (*catalogDB, er
 	add("INSERT INTO pg_database VALUES (16383, 'dpstat', 10, 6, 'c', false, true, -1, 'C', 'C', NULL, NULL, 1663)")
 	add("INSERT INTO pg_roles VALUES (10, %s, false, true, false, false, true, false, -1, NULL, false, NULL)", lit(user))
 	add("INSERT INTO pg_tablespace VALUES (1663, 'pg_default')")
+	add("INSERT INTO pg_user VALUES (%s, 10, false, false, false, false, '********', NULL, NULL)", lit(user))
+	settings := make([]string, 0, len(fixedSettings))
+	for name := range fixedSettings {
+		settings = append(settings, name)
+	}
+	sort.Strings(settings)
+	for _, name := range settings {
+		add("INSERT INTO pg_settings VALUES (%s, %s, NULL, 'dpstat', '', 'internal', 'string', 'default')", lit(name), lit(fixedSettings[name]))
+	}
 	for name, oid := range systemOIDs {
 		add("INSERT INTO pg_class (oid, relname, relnamespace, relkind, relpersistence, relam, relnatts, relchecks, reltuples, relhasindex, relisshared, relhasrules, relhastriggers, relhassubclass, relrowsecurity, relforcerowsecurity, relispopulated, relreplident, relispartition, relhasoids, reloftype, reltablespace, reltoastrelid) VALUES (%d, %s, 11, 'r', 'p', 2, 0, 0, -1, false, false, false, false, false, false, false, true, 'n', false, false, 0, 0, 0)", oid, lit(name))
 	}
