@@ -74,7 +74,7 @@ type statement struct {
 // portal is a bound statement ready to run.
 type portal struct {
 	stmt    *statement
-	sql     string // with parameters substituted
+	sql     string // with its parameters bound (see boundSQL)
 	formats []int16
 	desc    *description
 	done    bool

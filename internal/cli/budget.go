@@ -68,7 +68,7 @@ one analyst. Spent amounts are rounded up and remaining amounts down. With
 rule zcdp, spent is the (ε, δ) that the sum of the releases' ρ converts to;
 its δ is the whole budget δ as soon as anything is spent.`,
 		Example: `  dpstat budget show
-  dpstat budget show --dataset census --json`,
+  dpstat budget show --table census --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			filter := ledger.Key{Dataset: dataset, Analyst: analyst}
