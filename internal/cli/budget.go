@@ -108,7 +108,7 @@ its δ is the whole budget δ as soon as anything is spent.`,
 				return nil
 			}
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "DATASET\tANALYST\tRULE\tLIMIT ε\tLIMIT δ\tSPENT ε\tSPENT δ\tREMAINING ε\tREMAINING δ\tRELEASES")
+			fmt.Fprintln(tw, "TABLE\tANALYST\tRULE\tLIMIT ε\tLIMIT δ\tSPENT ε\tSPENT δ\tREMAINING ε\tREMAINING δ\tRELEASES")
 			for _, s := range sel {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", s.Key.Dataset, s.Key.Analyst, s.Rule,
 					fmtNum(s.Limit.Epsilon), fmtNum(s.Limit.Delta), fmtNum(s.Spent.Epsilon), fmtNum(s.Spent.Delta),
@@ -265,7 +265,7 @@ func newBudgetHistoryCmd() *cobra.Command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tTIME\tDATASET\tANALYST\tRULE\tε\tδ\tρ\tDESCRIPTION")
+			fmt.Fprintln(tw, "ID\tTIME\tTABLE\tANALYST\tRULE\tε\tδ\tρ\tDESCRIPTION")
 			for _, r := range rels {
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Time.Format("2006-01-02T15:04:05Z07:00"),
 					r.Key.Dataset, r.Key.Analyst, r.Rule, fmtNum(r.Cost.Epsilon), fmtNum(r.Cost.Delta), fmtNum(r.Cost.Rho),

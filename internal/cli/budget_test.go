@@ -53,7 +53,7 @@ func TestBudgetGrantShow(t *testing.T) {
 
 	out = mustRun(t, "budget", "show", "--ledger", path)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 5 || lines[0] != "ledger "+path || !strings.HasPrefix(lines[1], "DATASET") {
+	if len(lines) != 5 || lines[0] != "ledger "+path || !strings.HasPrefix(lines[1], "TABLE") {
 		t.Fatalf("show output:\n%s", out)
 	}
 	if f := strings.Fields(lines[2]); strings.Join(f, " ") != "census alice basic 1 0 0.25 0 0.75 0 1" {
