@@ -1,6 +1,7 @@
 # dpstat's two everyday commands:
 #   make demo   runs a differentially private query on the bundled example data
 #   make test   runs every test (the same command CI runs)
+#   make install puts dpstat on PATH (go install, into $(go env GOPATH)/bin)
 
 GO ?= go
 LEDGER ?= $(CURDIR)/.dpstat/demo-ledger.db
@@ -8,19 +9,36 @@ LEDGER ?= $(CURDIR)/.dpstat/demo-ledger.db
 # Packages with concurrent code, also tested under the race detector.
 RACE_PKGS = ./random/ ./accounting/ ./ledger/ ./analyst/ ./collector/ ./server/... ./pgwire/ ./query/
 
-.PHONY: demo test build vet fmt-check bench fuzz
+.PHONY: demo test build install vet fmt-check bench fuzz
 
 build:
+	@test -x dpstat || echo "building ./dpstat: the first build compiles DuckDB and the SQL parser (cgo) and can take a few minutes"
 	$(GO) build -o dpstat ./cmd/dpstat
+
+install:
+	@echo "installing dpstat into $$($(GO) env GOPATH)/bin: the first build can take a few minutes (cgo)"
+	$(GO) install ./cmd/dpstat
 
 demo: build
 	./dpstat query --catalog examples/catalog.yaml --ledger $(LEDGER) \
 		"SELECT sex, COUNT(*), AVG(hours_per_week) FROM adult GROUP BY sex"
 	./dpstat budget show --ledger $(LEDGER)
 
+# Optional tools some tests need (a browser, psql, Node.js, the Python
+# clients, a JDK): their fingerprint is passed to the tests, which read it,
+# so that installing one reruns the tests that skipped for want of it
+# instead of reusing a cached skip.
+TEST_TOOLS = /usr/bin/chromium /usr/bin/psql /usr/bin/node /usr/bin/nodejs /usr/bin/python3 /usr/bin/javac \
+	/usr/share/java/postgresql.jar /usr/lib/python3/dist-packages/psycopg /usr/lib/python3/dist-packages/psycopg2 \
+	/usr/lib/python3/dist-packages/pandas /usr/lib/python3/dist-packages/sqlalchemy \
+	/usr/lib/python3/dist-packages/matplotlib /usr/lib/python3/dist-packages/pip
+export DPSTAT_TEST_TOOLS := $(shell ls -ldL $(TEST_TOOLS) 2>/dev/null | cksum)
+
+# Tests run through internal/testsummary, which prints each package's
+# result, failed tests in full and every skipped test with its reason.
 test: fmt-check vet
-	$(GO) test ./...
-	$(GO) test -race $(RACE_PKGS)
+	$(GO) run ./internal/testsummary ./...
+	$(GO) run ./internal/testsummary -race $(RACE_PKGS)
 	cd bench && $(GO) test ./...
 
 vet:

@@ -128,6 +128,9 @@ type Column struct {
 	// from the aggregates that read the column); the flag documents the
 	// data.
 	Nullable bool
+	// From is the column's name in the source file (e.g. a CSV header
+	// "Hours per week"); empty means Name.
+	From string
 }
 
 // Bounded reports whether the column declares both bounds.
@@ -198,6 +201,7 @@ type rawColumn struct {
 	Upper    *float64  `yaml:"upper"`
 	Values   yaml.Node `yaml:"values"`
 	Nullable bool      `yaml:"nullable"`
+	From     string    `yaml:"from"`
 }
 
 // Load reads and checks the catalog file at path. Sources are resolved
@@ -218,21 +222,23 @@ func Load(path string) (*Catalog, error) {
 // Parse decodes and checks a catalog; relative sources are resolved against
 // dir and must exist. All problems found are reported together, one a line.
 func Parse(data []byte, dir string) (*Catalog, error) {
-	var raw rawCatalog
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&raw); err != nil {
-		return nil, fmt.Errorf("not a valid catalog: %w", cleanYAMLError(err))
-	}
-	// A second decode into a node tree recovers the declaration order of
-	// tables and columns, which maps do not keep.
+	// The node tree recovers the declaration order of tables and columns,
+	// which maps do not keep, and the keys the catalog does not know, all
+	// of which are reported (with what is accepted) beside every other
+	// problem.
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("not a valid catalog: %w", cleanYAMLError(err))
 	}
 	order := declarationOrder(&doc)
+	errs := unknownKeys(&doc)
+	var raw rawCatalog
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(len(errs) == 0)
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("not a valid catalog: %w", errors.Join(append(errs, cleanYAMLError(err))...))
+	}
 
-	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	c := &Catalog{}
 	if raw.Budget == nil || raw.Budget.Epsilon == nil {
@@ -374,7 +380,10 @@ func checkColumn(name string, rc *rawColumn) (*Column, []error) {
 	if !validName(name) {
 		add("name %q: want letters, digits and underscores, starting with a letter or underscore", name)
 	}
-	col := &Column{Name: name, Type: Type(rc.Type), Lower: rc.Lower, Upper: rc.Upper, Nullable: rc.Nullable}
+	col := &Column{Name: name, Type: Type(rc.Type), Lower: rc.Lower, Upper: rc.Upper, Nullable: rc.Nullable, From: rc.From}
+	if strings.ContainsRune(rc.From, 0) || len(rc.From) > 1024 {
+		add("from = %q: want the column's header in the source file (at most 1024 bytes, no NUL)", rc.From)
+	}
 	switch col.Type {
 	case Int, Float, Text, Bool:
 	case "":
@@ -415,6 +424,9 @@ func checkColumn(name string, rc *rawColumn) (*Column, []error) {
 		vals, verrs := decodeValues(&rc.Values, col.Type)
 		errs = append(errs, verrs...)
 		col.Values = vals
+	} else if col.Type == Bool {
+		// A bool column's values are public by its type.
+		col.Values = []any{true, false}
 	}
 	return col, errs
 }

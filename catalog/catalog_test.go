@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,8 +84,12 @@ func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name, yaml, want string
 	}{
-		{"unknown field", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    colums: {}\n", "field colums not found"},
-		{"unknown column field", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: int, min: 3}\n", "field min not found"},
+		{"unknown field", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    colums: {}\n", `line 5: table t: unknown key "colums"; accepted: source, privacy_unit, max_groups_per_unit, max_rows_per_group, group_size, columns (did you mean columns?)`},
+		{"unknown column field", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: int, min: 3}\n", `line 6: table t: column a: unknown key "min"; accepted: type, lower, upper, values, nullable, from`},
+		{"every unknown key and every other problem", "budget: {epsilon: 1, delt: 0}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: int, uper: 3}\n      b: {type: txt}\n", `line 1: budget: unknown key "delt"; accepted: epsilon, delta (did you mean delta?)
+line 6: table t: column a: unknown key "uper"; accepted: type, lower, upper, values, nullable, from (did you mean upper?)
+table t: column b: type "txt": unknown; want int, float, text or bool`},
+		{"from must be a header", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: int, from: \"x\\0y\"}\n", "from = "},
 		{"lower above upper", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: int, lower: 5, upper: 1}\n", "column a: lower = 5 is above upper = 1"},
 		{"NaN bound", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: float, lower: .nan, upper: 1}\n", "lower = NaN: want a finite number"},
 		{"infinite bound", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: float, lower: 0, upper: .inf}\n", "upper = +Inf: want a finite number"},
@@ -141,5 +146,30 @@ func TestLoadExamples(t *testing.T) {
 	}
 	if c.Table("adult") == nil || c.Table("visits") == nil || c.Table("visits").MaxGroupsPerUnit != 3 {
 		t.Errorf("examples catalog = %+v", c)
+	}
+}
+
+// TestParseColumnDefaults checks what a column declares without saying: a
+// bool column's public values are {true, false}; from: names the header.
+func TestParseColumnDefaults(t *testing.T) {
+	dir := writeSource(t)
+	c, err := Parse([]byte("budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      ok: {type: bool}\n      hours: {type: int, from: \"Hours per week\"}\n      flag: {type: bool, values: [true]}\n"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols := c.Tables[0].Columns
+	tests := []struct {
+		col        *Column
+		values     string
+		from, name string
+	}{
+		{cols[0], "[true false]", "", "ok"},
+		{cols[1], "[]", "Hours per week", "hours"},
+		{cols[2], "[true]", "", "flag"},
+	}
+	for _, tc := range tests {
+		if got := fmt.Sprint(tc.col.Values); tc.col.Name != tc.name || got != tc.values || tc.col.From != tc.from {
+			t.Errorf("column %s: values %s from %q, want %s from %q", tc.col.Name, got, tc.col.From, tc.values, tc.from)
+		}
 	}
 }

@@ -74,9 +74,9 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		return err
 	}
 	if res.StatusCode/100 != 2 {
-		var e APIError
-		if json.Unmarshal(raw, &e) == nil && e.Code != "" {
-			return fmt.Errorf("collector: %s: %s", e.Code, e.Message)
+		var e errorBody
+		if json.Unmarshal(raw, &e) == nil && e.Error.Code != "" {
+			return fmt.Errorf("collector: %s: %s", e.Error.Code, e.Error.Message)
 		}
 		return fmt.Errorf("collector: HTTP %d", res.StatusCode)
 	}

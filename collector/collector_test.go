@@ -265,7 +265,8 @@ func TestHTTPRefusals(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out := do(t, h, tc.method, tc.path, tc.auth, tc.body)
-			if code != tc.status || out["code"] != tc.code || out["message"] == "" {
+			e, _ := out["error"].(map[string]any)
+			if code != tc.status || e["code"] != tc.code || e["message"] == "" {
 				t.Fatalf("got %d %v, want %d with code %q and a message", code, out, tc.status, tc.code)
 			}
 		})

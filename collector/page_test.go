@@ -24,6 +24,10 @@ func chromiumPath() string {
 // the page) and renders the updated estimate; the test reads the final DOM
 // with --dump-dom, so no browser driver is needed.
 func TestDemoPageInHeadlessChromium(t *testing.T) {
+	// The Makefile sets DPSTAT_TEST_TOOLS to a fingerprint of the optional
+	// tools installed; reading it makes go test's cache key depend on it,
+	// so installing a tool reruns a test that skipped without it.
+	os.Getenv("DPSTAT_TEST_TOOLS")
 	bin := chromiumPath()
 	if _, err := os.Stat(bin); err != nil {
 		t.Skipf("headless Chromium not found at %s (install the chromium package, or set DPSTAT_CHROMIUM): the demo page was not tested", bin)

@@ -54,7 +54,8 @@ type ServerOptions struct {
 //	                                    (an enrolment survey: one report, Authorization: Bearer DEVICE-TOKEN)
 //	GET  /api/surveys/{id}/estimates    estimates, ?confidence=0.95
 //
-// Errors are JSON objects {"code": ..., "message": ...}.
+// Errors are JSON objects {"error": {"code": ..., "message": ...}}, the
+// shape dpstat serve uses.
 func Handler(st *Store, o ServerOptions) http.Handler {
 	if o.MaxBody <= 0 {
 		o.MaxBody = DefaultMaxBody
@@ -97,7 +98,12 @@ type handler struct {
 	quota *quota // nil: no quota
 }
 
-// APIError is the body of every error answer.
+// errorBody is the body of every error answer: {"error": APIError}.
+type errorBody struct {
+	Error APIError `json:"error"`
+}
+
+// APIError is the error of an error answer.
 type APIError struct {
 	// Code is a short machine-readable reason, e.g. "out_of_domain".
 	Code string `json:"code"`
@@ -115,7 +121,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, APIError{Code: code, Message: msg})
+	writeJSON(w, status, errorBody{APIError{Code: code, Message: msg}})
 }
 
 func (h *handler) page(w http.ResponseWriter, r *http.Request) {
@@ -321,7 +327,7 @@ func (h *handler) ingest(w http.ResponseWriter, id string, reports []Report, sin
 		var re *ReportError
 		if errors.As(err, &re) {
 			idx := re.Index
-			writeJSON(w, http.StatusUnprocessableEntity, APIError{Code: re.Code, Message: re.Error() + " (nothing of this batch was counted)", Index: &idx})
+			writeJSON(w, http.StatusUnprocessableEntity, errorBody{APIError{Code: re.Code, Message: re.Error() + " (nothing of this batch was counted)", Index: &idx}})
 			return 0
 		}
 		if errors.Is(err, ErrNotFound) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgproto3"
+	pg_query "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/dpstat/dpstat/analyst"
 	"github.com/dpstat/dpstat/server"
@@ -49,6 +50,12 @@ type session struct {
 
 	stmts   map[string]*statement
 	portals map[string]*portal
+	// cat answers catalog queries; acquired on the first one and shared
+	// with the analyst's other sessions.
+	cat *catalogDB
+	// txStatus is what ReadyForQuery reports: 'I' idle, 'T' after BEGIN.
+	// BEGIN, COMMIT and ROLLBACK change nothing else.
+	txStatus byte
 	// skipping is set after an error in the extended protocol: messages
 	// are ignored until the next Sync.
 	skipping bool
@@ -60,6 +67,7 @@ type session struct {
 // statement is a prepared statement.
 type statement struct {
 	sql       string
+	info      *statementInfo
 	paramOIDs []uint32
 	nparams   int
 	// desc is the row description found by a dry run, cached.
@@ -69,7 +77,7 @@ type statement struct {
 // portal is a bound statement ready to run.
 type portal struct {
 	stmt    *statement
-	sql     string // with parameters substituted
+	sql     string // with its parameters bound (see boundSQL)
 	formats []int16
 	desc    *description
 	done    bool
@@ -188,6 +196,8 @@ func (s *Server) serveConn(c net.Conn, pending *pendingConn) {
 		params:  map[string]string{},
 		stmts:   map[string]*statement{}, portals: map[string]*portal{},
 	}
+	ss.txStatus = 'I'
+	defer func() { s.catalogs.release(ss.cat) }()
 	ss.params["application_name"] = startup.Parameters["application_name"]
 	be.Send(&pgproto3.AuthenticationOk{})
 	for _, p := range [][2]string{
@@ -302,7 +312,7 @@ func (ss *session) handle(msg pgproto3.FrontendMessage) bool {
 	return true
 }
 
-func (ss *session) ready() { ss.be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'}) }
+func (ss *session) ready() { ss.be.Send(&pgproto3.ReadyForQuery{TxStatus: ss.txStatus}) }
 
 func (ss *session) sendError(err error) {
 	var pe *pgError
@@ -404,21 +414,29 @@ func (ss *session) run(sql string, formats []int16, describe bool) error {
 		}
 		defer done()
 	}
-	switch classify(sql) {
+	si, err := readStatement(sql)
+	if err != nil {
+		return err
+	}
+	switch si.kind {
 	case kindEmpty:
 		ss.be.Send(&pgproto3.EmptyQueryResponse{})
 		return nil
 	case kindTxn:
-		ss.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(txnTag(sql))})
+		tag, status := txnTag(si.node())
+		if status != 0 {
+			ss.txStatus = status
+		}
+		ss.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(tag)})
 		return nil
 	case kindSet:
-		if err := ss.set(sql); err != nil {
+		if err := ss.set(si.node()); err != nil {
 			return err
 		}
-		ss.be.Send(&pgproto3.CommandComplete{CommandTag: []byte("SET")})
+		ss.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(setTag(si.node()))})
 		return nil
 	case kindShow:
-		cols, rows, err := ss.show(sql)
+		cols, rows, err := ss.show(si.node())
 		if err != nil {
 			return err
 		}
@@ -433,14 +451,17 @@ func (ss *session) run(sql string, formats []int16, describe bool) error {
 	return ss.dpQuery(sql, formats, describe)
 }
 
-func txnTag(sql string) string {
-	switch w := words(sql, 1); w[0] {
-	case "begin", "start":
-		return "BEGIN"
-	case "rollback", "abort":
-		return "ROLLBACK"
+// setTag is the command tag of SET, RESET, DISCARD or DEALLOCATE.
+func setTag(n *pg_query.Node) string {
+	switch {
+	case n.GetDiscardStmt() != nil:
+		return "DISCARD ALL"
+	case n.GetDeallocateStmt() != nil:
+		return "DEALLOCATE"
+	case n.GetVariableSetStmt().GetKind() == pg_query.VariableSetKind_VAR_RESET || n.GetVariableSetStmt().GetKind() == pg_query.VariableSetKind_VAR_RESET_ALL:
+		return "RESET"
 	}
-	return "COMMIT"
+	return "SET"
 }
 
 // request builds the answerer's request for sql with the session settings.
@@ -468,7 +489,7 @@ func (ss *session) describeDP(sql string) (*description, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ss.shape(resp), nil
+	return ss.shape(resp, sql), nil
 }
 
 // noisy reports whether column j of resp carries intervals.
@@ -481,10 +502,36 @@ func noisy(resp *server.Response, j int) bool {
 	return false
 }
 
-// shape is the result description of resp: group keys typed by their
-// declared type, noisy values as float8, and with dpstat.intervals on, a
-// _low and a _high column after each noisy one.
-func (ss *session) shape(resp *server.Response) *description {
+// countColumns reports, for each output of a DP query, whether it is a
+// COUNT (an integer); nil when the outputs cannot be read.
+func countColumns(sql string) []bool {
+	tree, err := pg_query.Parse(sql)
+	if err != nil || len(tree.Stmts) != 1 {
+		return nil
+	}
+	sel := tree.Stmts[0].Stmt.GetSelectStmt()
+	if sel == nil {
+		return nil
+	}
+	out := make([]bool, len(sel.TargetList))
+	for i, t := range sel.TargetList {
+		fc := t.GetResTarget().GetVal().GetFuncCall()
+		if fc != nil && fc.Over == nil && len(fc.Funcname) > 0 {
+			out[i] = strings.EqualFold(fc.Funcname[len(fc.Funcname)-1].GetString_().GetSval(), "count")
+		}
+	}
+	return out
+}
+
+// shape is the result description of resp, the answer to sql: group keys
+// typed by their declared type, counts as int8, other noisy values as
+// float8, and with dpstat.intervals on, a _low and a _high column (float8)
+// after each noisy one.
+func (ss *session) shape(resp *server.Response, sql string) *description {
+	counts := countColumns(sql)
+	if len(counts) != len(resp.Columns) {
+		counts = make([]bool, len(resp.Columns))
+	}
 	types := map[string]string{}
 	// Declared types do not depend on who asks: list every table, which
 	// needs no budget lookups.
@@ -498,7 +545,11 @@ func (ss *session) shape(resp *server.Response) *description {
 	d := &description{kind: kindDP, intervals: ss.intervals}
 	for j, name := range resp.Columns {
 		if noisy(resp, j) {
-			d.cols = append(d.cols, column{name, oidFloat8})
+			oid := uint32(oidFloat8)
+			if counts[j] {
+				oid = oidInt8
+			}
+			d.cols = append(d.cols, column{name, oid})
 			if ss.intervals {
 				d.cols = append(d.cols, column{name + "_low", oidFloat8}, column{name + "_high", oidFloat8})
 			}
@@ -523,7 +574,7 @@ func (ss *session) dpQuery(sql string, formats []int16, describe bool) error {
 	if err != nil {
 		return err
 	}
-	d := ss.shape(resp)
+	d := ss.shape(resp, sql)
 	if !describe && ss.expect != nil && !sameShape(ss.expect.cols, d.cols) {
 		// The answer was charged, but its columns no longer match what the
 		// client was told (e.g. dpstat.intervals changed since the
@@ -637,6 +688,8 @@ func rowDescription(cols []column, fmts []int16) *pgproto3.RowDescription {
 			size = 8
 		case oidInt4:
 			size = 4
+		case oidInt2:
+			size = 2
 		case oidBool:
 			size = 1
 		}
@@ -691,10 +744,13 @@ func encode(v any, oid uint32, format int16) ([]byte, error) {
 			return binary.BigEndian.AppendUint64(nil, math.Float64bits(f)), nil
 		}
 		return []byte(strconv.FormatFloat(f, 'g', -1, 64)), nil
-	case oidInt4:
+	case oidInt4, oidInt2:
 		n, err := strconv.ParseInt(fmt.Sprint(v), 10, 32)
 		if err != nil {
 			return nil, fmt.Errorf("value %v is not a 32-bit integer", v)
+		}
+		if format == 1 && oid == oidInt2 {
+			return binary.BigEndian.AppendUint16(nil, uint16(int16(n))), nil
 		}
 		if format == 1 {
 			return binary.BigEndian.AppendUint32(nil, uint32(int32(n))), nil
@@ -716,8 +772,9 @@ func encode(v any, oid uint32, format int16) ([]byte, error) {
 	return []byte(fmt.Sprint(v)), nil
 }
 
-// parse handles Parse: the statement is checked for length and parameters
-// only; dpstat's parser sees it once its parameters are bound.
+// parse handles Parse: the statement is read with the PostgreSQL grammar
+// for its kind and its placeholders; dpstat's parser sees a DP query once
+// its parameters are bound.
 func (ss *session) parse(m *pgproto3.Parse) error {
 	if err := ss.checkLen(m.Query); err != nil {
 		return err
@@ -729,14 +786,12 @@ func (ss *session) parse(m *pgproto3.Parse) error {
 	if len(stmts) > 1 {
 		return pgErrorf("42601", "cannot insert multiple commands into a prepared statement")
 	}
-	n, err := maxParam(m.Query)
+	si, err := readStatement(m.Query)
 	if err != nil {
-		return pgErrorf("42P02", "%v", err)
+		return err
 	}
-	if len(m.ParameterOIDs) > n {
-		n = len(m.ParameterOIDs)
-	}
-	st := &statement{sql: m.Query, paramOIDs: make([]uint32, n), nparams: n}
+	n := max(si.nparams, len(m.ParameterOIDs))
+	st := &statement{sql: m.Query, info: si, paramOIDs: make([]uint32, n), nparams: n}
 	copy(st.paramOIDs, m.ParameterOIDs)
 	if len(ss.stmts) >= 1000 && ss.stmts[m.Name] == nil {
 		return pgErrorf("53400", "too many prepared statements in this session (1000): close some")
@@ -744,45 +799,6 @@ func (ss *session) parse(m *pgproto3.Parse) error {
 	ss.stmts[m.Name] = st
 	ss.be.Send(&pgproto3.ParseComplete{})
 	return nil
-}
-
-// bindValue decodes one bound parameter to its text form.
-func bindValue(v []byte, oid uint32, format int16) ([]byte, error) {
-	if v == nil || format == 0 {
-		return v, nil
-	}
-	switch oid {
-	case oidText, oidVarchar, oidUnknown:
-		return v, nil
-	case oidInt8:
-		if len(v) == 8 {
-			return []byte(strconv.FormatInt(int64(binary.BigEndian.Uint64(v)), 10)), nil
-		}
-	case oidInt4:
-		if len(v) == 4 {
-			return []byte(strconv.FormatInt(int64(int32(binary.BigEndian.Uint32(v))), 10)), nil
-		}
-	case oidInt2:
-		if len(v) == 2 {
-			return []byte(strconv.FormatInt(int64(int16(binary.BigEndian.Uint16(v))), 10)), nil
-		}
-	case oidFloat8:
-		if len(v) == 8 {
-			return []byte(strconv.FormatFloat(math.Float64frombits(binary.BigEndian.Uint64(v)), 'g', -1, 64)), nil
-		}
-	case oidFloat4:
-		if len(v) == 4 {
-			return []byte(strconv.FormatFloat(float64(math.Float32frombits(binary.BigEndian.Uint32(v))), 'g', -1, 32)), nil
-		}
-	case oidBool:
-		if len(v) == 1 {
-			if v[0] != 0 {
-				return []byte("t"), nil
-			}
-			return []byte("f"), nil
-		}
-	}
-	return nil, pgErrorf("22P03", "binary parameter of type OID %d and %d bytes is not supported: send it in text format", oid, len(v))
 }
 
 func (ss *session) bind(m *pgproto3.Bind) error {
@@ -796,7 +812,7 @@ func (ss *session) bind(m *pgproto3.Bind) error {
 	if nf := len(m.ParameterFormatCodes); nf > 1 && nf != len(m.Parameters) {
 		return pgErrorf("08P01", "bind message has %d parameter formats but %d parameters", nf, len(m.Parameters))
 	}
-	lits := make([]string, len(m.Parameters))
+	consts := make([]*pg_query.Node, len(m.Parameters))
 	for i, p := range m.Parameters {
 		var f int16
 		switch len(m.ParameterFormatCodes) {
@@ -806,17 +822,17 @@ func (ss *session) bind(m *pgproto3.Bind) error {
 		default:
 			f = m.ParameterFormatCodes[i]
 		}
-		v, err := bindValue(p, st.paramOIDs[i], f)
+		c, err := constant(p, st.paramOIDs[i], f)
 		if err != nil {
-			return err
-		}
-		lit, err := literal(v, st.paramOIDs[i])
-		if err != nil {
+			var pe *pgError
+			if errors.As(err, &pe) {
+				return pe
+			}
 			return pgErrorf("22023", "parameter $%d: %v", i+1, err)
 		}
-		lits[i] = lit
+		consts[i] = c
 	}
-	sql, err := substitute(st.sql, lits)
+	sql, err := boundSQL(st.sql, st.info, consts)
 	if err != nil {
 		return pgErrorf("08P01", "%v", err)
 	}
@@ -834,15 +850,19 @@ func (ss *session) bind(m *pgproto3.Bind) error {
 // describeSQL finds the result columns of sql without running it: fixed
 // for session commands, by a dry run for DP queries.
 func (ss *session) describeSQL(sql string) (*description, error) {
-	switch k := classify(sql); k {
+	si, err := readStatement(sql)
+	if err != nil {
+		return nil, err
+	}
+	switch si.kind {
 	case kindEmpty, kindTxn, kindSet:
-		return &description{kind: k}, nil
+		return &description{kind: si.kind}, nil
 	case kindShow:
-		cols, _, err := ss.show(sql)
-		return &description{kind: k, cols: cols}, err
+		cols, _, err := ss.show(si.node())
+		return &description{kind: si.kind, cols: cols}, err
 	case kindCatalog:
 		cols, _, err := ss.catalog(sql)
-		return &description{kind: k, cols: cols}, err
+		return &description{kind: si.kind, cols: cols}, err
 	}
 	return ss.describeDP(sql)
 }
@@ -858,14 +878,14 @@ func (ss *session) describe(m *pgproto3.Describe) error {
 		}
 		if st.desc == nil {
 			// Parameters are not bound yet: describe with placeholder
-			// literals, trying NULL, then 0, then ''.
+			// constants, trying NULL, then 0, then ''.
 			var first error
-			for _, ph := range []string{"NULL", "(0)", "''"} {
-				lits := make([]string, st.nparams)
-				for i := range lits {
-					lits[i] = ph
+			for _, ph := range []*pg_query.Node{{Node: &pg_query.Node_AConst{AConst: &pg_query.A_Const{Isnull: true}}}, intConst(0), stringConst("")} {
+				consts := make([]*pg_query.Node, st.nparams)
+				for i := range consts {
+					consts[i] = ph
 				}
-				sql, err := substitute(st.sql, lits)
+				sql, err := boundSQL(st.sql, st.info, consts)
 				if err != nil {
 					return pgErrorf("08P01", "%v", err)
 				}

@@ -12,17 +12,22 @@
 // Queries go to a server.Answerer exactly as over HTTP: rows come back as a
 // normal result set and the intervals, the cost and the budget left as
 // NOTICE messages (or as extra columns after SET dpstat.intervals = on).
-// Both the simple and the extended query protocol are served; a bound
-// parameter is turned into one literal (a number, a quoted string or NULL)
-// in the DP SQL text, which dpstat's own parser then checks, so a parameter
-// can never change the statement's structure and never reaches an engine.
+// Both the simple and the extended query protocol are served. Statements
+// are read with the PostgreSQL grammar (pg_query): query strings are split
+// by its scanner, statements are told apart by their parse trees, and a
+// bound parameter becomes one typed constant (NULL, a number, a boolean or
+// a string) in the parse tree, which is printed back as SQL for dpstat's
+// own parser; a parameter can never change the statement's structure and
+// never reaches an engine as SQL.
 //
 // Session commands: SET/SHOW dpstat.epsilon, dpstat.delta,
 // dpstat.confidence and dpstat.intervals; BEGIN, COMMIT and ROLLBACK are
 // accepted as no-ops (each answer is charged when it is released); common
-// client settings (client_encoding, DateStyle, ...) are accepted; the
-// pg_catalog queries psql sends for \d and \dt are answered from the
-// catalog's declarations.
+// client settings (client_encoding, DateStyle, ...) are accepted and the
+// SHOWs drivers send answered. Catalog queries (pg_catalog,
+// information_schema, version(), ...) are answered by a per-session
+// in-memory database describing the declared tables the analyst may query,
+// never from the data (catalog.go).
 //
 // Errors are ErrorResponses with SQLSTATE codes: 28P01 for a bad token,
 // 42501 for a table not granted, 42601 for a syntax error, 0A000 for a
@@ -39,6 +44,7 @@ import (
 	"fmt"
 	"log"
 	"net"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -117,6 +123,8 @@ type Server struct {
 	opts  Options
 	slots chan struct{}
 	log   *log.Logger
+	// catalogs are the catalog databases of the connected analysts.
+	catalogs catalogCache
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
@@ -239,6 +247,13 @@ func (s *Server) Serve(ln net.Listener) error {
 				delete(s.conns, c)
 				s.mu.Unlock()
 				c.Close()
+			}()
+			defer func() {
+				// A bug met by one session closes that session, not the
+				// server.
+				if r := recover(); r != nil {
+					s.log.Printf("dpstat serve: pg session from %s: internal error: %v\n%s", c.RemoteAddr(), r, debug.Stack())
+				}
 			}()
 			p := s.newPending(c)
 			if p == nil {

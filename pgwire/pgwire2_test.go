@@ -398,8 +398,8 @@ func TestPsql(t *testing.T) {
 		wantErr string
 	}{
 		{"list tables", []string{"-c", `\d`}, []string{"public | adult | table"}, ""},
-		{"describe table", []string{"-c", `\d adult`}, []string{`Table "public.adult"`, "int in [17, 90]", "text in {Female, Male}"}, ""},
-		{"describe table verbose", []string{"-c", `\d+ adult`}, []string{`Table "public.adult"`, "int in [17, 90]", "Storage"}, ""},
+		{"describe table", []string{"-c", `\d adult`}, []string{`Table "public.adult"`, "age            | bigint", "sex            | text"}, ""},
+		{"describe table verbose", []string{"-c", `\d+ adult`}, []string{`Table "public.adult"`, "int in [17, 90]", "text in {Female, Male}", "Storage"}, ""},
 		{"other meta-commands answer empty", []string{"-c", `\l`, "-c", `\dn`, "-c", `\du`, "-c", `\dt`}, []string{"List of databases", "List of schemas", "adult"}, ""},
 		{"query with notices", []string{"-c", "SET dpstat.epsilon = 0.5", "-c", "SELECT sex, COUNT(*) FROM adult GROUP BY sex"},
 			[]string{"Female | 10771", "NOTICE:  cost: epsilon=0.5", "remaining epsilon=2.5", "NOTICE:  intervals: Female: count ["}, ""},

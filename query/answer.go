@@ -73,7 +73,7 @@ func Register(ctx context.Context, cat *catalog.Catalog, eng engine.Engine) erro
 		cols := make([]engine.Column, len(t.Columns))
 		floats := false
 		for i, c := range t.Columns {
-			cols[i] = engine.Column{Name: c.Name, Type: engineType(c.Type)}
+			cols[i] = engine.Column{Name: c.Name, Type: engineType(c.Type), Source: c.From}
 			floats = floats || c.Type == catalog.Float
 		}
 		if err := reg.RegisterFile(ctx, t.Name, t.Source, t.Format, cols); err != nil {

@@ -83,6 +83,11 @@ type Response struct {
 	Repeated bool `json:"repeated,omitempty"`
 	// Notes are human-readable remarks such as how the cost was split.
 	Notes []string `json:"notes,omitempty"`
+	// DataDependent names, in a preview, the noisy columns whose interval
+	// width depends on the data (an average's on the group's size, a
+	// quantile's on the values): their half-widths are the widest the
+	// declared bounds allow, not what the answer will show.
+	DataDependent []string `json:"data_dependent,omitempty"`
 }
 
 // ColumnInfo is one declared column: its type and the data owner's declared

@@ -20,6 +20,7 @@ import (
 	"log"
 	"math"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -362,9 +363,60 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) error
 		if errors.Is(err, io.EOF) {
 			return badRequest("empty request body: want a JSON object")
 		}
-		return badRequest("malformed JSON body: %v", err)
+		return badRequest("%s", jsonProblem(err, v))
 	}
 	return nil
+}
+
+// jsonProblem says what is wrong with a request body in the request's own
+// terms: the field, what was sent and what is accepted, or where the JSON
+// breaks.
+func jsonProblem(err error, v any) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		want := map[string]string{"float64": "a number such as 0.5", "string": "a string", "bool": "true or false",
+			"int": "a whole number", "int64": "a whole number", "uint64": "a whole number"}[te.Type.String()]
+		if want == "" {
+			want = "a " + te.Type.String()
+		}
+		field := te.Field
+		if field == "" {
+			return fmt.Sprintf("the body is a JSON %s: want a JSON object such as %s", te.Value, bodyExample(v))
+		}
+		return fmt.Sprintf("%q: got a JSON %s, want %s", field, te.Value, want)
+	case errors.As(err, &se):
+		return fmt.Sprintf("malformed JSON at byte %d (%s): want a JSON object such as %s", se.Offset, strings.TrimPrefix(se.Error(), "json: "), bodyExample(v))
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return fmt.Sprintf("unknown field %s; accepted: %s", strings.TrimPrefix(err.Error(), "json: unknown field "), strings.Join(jsonFields(v), ", "))
+	}
+	return fmt.Sprintf("malformed JSON body: %s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// jsonFields are the JSON names of the fields of the struct v points to.
+func jsonFields(v any) []string {
+	t := reflect.TypeOf(v)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func bodyExample(v any) string {
+	if _, ok := v.(*queryBody); ok {
+		return `{"sql": "SELECT COUNT(*) FROM t", "epsilon": 0.5}`
+	}
+	return "{" + strings.Join(jsonFields(v), ", ") + "}"
 }
 
 // queryBody is the body of POST /v1/query.

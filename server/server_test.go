@@ -468,3 +468,27 @@ func TestConcurrentQueriesNeverOverspend(t *testing.T) {
 		}
 	}
 }
+
+// TestBadRequestMessages checks that a malformed request body is explained
+// in the request's own terms: the field, what was sent, what is accepted.
+func TestBadRequestMessages(t *testing.T) {
+	e := newEnv(t, server.Options{}, nil)
+	tests := []struct {
+		name, body, want string
+	}{
+		{"epsilon as a string", `{"sql":"SELECT COUNT(*) FROM adult","epsilon":"abc"}`, `"epsilon": got a JSON string, want a number such as 0.5`},
+		{"dry_run as a string", `{"sql":"SELECT COUNT(*) FROM adult","dry_run":"yes"}`, `"dry_run": got a JSON string, want true or false`},
+		{"unknown field", `{"sql":"SELECT COUNT(*) FROM adult","epsilom":1}`, `unknown field "epsilom"; accepted: sql, epsilon, delta, confidence`},
+		{"not an object", `["SELECT 1"]`, `the body is a JSON array: want a JSON object such as {"sql"`},
+		{"broken JSON", `{"sql" "x"}`, `malformed JSON at byte 8`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.do(t, "POST", "/v1/query", e.alice, tc.body)
+			msg, _ := r.body["error"].(map[string]any)["message"].(string)
+			if r.status != 400 || !strings.Contains(msg, tc.want) || strings.Contains(msg, "Go struct") {
+				t.Fatalf("got %d %s\nwant 400 with %q", r.status, r.raw, tc.want)
+			}
+		})
+	}
+}

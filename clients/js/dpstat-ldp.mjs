@@ -259,7 +259,8 @@ async function call(url, init) {
   const res = await fetch(url, init);
   const body = await res.json().catch(() => null);
   if (!res.ok) {
-    const msg = body && body.message ? `${body.code}: ${body.message}` : `HTTP ${res.status}`;
+    const err = body && body.error;
+    const msg = err && err.message ? `${err.code}: ${err.message}` : `HTTP ${res.status}`;
     throw new Error(`dpstat-ldp: ${msg}`);
   }
   return body;

@@ -11,11 +11,13 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	// The DuckDB database/sql driver, registered as "duckdb".
 	_ "github.com/duckdb/duckdb-go/v2"
@@ -163,16 +165,23 @@ func (e *Engine) RegisterFile(ctx context.Context, name, path, format string, co
 	}
 	// Columns whose stored type already is the declared one (typed Parquet
 	// columns, CSV text) are exposed as they are; others are cast.
-	stored, err := e.storedTypes(ctx, from)
+	stored, order, err := e.storedTypes(ctx, from)
 	if err != nil {
 		return fmt.Errorf("duckdb: cannot read the source of table %s (%s): %w", name, path, err)
 	}
+	if err := missingColumns(name, path, columns, stored, order); err != nil {
+		return err
+	}
 	sel := make([]string, len(columns))
 	for i, c := range columns {
-		q := Dialect.QuoteIdent(c.Name)
+		src := c.Source
+		if src == "" {
+			src = c.Name
+		}
+		q := Dialect.QuoteIdent(src)
 		want := Dialect.TypeName(c.Type)
 		expr := q
-		if stored[c.Name] != want {
+		if stored[src] != want {
 			expr = fmt.Sprintf("TRY_CAST(%s AS %s)", q, want)
 		}
 		if c.Type == engine.Double && !c.KeepNaN {
@@ -180,7 +189,7 @@ func (e *Engine) RegisterFile(ctx context.Context, name, path, format string, co
 			// NULL; it is cheaper than a CASE over isnan.
 			expr = fmt.Sprintf("nullif(%s, CAST('NaN' AS DOUBLE))", expr)
 		}
-		sel[i] = expr + " AS " + q
+		sel[i] = expr + " AS " + Dialect.QuoteIdent(c.Name)
 	}
 	stmt := fmt.Sprintf("CREATE OR REPLACE VIEW %s AS SELECT %s FROM %s",
 		Dialect.QuoteIdent(name), strings.Join(sel, ", "), from)
@@ -387,19 +396,101 @@ func (e *Engine) Sniff(ctx context.Context, path string) ([]engine.Column, error
 	return out, nil
 }
 
-// storedTypes returns the engine's type name of each column of a relation.
-func (e *Engine) storedTypes(ctx context.Context, from string) (map[string]string, error) {
+// storedTypes returns the engine's type name of each column of a relation,
+// and the columns in the relation's order.
+func (e *Engine) storedTypes(ctx context.Context, from string) (map[string]string, []string, error) {
 	rows, err := e.Query(ctx, "DESCRIBE SELECT * FROM "+from)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := make(map[string]string, len(rows.Rows))
+	var order []string
 	for _, r := range rows.Rows {
 		name, _ := r[0].(string)
 		typ, _ := r[1].(string)
 		out[name] = strings.ToUpper(typ)
+		order = append(order, name)
 	}
-	return out, nil
+	return out, order, nil
+}
+
+// MissingColumnError reports declared columns that a table's source file
+// does not have, with the columns it does have.
+type MissingColumnError struct {
+	Table, Path string
+	// Missing are the declared columns (their source names) not in the
+	// file; FileColumns are the file's columns in order.
+	Missing, FileColumns []string
+}
+
+// Error implements error. It names each missing column, the closest
+// column of the file if one looks alike, every column of the file, and how
+// to declare a column that reads a header under another name.
+func (e *MissingColumnError) Error() string {
+	var b strings.Builder
+	quoted := make([]string, len(e.FileColumns))
+	for i, c := range e.FileColumns {
+		quoted[i] = strconv.Quote(c)
+	}
+	for i, m := range e.Missing {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "table %s: declared column %q is not in %s", e.Table, m, filepath.Base(e.Path))
+		if near := closestColumn(m, e.FileColumns); near != "" {
+			fmt.Fprintf(&b, " (did you mean %q?)", near)
+		}
+	}
+	fmt.Fprintf(&b, "; the file's columns are %s", strings.Join(quoted, ", "))
+	b.WriteString(`; to read a column under another name, declare its header with from:, e.g. hours: {from: "Hours per week", type: int}`)
+	return b.String()
+}
+
+func missingColumns(table, path string, columns []engine.Column, stored map[string]string, order []string) error {
+	var missing []string
+	for _, c := range columns {
+		src := c.Source
+		if src == "" {
+			src = c.Name
+		}
+		if _, ok := stored[src]; !ok {
+			missing = append(missing, src)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return &MissingColumnError{Table: table, Path: path, Missing: missing, FileColumns: order}
+}
+
+// closestColumn returns the file column that matches name once case and
+// everything but letters and digits are ignored, or that contains it so;
+// "" if none does.
+func closestColumn(name string, columns []string) string {
+	norm := func(s string) string {
+		var b strings.Builder
+		for _, r := range strings.ToLower(s) {
+			if unicode.IsLetter(r) || unicode.IsDigit(r) {
+				b.WriteRune(r)
+			}
+		}
+		return b.String()
+	}
+	n := norm(name)
+	if n == "" {
+		return ""
+	}
+	for _, c := range columns {
+		if norm(c) == n {
+			return c
+		}
+	}
+	for _, c := range columns {
+		if nc := norm(c); nc != "" && (strings.Contains(nc, n) || strings.Contains(n, nc)) {
+			return c
+		}
+	}
+	return ""
 }
 
 // csvHeader reads the first record of a CSV file: the column names.

@@ -2,6 +2,7 @@ package duckdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -57,11 +58,48 @@ func TestRegisterCSVCastsAndNeverFails(t *testing.T) {
 }
 
 func TestRegisterMissingColumn(t *testing.T) {
+	tests := []struct {
+		name, header string
+		cols         []engine.Column
+		want         string
+	}{
+		{"names each missing column and lists the file's", "a,x\n1,2\n", cols,
+			`table d: declared column "s" is not in d.csv; table d: declared column "b" is not in d.csv; the file's columns are "a", "x"; to read a column under another name, declare its header with from:`},
+		{"suggests the header that looks alike", "Age,Hours per week\n1,2\n", []engine.Column{{Name: "hours_per_week", Type: engine.Integer}},
+			`declared column "hours_per_week" is not in d.csv (did you mean "Hours per week"?)`},
+		{"a from: header that is not there", "Age\n1\n", []engine.Column{{Name: "age", Source: "AGE", Type: engine.Integer}},
+			`declared column "AGE" is not in d.csv (did you mean "Age"?); the file's columns are "Age"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := open(t)
+			path := write(t, "d.csv", tc.header)
+			err := e.RegisterFile(context.Background(), "d", path, "csv", tc.cols)
+			var me *MissingColumnError
+			if !errors.As(err, &me) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error = %v\nwant one containing %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "Binder") {
+				t.Fatalf("the engine's text reached the message: %v", err)
+			}
+		})
+	}
+}
+
+func TestRegisterFromHeader(t *testing.T) {
 	e := open(t)
-	path := write(t, "d.csv", "a,x\n1,2\n")
-	err := e.RegisterFile(context.Background(), "d", path, "csv", cols)
-	if err == nil || !strings.Contains(err.Error(), "cannot read the source of table d") {
-		t.Errorf("error = %v", err)
+	ctx := context.Background()
+	path := write(t, "d.csv", "Age,Hours per week\n30,40\n50,35\n")
+	cols := []engine.Column{{Name: "age", Source: "Age", Type: engine.Integer}, {Name: "hours", Source: "Hours per week", Type: engine.Integer}}
+	if err := e.RegisterFile(ctx, "d", path, "csv", cols); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := e.Query(ctx, `SELECT sum(age), sum(hours) FROM "d"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(rows.Rows[0]) != "[80 75]" {
+		t.Fatalf("sums = %v, want [80 75]", rows.Rows[0])
 	}
 }
 

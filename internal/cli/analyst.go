@@ -102,12 +102,13 @@ func (g *grantFlags) apply(cmd *cobra.Command, l *ledger.Ledger, name string) ([
 
 func newAnalystAddCmd() *cobra.Command {
 	var (
-		path  string
-		admin bool
-		g     grantFlags
+		path   string
+		admin  bool
+		asJSON bool
+		g      grantFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "add NAME [--table T --epsilon E [--delta D]] [--admin]",
+		Use:   "add NAME [--table T --epsilon E [--delta D]] [--admin] [--json]",
 		Short: "Create an analyst and print its token (shown only once)",
 		Example: `  dpstat analyst add alice --table adult --epsilon 3 --delta 1e-6
   dpstat analyst add curator --admin`,
@@ -134,6 +135,27 @@ func newAnalystAddCmd() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			sts, gerr := g.apply(cmd, l, a.Name)
+			if asJSON {
+				type grant struct {
+					Table   string  `json:"table"`
+					Epsilon float64 `json:"epsilon"`
+					Delta   float64 `json:"delta"`
+					Rule    string  `json:"rule"`
+				}
+				grants := []grant{}
+				for _, st := range sts {
+					grants = append(grants, grant{st.Key.Dataset, st.Limit.Epsilon, st.Limit.Delta, string(st.Rule)})
+				}
+				if err := writeJSON(out, struct {
+					Name   string  `json:"name"`
+					Role   string  `json:"role"`
+					Token  string  `json:"token"`
+					Grants []grant `json:"grants"`
+				}{a.Name, string(a.Role), tok, grants}); err != nil {
+					return err
+				}
+				return gerr
+			}
 			fmt.Fprintf(out, "added %s %q\n", a.Role, a.Name)
 			for _, st := range sts {
 				fmt.Fprintf(out, "granted table %q: epsilon %g, delta %g (rule %s)\n", st.Key.Dataset, st.Limit.Epsilon, st.Limit.Delta, st.Rule)
@@ -144,6 +166,7 @@ func newAnalystAddCmd() *cobra.Command {
 	}
 	addLedgerFlag(cmd, &path)
 	cmd.Flags().BoolVar(&admin, "admin", false, "give the admin role: manage analysts and grants, read every release")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the analyst, its grants and its token as JSON (the token is shown only now)")
 	g.add(cmd)
 	return cmd
 }

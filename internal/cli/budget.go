@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -41,8 +42,10 @@ shown; when a budget is spent, dpstat refuses.
 
 // fmtNum formats a budget figure: the shortest form that reads back to the
 // same float64, so nothing is hidden by rounding.
+// fmtNum writes a figure a person reads, such as a budget: ten significant
+// digits, so that sums like 4.1000000000000005 read 4.1.
 func fmtNum(x float64) string {
-	return fmt.Sprintf("%g", x)
+	return strconv.FormatFloat(x, 'g', 10, 64)
 }
 
 func fmtPair(e accounting.EpsDelta) string {
@@ -68,7 +71,7 @@ one analyst. Spent amounts are rounded up and remaining amounts down. With
 rule zcdp, spent is the (ε, δ) that the sum of the releases' ρ converts to;
 its δ is the whole budget δ as soon as anything is spent.`,
 		Example: `  dpstat budget show
-  dpstat budget show --dataset census --json`,
+  dpstat budget show --table census --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			filter := ledger.Key{Dataset: dataset, Analyst: analyst}
@@ -130,7 +133,7 @@ its δ is the whole budget δ as soon as anything is spent.`,
 				return nil
 			}
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "DATASET\tANALYST\tRULE\tLIMIT ε\tLIMIT δ\tSPENT ε\tSPENT δ\tREMAINING ε\tREMAINING δ\tRELEASES")
+			fmt.Fprintln(tw, "TABLE\tANALYST\tRULE\tLIMIT ε\tLIMIT δ\tSPENT ε\tSPENT δ\tREMAINING ε\tREMAINING δ\tRELEASES")
 			for _, s := range sel {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", s.Key.Dataset, s.Key.Analyst, s.Rule,
 					fmtNum(s.Limit.Epsilon), fmtNum(s.Limit.Delta), fmtNum(s.Spent.Epsilon), fmtNum(s.Spent.Delta),
@@ -140,7 +143,8 @@ its δ is the whole budget δ as soon as anything is spent.`,
 		},
 	}
 	addLedgerFlag(cmd, &path)
-	cmd.Flags().StringVar(&dataset, "dataset", "", "only budgets of this dataset")
+	cmd.Flags().StringVar(&dataset, "table", "", "only budgets of this table (or dataset)")
+	cmd.Flags().StringVar(&dataset, "dataset", "", "same as --table")
 	cmd.Flags().StringVar(&analyst, "analyst", "", "only budgets of this analyst")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
@@ -170,8 +174,8 @@ func newBudgetGrantCmd() *cobra.Command {
 		asJSON, total                bool
 	)
 	cmd := &cobra.Command{
-		Use:   "grant --dataset D (--analyst A | --total) --epsilon E [--delta F] [--rule basic|zcdp]",
-		Short: "Set or raise the privacy budget of an analyst on a dataset, or the dataset's total",
+		Use:   "grant --table T (--analyst A | --total) --epsilon E [--delta F] [--rule basic|zcdp]",
+		Short: "Set or raise the privacy budget of an analyst on a table, or the table's total",
 		Long: `Set the budget of (dataset, analyst) to (ε, δ), creating it if needed. A
 budget may be raised, or lowered down to what is already spent but not
 below; its rule cannot change once releases have been charged.
@@ -186,17 +190,20 @@ Rules:
   basic  ε's and δ's of the releases add up (sequential composition).
   zcdp   the releases' ρ's add up and the total converts to (ε, δ) at the
          budget's δ; much tighter for many releases. Needs --delta > 0.`,
-		Example: `  dpstat budget grant --dataset census --analyst alice --epsilon 1
-  dpstat budget grant --dataset census --analyst bob --epsilon 3 --delta 1e-6 --rule zcdp
-  dpstat budget grant --dataset census --total --epsilon 2 --delta 1e-5`,
+		Example: `  dpstat budget grant --table census --analyst alice --epsilon 1
+  dpstat budget grant --table census --analyst bob --epsilon 3 --delta 1e-6 --rule zcdp
+  dpstat budget grant --table census --total --epsilon 2 --delta 1e-5`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			required := []string{"dataset", "analyst", "epsilon"}
+			if !cmd.Flags().Changed("table") && !cmd.Flags().Changed("dataset") {
+				return fmt.Errorf("--table is required: the table (or dataset) the budget is for")
+			}
+			required := []string{"analyst", "epsilon"}
 			if total {
 				if cmd.Flags().Changed("analyst") {
 					return fmt.Errorf("--total with --analyst %q: a total budget covers every analyst; give one or the other", analyst)
 				}
-				required = []string{"dataset", "epsilon"}
+				required = []string{"epsilon"}
 			}
 			for _, f := range required {
 				if !cmd.Flags().Changed(f) {
@@ -249,9 +256,10 @@ Rules:
 		},
 	}
 	addLedgerFlag(cmd, &path)
-	cmd.Flags().StringVar(&dataset, "dataset", "", "dataset name (required)")
+	cmd.Flags().StringVar(&dataset, "table", "", "table (or dataset) name (required)")
+	cmd.Flags().StringVar(&dataset, "dataset", "", "same as --table")
 	cmd.Flags().StringVar(&analyst, "analyst", "", "analyst name (required unless --total)")
-	cmd.Flags().BoolVar(&total, "total", false, "set the dataset's total budget, every analyst together")
+	cmd.Flags().BoolVar(&total, "total", false, "set the table's total budget, every analyst together")
 	cmd.Flags().Float64Var(&epsilon, "epsilon", 0, "budget ε (required)")
 	cmd.Flags().Float64Var(&delta, "delta", 0, "budget δ, in [0, 1); rule zcdp needs δ > 0")
 	cmd.Flags().StringVar(&rule, "rule", string(accounting.Basic), "composition rule: basic or zcdp")
@@ -268,7 +276,7 @@ func newBudgetHistoryCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "history",
 		Short: "List the releases charged to budgets, newest first",
-		Example: `  dpstat budget history --dataset census --analyst alice --limit 10
+		Example: `  dpstat budget history --table census --analyst alice --limit 10
   dpstat budget history --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -304,7 +312,7 @@ func newBudgetHistoryCmd() *cobra.Command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tTIME\tDATASET\tANALYST\tRULE\tε\tδ\tρ\tDESCRIPTION")
+			fmt.Fprintln(tw, "ID\tTIME\tTABLE\tANALYST\tRULE\tε\tδ\tρ\tDESCRIPTION")
 			for _, r := range rels {
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Time.Format("2006-01-02T15:04:05Z07:00"),
 					r.Key.Dataset, r.Key.Analyst, r.Rule, fmtNum(r.Cost.Epsilon), fmtNum(r.Cost.Delta), fmtNum(r.Cost.Rho),
@@ -314,7 +322,8 @@ func newBudgetHistoryCmd() *cobra.Command {
 		},
 	}
 	addLedgerFlag(cmd, &path)
-	cmd.Flags().StringVar(&dataset, "dataset", "", "only releases on this dataset")
+	cmd.Flags().StringVar(&dataset, "table", "", "only releases on this table (or dataset)")
+	cmd.Flags().StringVar(&dataset, "dataset", "", "same as --table")
 	cmd.Flags().StringVar(&analyst, "analyst", "", "only releases by this analyst")
 	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many releases (0: all)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")

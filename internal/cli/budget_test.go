@@ -53,7 +53,7 @@ func TestBudgetGrantShow(t *testing.T) {
 
 	out = mustRun(t, "budget", "show", "--ledger", path)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 5 || lines[0] != "ledger "+path || !strings.HasPrefix(lines[1], "DATASET") {
+	if len(lines) != 5 || lines[0] != "ledger "+path || !strings.HasPrefix(lines[1], "TABLE") {
 		t.Fatalf("show output:\n%s", out)
 	}
 	if f := strings.Fields(lines[2]); strings.Join(f, " ") != "census alice basic 1 0 0.25 0 0.75 0 1" {
@@ -95,13 +95,13 @@ func TestBudgetBadFlags(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		{"no dataset", append(grant, "--analyst", "a", "--epsilon", "1"), "--dataset is required"},
+		{"no dataset", append(grant, "--analyst", "a", "--epsilon", "1"), "--table is required"},
 		{"no analyst", append(grant, "--dataset", "d", "--epsilon", "1"), "--analyst is required"},
 		{"no epsilon", append(grant, "--dataset", "d", "--analyst", "a"), "--epsilon is required"},
 		{"negative epsilon", append(grant, "--dataset", "d", "--analyst", "a", "--epsilon", "-1"), "--epsilon -1"},
 		{"NaN epsilon", append(grant, "--dataset", "d", "--analyst", "a", "--epsilon", "NaN"), "--epsilon NaN"},
 		{"infinite epsilon", append(grant, "--dataset", "d", "--analyst", "a", "--epsilon", "+Inf"), "--epsilon +Inf"},
-		{"not a number", append(grant, "--dataset", "d", "--analyst", "a", "--epsilon", "lots"), `invalid argument "lots"`},
+		{"not a number", append(grant, "--dataset", "d", "--analyst", "a", "--epsilon", "lots"), `--epsilon "lots": want a number such as 0.5`},
 		{"delta one", append(grant, "--dataset", "d", "--analyst", "a", "--epsilon", "1", "--delta", "1"), "--delta 1"},
 		{"unknown rule", append(grant, "--dataset", "d", "--analyst", "a", "--epsilon", "1", "--rule", "renyi"), `unknown budget rule "renyi"`},
 		{"zcdp without delta", append(grant, "--dataset", "d", "--analyst", "a", "--epsilon", "1", "--rule", "zcdp"), "zCDP needs a delta"},

@@ -58,7 +58,11 @@ engine's full message, which may quote the data.`,
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintln(out, "ok")
-			fmt.Fprint(out, cat.Summary())
+			sum := cat.Summary()
+			if !strings.HasSuffix(sum, "\n") {
+				sum += "\n"
+			}
+			fmt.Fprint(out, sum)
 			return nil
 		},
 	}
@@ -150,7 +154,7 @@ func writeSkeleton(w io.Writer, table, src string, cols []engine.Column) error {
 # then run: dpstat catalog check THIS_FILE
 # Bounds and value lists are public declarations: choose them from knowledge
 # about the domain, never from the data itself.
-budget: {epsilon: 1, delta: 0}       # per analyst and table: choose yours
+budget: {epsilon: 10, delta: 1e-5}   # per analyst and table: about ten queries at the default epsilon of 1; choose yours
 tables:
   %s:
     source: %s
@@ -159,7 +163,8 @@ tables:
     # max_rows_per_group: 1           # with a privacy_unit: rows one person may contribute per group
     columns:
 `, src, table, yamlString(src))
-	for _, c := range cols {
+	names := columnNames(cols)
+	for i, c := range cols {
 		typ := map[engine.Type]string{engine.Integer: "int", engine.Double: "float", engine.Text: "text", engine.Boolean: "bool"}[c.Type]
 		hint := ""
 		switch c.Type {
@@ -168,19 +173,67 @@ tables:
 		case engine.Text:
 			hint = "  # add values: [...] (a public list) to allow GROUP BY"
 		}
-		fmt.Fprintf(&b, "      %s: {type: %s}%s\n", yamlKey(c.Name), typ, hint)
+		from := ""
+		if names[i] != c.Name {
+			// The header is not a SQL name: the column gets one and
+			// reads the header through from:.
+			from = "from: " + yamlString(c.Name) + ", "
+		}
+		fmt.Fprintf(&b, "      %s: {%stype: %s}%s\n", names[i], from, typ, hint)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-func yamlKey(s string) string {
+// columnNames gives each column a name queries can use unquoted: the
+// header itself when it is one (letters, digits and underscores, not
+// starting with a digit), else the header in lower case with every other
+// character run made an underscore ("Hours per week" → hours_per_week);
+// names are made unique with a numeric suffix.
+func columnNames(cols []engine.Column) []string {
+	out := make([]string, len(cols))
+	seen := map[string]bool{}
+	for i, c := range cols {
+		name := c.Name
+		if !isSQLName(name) {
+			var b strings.Builder
+			under := false
+			for _, r := range strings.ToLower(name) {
+				if r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+					b.WriteRune(r)
+					under = false
+				} else if !under && b.Len() > 0 {
+					b.WriteByte('_')
+					under = true
+				}
+			}
+			name = strings.TrimSuffix(b.String(), "_")
+			if name == "" {
+				name = fmt.Sprintf("column_%d", i+1)
+			} else if name[0] >= '0' && name[0] <= '9' {
+				name = "c_" + name
+			}
+		}
+		base := name
+		for k := 2; seen[strings.ToLower(name)]; k++ {
+			name = fmt.Sprintf("%s_%d", base, k)
+		}
+		seen[strings.ToLower(name)] = true
+		out[i] = name
+	}
+	return out
+}
+
+func isSQLName(s string) bool {
+	if s == "" {
+		return false
+	}
 	for i, r := range s {
-		if !(r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) && i > 0) {
-			return yamlString(s)
+		if !(r == '_' || r < 128 && unicode.IsLetter(r) || unicode.IsDigit(r) && i > 0) {
+			return false
 		}
 	}
-	return s
+	return true
 }
 
 func yamlString(s string) string {

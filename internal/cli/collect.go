@@ -26,6 +26,7 @@ type collectOptions struct {
 	maxBatch  int
 	perAddr   int
 	maxIDs    int
+	demo      bool
 }
 
 func newCollectCmd() *cobra.Command {
@@ -38,11 +39,13 @@ fetch a survey's public parameters and post randomized reports, and anyone
 reads the estimates with intervals. Reports are committed to the store (fsync)
 before they are acknowledged.
 
-The curator's token: with --admin-token-file FILE, the token is read from FILE,
-or, if FILE does not exist, a new token is generated and written to it (mode
-0600). Without the flag, a token is generated at the first start and printed
-once on standard error; the store keeps only its SHA-256. To replace a lost
-token, restart with --admin-token-file.
+The curator's token is read from --admin-token-file FILE (default: the store's
+path with .token appended), or, if FILE does not exist, a new token is
+generated and written to it (mode 0600); the store keeps only its SHA-256. To
+replace a lost token, delete the file and restart.
+
+--demo creates a demo survey on the page (how people get to work, ε = 1) when
+the store has no survey yet.
 
 Endpoints:
   GET  /                            demo page (answer a survey, see the estimates)
@@ -65,7 +68,8 @@ Endpoints:
 	f := cmd.Flags()
 	f.StringVar(&o.store, "store", "", "collector store file, created if missing (required)")
 	f.StringVar(&o.addr, "http", "127.0.0.1:8090", "address to listen on")
-	f.StringVar(&o.tokenFile, "admin-token-file", "", "file holding the curator's token (created with a new token if missing)")
+	f.StringVar(&o.tokenFile, "admin-token-file", "", "file holding the curator's token, created with a new token if missing (default: the store's path with .token appended)")
+	f.BoolVar(&o.demo, "demo", false, "create a demo survey when the store has none")
 	f.Int64Var(&o.maxBody, "max-body", collector.DefaultMaxBody, "largest request body, in bytes")
 	f.IntVar(&o.maxBatch, "max-batch", collector.DefaultMaxBatch, "most reports in one request")
 	f.IntVar(&o.perAddr, "max-reports-per-addr", 0, "most reports one client address (IPv6: its /64) may post to one survey per hour (0: no quota; behind a proxy every client shares its address)")
@@ -73,49 +77,33 @@ Endpoints:
 	return cmd
 }
 
-// setupToken makes sure the store has a curator token and tells the
-// operator how to find it.
+// setupToken makes sure the store has a curator token, kept in file, and
+// tells the operator where it is.
 func setupToken(st *collector.Store, file string, stderr io.Writer) error {
-	if file != "" {
-		b, err := os.ReadFile(file)
-		switch {
-		case err == nil:
-			tok := strings.TrimSpace(string(b))
-			if err := st.SetAdminToken(tok); err != nil {
-				return fmt.Errorf("--admin-token-file %s: %w", file, err)
-			}
-			fmt.Fprintf(stderr, "curator token read from %s\n", file)
-			return nil
-		case errors.Is(err, os.ErrNotExist):
-			tok, err := collector.NewToken()
-			if err != nil {
-				return err
-			}
-			if err := os.WriteFile(file, []byte(tok+"\n"), 0o600); err != nil {
-				return fmt.Errorf("--admin-token-file %s: %w", file, err)
-			}
-			if err := st.SetAdminToken(tok); err != nil {
-				return err
-			}
-			fmt.Fprintf(stderr, "new curator token written to %s\n", file)
-			return nil
-		default:
+	b, err := os.ReadFile(file)
+	switch {
+	case err == nil:
+		tok := strings.TrimSpace(string(b))
+		if err := st.SetAdminToken(tok); err != nil {
 			return fmt.Errorf("--admin-token-file %s: %w", file, err)
 		}
-	}
-	if st.HasAdminToken() {
-		fmt.Fprintln(stderr, "curator token: as printed at the first start (restart with --admin-token-file to set a new one)")
+		fmt.Fprintf(stderr, "curator token read from %s\n", file)
+		return nil
+	case errors.Is(err, os.ErrNotExist):
+		tok, err := collector.NewToken()
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(file, []byte(tok+"\n"), 0o600); err != nil {
+			return fmt.Errorf("--admin-token-file %s: %w", file, err)
+		}
+		if err := st.SetAdminToken(tok); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "new curator token written to %s (readable only by you)\n", file)
 		return nil
 	}
-	tok, err := collector.NewToken()
-	if err != nil {
-		return err
-	}
-	if err := st.SetAdminToken(tok); err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "curator token (shown once; the store keeps only its hash): %s\n", tok)
-	return nil
+	return fmt.Errorf("--admin-token-file %s: %w", file, err)
 }
 
 func runCollect(ctx context.Context, stdout, stderr io.Writer, o collectOptions) error {
@@ -139,8 +127,24 @@ func runCollect(ctx context.Context, stdout, stderr io.Writer, o collectOptions)
 		return err
 	}
 	defer st.Close()
+	if o.tokenFile == "" {
+		o.tokenFile = o.store + ".token"
+	}
 	if err := setupToken(st, o.tokenFile, stderr); err != nil {
 		return err
+	}
+	if o.demo && len(st.Surveys()) == 0 {
+		sv, err := st.CreateSurvey(collector.SurveySpec{
+			ID:        "commute",
+			Question:  "How do you usually get to work or school?",
+			Domain:    collector.Domain{Values: []string{"car", "public transport", "bicycle", "on foot", "I work from home"}},
+			Mechanism: "auto",
+			Epsilon:   1,
+		})
+		if err != nil {
+			return fmt.Errorf("creating the demo survey: %w", err)
+		}
+		fmt.Fprintf(stderr, "demo survey %q created: %s\n", sv.ID, sv.Question)
 	}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {

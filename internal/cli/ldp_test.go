@@ -226,3 +226,43 @@ func TestCollectServesAndStopsCleanly(t *testing.T) {
 		t.Errorf("collect without --store: %d %q", code, errOut)
 	}
 }
+
+// TestCollectDemoAndDefaultTokenFile checks that without --admin-token-file
+// the curator's token is kept in a file beside the store (readable by its
+// owner only), and that --demo creates the demo survey the page offers.
+func TestCollectDemoAndDefaultTokenFile(t *testing.T) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, "c.db")
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- runCollect(ctx, io.Discard, &stderr, collectOptions{store: store, addr: addr, maxBody: 1 << 20, maxBatch: 100, demo: true})
+	}()
+	var body []byte
+	for i := 0; i < 500; i++ {
+		if res, err := http.Get("http://" + addr + "/api/surveys"); err == nil {
+			body, _ = io.ReadAll(res.Body)
+			res.Body.Close()
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(body), `"commute"`) {
+		t.Fatalf("surveys: %s", body)
+	}
+	st, err := os.Stat(store + ".token")
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("token file: %v %v", err, st)
+	}
+	tok, _ := os.ReadFile(store + ".token")
+	if !strings.Contains(stderr.String(), "new curator token written to "+store+".token") || len(tok) < 32 || strings.Contains(stderr.String(), strings.TrimSpace(string(tok))) {
+		t.Fatalf("stderr: %q", stderr.String())
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -14,10 +15,24 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine/duckdb"
 	"github.com/dpstat/dpstat/query"
 )
+
+// oneQuery checks that the query came as one argument: an unquoted query
+// arrives split at its spaces.
+func oneQuery(cmd *cobra.Command, args []string) error {
+	switch len(args) {
+	case 1:
+		return nil
+	case 0:
+		return fmt.Errorf("no query given: dpstat %s --catalog FILE \"SELECT COUNT(*) FROM t\"", cmd.Name())
+	}
+	return fmt.Errorf("the query arrived as %d arguments (%q, ...): quote it as one, e.g. dpstat %s --catalog FILE \"%s\"",
+		len(args), args[0], cmd.Name(), strings.Join(args, " "))
+}
 
 func newQueryCmd() *cobra.Command {
 	var (
@@ -52,7 +67,7 @@ key is the table name and the analyst); it is created from the catalog's
 budget on first use.`,
 		Example: `  dpstat query --catalog examples/catalog.yaml \
     "SELECT sex, COUNT(*), AVG(hours_per_week) FROM adult GROUP BY sex"`,
-		Args: cobra.ExactArgs(1),
+		Args: oneQuery,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if catalogPath == "" {
 				return fmt.Errorf("--catalog is required: give the data owner's catalog file")
@@ -95,6 +110,10 @@ budget on first use.`,
 				return err
 			}
 			res, err := svc.Run(ctx, prep)
+			var ex *accounting.ExceededError
+			if errors.As(err, &ex) {
+				return fmt.Errorf("%w. To spend more, the data owner raises the budget: dpstat budget grant --table TABLE --analyst %s --epsilon E (dpstat budget show --analyst %s lists the budgets)", err, analyst, analyst)
+			}
 			if err != nil {
 				return err
 			}
@@ -103,7 +122,12 @@ budget on first use.`,
 			case "json":
 				return writeQueryJSON(out, res)
 			case "csv":
-				return writeQueryCSV(out, res)
+				// The rows stay plain CSV; the cost goes to standard error.
+				if err := writeQueryCSV(out, res); err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.ErrOrStderr(), costLine(res))
+				return nil
 			}
 			return writeQueryTable(out, res)
 		},
@@ -157,7 +181,9 @@ type queryJSON struct {
 	Split      []query.Share   `json:"split"`
 	ReleaseID  uint64          `json:"release_id"`
 	Notes      []string        `json:"notes,omitempty"`
-	Ledger     *ledgerKeyJSON  `json:"ledger,omitempty"`
+	// Table is the table read and charged, as dpstat serve names it.
+	Table  string         `json:"table,omitempty"`
+	Ledger *ledgerKeyJSON `json:"ledger,omitempty"`
 	// Repeated is true when the stored answer of an identical earlier
 	// query was returned at no cost.
 	Repeated bool `json:"repeated,omitempty"`
@@ -184,7 +210,10 @@ type totalJSON struct {
 	Rule      string       `json:"rule"`
 }
 
+// ledgerKeyJSON is the budget charged: the table (the ledger's "dataset",
+// kept under both names) and the analyst.
 type ledgerKeyJSON struct {
+	Table   string `json:"table"`
 	Dataset string `json:"dataset"`
 	Analyst string `json:"analyst"`
 }
@@ -203,7 +232,8 @@ func writeQueryJSON(w io.Writer, r *query.Result) error {
 		Split:     r.Split,
 		ReleaseID: r.ReleaseID,
 		Notes:     r.Notes,
-		Ledger:    &ledgerKeyJSON{r.Budget.Dataset, r.Budget.Analyst},
+		Table:     r.Budget.Dataset,
+		Ledger:    &ledgerKeyJSON{r.Budget.Dataset, r.Budget.Dataset, r.Budget.Analyst},
 		Repeated:  r.Repeated,
 	}
 	if t := r.Budget.Total; t != nil {
@@ -302,9 +332,25 @@ func writeQueryTable(w io.Writer, r *query.Result) error {
 			isAgg[j] = false
 		}
 	}
+	// A column whose intervals are clearly not symmetric around the values
+	// (one side over 10% longer than the other, as a quantile's) shows each
+	// interval as [low, high]: a ± would misstate it.
+	lopsided := make([]bool, len(r.Columns))
+	for i, row := range r.Rows {
+		for j, v := range row {
+			if iv := r.CI[i][j]; iv != nil {
+				x, _ := toFloat(v)
+				below, above := x-iv.Low, iv.High-x
+				lopsided[j] = lopsided[j] || math.Abs(below-above) > 0.1*(math.Abs(below)+math.Abs(above))
+			}
+		}
+	}
 	for j, c := range r.Columns {
 		header = append(header, c)
-		if isAgg[j] {
+		switch {
+		case isAgg[j] && lopsided[j]:
+			header = append(header, "interval")
+		case isAgg[j]:
 			header = append(header, "±")
 		}
 	}
@@ -319,6 +365,11 @@ func writeQueryTable(w io.Writer, r *query.Result) error {
 			}
 			x, _ := toFloat(v)
 			half := math.Max(x-iv.Low, iv.High-x)
+			if lopsided[j] {
+				w := (iv.High - iv.Low) / 2
+				cells = append(cells, formatNoisy(v, w), "["+formatNoisy(iv.Low, w)+", "+formatNoisy(iv.High, w)+"]")
+				continue
+			}
 			cells = append(cells, formatNoisy(v, half), formatNoisy(half, half))
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
@@ -328,20 +379,32 @@ func writeQueryTable(w io.Writer, r *query.Result) error {
 	}
 	var split []string
 	for _, s := range r.Split {
-		split = append(split, fmt.Sprintf("%s ε=%g", s.Column, s.Epsilon))
+		split = append(split, fmt.Sprintf("%s ε=%s", s.Column, fmtNum(s.Epsilon)))
 	}
-	fmt.Fprintf(w, "± is the half-width of a %g%% interval; ε split: %s\n", r.Confidence*100, strings.Join(split, ", "))
+	what := "± is the half-width of a %g%% interval"
+	for _, l := range lopsided {
+		if l {
+			what = "± and [low, high] are %g%% intervals"
+			break
+		}
+	}
+	fmt.Fprintf(w, what+"; ε split: %s\n", r.Confidence*100, strings.Join(split, ", "))
 	if r.Repeated {
-		fmt.Fprintf(w, "%s (first answered at a cost of ε=%g δ=%g)\n", query.RepeatedNote, r.OriginalCost.Epsilon, r.OriginalCost.Delta)
+		fmt.Fprintf(w, "%s (first answered at a cost of ε=%s δ=%s)\n", query.RepeatedNote, fmtNum(r.OriginalCost.Epsilon), fmtNum(r.OriginalCost.Delta))
 	}
-	fmt.Fprintf(w, "cost ε=%g δ=%g; budget of %s on %s: spent ε=%g δ=%g, left ε=%g δ=%g\n",
-		r.Cost.Epsilon, r.Cost.Delta, r.Budget.Analyst, r.Budget.Dataset,
-		r.Budget.Spent.Epsilon, r.Budget.Spent.Delta, r.Budget.Remaining.Epsilon, r.Budget.Remaining.Delta)
+	fmt.Fprintln(w, costLine(r))
 	if t := r.Budget.Total; t != nil {
-		fmt.Fprintf(w, "total budget of %s, every analyst together: spent ε=%g δ=%g, left ε=%g δ=%g\n",
-			t.Dataset, t.Spent.Epsilon, t.Spent.Delta, t.Remaining.Epsilon, t.Remaining.Delta)
+		fmt.Fprintf(w, "total budget of %s, every analyst together: spent ε=%s δ=%s, left ε=%s δ=%s\n",
+			t.Dataset, fmtNum(t.Spent.Epsilon), fmtNum(t.Spent.Delta), fmtNum(t.Remaining.Epsilon), fmtNum(t.Remaining.Delta))
 	}
 	return nil
+}
+
+// costLine says what a query cost and what is left of the budget.
+func costLine(r *query.Result) string {
+	return fmt.Sprintf("cost ε=%s δ=%s; budget of %s on %s: spent ε=%s δ=%s, left ε=%s δ=%s",
+		fmtNum(r.Cost.Epsilon), fmtNum(r.Cost.Delta), r.Budget.Analyst, r.Budget.Dataset,
+		fmtNum(r.Budget.Spent.Epsilon), fmtNum(r.Budget.Spent.Delta), fmtNum(r.Budget.Remaining.Epsilon), fmtNum(r.Budget.Remaining.Delta))
 }
 
 func toFloat(v any) (float64, bool) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/ledger"
 )
 
@@ -27,7 +28,7 @@ func TestQueryCLITable(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	for _, want := range []string{"sex", "count", "±", "avg_hours_per_week", "Female", "Male",
-		"ε split: count ε=0.5, avg_hours_per_week ε=0.5", "cost ε=1 δ=0; budget of ana on adult: spent ε=1 δ=0, left ε=9 δ=1e-06"} {
+		"ε split: count ε=0.5, avg_hours_per_week ε=0.5", "cost ε=1 δ=0; budget of ana on adult: spent ε=1 δ=0, left ε=9 δ=1e-05"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -90,6 +91,21 @@ func TestQueryCLICSV(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 3 || lines[0] != "income,count,count_low,count_high" {
 		t.Errorf("csv = %q", out)
+	}
+	if !strings.Contains(errOut, "cost ε=1 δ=0; budget of") {
+		t.Errorf("the cost line is not on standard error: %q", errOut)
+	}
+}
+
+func TestFmtNum(t *testing.T) {
+	tests := []struct {
+		x    float64
+		want string
+	}{{4.1000000000000005, "4.1"}, {0.3333333330228925, "0.333333333"}, {1e-6, "1e-06"}, {10, "10"}, {0, "0"}}
+	for _, tc := range tests {
+		if got := fmtNum(tc.x); got != tc.want {
+			t.Errorf("fmtNum(%v) = %q, want %q", tc.x, got, tc.want)
+		}
 	}
 }
 
@@ -154,7 +170,7 @@ func TestCatalogCLI(t *testing.T) {
 	// init writes a skeleton without bounds, and the owner's completed
 	// skeleton passes check.
 	data := filepath.Join(dir, "my data.csv")
-	os.WriteFile(data, []byte("id,age,name,ok\n1,30,x,true\n2,40,y,false\n"), 0o644)
+	os.WriteFile(data, []byte("id,age,name,ok,Hours per week\n1,30,x,true,40\n2,40,y,false,38\n"), 0o644)
 	skel := filepath.Join(dir, "catalog.yaml")
 	_, errOut, code = runQueryCLI("catalog", "init", "-o", skel, data)
 	if code != 0 {
@@ -162,7 +178,8 @@ func TestCatalogCLI(t *testing.T) {
 	}
 	b, _ := os.ReadFile(skel)
 	s := string(b)
-	for _, want := range []string{"my_data:", `source: "my data.csv"`, "id: {type: int}", "age: {type: int}", "name: {type: text}", "ok: {type: bool}"} {
+	for _, want := range []string{"my_data:", `source: "my data.csv"`, "id: {type: int}", "age: {type: int}", "name: {type: text}", "ok: {type: bool}",
+		`hours_per_week: {from: "Hours per week", type: int}`, "budget: {epsilon: 10, delta: 1e-5}"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("skeleton lacks %q:\n%s", want, s)
 		}
@@ -176,6 +193,35 @@ func TestCatalogCLI(t *testing.T) {
 	}
 	if _, errOut, code = runQueryCLI("catalog", "init", "-o", skel, data); code == 0 || !strings.Contains(errOut, "does not overwrite") {
 		t.Errorf("init overwrote: %s", errOut)
+	}
+	// The column read through from: answers under its declared name.
+	os.WriteFile(skel, []byte(strings.Replace(s, `type: int}`, `type: int, lower: 0, upper: 99}`, -1)), 0o644)
+	out, errOut, code = runQueryCLI("query", "--catalog", skel, "--ledger", filepath.Join(dir, "l.db"), "--epsilon", "1",
+		"SELECT COUNT(*), SUM(hours_per_week) FROM my_data")
+	if code != 0 || !strings.Contains(out, "sum_hours_per_week") {
+		t.Errorf("query through from: exit %d, %s %s", code, out, errOut)
+	}
+}
+
+func TestColumnNames(t *testing.T) {
+	tests := []struct {
+		headers, want []string
+	}{
+		{[]string{"age", "Sex"}, []string{"age", "Sex"}},
+		{[]string{"Hours per week", "Capital-gain ($)"}, []string{"hours_per_week", "capital_gain"}},
+		{[]string{"2nd job", "%", "é"}, []string{"c_2nd_job", "column_2", "column_3"}},
+		{[]string{"a b", "a_b", "A-B"}, []string{"a_b", "a_b_2", "a_b_3"}},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.headers, ","), func(t *testing.T) {
+			cols := make([]engine.Column, len(tc.headers))
+			for i, h := range tc.headers {
+				cols[i] = engine.Column{Name: h}
+			}
+			if got := columnNames(cols); strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Fatalf("columnNames(%q) = %q, want %q", tc.headers, got, tc.want)
+			}
+		})
 	}
 }
 
@@ -207,5 +253,46 @@ func TestQueryCLIPreview(t *testing.T) {
 				t.Errorf("a preview opened the ledger (%v)", err)
 			}
 		})
+	}
+}
+
+// TestArgumentMessages checks that malformed flags and arguments are
+// explained with the value given and what is accepted, not the parser's
+// words.
+func TestArgumentMessages(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"epsilon not a number", []string{"query", "--catalog", exampleCatalog, "--epsilon", "abc", "SELECT COUNT(*) FROM adult"}, `--epsilon "abc": want a number such as 0.5`},
+		{"duration", []string{"serve", "--catalog", exampleCatalog, "--query-timeout", "3"}, `--query-timeout "3": want a duration such as 30s or 2m`},
+		{"whole number", []string{"serve", "--catalog", exampleCatalog, "--max-conns", "1.5"}, `--max-conns "1.5": want a whole number such as 10`},
+		{"unknown flag", []string{"query", "--catalog", exampleCatalog, "--epsilom", "1", "SELECT COUNT(*) FROM adult"}, "unknown flag: --epsilom; dpstat query --help lists the flags"},
+		{"unquoted query", []string{"query", "--catalog", exampleCatalog, "SELECT", "sex,", "COUNT(*)", "FROM", "adult"}, `the query arrived as 5 arguments ("SELECT", ...): quote it as one, e.g. dpstat query --catalog FILE "SELECT sex, COUNT(*) FROM adult"`},
+		{"no query", []string{"query", "--catalog", exampleCatalog}, "no query given"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, errOut, code := runQueryCLI(tc.args...)
+			if code == 0 || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "strconv") {
+				t.Fatalf("exit %d, stderr %q\nwant one containing %q", code, errOut, tc.want)
+			}
+		})
+	}
+}
+
+// TestQueryCLIQuantileInterval checks that a column whose intervals are not
+// symmetric (a quantile's) is shown as [low, high], not as a ±.
+func TestQueryCLIQuantileInterval(t *testing.T) {
+	led := filepath.Join(t.TempDir(), "l.db")
+	out, errOut, code := runQueryCLI("query", "--catalog", exampleCatalog, "--ledger", led,
+		"SELECT sex, MEDIAN(age) AS m, COUNT(*) AS n FROM adult GROUP BY sex")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	header := strings.Fields(strings.SplitN(out, "\n", 2)[0])
+	if strings.Join(header, " ") != "sex m interval n ±" || !strings.Contains(out, "[") {
+		t.Fatalf("table:\n%s", out)
 	}
 }

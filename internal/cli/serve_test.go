@@ -66,9 +66,21 @@ func TestAnalystCommands(t *testing.T) {
 			}
 		})
 	}
-	out, _, _ := runServeCLI(t, "analyst", "list", "--json", "--ledger", l)
+	out, _, _ := runServeCLI(t, "analyst", "add", "dave", "--json", "--table", "adult", "--epsilon", "1.5", "--ledger", l)
+	var added struct {
+		Name, Role, Token string
+		Grants            []struct {
+			Table   string
+			Epsilon float64
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &added); err != nil || added.Name != "dave" || !strings.HasPrefix(added.Token, "dps_") ||
+		len(added.Grants) != 1 || added.Grants[0].Table != "adult" || added.Grants[0].Epsilon != 1.5 {
+		t.Fatalf("add --json: %v\n%s", err, out)
+	}
+	out, _, _ = runServeCLI(t, "analyst", "list", "--json", "--ledger", l)
 	var rows []map[string]any
-	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) != 2 {
+	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) != 3 {
 		t.Fatalf("list --json: %v\n%s", err, out)
 	}
 	if strings.Contains(out, "token") {

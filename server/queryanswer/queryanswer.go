@@ -93,7 +93,8 @@ func classify(err error) error {
 	var ee *query.EngineError
 	switch {
 	case errors.As(err, &ex):
-		return &server.Error{Kind: server.KindBudgetExceeded, Message: err.Error(), Err: err}
+		return &server.Error{Kind: server.KindBudgetExceeded, Err: err,
+			Message: err.Error() + ". To spend more, an admin raises the grant (the dashboard's admin view, POST /v1/admin/grants, or dpstat analyst grant NAME --table TABLE --epsilon E while the server is stopped)"}
 	case errors.As(err, &re):
 		kind := server.KindRefused
 		switch {
@@ -212,8 +213,9 @@ func splitNotes(split []query.Share) []string {
 // the groups (from the public value lists), the cost, the budget before the
 // charge, and for each noisy value the interval half-width as [-h, h]. The
 // half-widths of COUNT and SUM do not depend on the data; an AVG's depends
-// on the noisy count and is shown as its declared range around zero. Nothing
-// is charged.
+// on the noisy count and a quantile's on the values, so theirs are the
+// widest the declared range allows, and the response names those columns
+// (DataDependent) and says so in a note. Nothing is charged.
 func (a *Answerer) preview(p *query.Prepared, st ledger.Status) (*server.Response, error) {
 	q := p.Plan.Query
 	resp := &server.Response{
@@ -278,5 +280,17 @@ func (a *Answerer) preview(p *query.Prepared, st ledger.Status) (*server.Respons
 	// case no group can be listed before the run.
 	resp.Notes = append(resp.Notes, "groups: "+p.Explain().Keys)
 	resp.Notes = append(resp.Notes, "dry run: nothing was read or charged; intervals are shown as ± half-widths around zero")
+	for i, o := range q.Outputs {
+		if o.Agg == nil {
+			continue
+		}
+		switch o.Agg.Func {
+		case query.CountStar, query.Count, query.CountDistinct, query.Sum:
+			continue
+		}
+		resp.DataDependent = append(resp.DataDependent, o.Name)
+		h := half[aggCol[i]]
+		resp.Notes = append(resp.Notes, fmt.Sprintf("%s (%s): its interval depends on the data (the group's size, or its values for a quantile), unknown before the run; ±%s is the widest the declared bounds allow, and the answer's interval is usually far narrower", o.Name, o.Agg.Func, strconv.FormatFloat(h, 'g', 4, 64)))
+	}
 	return resp, nil
 }

@@ -322,3 +322,39 @@ func TestDryRunExplainsKeySelection(t *testing.T) {
 		t.Errorf("a dry run charged: %d releases", n)
 	}
 }
+
+// TestDryRunNamesDataDependentWidths checks that a preview says which
+// columns' half-widths are only the widest the bounds allow (averages,
+// quantiles) and which are what the answer will have (counts, sums).
+func TestDryRunNamesDataDependentWidths(t *testing.T) {
+	s := start(t, filepath.Join(t.TempDir(), "ledger.db"))
+	_, tok, err := s.reg.Add("alice", analyst.RoleAnalyst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ledger.Grant(ledger.Key{Dataset: "adult", Analyst: "alice"}, accounting.EpsDelta{Epsilon: 1}, accounting.Basic); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		sql, want string
+	}{
+		{"SELECT sex, COUNT(*) AS n, SUM(age) AS s FROM adult GROUP BY sex", "null"},
+		{"SELECT sex, COUNT(*) AS n, AVG(age) AS a, MEDIAN(age) AS m FROM adult GROUP BY sex", `["a","m"]`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.sql, func(t *testing.T) {
+			code, m := s.post(t, tok, `{"sql":"`+tc.sql+`","epsilon":0.5,"dry_run":true}`)
+			if code != 200 {
+				t.Fatalf("dry run: %d %v", code, m)
+			}
+			got, _ := json.Marshal(m["data_dependent"])
+			notes, _ := json.Marshal(m["notes"])
+			if string(got) != tc.want {
+				t.Fatalf("data_dependent = %s, want %s (notes %s)", got, tc.want, notes)
+			}
+			if tc.want != "null" && !strings.Contains(string(notes), "the widest the declared bounds allow") {
+				t.Fatalf("notes do not say so: %s", notes)
+			}
+		})
+	}
+}

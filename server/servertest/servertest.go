@@ -59,7 +59,8 @@ func (a *Answerer) Tables(analyst string) []server.TableInfo {
 }
 
 // Answer answers "SELECT sex, COUNT(*) ... FROM table" with two fixed rows,
-// charging Epsilon (default 1) and Delta to (table, analyst).
+// charging Epsilon (default 1) and Delta to (table, analyst). A query that
+// mentions AVG( gets a third column, avg, with fixed averages.
 func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Response, error) {
 	sql := strings.TrimSpace(req.SQL)
 	sql = strings.TrimSuffix(sql, ";")
@@ -103,10 +104,20 @@ func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Resp
 		Table:   table,
 		Cost:    server.Pair{Epsilon: eps, Delta: req.Delta},
 	}
+	withAvg := strings.Contains(low, "avg(")
+	if withAvg {
+		resp.Columns = append(resp.Columns, "avg")
+	}
 	if req.DryRun {
 		resp.DryRun = true
 		resp.Rows = [][]any{{"Female", nil}, {"Male", nil}}
 		resp.CI = [][]*[2]float64{{nil, {-3 / eps, 3 / eps}}, {nil, {-3 / eps, 3 / eps}}}
+		if withAvg {
+			for i := range resp.Rows {
+				resp.Rows[i] = append(resp.Rows[i], nil)
+				resp.CI[i] = append(resp.CI[i], &[2]float64{-0.5 / eps, 0.5 / eps})
+			}
+		}
 		st, err := a.Ledger.Status(key)
 		if err != nil {
 			return nil, err
@@ -125,6 +136,12 @@ func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Resp
 	}
 	resp.Rows = [][]any{{"Female", 10771.0}, {"Male", 21790.0}}
 	resp.CI = [][]*[2]float64{{nil, {10771 - 3/eps, 10771 + 3/eps}}, {nil, {21790 - 3/eps, 21790 + 3/eps}}}
+	if withAvg {
+		for i, v := range []float64{36.8, 39.4} {
+			resp.Rows[i] = append(resp.Rows[i], v)
+			resp.CI[i] = append(resp.CI[i], &[2]float64{v - 0.5/eps, v + 0.5/eps})
+		}
+	}
 	resp.Budget = server.BudgetLeft{Spent: server.Pair{Epsilon: rc.Spent.Epsilon, Delta: rc.Spent.Delta},
 		Remaining: server.Pair{Epsilon: rc.Remaining.Epsilon, Delta: rc.Remaining.Delta}, Total: server.TotalInfoOf(rc.Total)}
 	return resp, nil

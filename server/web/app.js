@@ -183,7 +183,12 @@
     try {
       const r = await api('POST', '/v1/query', body);
       const widths = [];
-      (r.ci[0] || []).forEach((ci, j) => { if (ci) widths.push(r.columns[j] + ' ±' + fmt(ci[1])); });
+      const dependent = r.data_dependent || [];
+      (r.ci[0] || []).forEach((ci, j) => {
+        if (!ci) return;
+        const name = r.columns[j];
+        widths.push(dependent.includes(name) ? name + ' at most ±' + fmt(ci[1]) + ' (depends on the data; usually far narrower)' : name + ' ±' + fmt(ci[1]));
+      });
       $('preview-box').textContent = 'This query costs ε = ' + fmt(r.cost.epsilon) + ', δ = ' + fmt(r.cost.delta) +
         ' on ' + r.table + ' (remaining now ε = ' + fmt(r.budget.remaining.epsilon) + ', after ε = ' +
         fmt(Math.max(0, r.budget.remaining.epsilon - r.cost.epsilon)) + '). Expected ' +
@@ -230,20 +235,26 @@
     $('notes').replaceChildren(...(r.notes || []).map((n) => el('li', {}, n)));
   }
 
-  // drawChart draws the first noisy column as bars with error bars.
+  // drawChart draws each noisy column as its own bar chart with error
+  // bars (each on its own scale: a count and an average do not share one).
   function drawChart(r) {
     const box = $('chart');
     box.replaceChildren();
-    let col = -1;
-    for (let j = 0; j < r.columns.length && col < 0; j++) {
-      if (r.ci.some((row) => row[j])) col = j;
-    }
-    if (col < 0 || !r.rows.length) return;
-    const keys = r.columns.map((_, j) => j).filter((j) => !r.ci.some((row) => row[j]));
-    const data = r.rows.map((row, i) => ({
-      label: keys.map((j) => String(row[j])).join(' / ') || r.columns[col],
-      v: Number(row[col]), lo: r.ci[i][col][0], hi: r.ci[i][col][1],
-    }));
+    if (!r.rows.length) return;
+    const noisy = r.columns.map((_, j) => j).filter((j) => r.ci.some((row) => row[j]));
+    const keys = r.columns.map((_, j) => j).filter((j) => !noisy.includes(j));
+    for (const col of noisy) box.append(chartOf(r, col, keys));
+  }
+
+  // chartOf is the SVG bar chart of column col, labelled by the key columns.
+  function chartOf(r, col, keys) {
+    const data = r.rows.filter((_, i) => r.ci[i] && r.ci[i][col]).map((row) => {
+      const i = r.rows.indexOf(row);
+      return {
+        label: keys.map((j) => String(row[j])).join(' / ') || r.columns[col],
+        v: Number(row[col]), lo: r.ci[i][col][0], hi: r.ci[i][col][1],
+      };
+    });
     const NS = 'http://www.w3.org/2000/svg';
     const W = 520, H = 300, ml = 60, mr = 10, mt = 24, mb = 60;
     const lo0 = Math.min(0, ...data.map((d) => d.lo)), hi0 = Math.max(0, ...data.map((d) => d.hi));
@@ -280,7 +291,7 @@
       const lbl = d.label.length > 14 ? d.label.slice(0, 13) + '…' : d.label;
       add('text', { x: cx, y: H - mb + 16, 'text-anchor': 'middle', transform: data.length > 6 ? 'rotate(30 ' + cx + ' ' + (H - mb + 16) + ')' : '' }, lbl);
     });
-    box.append(svg);
+    return svg;
   }
 
   // ---- admin ----

@@ -1,0 +1,112 @@
+package catalog
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// The keys each level of a catalog accepts.
+var (
+	catalogKeys = []string{"budget", "tables"}
+	budgetKeys  = []string{"epsilon", "delta"}
+	tableKeys   = []string{"source", "privacy_unit", "max_groups_per_unit", "max_rows_per_group", "group_size", "columns"}
+	columnKeys  = []string{"type", "lower", "upper", "values", "nullable", "from"}
+)
+
+// unknownKeys lists every key of the catalog document that no level
+// accepts, with its line, where it is, what is accepted and the accepted key
+// it most resembles.
+func unknownKeys(doc *yaml.Node) []error {
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return nil
+	}
+	var errs []error
+	check := func(m *yaml.Node, where string, accepted []string) {
+		if m == nil || m.Kind != yaml.MappingNode {
+			return
+		}
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			k := m.Content[i]
+			if contains(accepted, k.Value) {
+				continue
+			}
+			msg := fmt.Sprintf("line %d: %sunknown key %q; accepted: %s", k.Line, where, k.Value, strings.Join(accepted, ", "))
+			if near := nearestKey(k.Value, accepted); near != "" {
+				msg += fmt.Sprintf(" (did you mean %s?)", near)
+			}
+			errs = append(errs, fmt.Errorf("%s", msg))
+		}
+	}
+	root := doc.Content[0]
+	check(root, "", catalogKeys)
+	check(mappingValue(root, "budget"), "budget: ", budgetKeys)
+	tables := mappingValue(root, "tables")
+	if tables != nil && tables.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(tables.Content); i += 2 {
+			name, t := tables.Content[i].Value, tables.Content[i+1]
+			check(t, "table "+name+": ", tableKeys)
+			cols := mappingValue(t, "columns")
+			if cols == nil || cols.Kind != yaml.MappingNode {
+				continue
+			}
+			for j := 0; j+1 < len(cols.Content); j += 2 {
+				check(cols.Content[j+1], "table "+name+": column "+cols.Content[j].Value+": ", columnKeys)
+			}
+		}
+	}
+	return errs
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// nearestKey returns the accepted key within two edits of key (the
+// closest), or "".
+func nearestKey(key string, accepted []string) string {
+	type cand struct {
+		key  string
+		dist int
+	}
+	var cs []cand
+	for _, a := range accepted {
+		if d := editDistance(strings.ToLower(key), a); d <= 2 {
+			cs = append(cs, cand{a, d})
+		}
+	}
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].dist < cs[j].dist })
+	if len(cs) == 0 {
+		return ""
+	}
+	return cs[0].key
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
