@@ -2,19 +2,35 @@ package catalog
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 )
 
-// The keys each level of a catalog accepts.
+// The keys each level of a catalog accepts, read from the yaml tags of the
+// types the catalog is decoded into, so that a new key cannot be forgotten
+// here.
 var (
-	catalogKeys = []string{"budget", "tables"}
-	budgetKeys  = []string{"epsilon", "delta"}
-	tableKeys   = []string{"source", "privacy_unit", "max_groups_per_unit", "max_rows_per_group", "group_size", "columns"}
-	columnKeys  = []string{"type", "lower", "upper", "values", "nullable", "from"}
+	catalogKeys = yamlKeys(rawCatalog{})
+	budgetKeys  = yamlKeys(rawBudget{})
+	tableKeys   = yamlKeys(rawTable{})
+	columnKeys  = yamlKeys(rawColumn{})
 )
+
+// yamlKeys lists the yaml keys of a struct's fields.
+func yamlKeys(v any) []string {
+	t := reflect.TypeOf(v)
+	var out []string
+	for i := range t.NumField() {
+		tag := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]
+		if tag != "" && tag != "-" {
+			out = append(out, tag)
+		}
+	}
+	return out
+}
 
 // unknownKeys lists every key of the catalog document that no level
 // accepts, with its line, where it is, what is accepted and the accepted key
@@ -43,11 +59,14 @@ func unknownKeys(doc *yaml.Node) []error {
 	root := doc.Content[0]
 	check(root, "", catalogKeys)
 	check(mappingValue(root, "budget"), "budget: ", budgetKeys)
+	check(mappingValue(root, "total_budget"), "total_budget: ", budgetKeys)
 	tables := mappingValue(root, "tables")
 	if tables != nil && tables.Kind == yaml.MappingNode {
 		for i := 0; i+1 < len(tables.Content); i += 2 {
 			name, t := tables.Content[i].Value, tables.Content[i+1]
 			check(t, "table "+name+": ", tableKeys)
+			check(mappingValue(t, "budget"), "table "+name+": budget: ", budgetKeys)
+			check(mappingValue(t, "total_budget"), "table "+name+": total_budget: ", budgetKeys)
 			cols := mappingValue(t, "columns")
 			if cols == nil || cols.Kind != yaml.MappingNode {
 				continue

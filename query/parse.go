@@ -687,6 +687,11 @@ func (p *parser) aexpr(a *pg.A_Expr, having bool) (Expr, error) {
 		if err := p.comparable(l, r); err != nil {
 			return nil, err
 		}
+		if norm == "=" && !having {
+			if err := p.inPublicList(l, r); err != nil {
+				return nil, err
+			}
+		}
 		return Compare{Op: norm, Left: l, Right: r}, nil
 	case pg.A_Expr_Kind_AEXPR_IN:
 		arg, err := p.operand(a.Lexpr, having)
@@ -708,6 +713,11 @@ func (p *parser) aexpr(a *pg.A_Expr, having bool) (Expr, error) {
 			}
 			if err := p.comparable(arg, v); err != nil {
 				return nil, err
+			}
+			if !in.Negate && !having {
+				if err := p.inPublicList(arg, v); err != nil {
+					return nil, err
+				}
 			}
 			in.Values = append(in.Values, v)
 		}
@@ -1027,4 +1037,86 @@ func containsAggregate(n *pg.Node) bool {
 		}
 	}
 	return false
+}
+
+// inPublicList refuses col = 'x' (or col IN (…, 'x', …)) where the text
+// column has a public value list without x but with a value x nearly
+// spells: the comparison can match no row, and is almost always a
+// misspelling (sex = 'female' against Female, Male). The list is public,
+// so the refusal is free and says nothing of the data; it names the
+// closest listed value.
+func (p *parser) inPublicList(a, b Operand) error {
+	if a.Kind != ColumnRef {
+		a, b = b, a
+	}
+	if a.Kind != ColumnRef || b.Kind != Literal {
+		return nil
+	}
+	col := p.table.Column(a.Column)
+	s, ok := b.Value.(string)
+	if col == nil || col.Type != catalog.Text || col.Values == nil || !ok {
+		return nil
+	}
+	best, bestDist := "", -1
+	for _, v := range col.Values {
+		w, _ := v.(string)
+		if w == s {
+			return nil
+		}
+		d := editDistance(strings.ToLower(s), strings.ToLower(w))
+		if bestDist < 0 || d < bestDist {
+			best, bestDist = w, d
+		}
+	}
+	// Only a near miss is refused: the same letters in another case, or a
+	// few letters off. A literal like no listed value is answered (its
+	// rows are simply none).
+	if !strings.EqualFold(s, best) && bestDist > max(1, len([]rune(s))/4) {
+		return nil
+	}
+	return refuse("%s = '%s' can match no row: '%s' is not in the public value list of %s (%s); did you mean '%s'?",
+		col.Name, s, s, col.Name, formatList(col.Values, 8), best)
+}
+
+// formatList spells at most n values of a list.
+func formatList(vs []any, n int) string {
+	parts := make([]string, 0, n+1)
+	for i, v := range vs {
+		if i == n {
+			parts = append(parts, fmt.Sprintf("… %d more", len(vs)-n))
+			break
+		}
+		parts = append(parts, fmt.Sprint(v))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// editDistance is the Levenshtein distance between two strings, by runes.
+// Both are bounded by the SQL text and the catalog, so the quadratic cost
+// is bounded before it starts.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	if len(ra) > 256 || len(rb) > 256 {
+		if a == b {
+			return 0
+		}
+		return max(len(ra), len(rb))
+	}
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
 }

@@ -67,6 +67,8 @@ func TestRefusals(t *testing.T) {
 		{"expression beyond 2^53", "SELECT SUM(age * 100000000000000) FROM people", "beyond ±2^53", nil},
 		{"text in arithmetic", "SELECT SUM(city) FROM people", "int or float", nil},
 		{"nested aggregates", "SELECT SUM(COUNT(*)) FROM people", "cannot be nested", nil},
+		{"literal outside a public list", "SELECT COUNT(*) FROM people WHERE city = 'a'", "did you mean 'A'", nil},
+		{"literal outside a public list in IN", "SELECT COUNT(*) FROM people WHERE city IN ('A', 'b')", "not in the public value list of city", nil},
 		{"arithmetic over an aggregate", "SELECT SUM(age) * 2 FROM people", "expressions over released aggregates", nil},
 		{"function of an aggregate", "SELECT ROUND(AVG(age), 1) FROM people", "expressions over released aggregates", nil},
 		{"aggregate in where", "SELECT COUNT(*) FROM people WHERE COUNT(*) > 1", "aggregates are not allowed in WHERE", nil},
