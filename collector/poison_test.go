@@ -74,7 +74,7 @@ func TestEnrolment(t *testing.T) {
 	}
 	for _, s := range steps {
 		code, out := do(t, h, "POST", s.path, s.auth, s.body)
-		if code != s.code || (s.errCode != "" && out["code"] != s.errCode) {
+		if code != s.code || (s.errCode != "" && errorCode(out) != s.errCode) {
 			t.Fatalf("%s: %d %v, want %d %s", s.name, code, out, s.code, s.errCode)
 		}
 	}
@@ -171,7 +171,7 @@ func TestMaxIDs(t *testing.T) {
 		{batchOf("c", 10), 200, ""},
 		{batchOf("d", 1), 503, "collector_full"},
 	} {
-		if code, out := do(t, h, "POST", "/api/surveys/s/reports", "", s.body); code != s.code || (s.errCode != "" && out["code"] != s.errCode) {
+		if code, out := do(t, h, "POST", "/api/surveys/s/reports", "", s.body); code != s.code || (s.errCode != "" && errorCode(out) != s.errCode) {
 			t.Fatalf("%d reports: %d %v", strings.Count(s.body, `"id"`), code, out)
 		}
 	}
@@ -186,4 +186,10 @@ func TestMaxIDs(t *testing.T) {
 	if _, err := Open(filepath.Join(t.TempDir(), "x.db"), StoreOptions{MaxIDs: -1}); err == nil || !strings.Contains(err.Error(), "MaxIDs = -1") {
 		t.Fatalf("negative MaxIDs: %v", err)
 	}
+}
+
+// errorCode reads the code of an error answer, {"error": {"code": …}}.
+func errorCode(out map[string]any) any {
+	e, _ := out["error"].(map[string]any)
+	return e["code"]
 }

@@ -39,7 +39,7 @@ func TestBudgetTotalGrantShow(t *testing.T) {
 	}{
 		{[]string{"--dataset", "census", "--total", "--analyst", "bob", "--epsilon", "1"}, `--total with --analyst "bob"`},
 		{[]string{"--dataset", "census", "--epsilon", "1"}, "--analyst is required (or --total"},
-		{[]string{"--total", "--epsilon", "1"}, "--dataset is required"},
+		{[]string{"--total", "--epsilon", "1"}, "--table is required"},
 		{[]string{"--dataset", "census", "--total", "--epsilon", "0.125"}, "below what is already spent"},
 	} {
 		_, errOut, code := runBudgetCLI(append([]string{"budget", "grant", "--ledger", path}, bad.args...)...)
