@@ -97,7 +97,7 @@ func nearestKey(key string, accepted []string) string {
 	}
 	var cs []cand
 	for _, a := range accepted {
-		if d := editDistance(strings.ToLower(key), a); d <= 2 {
+		if d := EditDistance(strings.ToLower(key), a); d <= 2 {
 			cs = append(cs, cand{a, d})
 		}
 	}
@@ -108,8 +108,11 @@ func nearestKey(key string, accepted []string) string {
 	return cs[0].key
 }
 
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
+// EditDistance is the Levenshtein distance between a and b, counted in
+// runes: the number of single-rune insertions, deletions and substitutions
+// that turn one into the other. It takes time proportional to the product
+// of the lengths; callers compare names and short values.
+func EditDistance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
 	prev := make([]int, len(rb)+1)
 	cur := make([]int, len(rb)+1)

@@ -1063,7 +1063,16 @@ func (p *parser) inPublicList(a, b Operand) error {
 		if w == s {
 			return nil
 		}
-		d := editDistance(strings.ToLower(s), strings.ToLower(w))
+		if len(s) > 256 || len(w) > 256 {
+			// Too long to be a misspelling worth the distance's cost.
+			if strings.EqualFold(s, w) {
+				best, bestDist = w, 0
+			}
+			continue
+		}
+		// Both strings are bounded: the SQL text's length and the
+		// catalog's values.
+		d := catalog.EditDistance(strings.ToLower(s), strings.ToLower(w))
 		if bestDist < 0 || d < bestDist {
 			best, bestDist = w, d
 		}
@@ -1091,32 +1100,3 @@ func formatList(vs []any, n int) string {
 	return strings.Join(parts, ", ")
 }
 
-// editDistance is the Levenshtein distance between two strings, by runes.
-// Both are bounded by the SQL text and the catalog, so the quadratic cost
-// is bounded before it starts.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	if len(ra) > 256 || len(rb) > 256 {
-		if a == b {
-			return 0
-		}
-		return max(len(ra), len(rb))
-	}
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
-}

@@ -70,13 +70,22 @@ func (p *Plan) planQuantile(ap *AggregatePlan, share float64) {
 }
 
 // quantileScores returns the utility of every candidate for quantile q
-// given a group's bin counts.
+// given a group's bin counts: −|rank − q·n|.
 func quantileScores(counts []int64, bins int, q float64) []float64 {
+	return rankScores(counts, bins, false, func(n int64) float64 { return q * float64(n) })
+}
+
+// rankScores returns −|rank(c) − target(n)| for every candidate c, n the
+// group's number of values and rank(c) = #{x < c} + #{x = c}/2, counted
+// from the top (#{x > c} + #{x = c}/2) when fromTop is set. One row moves
+// every rank, and so every utility, by at most 1 (for a target q·n, by at
+// most max(q, 1 − q)).
+func rankScores(counts []int64, bins int, fromTop bool, target func(n int64) float64) []float64 {
 	var n int64
 	for _, c := range counts {
 		n += c
 	}
-	target := q * float64(n)
+	t := target(n)
 	scores := make([]float64, bins+1)
 	var below int64
 	for i := 0; i <= bins; i++ {
@@ -85,7 +94,10 @@ func quantileScores(counts []int64, bins int, q float64) []float64 {
 			c = counts[i]
 		}
 		rank := float64(below) + float64(c)/2
-		scores[i] = -math.Abs(rank - target)
+		if fromTop {
+			rank = float64(n-below-c) + float64(c)/2
+		}
+		scores[i] = -math.Abs(rank - t)
 		below += c
 	}
 	return scores
@@ -117,25 +129,7 @@ func (n *Noise) extremeRank(a AggregatePlan, h Histogram) float64 {
 // rank counted from the top). Like quantileScores, one row moves every
 // utility by at most 1.
 func extremeScores(counts []int64, bins int, extreme int, r float64) []float64 {
-	var n int64
-	for _, c := range counts {
-		n += c
-	}
-	scores := make([]float64, bins+1)
-	var below int64
-	for i := 0; i <= bins; i++ {
-		var c int64
-		if i < len(counts) {
-			c = counts[i]
-		}
-		rank := float64(below) + float64(c)/2
-		if extreme > 0 {
-			rank = float64(n-below-c) + float64(c)/2
-		}
-		scores[i] = -math.Abs(rank - r)
-		below += c
-	}
-	return scores
+	return rankScores(counts, bins, extreme > 0, func(int64) float64 { return r })
 }
 
 // HistogramSQL generates the engine statement computing histogram h per
