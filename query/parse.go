@@ -1099,4 +1099,3 @@ func formatList(vs []any, n int) string {
 	}
 	return strings.Join(parts, ", ")
 }
-
