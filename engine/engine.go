@@ -6,7 +6,10 @@
 // file becomes a table, whether QUALIFY exists, the wide integer type for
 // exact sums) lives in a Dialect, so the planner writes one engine-neutral
 // plan and asks the dialect how to spell it. Implementations live in
-// sub-packages named after the engine (engine/duckdb).
+// sub-packages named after the engine (engine/duckdb, engine/postgres),
+// which register themselves (Register) so that a catalog's `engine:`
+// section chooses one (Open) and nothing above this package imports a
+// concrete engine.
 package engine
 
 import (
@@ -61,6 +64,47 @@ type Sampler interface {
 	// Materialized is the keyword that makes a WITH query computed once
 	// (so that random values in it are the same wherever it is read).
 	Materialized() string
+}
+
+// Binder is implemented by engines that read tables where they already
+// live (a database server): a catalog table is bound to a relation of the
+// engine instead of being registered as a file.
+type Binder interface {
+	// BindTable makes the relation (a table or view of the engine, such
+	// as "public.visits") queryable under name with only the given
+	// columns, each read as its engine-neutral type; a NaN in a Double
+	// column reads as NULL unless the column keeps NaN. It checks that
+	// every column exists with a compatible type and says precisely what
+	// does not match. It never writes to the engine.
+	BindTable(ctx context.Context, name, relation string, columns []Column) error
+}
+
+// Pinger is implemented by engines that can be unreachable (a server).
+// dpstat pings before it charges a query, so that an engine that cannot be
+// reached refuses the query at no cost: whether a server answers does not
+// depend on anyone's data.
+type Pinger interface {
+	// Ping checks that the engine answers.
+	Ping(ctx context.Context) error
+}
+
+// Sniffer is implemented by engines that can read a data file's column
+// names and guess their types, for writing a catalog skeleton.
+type Sniffer interface {
+	// Sniff returns the columns of the file at path with guessed types.
+	// It reads data only to guess types and never reports values.
+	Sniff(ctx context.Context, path string) ([]Column, error)
+}
+
+// Loader is implemented by engines that can copy the files their tables
+// read into memory once, for a long-running server, and take the census of
+// NaN that NaNCensus answers from.
+type Loader interface {
+	// Load copies every registered file into memory.
+	Load(ctx context.Context) error
+	// Census takes the NaN census of every registered file, without
+	// copying it.
+	Census(ctx context.Context) error
 }
 
 // NaNCensus is implemented by engines that keep a census of NaN in the
