@@ -15,6 +15,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -222,4 +223,75 @@ func (ANSI) QuoteIdent(name string) string {
 // QuoteString doubles embedded single quotes and wraps the string in them.
 func (ANSI) QuoteString(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+// StrictUnderflow is implemented by dialects whose double precision
+// multiplication and division raise an error, instead of rounding to zero,
+// when the result of nonzero operands is too small for a double
+// (PostgreSQL's "value out of range: underflow"). The query generator spells
+// every product and quotient of a row's value with Scale, Divide and Square,
+// which keep such a dialect's expressions total.
+type StrictUnderflow interface {
+	// StrictUnderflow marks the dialect; it is never called.
+	StrictUnderflow()
+}
+
+// smallestNormal is the smallest positive normal double, 2^-1022.
+const smallestNormal = 0x1p-1022
+
+// flushTiny spells expr op c, or 0 where |expr| < below, for a dialect
+// with StrictUnderflow; below is chosen so that the result of every larger
+// |expr| is a normal double, and the exact result of every smaller one is
+// within 2^-1022 of zero.
+func flushTiny(d Dialect, expr, op, c string, below float64) string {
+	if _, ok := d.(StrictUnderflow); !ok || below == 0 {
+		return expr + " " + op + " " + c
+	}
+	lim := strconv.FormatFloat(below, 'g', -1, 64)
+	zero := "CAST(0 AS " + d.TypeName(Double) + ")"
+	return "CASE WHEN abs(" + expr + ") < CAST(" + lim + " AS " + d.TypeName(Double) + ") THEN " + zero +
+		" ELSE " + expr + " " + op + " " + c + " END"
+}
+
+// Scale spells expr · c for a finite constant c. On a dialect with
+// StrictUnderflow a product that would be smaller than 2^-1022 in
+// magnitude is 0 (IEEE 754 would give a subnormal or ±0), so that no value
+// of expr makes it fail.
+func Scale(d Dialect, expr string, c float64) (string, error) {
+	lit, err := Literal(d, c)
+	if err != nil {
+		return "", err
+	}
+	below := 0.0
+	if a := math.Abs(c); a < 1 && a > 0 {
+		below = smallestNormal / a
+	}
+	return flushTiny(d, expr, "*", lit, below), nil
+}
+
+// Divide spells expr / c for a finite nonzero constant c. On a dialect
+// with StrictUnderflow a quotient that would be smaller than 2^-1022 in
+// magnitude is 0, so that no value of expr makes it fail.
+func Divide(d Dialect, expr string, c float64) (string, error) {
+	if c == 0 || math.IsNaN(c) || math.IsInf(c, 0) {
+		return "", fmt.Errorf("engine: cannot divide by %v: want a finite nonzero constant", c)
+	}
+	lit, err := Literal(d, c)
+	if err != nil {
+		return "", err
+	}
+	below := 0.0
+	if a := math.Abs(c); a > 1 {
+		below = smallestNormal * a
+		if math.IsInf(below, 0) {
+			below = math.MaxFloat64
+		}
+	}
+	return flushTiny(d, expr, "/", lit, below), nil
+}
+
+// Square spells expr · expr. On a dialect with StrictUnderflow a square
+// smaller than 2^-1022 is 0, so that no value of expr makes it fail.
+func Square(d Dialect, expr string) string {
+	return flushTiny(d, expr, "*", expr, 0x1p-511)
 }

@@ -499,3 +499,11 @@ func (dialect) Random() string { return "random()" }
 // SupportsQualify is false: PostgreSQL has no QUALIFY, so rows are
 // numbered in a subquery and filtered outside it.
 func (dialect) SupportsQualify() bool { return false }
+
+// StrictUnderflow marks PostgreSQL's float8 multiplication and division,
+// which fail with "value out of range: underflow" where IEEE 754 would round
+// a nonzero result to zero; engine.Scale, engine.Divide and engine.Square
+// then flush such results to 0 first (engine.StrictUnderflow).
+func (dialect) StrictUnderflow() {}
+
+var _ engine.StrictUnderflow = dialect{}
