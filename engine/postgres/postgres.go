@@ -379,7 +379,7 @@ func (e *Engine) BindTable(ctx context.Context, name, relation string, columns [
 // base) as the declared engine-neutral type. Only conversions that succeed
 // for every value are accepted, so no row can make a later statement fail:
 // integers of any width widen to bigint or double precision, real widens
-// to double precision, character types read as text. A NaN in a double
+// to double precision, character types read as text in byte order. A NaN in a double
 // reads as NULL (unless the column keeps NaN): PostgreSQL compares NaN
 // equal to NaN, so nullif(x, 'NaN') is NULL exactly for NaN.
 func project(col, base string, c engine.Column) (string, error) {
@@ -415,7 +415,9 @@ func project(col, base string, c engine.Column) (string, error) {
 			"text, character varying or character"); err != nil {
 			return "", err
 		}
-		return "CAST(" + col + " AS text)", nil
+		// The "C" collation compares bytes, as DuckDB does, whatever the
+		// database's default collation.
+		return "CAST(" + col + " AS text) COLLATE \"C\"", nil
 	}
 	return "", fmt.Errorf("declared type %d is not one a catalog declares", c.Type)
 }
