@@ -14,7 +14,10 @@ func TestMain(m *testing.M) {
 }
 
 // TestDuckDB runs the conformance suite on the embedded engine.
-func TestDuckDB(t *testing.T) { enginetest.Run(t, enginetest.DuckDB()) }
+func TestDuckDB(t *testing.T) {
+	enginetest.Run(t, enginetest.DuckDB())
+	t.Run("forms", func(t *testing.T) { enginetest.RunForms(t, enginetest.DuckDB()) })
+}
 
 // TestPostgres runs the conformance suite on a PostgreSQL 15 server
 // started for the test, connecting as a role that may only read the
@@ -22,4 +25,5 @@ func TestDuckDB(t *testing.T) { enginetest.Run(t, enginetest.DuckDB()) }
 func TestPostgres(t *testing.T) {
 	pg := enginetest.SharedPostgres(t)
 	enginetest.Run(t, pg.Backend())
+	t.Run("forms", func(t *testing.T) { enginetest.RunForms(t, pg.Backend()) })
 }

@@ -334,6 +334,55 @@ func Run(t *testing.T, b Backend) {
 	}
 }
 
+// RunForms checks, on the backend's engine, that every form of every
+// battery query's statement runs (each must be total on every value of the
+// fixtures) and that the forms give the same exact statistics where the
+// plan chooses no rows at random.
+func RunForms(t *testing.T, b Backend) {
+	svc, eng := Service(t, b)
+	for _, c := range Battery {
+		if c.Refused != "" {
+			continue
+		}
+		t.Run(c.Name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			opts := query.Options{Epsilon: 1e20, Delta: c.Delta, Confidence: 0.95, Analyst: "conformance"}
+			p, err := svc.Prepare(c.SQL, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, hs := range p.HistogramSQL {
+				if _, err := eng.Query(ctx, hs); err != nil {
+					t.Fatalf("histogram statement on %s: %v\n%s", b.Name, err, hs)
+				}
+			}
+			if p.SQL == "" {
+				return
+			}
+			var stats []string
+			for _, f := range []query.Form{query.CleanForm, query.IntegerForm} {
+				text, err := p.FormSQL(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rows, err := eng.Query(ctx, text)
+				if err != nil {
+					t.Fatalf("%s form on %s: %v\n%s", f, b.Name, err, text)
+				}
+				ex, err := p.Plan.ReadExactForm(rows, f)
+				if err != nil {
+					t.Fatalf("reading the %s form on %s: %v", f, b.Name, err)
+				}
+				stats = append(stats, fmt.Sprint(ex.Keys, ex.Stats))
+			}
+			if !p.Plan.Bounded && stats[0] != stats[1] {
+				t.Errorf("on %s the clean form gives %s, the integer form %s", b.Name, stats[0], stats[1])
+			}
+		})
+	}
+}
+
 // DuckDB is the backend of the embedded engine: the tables are the CSV
 // files themselves, read in place.
 func DuckDB() Backend {
