@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/big"
 	"os"
@@ -329,5 +330,63 @@ func TestOpenSaysWhy(t *testing.T) {
 	_, err = engine.Open(ctx, engine.Spec{Kind: "oracle"})
 	if err == nil || !strings.Contains(err.Error(), `"oracle" is not known; want one of duckdb, postgres`) {
 		t.Errorf("unknown kind: %v", err)
+	}
+}
+
+// TestConcurrentAndServerLoss: concurrent queries share a small pool; a
+// server lost in the middle of a statement gives an error at once, and the
+// engine answers again once the server is back.
+func TestConcurrentAndServerLoss(t *testing.T) {
+	pg, err := enginetest.StartPostgres()
+	if err != nil {
+		enginetest.Unavailable(t, "PostgreSQL test server: %v", err)
+	}
+	defer pg.Stop()
+	ctx := context.Background()
+	eng, err := postgres.Open(ctx, postgres.Options{DSN: pg.ReaderDSN(), MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	errs := make(chan error, 16)
+	for i := range 16 {
+		go func() {
+			rows, err := eng.Query(ctx, "SELECT count(*) FROM generate_series(1, "+strconv.Itoa(1000*(i+1))+")")
+			if err == nil && rows.Rows[0][0] != int64(1000*(i+1)) {
+				err = errors.New("wrong count")
+			}
+			errs <- err
+		}()
+	}
+	for range 16 {
+		if err := <-errs; err != nil {
+			t.Errorf("concurrent query: %v", err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := eng.Query(ctx, "SELECT pg_sleep(30)")
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if err := pg.Halt(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("the statement survived the server")
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the statement did not return after the server went away")
+	}
+	if err := eng.Ping(ctx); err == nil {
+		t.Error("ping succeeded with the server down")
+	}
+	if err := pg.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if got := scalar(t, eng, "SELECT 1"); got != int64(1) {
+		t.Errorf("after the restart: %v", got)
 	}
 }
