@@ -112,6 +112,11 @@ type Table struct {
 	// Format is "csv" or "parquet", from the source's extension, or
 	// Relation for a table or view of a server engine.
 	Format string
+	// Database names, for a Relation source, the engine and database that
+	// hold it ("postgres postgres://user@host/db"), so that tables of two
+	// databases are never mistaken for one another (stored answers are
+	// keyed by the whole declaration). Empty for files.
+	Database string `json:",omitempty"`
 	// PrivacyUnit names the column that identifies a person; empty means
 	// that every row is a different person.
 	PrivacyUnit string
@@ -280,7 +285,7 @@ func Parse(data []byte, dir string) (*Catalog, error) {
 	}
 	sortByOrder(names, order.tables)
 	for _, name := range names {
-		t, terrs := checkTable(name, raw.Tables[name], dir, order.columns[name], c.Remote())
+		t, terrs := checkTable(name, raw.Tables[name], dir, order.columns[name], c.Remote(), c.Engine.Kind+" "+c.Engine.DSN)
 		errs = append(errs, terrs...)
 		if t != nil {
 			c.Tables = append(c.Tables, t)
@@ -292,7 +297,7 @@ func Parse(data []byte, dir string) (*Catalog, error) {
 	return c, nil
 }
 
-func checkTable(name string, rt *rawTable, dir string, colOrder []string, remote bool) (*Table, []error) {
+func checkTable(name string, rt *rawTable, dir string, colOrder []string, remote bool, database string) (*Table, []error) {
 	var errs []error
 	add := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("table %s: "+format, append([]any{name}, args...)...))
@@ -322,6 +327,7 @@ func checkTable(name string, rt *rawTable, dir string, colOrder []string, remote
 			add("source %q: want a table or view name such as public.visits (at most 512 characters, no ';')", rt.Source)
 		default:
 			t.Source, t.Format = strings.TrimSpace(rt.Source), Relation
+			t.Database = database
 		}
 	} else if rt.Source == "" {
 		add("source: missing; give a CSV or Parquet file relative to the catalog")

@@ -34,7 +34,7 @@ tables:
 				if e.Kind != "postgres" || e.PasswordEnv != "DPSTAT_ENGINE_PASSWORD" || e.StatementTimeout != 90*time.Second || e.MaxConnections != 4 {
 					return "engine fields not read"
 				}
-				if !c.Remote() || tb.Format != Relation || tb.Source != "public.visits" {
+				if !c.Remote() || tb.Format != Relation || tb.Source != "public.visits" || tb.Database != "postgres postgres://dpstat_reader@db:5432/clinic?sslmode=require" {
 					return "want the relation public.visits"
 				}
 				if !strings.Contains(c.Summary(), "public.visits (relation on postgres)") {
