@@ -33,6 +33,7 @@ func main() {
 	adminDSN := flag.String("admin-dsn", "", "a server and a role that may create the table (default: start an isolated server)")
 	readerDSN := flag.String("reader-dsn", "", "the role dpstat reads as (default: the admin DSN)")
 	only := flag.String("only", "", "run only the comparisons whose name contains this")
+	params := flag.String("params", "", "session settings appended to the reader DSN, e.g. work_mem=64MB (both sides run with them)")
 	flag.Parse()
 	ctx := context.Background()
 
@@ -46,6 +47,13 @@ func main() {
 	}
 	if *readerDSN == "" {
 		*readerDSN = *adminDSN
+	}
+	if *params != "" {
+		sep := "?"
+		if strings.Contains(*readerDSN, "?") {
+			sep = "&"
+		}
+		*readerDSN += sep + *params
 	}
 	if err := generate(ctx, *adminDSN, *rows); err != nil {
 		log.Fatal(err)
@@ -133,8 +141,12 @@ SELECT grp, sum(c), sum(s), sum(s) / sum(n) FROM pb GROUP BY grp`
 	if err := eng.Pool().QueryRow(ctx, "SHOW server_version").Scan(&version); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("machine: %s/%s, %d cores; PostgreSQL %s; %d rows; %d runs, medians\n\n",
-		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), version, *rows, *runs)
+	var workMem string
+	if err := eng.Pool().QueryRow(ctx, "SHOW work_mem").Scan(&workMem); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("machine: %s/%s, %d cores; PostgreSQL %s, work_mem %s; %d rows; %d runs, medians\n\n",
+		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), version, workMem, *rows, *runs)
 	for _, p := range pairs {
 		if *only != "" && !strings.Contains(p.name, *only) {
 			continue
