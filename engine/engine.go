@@ -89,6 +89,19 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
+// UnavailableError reports that an engine could not be reached (Pinger);
+// nothing ran on it.
+type UnavailableError struct {
+	// Err is the driver's error, for the data owner's logs.
+	Err error
+}
+
+// Error says the engine cannot be reached, and why.
+func (e *UnavailableError) Error() string { return "the engine cannot be reached: " + e.Err.Error() }
+
+// Unwrap returns the driver's error.
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
 // Sniffer is implemented by engines that can read a data file's column
 // names and guess their types, for writing a catalog skeleton.
 type Sniffer interface {

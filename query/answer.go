@@ -416,7 +416,7 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 	// whether a server answers does not depend on anyone's data.
 	if pinger, ok := s.eng.(engine.Pinger); ok {
 		if err := pinger.Ping(ctx); err != nil {
-			return nil, fmt.Errorf("query refused, nothing charged: the engine cannot be reached: %w", err)
+			return nil, fmt.Errorf("query refused, nothing charged: %w", &engine.UnavailableError{Err: err})
 		}
 	}
 	receipt, err := s.led.Charge(ctx, charge)

@@ -138,6 +138,9 @@ const (
 	KindUnknownColumn Kind = "unknown_column"
 	// KindTimeout: the query ran out of time (503, 57014).
 	KindTimeout Kind = "timeout"
+	// KindUnavailable: the database holding the table cannot be reached;
+	// nothing was charged (503, 57P03).
+	KindUnavailable Kind = "unavailable"
 	// KindInternal: anything else; reported without details (500, XX000).
 	KindInternal Kind = "internal"
 )
@@ -184,7 +187,7 @@ func (k Kind) HTTPStatus() int {
 		return http.StatusForbidden
 	case KindBudgetExceeded:
 		return http.StatusConflict
-	case KindTimeout:
+	case KindTimeout, KindUnavailable:
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
@@ -209,6 +212,8 @@ func (k Kind) SQLState() string {
 		return "42703" // undefined_column
 	case KindTimeout:
 		return "57014" // query_canceled
+	case KindUnavailable:
+		return "57P03" // cannot_connect_now
 	}
 	return "XX000" // internal_error
 }

@@ -174,7 +174,14 @@ func (e *Engine) Close() error {
 // Ping checks that the server answers, with a fresh connection if the
 // pooled ones were lost (the pool reconnects by itself).
 func (e *Engine) Ping(ctx context.Context) error {
-	if err := e.pool.Ping(ctx); err != nil {
+	err := e.pool.Ping(ctx)
+	if err != nil && ctx.Err() == nil {
+		// The pooled connections may have been lost with a restart of the
+		// server: drop them all and try once on a fresh one.
+		e.pool.Reset()
+		err = e.pool.Ping(ctx)
+	}
+	if err != nil {
 		return fmt.Errorf("postgres: database %q as user %q: %w", e.db, e.user, err)
 	}
 	return nil

@@ -1,14 +1,19 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dpstat/dpstat/engine/enginetest"
+	"github.com/dpstat/dpstat/ledger"
 )
 
 // TestPostgresCatalogCLI runs `dpstat catalog check` and `dpstat query`
@@ -67,5 +72,108 @@ func TestPostgresCatalogCLI(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestServePostgres runs dpstat serve over a PostgreSQL catalog: concurrent
+// analysts' queries share the pool; with the database down a query is
+// refused at no cost and the server keeps serving; once the database is
+// back, queries are answered again.
+func TestServePostgres(t *testing.T) {
+	pg, err := enginetest.StartPostgres()
+	if err != nil {
+		enginetest.Unavailable(t, "PostgreSQL test server: %v", err)
+	}
+	t.Cleanup(pg.Stop)
+	people := enginetest.Tables[0]
+	if err := pg.LoadTable(context.Background(), "people", people); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cat := filepath.Join(dir, "catalog.yaml")
+	body := fmt.Sprintf("budget: {epsilon: 100}\nengine: {kind: postgres, dsn: %q, max_connections: 2}\ntables:\n  people:\n    source: people\n%s", pg.ReaderDSN(), people.Declaration)
+	if err := os.WriteFile(cat, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l := filepath.Join(dir, "ledger.db")
+	out, _, code := runServeCLI(t, "analyst", "add", "alice", "--table", "people", "--epsilon", "100", "--ledger", l)
+	if code != 0 {
+		t.Fatal(out)
+	}
+	tok := lastOutputLine(out)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrs := make(chan string, 1)
+	done := make(chan error, 1)
+	var log bytes.Buffer
+	go func() {
+		done <- runServe(ctx, serveConfig{catalog: cat, ledger: l, httpAddr: "127.0.0.1:0", maxConns: 4, maxConcurrent: 8,
+			maxSQL: 4096, queryTimeout: 10 * time.Second, shutdownTimeout: 5 * time.Second, loadTables: true},
+			&log, func(h, _ string) { addrs <- h })
+	}()
+	var addr string
+	select {
+	case addr = <-addrs:
+	case err := <-done:
+		t.Fatalf("serve stopped: %v\n%s", err, log.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not start")
+	}
+	ask := func(sql string) (int, string) {
+		req, _ := http.NewRequest("POST", "http://"+addr+"/v1/query", strings.NewReader(fmt.Sprintf(`{"sql":%q,"epsilon":0.5}`, sql)))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	errs := make(chan string, 8)
+	for i := range 8 {
+		go func() {
+			code, body := ask(fmt.Sprintf("SELECT COUNT(*) FROM people WHERE age > %d", i))
+			if code != 200 {
+				errs <- fmt.Sprintf("%d %s", code, body)
+				return
+			}
+			errs <- ""
+		}()
+	}
+	for range 8 {
+		if e := <-errs; e != "" {
+			t.Errorf("concurrent query: %s", e)
+		}
+	}
+	if err := pg.Halt(); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := ask("SELECT COUNT(*) FROM people"); code != 503 || !strings.Contains(body, `"unavailable"`) || !strings.Contains(body, "nothing was charged") {
+		t.Errorf("with the database down: %d %s", code, body)
+	}
+	if err := pg.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := ask("SELECT COUNT(*) FROM people WHERE age > 99"); code != 200 {
+		t.Errorf("after the database came back: %d %s", code, body)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not shut down")
+	}
+	led, err := ledger.Open(l, ledger.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer led.Close()
+	st, err := led.Status(ledger.Key{Dataset: "people", Analyst: "alice"})
+	if err != nil || st.Spent.Epsilon != 4.5 {
+		t.Errorf("spent %+v (%v), want ε = 4.5: nine answered queries of 0.5, the refused one free", st.Spent, err)
 	}
 }
