@@ -297,7 +297,7 @@ func (e *Engine) BindTable(ctx context.Context, name, relation string, columns [
 		canSelect bool
 	)
 	err := e.pool.QueryRow(ctx, `SELECT c.oid, quote_ident(n.nspname) || '.' || quote_ident(c.relname), c.relkind::text,
-		has_table_privilege(c.oid, 'SELECT')
+		has_any_column_privilege(c.oid, 'SELECT')
 		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE c.oid = to_regclass($1)`, relation).Scan(&oid, &qualified, &kind, &canSelect)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -314,7 +314,8 @@ func (e *Engine) BindTable(ctx context.Context, name, relation string, columns [
 	if !canSelect {
 		return fmt.Errorf("postgres: table %s: user %q may not read %s; the data owner grants it with: GRANT SELECT ON %s TO %s", name, e.user, qualified, qualified, Dialect.QuoteIdent(e.user))
 	}
-	rows, err := e.pool.Query(ctx, `SELECT a.attname, format_type(a.atttypid, a.atttypmod), b.typname
+	rows, err := e.pool.Query(ctx, `SELECT a.attname, format_type(a.atttypid, a.atttypmod), b.typname,
+		has_column_privilege(a.attrelid, a.attnum, 'SELECT')
 		FROM pg_attribute a
 		JOIN pg_type t ON t.oid = a.atttypid
 		JOIN pg_type b ON b.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END
@@ -323,11 +324,14 @@ func (e *Engine) BindTable(ctx context.Context, name, relation string, columns [
 	if err != nil {
 		return fmt.Errorf("postgres: table %s: reading the columns of %s: %w", name, qualified, err)
 	}
-	type remoteColumn struct{ name, typ, base string }
+	type remoteColumn struct {
+		name, typ, base string
+		canSelect       bool
+	}
 	var remote []remoteColumn
 	for rows.Next() {
 		var c remoteColumn
-		if err := rows.Scan(&c.name, &c.typ, &c.base); err != nil {
+		if err := rows.Scan(&c.name, &c.typ, &c.base, &c.canSelect); err != nil {
 			rows.Close()
 			return fmt.Errorf("postgres: table %s: reading the columns of %s: %w", name, qualified, err)
 		}
@@ -364,6 +368,11 @@ func (e *Engine) BindTable(ctx context.Context, name, relation string, columns [
 				have[j] = r.name
 			}
 			errs = append(errs, fmt.Errorf("postgres: table %s: column %s does not exist in %s; it has: %s", name, c.Name, qualified, strings.Join(have, ", ")))
+			continue
+		}
+		if !r.canSelect {
+			errs = append(errs, fmt.Errorf("postgres: table %s: user %q may not read column %s of %s; the data owner grants it with: GRANT SELECT (%s) ON %s TO %s",
+				name, e.user, r.name, qualified, Dialect.QuoteIdent(r.name), qualified, Dialect.QuoteIdent(e.user)))
 			continue
 		}
 		expr, err := project(Dialect.QuoteIdent(r.name), r.base, c)

@@ -167,6 +167,8 @@ func TestBindTableSaysWhatDoesNotMatch(t *testing.T) {
 		"CREATE TABLE IF NOT EXISTS bind_t (id bigint, amount numeric, score real, label varchar(10), ok boolean, ratio double precision)",
 		"GRANT SELECT ON bind_t TO "+enginetest.ReaderRole,
 		"CREATE TABLE IF NOT EXISTS secret_t (id bigint)",
+		"CREATE TABLE IF NOT EXISTS columns_t (open bigint, closed bigint)",
+		"GRANT SELECT (open) ON columns_t TO "+enginetest.ReaderRole,
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -191,6 +193,9 @@ func TestBindTableSaysWhatDoesNotMatch(t *testing.T) {
 			[]string{`source "public.nosuch": no table or view of that name is visible to user "dpstat_reader"`}},
 		{"not granted", "public.secret_t", []engine.Column{{Name: "id", Type: engine.Integer}},
 			[]string{`user "dpstat_reader" may not read public.secret_t`, "GRANT SELECT ON public.secret_t TO"}},
+		{"column grant", "public.columns_t", []engine.Column{{Name: "open", Type: engine.Integer}}, nil},
+		{"column not granted", "public.columns_t", []engine.Column{{Name: "open", Type: engine.Integer}, {Name: "closed", Type: engine.Integer}},
+			[]string{`user "dpstat_reader" may not read column closed of public.columns_t`, `GRANT SELECT ("closed") ON public.columns_t TO`}},
 		{"bad name", "a b c", []engine.Column{{Name: "id", Type: engine.Integer}},
 			[]string{`source "a b c"`, "want a table or view name"}},
 	}
