@@ -36,37 +36,48 @@ func main() {
 	only := flag.String("only", "", "run only the comparisons whose name contains this")
 	params := flag.String("params", "", "session settings appended to the reader DSN, e.g. work_mem=64MB (both sides run with them)")
 	flag.Parse()
-	ctx := context.Background()
-
 	if *adminDSN == "" {
 		pg, err := enginetest.StartPostgres()
 		if err != nil {
 			log.Fatal(err)
 		}
-		defer pg.Stop()
 		*adminDSN, *readerDSN = pg.AdminDSN(), pg.ReaderDSN()
+		err = run(*adminDSN, *readerDSN, *params, *only, *rows, *runs)
+		pg.Stop() // before exiting, whatever happened
+		if err != nil {
+			log.Fatal(err)
+		}
+		return
 	}
-	if *readerDSN == "" {
-		*readerDSN = *adminDSN
+	if err := run(*adminDSN, *readerDSN, *params, *only, *rows, *runs); err != nil {
+		log.Fatal(err)
 	}
-	if *params != "" {
+}
+
+// run generates the table and prints every comparison.
+func run(adminDSN, readerDSN, params, only string, rows, runs int) error {
+	ctx := context.Background()
+	if readerDSN == "" {
+		readerDSN = adminDSN
+	}
+	if params != "" {
 		sep := "?"
-		if strings.Contains(*readerDSN, "?") {
+		if strings.Contains(readerDSN, "?") {
 			sep = "&"
 		}
-		*readerDSN += sep + *params
+		readerDSN += sep + params
 	}
-	if err := generate(ctx, *adminDSN, *rows); err != nil {
-		log.Fatal(err)
+	if err := generate(ctx, adminDSN, rows); err != nil {
+		return err
 	}
-	eng, err := postgres.Open(ctx, postgres.Options{DSN: *readerDSN})
+	eng, err := postgres.Open(ctx, postgres.Options{DSN: readerDSN})
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	defer eng.Close()
 	dir, err := os.MkdirTemp("", "dpstat-benchpg-")
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "catalog.yaml")
@@ -86,17 +97,17 @@ tables:
     max_groups_per_unit: 3
     max_rows_per_group: 2
     columns: *cols
-`, *readerDSN)
+`, readerDSN)
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		log.Fatal(err)
+		return err
 	}
 	cat, err := catalog.Load(path)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	svc, err := query.NewService(ctx, cat, eng, benchdata.NoLedger{})
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	opts := query.Options{Epsilon: 1, Confidence: 0.95, Analyst: "bench"}
 	plain := func(sql string) func() error {
@@ -122,11 +133,11 @@ pb AS (SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY pid ORDER BY ran
 SELECT grp, sum(c), sum(s), sum(s) / sum(n) FROM pb GROUP BY grp`
 	prepOne, err := svc.Prepare(oneRow, opts)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	prepBounded, err := svc.Prepare(bounded, opts)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	type pair struct {
 		name      string
@@ -140,21 +151,21 @@ SELECT grp, sum(c), sum(s), sum(s) / sum(n) FROM pb GROUP BY grp`
 	}
 	var version string
 	if err := eng.Pool().QueryRow(ctx, "SHOW server_version").Scan(&version); err != nil {
-		log.Fatal(err)
+		return err
 	}
 	var workMem string
 	if err := eng.Pool().QueryRow(ctx, "SHOW work_mem").Scan(&workMem); err != nil {
-		log.Fatal(err)
+		return err
 	}
 	fmt.Printf("machine: %s/%s, %d cores; PostgreSQL %s, work_mem %s; %d rows; %d runs, medians\n\n",
-		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), version, workMem, *rows, *runs)
+		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), version, workMem, rows, runs)
 	for _, p := range pairs {
-		if *only != "" && !strings.Contains(p.name, *only) {
+		if only != "" && !strings.Contains(p.name, only) {
 			continue
 		}
-		tdp, tplain, err := benchdata.Compare(*runs, p.dp, p.plain)
+		tdp, tplain, err := benchdata.Compare(runs, p.dp, p.plain)
 		if err != nil {
-			log.Fatalf("%s: %v", p.name, err)
+			return fmt.Errorf("%s: %w", p.name, err)
 		}
 		benchdata.ReportOn(os.Stdout, "PostgreSQL", p.name, tdp, tplain)
 		// Each pair ran back to back, so the ratio within a pair is less
@@ -167,6 +178,7 @@ SELECT grp, sum(c), sum(s), sum(s) / sum(n) FROM pb GROUP BY grp`
 		sort.Float64s(ratios)
 		fmt.Printf("  median of the per-pair ratios %.2f× (from %.2f× to %.2f×)\n\n", ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1])
 	}
+	return nil
 }
 
 // generate creates public.bench_events with rows rows unless it holds
