@@ -13,10 +13,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -60,7 +62,42 @@ type Catalog struct {
 	TotalBudget *Budget
 	// Tables lists the tables in the order the catalog declares them.
 	Tables []*Table
+	// Engine is the engine that holds the tables: embedded DuckDB over
+	// files unless the catalog's `engine:` section names a server.
+	Engine Engine
 }
+
+// DefaultEngine is the engine kind of a catalog without an `engine:`
+// section: embedded DuckDB reading CSV and Parquet files.
+const DefaultEngine = "duckdb"
+
+// Relation is the Format of a table whose source is a table or view of a
+// database engine (a catalog whose engine is not DuckDB), bound where it
+// lives rather than read from a file.
+const Relation = "relation"
+
+// Engine is the catalog's `engine:` section.
+type Engine struct {
+	// Kind names the engine: "duckdb" (the default) or a server engine
+	// such as "postgres".
+	Kind string
+	// DSN locates the server's database, e.g.
+	// postgres://dpstat_reader@db.internal:5432/clinic?sslmode=require.
+	// The catalog refuses a DSN holding a password.
+	DSN string
+	// PasswordEnv names the environment variable holding the password.
+	PasswordEnv string
+	// StatementTimeout stops a statement that runs longer; zero means the
+	// engine's default.
+	StatementTimeout time.Duration
+	// MaxConnections caps the connection pool; zero means the engine's
+	// default.
+	MaxConnections int
+}
+
+// Remote reports whether the catalog's tables live in a database server
+// (their sources are relations, not files).
+func (c *Catalog) Remote() bool { return c.Engine.Kind != DefaultEngine }
 
 // Budget is a per-analyst, per-table privacy budget.
 type Budget struct {
@@ -72,10 +109,18 @@ type Budget struct {
 type Table struct {
 	// Name is the table's name in queries.
 	Name string
-	// Source is the data file, resolved against the catalog's directory.
+	// Source is the data file, resolved against the catalog's directory,
+	// or, when the catalog's engine is a server, the table or view of that
+	// engine (e.g. public.visits) as the catalog spells it.
 	Source string
-	// Format is "csv" or "parquet", from the source's extension.
+	// Format is "csv" or "parquet", from the source's extension, or
+	// Relation for a table or view of a server engine.
 	Format string
+	// Database names, for a Relation source, the engine and database that
+	// hold it ("postgres postgres://user@host/db"), so that tables of two
+	// databases are never mistaken for one another (stored answers are
+	// keyed by the whole declaration). Empty for files.
+	Database string `json:",omitempty"`
 	// PrivacyUnit names the column that identifies a person; empty means
 	// that every row is a different person.
 	PrivacyUnit string
@@ -175,7 +220,16 @@ func (t *Table) HasPrivacyUnit() bool { return t.PrivacyUnit != "" }
 type rawCatalog struct {
 	Budget      *rawBudget           `yaml:"budget"`
 	TotalBudget *rawBudget           `yaml:"total_budget"`
+	Engine      *rawEngine           `yaml:"engine"`
 	Tables      map[string]*rawTable `yaml:"tables"`
+}
+
+type rawEngine struct {
+	Kind             string `yaml:"kind"`
+	DSN              string `yaml:"dsn"`
+	PasswordEnv      string `yaml:"password_env"`
+	StatementTimeout string `yaml:"statement_timeout"`
+	MaxConnections   *int   `yaml:"max_connections"`
 }
 
 type rawBudget struct {
@@ -255,6 +309,7 @@ func Parse(data []byte, dir string) (*Catalog, error) {
 			add("budget: delta = %v: want a number in [0, 1)", d)
 		}
 	}
+	c.Engine, errs = checkEngine(raw.Engine, errs)
 	if len(raw.Tables) == 0 {
 		add("tables: none declared")
 	}
@@ -264,7 +319,7 @@ func Parse(data []byte, dir string) (*Catalog, error) {
 	}
 	sortByOrder(names, order.tables)
 	for _, name := range names {
-		t, terrs := checkTable(name, raw.Tables[name], dir, order.columns[name])
+		t, terrs := checkTable(name, raw.Tables[name], dir, order.columns[name], c.Remote(), c.Engine.Kind+" "+c.Engine.DSN)
 		errs = append(errs, terrs...)
 		if t != nil {
 			c.Tables = append(c.Tables, t)
@@ -277,7 +332,7 @@ func Parse(data []byte, dir string) (*Catalog, error) {
 	return c, nil
 }
 
-func checkTable(name string, rt *rawTable, dir string, colOrder []string) (*Table, []error) {
+func checkTable(name string, rt *rawTable, dir string, colOrder []string, remote bool, database string) (*Table, []error) {
 	var errs []error
 	add := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("table %s: "+format, append([]any{name}, args...)...))
@@ -297,7 +352,19 @@ func checkTable(name string, rt *rawTable, dir string, colOrder []string) (*Tabl
 			t.GroupSize = *rt.GroupSize
 		}
 	}
-	if rt.Source == "" {
+	if remote {
+		// A table or view of the server engine: the engine resolves the
+		// name and checks the columns when it binds the table.
+		switch {
+		case strings.TrimSpace(rt.Source) == "":
+			add("source: missing; give a table or view of the engine, e.g. public.visits")
+		case len(rt.Source) > 512 || strings.ContainsAny(rt.Source, "\x00;"):
+			add("source %q: want a table or view name such as public.visits (at most 512 characters, no ';')", rt.Source)
+		default:
+			t.Source, t.Format = strings.TrimSpace(rt.Source), Relation
+			t.Database = database
+		}
+	} else if rt.Source == "" {
 		add("source: missing; give a CSV or Parquet file relative to the catalog")
 	} else {
 		src := rt.Source
@@ -589,8 +656,15 @@ func (c *Catalog) Summary() string {
 	} else {
 		b.WriteString("no total budget: each analyst may spend a full budget on each table (declare total_budget to cap them together)\n")
 	}
+	if c.Remote() {
+		fmt.Fprintf(&b, "engine: %s at %s\n", c.Engine.Kind, c.Engine.DSN)
+	}
 	for _, t := range c.Tables {
-		fmt.Fprintf(&b, "table %s: %s (%s)", t.Name, filepath.Base(t.Source), t.Format)
+		if t.Format == Relation {
+			fmt.Fprintf(&b, "table %s: %s (%s on %s)", t.Name, t.Source, t.Format, c.Engine.Kind)
+		} else {
+			fmt.Fprintf(&b, "table %s: %s (%s)", t.Name, filepath.Base(t.Source), t.Format)
+		}
 		if t.HasPrivacyUnit() {
 			fmt.Fprintf(&b, ", privacy unit %s, at most %d groups and %d rows per group per person",
 				t.PrivacyUnit, t.MaxGroupsPerUnit, t.MaxRowsPerGroup)
@@ -644,4 +718,68 @@ func formatValues(vs []any) string {
 		parts = append(parts[:8], fmt.Sprintf("… (%d in all)", len(vs)))
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// checkEngine checks the `engine:` section; a catalog without one uses
+// embedded DuckDB. Which kinds exist is the engine registry's business
+// (dpstat catalog check opens the engine); the catalog checks the shape.
+func checkEngine(re *rawEngine, errs []error) (Engine, []error) {
+	add := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("engine: "+format, args...))
+	}
+	e := Engine{Kind: DefaultEngine}
+	if re == nil {
+		return e, errs
+	}
+	if re.Kind != "" {
+		e.Kind = strings.ToLower(re.Kind)
+	}
+	if !validName(e.Kind) {
+		add("kind %q: want an engine name such as duckdb or postgres", re.Kind)
+	}
+	e.DSN, e.PasswordEnv = re.DSN, re.PasswordEnv
+	if e.Kind == DefaultEngine {
+		if re.DSN != "" || re.PasswordEnv != "" || re.MaxConnections != nil {
+			add("kind duckdb reads the tables' files and takes no dsn, password_env or max_connections; for a database server set kind, e.g. `kind: postgres`")
+		}
+	} else if e.DSN == "" {
+		add("dsn: missing; kind %s needs the database's address, e.g. postgres://dpstat_reader@db.internal:5432/clinic?sslmode=require", e.Kind)
+	} else if dsnHasPassword(e.DSN) {
+		add("dsn holds a password: remove it from the catalog and name an environment variable that holds it in password_env, e.g. `password_env: DPSTAT_ENGINE_PASSWORD`")
+	}
+	if re.PasswordEnv != "" && !validName(re.PasswordEnv) {
+		add("password_env %q: want the name of an environment variable (letters, digits and underscores)", re.PasswordEnv)
+	}
+	if re.StatementTimeout != "" {
+		d, err := time.ParseDuration(re.StatementTimeout)
+		if err != nil || d <= 0 {
+			add("statement_timeout %q: want a positive duration such as 30s or 5m", re.StatementTimeout)
+		} else {
+			e.StatementTimeout = d
+		}
+	}
+	if re.MaxConnections != nil {
+		if n := *re.MaxConnections; n < 1 || n > 1000 {
+			add("max_connections = %d: want a whole number from 1 to 1000", n)
+		} else {
+			e.MaxConnections = n
+		}
+	}
+	return e, errs
+}
+
+// dsnHasPassword reports whether a URL or key=value DSN carries a
+// password.
+func dsnHasPassword(dsn string) bool {
+	if strings.Contains(dsn, "://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return strings.Contains(strings.ToLower(dsn), "password=")
+		}
+		if _, ok := u.User.Password(); ok {
+			return true
+		}
+		return u.Query().Has("password")
+	}
+	return strings.Contains(strings.ToLower(dsn), "password=")
 }

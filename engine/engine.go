@@ -6,12 +6,16 @@
 // file becomes a table, whether QUALIFY exists, the wide integer type for
 // exact sums) lives in a Dialect, so the planner writes one engine-neutral
 // plan and asks the dialect how to spell it. Implementations live in
-// sub-packages named after the engine (engine/duckdb).
+// sub-packages named after the engine (engine/duckdb, engine/postgres),
+// which register themselves (Register) so that a catalog's `engine:`
+// section chooses one (Open) and nothing above this package imports a
+// concrete engine.
 package engine
 
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -61,6 +65,60 @@ type Sampler interface {
 	// Materialized is the keyword that makes a WITH query computed once
 	// (so that random values in it are the same wherever it is read).
 	Materialized() string
+}
+
+// Binder is implemented by engines that read tables where they already
+// live (a database server): a catalog table is bound to a relation of the
+// engine instead of being registered as a file.
+type Binder interface {
+	// BindTable makes the relation (a table or view of the engine, such
+	// as "public.visits") queryable under name with only the given
+	// columns, each read as its engine-neutral type; a NaN in a Double
+	// column reads as NULL unless the column keeps NaN. It checks that
+	// every column exists with a compatible type and says precisely what
+	// does not match. It never writes to the engine.
+	BindTable(ctx context.Context, name, relation string, columns []Column) error
+}
+
+// Pinger is implemented by engines that can be unreachable (a server).
+// dpstat pings before it charges a query, so that an engine that cannot be
+// reached refuses the query at no cost: whether a server answers does not
+// depend on anyone's data.
+type Pinger interface {
+	// Ping checks that the engine answers.
+	Ping(ctx context.Context) error
+}
+
+// UnavailableError reports that an engine could not be reached (Pinger);
+// nothing ran on it.
+type UnavailableError struct {
+	// Err is the driver's error, for the data owner's logs.
+	Err error
+}
+
+// Error says the engine cannot be reached, and why.
+func (e *UnavailableError) Error() string { return "the engine cannot be reached: " + e.Err.Error() }
+
+// Unwrap returns the driver's error.
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// Sniffer is implemented by engines that can read a data file's column
+// names and guess their types, for writing a catalog skeleton.
+type Sniffer interface {
+	// Sniff returns the columns of the file at path with guessed types.
+	// It reads data only to guess types and never reports values.
+	Sniff(ctx context.Context, path string) ([]Column, error)
+}
+
+// Loader is implemented by engines that can copy the files their tables
+// read into memory once, for a long-running server, and take the census of
+// NaN that NaNCensus answers from.
+type Loader interface {
+	// Load copies every registered file into memory.
+	Load(ctx context.Context) error
+	// Census takes the NaN census of every registered file, without
+	// copying it.
+	Census(ctx context.Context) error
 }
 
 // NaNCensus is implemented by engines that keep a census of NaN in the
@@ -181,4 +239,75 @@ func (ANSI) QuoteIdent(name string) string {
 // QuoteString doubles embedded single quotes and wraps the string in them.
 func (ANSI) QuoteString(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+// StrictUnderflow is implemented by dialects whose double precision
+// multiplication and division raise an error, instead of rounding to zero,
+// when the result of nonzero operands is too small for a double
+// (PostgreSQL's "value out of range: underflow"). The query generator spells
+// every product and quotient of a row's value with Scale, Divide and Square,
+// which keep such a dialect's expressions total.
+type StrictUnderflow interface {
+	// StrictUnderflow marks the dialect; it is never called.
+	StrictUnderflow()
+}
+
+// smallestNormal is the smallest positive normal double, 2^-1022.
+const smallestNormal = 0x1p-1022
+
+// flushTiny spells expr op c, or 0 where |expr| < below, for a dialect
+// with StrictUnderflow; below is chosen so that the result of every larger
+// |expr| is a normal double, and the exact result of every smaller one is
+// within 2^-1022 of zero.
+func flushTiny(d Dialect, expr, op, c string, below float64) string {
+	if _, ok := d.(StrictUnderflow); !ok || below == 0 {
+		return expr + " " + op + " " + c
+	}
+	lim := strconv.FormatFloat(below, 'g', -1, 64)
+	zero := "CAST(0 AS " + d.TypeName(Double) + ")"
+	return "CASE WHEN abs(" + expr + ") < CAST(" + lim + " AS " + d.TypeName(Double) + ") THEN " + zero +
+		" ELSE " + expr + " " + op + " " + c + " END"
+}
+
+// Scale spells expr · c for a finite constant c. On a dialect with
+// StrictUnderflow a product that would be smaller than 2^-1022 in
+// magnitude is 0 (IEEE 754 would give a subnormal or ±0), so that no value
+// of expr makes it fail.
+func Scale(d Dialect, expr string, c float64) (string, error) {
+	lit, err := Literal(d, c)
+	if err != nil {
+		return "", err
+	}
+	below := 0.0
+	if a := math.Abs(c); a < 1 && a > 0 {
+		below = smallestNormal / a
+	}
+	return flushTiny(d, expr, "*", lit, below), nil
+}
+
+// Divide spells expr / c for a finite nonzero constant c. On a dialect
+// with StrictUnderflow a quotient that would be smaller than 2^-1022 in
+// magnitude is 0, so that no value of expr makes it fail.
+func Divide(d Dialect, expr string, c float64) (string, error) {
+	if c == 0 || math.IsNaN(c) || math.IsInf(c, 0) {
+		return "", fmt.Errorf("engine: cannot divide by %v: want a finite nonzero constant", c)
+	}
+	lit, err := Literal(d, c)
+	if err != nil {
+		return "", err
+	}
+	below := 0.0
+	if a := math.Abs(c); a > 1 {
+		below = smallestNormal * a
+		if math.IsInf(below, 0) {
+			below = math.MaxFloat64
+		}
+	}
+	return flushTiny(d, expr, "/", lit, below), nil
+}
+
+// Square spells expr · expr. On a dialect with StrictUnderflow a square
+// smaller than 2^-1022 is 0, so that no value of expr makes it fail.
+func Square(d Dialect, expr string) string {
+	return flushTiny(d, expr, "*", expr, 0x1p-511)
 }

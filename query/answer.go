@@ -65,10 +65,6 @@ func NewService(ctx context.Context, cat *catalog.Catalog, eng engine.Engine, le
 // NaN reads as NULL). A table with float columns is also exposed with its
 // NaNs kept, for the fast form of sums.
 func Register(ctx context.Context, cat *catalog.Catalog, eng engine.Engine) error {
-	reg, ok := eng.(engine.Registrar)
-	if !ok {
-		return fmt.Errorf("query: engine %s cannot read catalog sources", eng.Dialect().Name())
-	}
 	for _, t := range cat.Tables {
 		cols := make([]engine.Column, len(t.Columns))
 		floats := false
@@ -76,7 +72,7 @@ func Register(ctx context.Context, cat *catalog.Catalog, eng engine.Engine) erro
 			cols[i] = engine.Column{Name: c.Name, Type: engineType(c.Type), Source: c.From}
 			floats = floats || c.Type == catalog.Float
 		}
-		if err := reg.RegisterFile(ctx, t.Name, t.Source, t.Format, cols); err != nil {
+		if err := expose(ctx, eng, t, t.Name, cols); err != nil {
 			return err
 		}
 		if !floats {
@@ -87,11 +83,29 @@ func Register(ctx context.Context, cat *catalog.Catalog, eng engine.Engine) erro
 		for i := range cols {
 			cols[i].KeepNaN = true
 		}
-		if err := reg.RegisterFile(ctx, rawView(t.Name), t.Source, t.Format, cols); err != nil {
+		if err := expose(ctx, eng, t, rawView(t.Name), cols); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// expose makes table t's source queryable under name: a file through
+// engine.Registrar, a table or view of a server engine through
+// engine.Binder.
+func expose(ctx context.Context, eng engine.Engine, t *catalog.Table, name string, cols []engine.Column) error {
+	if t.Format == catalog.Relation {
+		b, ok := eng.(engine.Binder)
+		if !ok {
+			return fmt.Errorf("query: table %s names the relation %s, but engine %s reads only files; set the catalog's `engine: {kind: ...}` to the engine that holds it", t.Name, t.Source, eng.Dialect().Name())
+		}
+		return b.BindTable(ctx, name, t.Source, cols)
+	}
+	reg, ok := eng.(engine.Registrar)
+	if !ok {
+		return fmt.Errorf("query: table %s reads the file %s, but engine %s reads only its own tables; give a table or view of that engine as the source", t.Name, t.Source, eng.Dialect().Name())
+	}
+	return reg.RegisterFile(ctx, name, t.Source, t.Format, cols)
 }
 
 // rawView names the view of a table whose float columns keep their NaNs.
@@ -402,6 +416,13 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 	}
 	if repeatSafe {
 		charge.AnswerKey = answerKey
+	}
+	// An engine that cannot be reached refuses the query before the charge:
+	// whether a server answers does not depend on anyone's data.
+	if pinger, ok := s.eng.(engine.Pinger); ok {
+		if err := pinger.Ping(ctx); err != nil {
+			return nil, fmt.Errorf("query refused, nothing charged: %w", &engine.UnavailableError{Err: err})
+		}
 	}
 	receipt, err := s.led.Charge(ctx, charge)
 	if err != nil && repeatSafe && errors.Is(err, ledger.ErrAnswerExists) {

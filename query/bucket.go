@@ -114,9 +114,13 @@ func (g *sqlGen) keyExpr(k string) (string, error) {
 		// above +Inf, and which the clean view reads as NULL) cannot make
 		// the cast fail.
 		col := g.ident(b.Column)
-		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL WHEN %s < %s THEN 0 WHEN %s >= %s THEN %d ELSE CAST(least(greatest(floor((%s - %s) / %s * %s), %s), %s) AS %s) + 1 END",
+		frac, err := engine.Divide(g.d, "("+col+" - "+lit(b.Lo)+")", b.Hi-b.Lo)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL WHEN %s < %s THEN 0 WHEN %s >= %s THEN %d ELSE CAST(least(greatest(floor(%s * %s), %s), %s) AS %s) + 1 END",
 			col, col, lit(b.Lo), col, lit(b.Hi), b.N+1,
-			col, lit(b.Lo), lit(b.Hi-b.Lo), lit(float64(b.N)), lit(0.0), lit(float64(b.N-1)), g.d.TypeName(engine.Integer)), nil
+			frac, lit(float64(b.N)), lit(0.0), lit(float64(b.N-1)), g.d.TypeName(engine.Integer)), nil
 	case FloorBucket:
 		// Total: the value is clamped to the declared bounds first, so
 		// value / w lies between lower / w and upper / w, which the parser
@@ -125,8 +129,11 @@ func (g *sqlGen) keyExpr(k string) (string, error) {
 		col := g.ident(b.Column)
 		// greatest and least skip NULLs, so NULL is kept NULL explicitly
 		// (it then matches no bin).
-		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE floor(least(greatest(%s, %s), %s) / %s) * %s END",
-			col, col, lit(*c.Lower), lit(*c.Upper), lit(b.Width), lit(b.Width)), nil
+		q, err := engine.Divide(g.d, fmt.Sprintf("least(greatest(%s, %s), %s)", col, lit(*c.Lower), lit(*c.Upper)), b.Width)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE floor(%s) * %s END", col, q, lit(b.Width)), nil
 	}
 	var s strings.Builder
 	s.WriteString("CASE")

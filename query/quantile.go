@@ -169,8 +169,11 @@ func (p *Plan) HistogramSQL(d engine.Dialect, h int) (string, error) {
 	// Total for every value the column can hold: the value is clamped to
 	// the declared bounds (within ±2^53), so value − lower is finite, and
 	// the bin is clamped into [0, Bins] before the cast.
-	bin := fmt.Sprintf("CAST(least(greatest(floor((least(greatest(%s, %s), %s) - %s) / %s), 0), %d) AS %s)",
-		col, lits[0], lits[1], lits[0], lits[2], hist.Bins, d.TypeName(engine.Integer32))
+	steps, err := engine.Divide(d, fmt.Sprintf("(least(greatest(%s, %s), %s) - %s)", col, lits[0], lits[1], lits[0]), hist.Step)
+	if err != nil {
+		return "", err
+	}
+	bin := fmt.Sprintf("CAST(least(greatest(floor(%s), 0), %d) AS %s)", steps, hist.Bins, d.TypeName(engine.Integer32))
 	cols = append(cols, bin+" AS b")
 	sm, sampler := d.(engine.Sampler)
 	if p.Bounded && sampler {

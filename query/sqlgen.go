@@ -526,10 +526,6 @@ func (g *sqlGen) summand(s Summand) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	scale, err := engine.Literal(g.d, math.Ldexp(1, -s.Exp))
-	if err != nil {
-		return "", err
-	}
 	if g.form != IntegerForm {
 		// Rounded onto the grid of 2^Exp in floating point (nearest, ties
 		// to even); scaled to grid steps in ReadExact.
@@ -537,8 +533,11 @@ func (g *sqlGen) summand(s Summand) (string, error) {
 	}
 	// The cast to an integer rounds to nearest; plan.go bounds the result by
 	// the floor and ceiling of the scaled bounds, whatever the tie rule.
-	return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE CAST(least(greatest(%s, %s), %s) * %s AS %s) END",
-		col, col, lo, hi, scale, intType), nil
+	scaled, err := engine.Scale(g.d, fmt.Sprintf("least(greatest(%s, %s), %s)", col, lo, hi), math.Ldexp(1, -s.Exp))
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE CAST(%s AS %s) END", col, scaled, intType), nil
 }
 
 func (g *sqlGen) inList(col string, values []any) (string, error) {
@@ -667,10 +666,13 @@ func (g *sqlGen) squareSummand(s Summand) (string, error) {
 	}
 	d := fmt.Sprintf("(least(greatest(%s, %s), %s) - %s)", col, lits[0], lits[1], lits[2])
 	if g.form != IntegerForm {
-		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE %s END", col, g.d.RoundToGrid(d+" * "+d, s.Exp)), nil
+		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE %s END", col, g.d.RoundToGrid(engine.Square(g.d, d), s.Exp)), nil
 	}
-	return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE CAST(%s * %s * %s AS %s) END",
-		col, d, d, lits[3], g.d.TypeName(engine.Integer32)), nil
+	scaled, err := engine.Scale(g.d, engine.Square(g.d, d), math.Ldexp(1, -s.Exp))
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE CAST(%s AS %s) END", col, scaled, g.d.TypeName(engine.Integer32)), nil
 }
 
 // onlyDistinctUnits reports whether every statistic counts distinct units.

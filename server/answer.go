@@ -159,6 +159,9 @@ const (
 	KindUnknownColumn Kind = "unknown_column"
 	// KindTimeout: the query ran out of time (503, 57014).
 	KindTimeout Kind = "timeout"
+	// KindUnavailable: the database holding the table cannot be reached;
+	// nothing was charged (503, 57P03).
+	KindUnavailable Kind = "unavailable"
 	// KindInternal: anything else; reported without details (500, XX000).
 	KindInternal Kind = "internal"
 	// KindOverloaded: the server is serving its maximum of requests at
@@ -211,7 +214,7 @@ func (k Kind) HTTPStatus() int {
 		return http.StatusForbidden
 	case KindBudgetExceeded:
 		return http.StatusConflict
-	case KindTimeout:
+	case KindTimeout, KindUnavailable:
 		return http.StatusServiceUnavailable
 	case KindOverloaded, KindRateLimited:
 		return http.StatusTooManyRequests
@@ -242,6 +245,8 @@ func (k Kind) SQLState() string {
 		return "53000" // insufficient_resources
 	case KindRateLimited:
 		return "53400" // configuration_limit_exceeded
+	case KindUnavailable:
+		return "57P03" // cannot_connect_now
 	}
 	return "XX000" // internal_error
 }

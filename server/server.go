@@ -310,6 +310,9 @@ func (s *Server) writeErr(w http.ResponseWriter, err error) {
 		return
 	}
 	e := AsError(err)
+	if e.Kind == KindUnavailable {
+		s.log.Printf("dpstat serve: %s: %v", e.Message, e.Err)
+	}
 	if e.Kind == KindInternal {
 		s.log.Printf("dpstat serve: internal error: %v", err)
 		writeError(w, http.StatusInternalServerError, string(KindInternal), "internal error")

@@ -62,7 +62,22 @@ var (
 	_ engine.Engine    = (*Engine)(nil)
 	_ engine.Registrar = (*Engine)(nil)
 	_ engine.NaNCensus = (*Engine)(nil)
+	_ engine.Loader    = (*Engine)(nil)
+	_ engine.Sniffer   = (*Engine)(nil)
 )
+
+// init registers DuckDB as the engine kind "duckdb", the default.
+func init() {
+	engine.Register("duckdb", engine.Driver{
+		Dialect: Dialect,
+		Open: func(_ context.Context, spec engine.Spec) (engine.Engine, error) {
+			if spec.DSN != "" || spec.PasswordEnv != "" {
+				return nil, fmt.Errorf("duckdb: the embedded engine reads the catalog's files and takes no dsn or password_env (got dsn %q); for a database server set `kind:` to its engine", spec.DSN)
+			}
+			return Open(Options{Threads: spec.Threads, MemoryLimit: spec.MemoryLimit})
+		},
+	})
+}
 
 // Open starts an in-memory DuckDB database.
 func Open(opts Options) (*Engine, error) {

@@ -189,11 +189,17 @@ func Compare(runs int, dpstat, plain func() error) (tdp, tplain []time.Duration,
 	return tdp, tplain, nil
 }
 
-// Report prints one comparison: the medians, their ratio and every run.
+// Report prints one comparison on DuckDB: the medians, their ratio and
+// every run.
 func Report(w io.Writer, name string, tdp, tplain []time.Duration) {
+	ReportOn(w, "DuckDB", name, tdp, tplain)
+}
+
+// ReportOn prints one comparison on the named engine.
+func ReportOn(w io.Writer, engine, name string, tdp, tplain []time.Duration) {
 	md, mp := Median(tdp), Median(tplain)
-	fmt.Fprintf(w, "%s\n  dpstat %v   plain DuckDB %v   ratio %.2f×\n  dpstat runs %v\n  plain runs  %v\n\n",
-		name, md.Round(time.Millisecond), mp.Round(time.Millisecond), float64(md)/float64(mp), Rounded(tdp), Rounded(tplain))
+	fmt.Fprintf(w, "%s\n  dpstat %v   plain %s %v   ratio %.2f×\n  dpstat runs %v\n  plain runs  %v\n\n",
+		name, md.Round(time.Millisecond), engine, mp.Round(time.Millisecond), float64(md)/float64(mp), Rounded(tdp), Rounded(tplain))
 }
 
 // Plain returns a function that runs sql on the engine as it is.

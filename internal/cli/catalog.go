@@ -13,7 +13,7 @@ import (
 
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
-	"github.com/dpstat/dpstat/engine/duckdb"
+	"github.com/dpstat/dpstat/engine/engines"
 	"github.com/dpstat/dpstat/query"
 )
 
@@ -32,9 +32,11 @@ func newCatalogCheckCmd() *cobra.Command {
 		Short: "Check a catalog and say precisely what is wrong",
 		Long: `Check a catalog: its YAML shape (unknown fields are errors), every bound
 (finite, lower <= upper, integers for int columns), every value list against
-its column's type, the contribution bounds, the privacy unit, and that every
-source file exists and has the declared columns. Prints "ok" and a summary,
-or every problem found.
+its column's type, the contribution bounds, the privacy unit, the engine
+section, and that every source exists and has the declared columns with
+compatible types: a file for the embedded engine, a table or view the
+catalog's user may read on a database server (which must answer). Prints "ok"
+and a summary, or every problem found.
 
 This command is for the data owner: when a source cannot be read it shows the
 engine's full message, which may quote the data.`,
@@ -48,7 +50,7 @@ engine's full message, which may quote the data.`,
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			eng, err := duckdb.Open(duckdb.Options{})
+			eng, err := engine.Open(ctx, engines.Spec(cat))
 			if err != nil {
 				return err
 			}
@@ -87,12 +89,16 @@ data owner to fill in: they are never read from the data.`,
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			eng, err := duckdb.Open(duckdb.Options{})
+			eng, err := engine.Open(ctx, engine.Spec{Kind: engine.DefaultKind})
 			if err != nil {
 				return err
 			}
 			defer eng.Close()
-			cols, err := eng.Sniff(ctx, data)
+			sniffer, ok := eng.(engine.Sniffer)
+			if !ok {
+				return fmt.Errorf("engine %s cannot read data files", eng.Dialect().Name())
+			}
+			cols, err := sniffer.Sniff(ctx, data)
 			if err != nil {
 				return err
 			}

@@ -17,7 +17,8 @@ import (
 
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/catalog"
-	"github.com/dpstat/dpstat/engine/duckdb"
+	"github.com/dpstat/dpstat/engine"
+	"github.com/dpstat/dpstat/engine/engines"
 	"github.com/dpstat/dpstat/query"
 )
 
@@ -83,7 +84,11 @@ budget on first use.`,
 				return err
 			}
 			// Every refusal happens here, before the engine or the ledger.
-			prep, err := query.Prepare(cat, duckdb.Dialect, args[0], opts)
+			dialect, err := engine.DialectFor(engines.Spec(cat))
+			if err != nil {
+				return err
+			}
+			prep, err := query.Prepare(cat, dialect, args[0], opts)
 			if err != nil {
 				return err
 			}
@@ -95,7 +100,7 @@ budget on first use.`,
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			eng, err := duckdb.Open(duckdb.Options{})
+			eng, err := engine.Open(ctx, engines.Spec(cat))
 			if err != nil {
 				return err
 			}

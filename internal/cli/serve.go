@@ -19,7 +19,8 @@ import (
 
 	"github.com/dpstat/dpstat/analyst"
 	"github.com/dpstat/dpstat/catalog"
-	"github.com/dpstat/dpstat/engine/duckdb"
+	"github.com/dpstat/dpstat/engine"
+	"github.com/dpstat/dpstat/engine/engines"
 	"github.com/dpstat/dpstat/pgwire"
 	"github.com/dpstat/dpstat/query"
 	"github.com/dpstat/dpstat/server"
@@ -141,7 +142,9 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 	if err != nil {
 		return err
 	}
-	eng, err := duckdb.Open(duckdb.Options{Threads: cfg.threads, MemoryLimit: cfg.memoryLimit})
+	spec := engines.Spec(cat)
+	spec.Threads, spec.MemoryLimit = cfg.threads, cfg.memoryLimit
+	eng, err := engine.Open(ctx, spec)
 	if err != nil {
 		return err
 	}
@@ -159,14 +162,18 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 	if err != nil {
 		return err
 	}
-	if cfg.loadTables {
-		if err := queryanswer.LoadTables(ctx, eng); err != nil {
+	// A server engine reads its tables where they live: only an engine
+	// over files loads them or takes their census.
+	if loader, ok := eng.(engine.Loader); ok {
+		if cfg.loadTables {
+			if err := queryanswer.LoadTables(ctx, eng); err != nil {
+				return err
+			}
+		} else if err := loader.Census(ctx); err != nil {
+			// Which float columns hold NaN, once, so that sums can skip
+			// the per-value test while the files stay unchanged.
 			return err
 		}
-	} else if err := eng.Census(ctx); err != nil {
-		// Which float columns hold NaN, once, so that sums can skip the
-		// per-value test while the files stay unchanged.
-		return err
 	}
 	ans, err := queryanswer.New(svc, cat, led)
 	if err != nil {

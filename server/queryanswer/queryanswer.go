@@ -17,6 +17,7 @@ import (
 
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query"
 	"github.com/dpstat/dpstat/server"
@@ -91,6 +92,7 @@ func classify(err error) error {
 	var re *query.RefusedError
 	var ex *accounting.ExceededError
 	var ee *query.EngineError
+	var ue *engine.UnavailableError
 	switch {
 	case errors.As(err, &ex):
 		return &server.Error{Kind: server.KindBudgetExceeded, Err: err,
@@ -112,6 +114,9 @@ func classify(err error) error {
 			return &server.Error{Kind: server.KindTimeout, Message: ee.Error(), Err: err}
 		}
 		return &server.Error{Kind: server.KindTimeout, Message: "the query ran out of time before its cost was charged; nothing was charged", Err: err}
+	case errors.As(err, &ue):
+		// The driver's text (hosts, users) is for the data owner's logs.
+		return &server.Error{Kind: server.KindUnavailable, Message: "the database that holds the table cannot be reached; the query was refused and nothing was charged; try again later", Err: err}
 	case errors.As(err, &ee):
 		// The message withholds the engine's text; it is safe to show.
 		return &server.Error{Kind: server.KindInternal, Message: ee.Error(), Err: err}

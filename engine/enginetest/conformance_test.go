@@ -1,0 +1,29 @@
+package enginetest_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/dpstat/dpstat/engine/enginetest"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	enginetest.StopShared()
+	os.Exit(code)
+}
+
+// TestDuckDB runs the conformance suite on the embedded engine.
+func TestDuckDB(t *testing.T) {
+	enginetest.Run(t, enginetest.DuckDB())
+	t.Run("forms", func(t *testing.T) { enginetest.RunForms(t, enginetest.DuckDB()) })
+}
+
+// TestPostgres runs the conformance suite on a PostgreSQL 15 server
+// started for the test, connecting as a role that may only read the
+// suite's tables.
+func TestPostgres(t *testing.T) {
+	pg := enginetest.SharedPostgres(t)
+	enginetest.Run(t, pg.Backend())
+	t.Run("forms", func(t *testing.T) { enginetest.RunForms(t, pg.Backend()) })
+}

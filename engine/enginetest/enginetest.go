@@ -1,0 +1,432 @@
+// Package enginetest is the conformance suite every dpstat engine runs
+// unchanged: the same tables, the same DP SQL, the same exact answers at
+// ε = 1e20 (where the noise vanishes), the same refusals. An engine joins
+// by providing a Backend that makes the suite's tables available to it;
+// Run then builds a catalog naming the engine, opens it through the engine
+// registry as dpstat does, and checks every case.
+//
+// The tables (testdata/*.csv, embedded) hold the values that break engines:
+// NULL, NaN, ±Inf, -0, ±MaxFloat64, the smallest subnormal, the extreme
+// 64-bit integers, a person with hundreds of rows, a person in every group.
+package enginetest
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dpstat/dpstat/accounting"
+	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/engine"
+	"github.com/dpstat/dpstat/engine/engines"
+	"github.com/dpstat/dpstat/ledger"
+	"github.com/dpstat/dpstat/query"
+)
+
+//go:embed testdata/*.csv
+var data embed.FS
+
+// Column is a fixture column: its name and catalog type.
+type Column struct {
+	Name string
+	Type catalog.Type
+}
+
+// Table is a fixture table: its rows (a CSV file with a header; an empty
+// field is NULL; floats may be nan, inf or -inf) and its catalog
+// declaration.
+type Table struct {
+	// Name is the catalog's name of the table.
+	Name string
+	// File names the CSV file in testdata.
+	File string
+	// Columns lists the file's columns in order, with their types.
+	Columns []Column
+	// Declaration is the table's catalog entry without its source: YAML
+	// lines indented for a table's body.
+	Declaration string
+}
+
+// CSV returns the table's rows as CSV text.
+func (t Table) CSV() ([]byte, error) { return data.ReadFile("testdata/" + t.File) }
+
+// Tables are the suite's fixtures.
+var Tables = []Table{
+	{Name: "people", File: "people.csv",
+		Columns: []Column{{"id", catalog.Int}, {"age", catalog.Int}, {"score", catalog.Float}, {"city", catalog.Text}, {"flag", catalog.Bool}},
+		Declaration: `    columns:
+      id:    {type: int}
+      age:   {type: int, lower: 18, upper: 100}
+      score: {type: float, lower: 0, upper: 10, nullable: true}
+      city:  {type: text, values: [A, B, D]}
+      flag:  {type: bool, values: [true, false]}
+`},
+	{Name: "empty", File: "empty.csv",
+		Columns: []Column{{"id", catalog.Int}, {"age", catalog.Int}, {"score", catalog.Float}, {"city", catalog.Text}, {"flag", catalog.Bool}},
+		Declaration: `    columns:
+      id:    {type: int}
+      age:   {type: int, lower: 18, upper: 100}
+      score: {type: float, lower: 0, upper: 10}
+      city:  {type: text, values: [A, B, D]}
+      flag:  {type: bool}
+`},
+	{Name: "special", File: "special.csv",
+		Columns: []Column{{"id", catalog.Int}, {"score", catalog.Float}, {"city", catalog.Text}},
+		Declaration: `    columns:
+      id:    {type: int}
+      score: {type: float, lower: 0, upper: 10}
+      city:  {type: text, values: [A, B]}
+`},
+	{Name: "extremes", File: "extremes.csv",
+		Columns: []Column{{"f", catalog.Float}, {"i", catalog.Int}, {"k", catalog.Float}, {"t", catalog.Text}},
+		Declaration: `    columns:
+      f: {type: float, lower: -5, upper: 5}
+      i: {type: int, lower: -100, upper: 100}
+      k: {type: float, values: [0, 1.5]}
+      t: {type: text, values: [a, b]}
+`},
+	{Name: "visits", File: "visits.csv",
+		Columns: []Column{{"pid", catalog.Int}, {"g", catalog.Int}, {"v", catalog.Int}, {"x", catalog.Float}, {"region", catalog.Text}},
+		Declaration: `    privacy_unit: pid
+    max_groups_per_unit: 2
+    max_rows_per_group: 2
+    columns:
+      pid:    {type: int}
+      g:      {type: int, values: [1, 2, 3]}
+      v:      {type: int, lower: 0, upper: 10}
+      x:      {type: float, lower: 0, upper: 10}
+      region: {type: text}
+`},
+	{Name: "spread", File: "spread.csv",
+		Columns: []Column{{"pid", catalog.Int}, {"g", catalog.Int}, {"v", catalog.Int}},
+		Declaration: `    privacy_unit: pid
+    max_groups_per_unit: 2
+    max_rows_per_group: 2
+    columns:
+      pid: {type: int}
+      g:   {type: int, values: [1, 2, 3]}
+      v:   {type: int, lower: 0, upper: 10}
+`},
+}
+
+// Backend makes the suite's tables available to one engine.
+type Backend struct {
+	// Name names the engine in test names.
+	Name string
+	// Engine is the catalog's `engine:` section as a YAML flow mapping,
+	// e.g. "{kind: postgres, dsn: ...}"; empty for the default engine.
+	Engine string
+	// Load makes every table available to the engine and returns each
+	// table's `source:` value by name: a file path for an engine over
+	// files, a relation for a server.
+	Load func(t testing.TB, tables []Table) map[string]string
+}
+
+// Case is one query of the battery and what every engine must answer.
+type Case struct {
+	Name  string
+	SQL   string
+	Delta float64
+	// Want is the answer's rows, formatted by Format; empty when Check
+	// or Refused decides.
+	Want string
+	// Check, when set, judges the rows instead of Want.
+	Check func(rows [][]any) error
+	// Refused, when set, is a part of the refusal every engine must give.
+	Refused string
+}
+
+// Battery is the suite's queries. Answers were computed by hand from the
+// fixtures (see each table's file).
+var Battery = []Case{
+	// Counts, sums, averages over NULLs and clamping.
+	{Name: "count star", SQL: "SELECT COUNT(*) FROM people", Want: "5"},
+	{Name: "count column skips NULL", SQL: "SELECT COUNT(age) FROM people", Want: "4"},
+	{Name: "sum int clamped", SQL: "SELECT SUM(age) FROM people", Want: "190"},
+	{Name: "avg int clamped", SQL: "SELECT AVG(age) FROM people", Want: "47.5"},
+	{Name: "sum float clamped", SQL: "SELECT SUM(score) FROM people", Want: "7.25"},
+	{Name: "avg float", SQL: "SELECT AVG(score) FROM people", Want: "1.8125"},
+	{Name: "variance", SQL: "SELECT VAR_POP(age), STDDEV_POP(age) FROM people", Want: "968.750001 31.124749"},
+	{Name: "public groups with an empty one", SQL: "SELECT city, COUNT(*), SUM(age) FROM people GROUP BY city", Want: "A 3 120; B 1 30; D 0 0"},
+	{Name: "group by bool", SQL: "SELECT flag, COUNT(*) FROM people GROUP BY flag", Want: "true 2; false 2"},
+	{Name: "two keys", SQL: "SELECT city, flag, COUNT(*) FROM people GROUP BY city, flag",
+		Want: "A true 2; A false 0; B true 0; B false 1; D true 0; D false 0"},
+	{Name: "where", SQL: "SELECT COUNT(*) FROM people WHERE city IN ('A', 'B') AND age >= 30", Want: "2"},
+	{Name: "where or not between", SQL: "SELECT COUNT(*) FROM people WHERE score > 2 OR age NOT BETWEEN 25 AND 200", Want: "3"},
+	{Name: "where is null", SQL: "SELECT COUNT(*) FROM people WHERE flag IS NULL", Want: "1"},
+	{Name: "string with a quote", SQL: "SELECT COUNT(*) FROM people WHERE city = 'it''s'", Want: "0"},
+	{Name: "having and order", SQL: "SELECT city, COUNT(*), SUM(age) FROM people GROUP BY city HAVING COUNT(*) >= 1 ORDER BY SUM(age) DESC", Want: "A 3 120; B 1 30"},
+	{Name: "empty table", SQL: "SELECT COUNT(*), COUNT(age), SUM(age), AVG(score) FROM empty", Want: "0 0 0 5"},
+
+	// NaN reads as NULL; infinities clamp.
+	{Name: "NaN is missing, infinities clamp", SQL: "SELECT COUNT(*), COUNT(score), SUM(score), AVG(score) FROM special", Want: "6 3 15 5"},
+	{Name: "NaN in groups", SQL: "SELECT city, COUNT(score), SUM(score) FROM special GROUP BY city", Want: "A 1 10; B 2 5"},
+	{Name: "NaN satisfies no comparison", SQL: "SELECT COUNT(*) FROM special WHERE score > 100", Want: "1"},
+	{Name: "extremes sum and count", SQL: "SELECT COUNT(*), COUNT(f), SUM(f), SUM(i) FROM extremes", Want: "9 8 -1.25 46"},
+	{Name: "extremes variance", SQL: "SELECT VAR_POP(f) FROM extremes", Want: "15.014648"},
+	{Name: "minus zero and zero are one key", SQL: "SELECT k, COUNT(*) FROM extremes GROUP BY k", Want: "0 4; 1.5 2"},
+	{Name: "where at the extremes", SQL: "SELECT COUNT(*) FROM extremes WHERE f > 1e300 OR f < -1e300", Want: "4"},
+	{Name: "width_bucket over extremes", SQL: "SELECT width_bucket(f, -5, 5, 4) AS b, COUNT(*) FROM extremes GROUP BY b",
+		Want: "0 2; 1 1; 2 0; 3 2; 4 1; 5 2"},
+	{Name: "floor bins over extremes", SQL: "SELECT floor(f / 2) * 2 AS bin, COUNT(*) FROM extremes GROUP BY bin",
+		Want: "-6 2; -4 1; -2 0; 0 2; 2 1; 4 2"},
+	{Name: "case bins", SQL: "SELECT CASE WHEN f > 0 THEN 'pos' WHEN f < 0 THEN 'neg' ELSE 'zero' END AS s, COUNT(*) FROM extremes GROUP BY s",
+		Want: "pos 4; neg 3; zero 2"},
+
+	// Bounding: the person with 300 rows in group 1 keeps 2 of them (v
+	// clamped to 10, x 8.5); the person in all three groups keeps 2 rows in
+	// each of 2 groups.
+	{Name: "bounded count and sum", SQL: "SELECT g, COUNT(*), SUM(v), SUM(x) FROM visits GROUP BY g",
+		Want: "1 22 79 67; 2 21 61 50; 3 20 57 50"},
+	{Name: "bounded average", SQL: "SELECT AVG(v) FROM visits", Want: "3.126984"},
+	{Name: "bounded distinct persons", SQL: "SELECT g, COUNT(DISTINCT pid) FROM visits GROUP BY g", Want: "1 21; 2 21; 3 20"},
+	{Name: "a person in every group keeps two", SQL: "SELECT g, COUNT(*), SUM(v) FROM spread GROUP BY g",
+		Check: func(rows [][]any) error {
+			var n, s float64
+			for _, r := range rows {
+				c, _ := r[1].(int64)
+				v, _ := r[2].(float64)
+				if iv, ok := r[2].(int64); ok {
+					v = float64(iv)
+				}
+				n += float64(c)
+				s += v
+			}
+			// 30 people with one row each (sum of i%4 over 30 = 43) and
+			// the heavy person's 2 groups × 2 rows × 10.
+			if n != 34 || s != 83 {
+				return fmt.Errorf("total count %v and sum %v over the groups, want 34 and 83", n, s)
+			}
+			return nil
+		}},
+
+	// Key selection: region has no public list; "east" has one person.
+	{Name: "key selection", SQL: "SELECT region, COUNT(*) FROM visits GROUP BY region ORDER BY region", Delta: 1e-6, Want: "north 42; south 20"},
+
+	// Quantiles: the exponential mechanism picks a bin next to the true
+	// quantile.
+	{Name: "median", SQL: "SELECT MEDIAN(age) FROM people", Check: within(0, 30, 40)},
+	{Name: "percentile of a float", SQL: "SELECT percentile_cont(0.25) WITHIN GROUP (ORDER BY score) FROM people", Check: within(0, 0, 1.5)},
+	{Name: "bounded median", SQL: "SELECT MEDIAN(v) FROM visits", Check: within(0, 2, 4)},
+	{Name: "grouped bounded median", SQL: "SELECT g, MEDIAN(x) FROM visits GROUP BY g", Check: within(1, 0, 8.5)},
+
+	// Refusals happen before any engine work, identically.
+	{Name: "sum needs bounds", SQL: "SELECT SUM(id) FROM people", Refused: "bounds"},
+	{Name: "unknown table", SQL: "SELECT COUNT(*) FROM nosuch", Refused: "nosuch"},
+	{Name: "key selection needs delta", SQL: "SELECT region, COUNT(*) FROM visits GROUP BY region", Refused: "delta"},
+}
+
+// within checks that column col of every row lies in [lo, hi].
+func within(col int, lo, hi float64) func([][]any) error {
+	return func(rows [][]any) error {
+		if len(rows) == 0 {
+			return fmt.Errorf("no rows")
+		}
+		for _, r := range rows {
+			v, ok := r[col].(float64)
+			if !ok || v < lo || v > hi {
+				return fmt.Errorf("%v is not in [%g, %g]", r[col], lo, hi)
+			}
+		}
+		return nil
+	}
+}
+
+// Format prints answer rows for comparison: numbers rounded to 1e-6.
+func Format(rows [][]any) string {
+	var out []string
+	for _, r := range rows {
+		var cells []string
+		for _, v := range r {
+			if f, ok := v.(float64); ok {
+				v = math.Round(f*1e6) / 1e6
+				if v == 0.0 {
+					v = 0.0 // no "-0"
+				}
+			}
+			cells = append(cells, fmt.Sprint(v))
+		}
+		out = append(out, strings.Join(cells, " "))
+	}
+	return strings.Join(out, "; ")
+}
+
+// Catalog builds the suite's catalog for a backend, with its tables
+// loaded.
+func Catalog(t testing.TB, b Backend) *catalog.Catalog {
+	t.Helper()
+	sources := b.Load(t, Tables)
+	var y strings.Builder
+	y.WriteString("budget: {epsilon: 1e30, delta: 1e-3}\n")
+	if b.Engine != "" {
+		y.WriteString("engine: " + b.Engine + "\n")
+	}
+	y.WriteString("tables:\n")
+	for _, tb := range Tables {
+		fmt.Fprintf(&y, "  %s:\n    source: %q\n%s", tb.Name, sources[tb.Name], tb.Declaration)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "catalog.yaml")
+	if err := os.WriteFile(path, []byte(y.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Load(path)
+	if err != nil {
+		t.Fatalf("the suite's catalog for %s: %v", b.Name, err)
+	}
+	return cat
+}
+
+// Service opens the backend's engine through the registry, as dpstat
+// does, and returns a query service over the suite's catalog with a ledger
+// that charges without limit.
+func Service(t testing.TB, b Backend) (*query.Service, engine.Engine) {
+	t.Helper()
+	cat := Catalog(t, b)
+	ctx := context.Background()
+	eng, err := engine.Open(ctx, engines.Spec(cat))
+	if err != nil {
+		t.Fatalf("opening %s: %v", b.Name, err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	svc, err := query.NewService(ctx, cat, eng, &Ledger{})
+	if err != nil {
+		t.Fatalf("binding the suite's tables on %s: %v", b.Name, err)
+	}
+	return svc, eng
+}
+
+// Run runs the battery on the backend's engine.
+func Run(t *testing.T, b Backend) {
+	svc, _ := Service(t, b)
+	for _, c := range Battery {
+		t.Run(c.Name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			opts := query.Options{Epsilon: 1e20, Delta: c.Delta, Confidence: 0.95, Analyst: "conformance"}
+			res, err := svc.Answer(ctx, c.SQL, opts)
+			if c.Refused != "" {
+				if err == nil || !strings.Contains(err.Error(), c.Refused) {
+					t.Fatalf("%s on %s: got %v, want a refusal mentioning %q", c.SQL, b.Name, err, c.Refused)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%s on %s: %v", c.SQL, b.Name, err)
+			}
+			if c.Check != nil {
+				if err := c.Check(res.Rows); err != nil {
+					t.Errorf("%s on %s: %v (rows %s)", c.SQL, b.Name, err, Format(res.Rows))
+				}
+				return
+			}
+			if got := Format(res.Rows); got != c.Want {
+				t.Errorf("%s on %s\n got %s\nwant %s", c.SQL, b.Name, got, c.Want)
+			}
+		})
+	}
+}
+
+// RunForms checks, on the backend's engine, that every form of every
+// battery query's statement runs (each must be total on every value of the
+// fixtures) and that the forms give the same exact statistics where the
+// plan chooses no rows at random.
+func RunForms(t *testing.T, b Backend) {
+	svc, eng := Service(t, b)
+	for _, c := range Battery {
+		if c.Refused != "" {
+			continue
+		}
+		t.Run(c.Name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			opts := query.Options{Epsilon: 1e20, Delta: c.Delta, Confidence: 0.95, Analyst: "conformance"}
+			p, err := svc.Prepare(c.SQL, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, hs := range p.HistogramSQL {
+				if _, err := eng.Query(ctx, hs); err != nil {
+					t.Fatalf("histogram statement on %s: %v\n%s", b.Name, err, hs)
+				}
+			}
+			if p.SQL == "" {
+				return
+			}
+			var stats []string
+			for _, f := range []query.Form{query.CleanForm, query.IntegerForm} {
+				text, err := p.FormSQL(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rows, err := eng.Query(ctx, text)
+				if err != nil {
+					t.Fatalf("%s form on %s: %v\n%s", f, b.Name, err, text)
+				}
+				ex, err := p.Plan.ReadExactForm(rows, f)
+				if err != nil {
+					t.Fatalf("reading the %s form on %s: %v", f, b.Name, err)
+				}
+				stats = append(stats, fmt.Sprint(ex.Keys, ex.Stats))
+			}
+			if !p.Plan.Bounded && stats[0] != stats[1] {
+				t.Errorf("on %s the clean form gives %s, the integer form %s", b.Name, stats[0], stats[1])
+			}
+		})
+	}
+}
+
+// DuckDB is the backend of the embedded engine: the tables are the CSV
+// files themselves, read in place.
+func DuckDB() Backend {
+	return Backend{Name: "duckdb", Load: func(t testing.TB, tables []Table) map[string]string {
+		dir := t.TempDir()
+		out := map[string]string{}
+		for _, tb := range tables {
+			body, err := tb.CSV()
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, tb.File)
+			if err := os.WriteFile(path, body, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out[tb.Name] = path
+		}
+		return out
+	}}
+}
+
+// Ledger is a ledger for tests: it creates every budget without limit and
+// records the charges.
+type Ledger struct {
+	mu      sync.Mutex
+	charges []ledger.Charge
+}
+
+// EnsureBudget returns an unlimited budget.
+func (l *Ledger) EnsureBudget(k ledger.Key, def accounting.EpsDelta, rule accounting.Rule) (ledger.Status, error) {
+	return ledger.Status{Key: k, Rule: rule, Limit: def}, nil
+}
+
+// Charge records the charge.
+func (l *Ledger) Charge(_ context.Context, c ledger.Charge) (ledger.Receipt, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.charges = append(l.charges, c)
+	return ledger.Receipt{ReleaseID: uint64(len(l.charges)), Key: c.Key, Cost: c.Cost, Rule: accounting.Basic}, nil
+}
+
+// Charges returns how many charges were made.
+func (l *Ledger) Charges() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.charges)
+}
