@@ -91,6 +91,14 @@ type Derived struct {
 // value may reach: doubles hold every integer up to 2^53 exactly.
 const maxExact = 1 << 53
 
+// minOperand is the smallest nonzero magnitude an operand of a product or
+// quotient keeps on engines whose doubles fail on underflow
+// (engine.StrictUnderflow): smaller values are read as 0, so that a product
+// of two operands (at least 2^-800) or a quotient by a divisor within
+// ±2^53 (at least 2^-453) is a normal double. A divisor's range must stay
+// this far from 0 on every engine.
+const minOperand = 0x1p-400
+
 // span is the facts about a scalar's values: every value lies in [lo, hi];
 // isInt says the values are whole numbers; nullable that NULL can occur.
 type span struct {
@@ -179,17 +187,20 @@ func rawRange(s Scalar, t *catalog.Table) (span, error) {
 		case "*":
 			out.lo, out.hi = corners(a, b, func(u, v float64) float64 { return u * v })
 		case "/":
-			if b.lo <= 0 && b.hi >= 0 {
-				return span{}, refuse("%s divides by %s, which can be 0 (its range is [%g, %g]); divide by an expression whose range excludes 0", scalarString(s), scalarString(x.R), b.lo, b.hi)
+			if b.lo <= minOperand && b.hi >= -minOperand {
+				return span{}, refuse("%s divides by %s, which can be 0 or within 2^-400 of it (its range is [%g, %g]); divide by an expression whose range stays away from 0", scalarString(s), scalarString(x.R), b.lo, b.hi)
 			}
 			out.lo, out.hi = corners(a, b, func(u, v float64) float64 { return u / v })
 			out.isInt = false
 		case "%":
 			c, ok := x.R.(Constant)
-			if !ok || c.Value == 0 {
-				return span{}, refuse("%s: the divisor of %% must be a nonzero literal", scalarString(s))
+			if !ok || math.Abs(c.Value) < minOperand {
+				return span{}, refuse("%s: the divisor of %% must be a literal of magnitude at least 2^-400", scalarString(s))
 			}
 			m := math.Abs(c.Value)
+			if math.Max(math.Abs(a.lo), math.Abs(a.hi))/m > maxExact {
+				return span{}, refuse("%s: the quotient can exceed 2^53; use a larger divisor", scalarString(s))
+			}
 			// The remainder has the dividend's sign and is below |c|.
 			out.lo, out.hi = math.Max(math.Min(a.lo, 0), -m), math.Min(math.Max(a.hi, 0), m)
 		default:
@@ -394,20 +405,33 @@ func (g *sqlGen) scalarSQL(s Scalar) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if x.Op == "%" {
-			// The truncated remainder, as SQL's %: total for the nonzero
-			// literal divisor the planner requires.
+		switch x.Op {
+		case "%":
+			// The truncated remainder, as SQL's %: total for the literal
+			// divisor the planner requires (|r| ≥ 2^-400, |l / r| ≤ 2^53).
+			l = g.flushTiny(l)
 			return "(" + l + " - " + r + " * trunc(" + l + " / " + r + "))", nil
+		case "*", "/":
+			return "(" + g.flushTiny(l) + " " + x.Op + " " + g.flushTiny(r) + ")", nil
 		}
 		return "(" + l + " " + x.Op + " " + r + ")", nil
 	case Call:
+		if x.Func == "round" && len(x.Args) == 2 {
+			// round(x, n) as round(x · 10^n) / 10^n: every engine rounds a
+			// double to a whole number (PostgreSQL has no round(double, n)).
+			a, err := g.scalarSQL(x.Args[0])
+			if err != nil {
+				return "", err
+			}
+			p10 := math.Pow(10, x.Args[1].(Constant).Value)
+			scaled, err := engine.Scale(d, g.flushTiny(a), p10)
+			if err != nil {
+				return "", err
+			}
+			return engine.Divide(d, "round("+scaled+")", p10)
+		}
 		parts := make([]string, len(x.Args))
 		for i, a := range x.Args {
-			if c, ok := a.(Constant); ok && x.Func == "round" && i == 1 {
-				// The digits are an integer (0 to 15, checked).
-				parts[i] = strconv.Itoa(int(c.Value))
-				continue
-			}
 			sql, err := g.scalarSQL(a)
 			if err != nil {
 				return "", err
@@ -691,4 +715,15 @@ func (p *parser) derive(s Scalar) string {
 	name := fmt.Sprintf("#e%d", len(p.q.Derived)+1)
 	p.q.Derived[name] = &Derived{Expr: s, Text: text}
 	return name
+}
+
+// flushTiny reads a value below minOperand in magnitude as 0 on an engine
+// whose doubles fail on underflow (engine.StrictUnderflow); elsewhere it is
+// the value itself.
+func (g *sqlGen) flushTiny(e string) string {
+	if _, ok := g.d.(engine.StrictUnderflow); !ok {
+		return e
+	}
+	dbl := g.d.TypeName(engine.Double)
+	return "(CASE WHEN abs(" + e + ") < CAST(" + strconv.FormatFloat(minOperand, 'g', -1, 64) + " AS " + dbl + ") THEN CAST(0 AS " + dbl + ") ELSE " + e + " END)"
 }

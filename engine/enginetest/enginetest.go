@@ -177,6 +177,9 @@ var Battery = []Case{
 		Want: "0 2; 1 1; 2 0; 3 2; 4 1; 5 2"},
 	{Name: "floor bins over extremes", SQL: "SELECT floor(f / 2) * 2 AS bin, COUNT(*) FROM extremes GROUP BY bin",
 		Want: "-6 2; -4 1; -2 0; 0 2; 2 1; 4 2"},
+	{Name: "expressions over extremes", SQL: "SELECT SUM(f * f), SUM(f * 3 - i), SUM(f / 4) FROM extremes", Want: "120.3125 -149.75 -0.3125"},
+	{Name: "expressions in aggregates", SQL: "SELECT SUM(CASE WHEN city = 'A' THEN age ELSE 0 END), COUNT(*) FILTER (WHERE age > 25), SUM(age % 7), SUM(FLOOR(score * 3)) FROM people", Want: "120 3 15 20"},
+	{Name: "min and max", SQL: "SELECT MIN(f), MAX(f) FROM extremes", Want: "-5 5"},
 	{Name: "case bins", SQL: "SELECT CASE WHEN f > 0 THEN 'pos' WHEN f < 0 THEN 'neg' ELSE 'zero' END AS s, COUNT(*) FROM extremes GROUP BY s",
 		Want: "pos 4; neg 3; zero 2"},
 
