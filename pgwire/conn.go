@@ -563,6 +563,10 @@ func (ss *session) shape(resp *server.Response, sql string) *description {
 			oid = oidFloat8
 		case "bool", "boolean":
 			oid = oidBool
+		case "":
+			// A computed column without an interval (an expression over
+			// released values): typed by its values.
+			oid = valueType(resp, j)
 		}
 		d.cols = append(d.cols, column{name, oid})
 	}
@@ -977,4 +981,21 @@ func sameShape(a, b []column) bool {
 		}
 	}
 	return true
+}
+
+// valueType is the type of column j's values: int8 or float8 when they are
+// numbers, text otherwise.
+func valueType(resp *server.Response, j int) uint32 {
+	for _, row := range resp.Rows {
+		if j >= len(row) {
+			continue
+		}
+		switch row[j].(type) {
+		case int64:
+			return oidInt8
+		case float64:
+			return oidFloat8
+		}
+	}
+	return oidText
 }

@@ -642,7 +642,10 @@ func (p *Prepared) Release(exact *Exact) (*Result, error) {
 		row := make([]any, len(q.Outputs))
 		ci := make([]*Interval, len(q.Outputs))
 		for i, o := range q.Outputs {
-			if o.IsKey() {
+			switch {
+			case o.Post != nil:
+				continue // below, from the released values
+			case o.IsKey():
 				row[i] = key[keyCol[o.Key]]
 				continue
 			}
@@ -650,6 +653,12 @@ func (p *Prepared) Release(exact *Exact) (*Result, error) {
 			row[i] = values[g][j]
 			iv := cis[g][j]
 			ci[i] = &iv
+		}
+		for i, o := range q.Outputs {
+			if o.Post != nil {
+				v := evalPost(o.Post, row, ci)
+				row[i], ci[i] = v.value(), v.interval()
+			}
 		}
 		if q.Having != nil && !evalHaving(q.Having, row) {
 			continue
@@ -684,6 +693,7 @@ func (p *Prepared) Release(exact *Exact) (*Result, error) {
 	if q.Limit >= 0 && q.Limit < int64(len(res.Rows)) {
 		res.Rows, res.CI = res.Rows[:q.Limit], res.CI[:q.Limit]
 	}
+	dropHidden(res, q)
 	// Mechanisms are listed in release order, which follows the aggregates.
 	res.Split = p.Noise.split()
 	res.Notes = plan.notes()
@@ -696,7 +706,38 @@ func (p *Prepared) Release(exact *Exact) (*Result, error) {
 	if plan.TopK != nil {
 		res.Notes = append(res.Notes, p.Noise.describeTopK(plan.candidates()))
 	}
+	for _, o := range q.Outputs {
+		if o.Post != nil {
+			res.Notes = append(res.Notes, describePost(o, q, p.Opts.Confidence))
+		}
+	}
 	return res, nil
+}
+
+// dropHidden removes the hidden outputs (aggregates only a computed output
+// reads) from a result, once HAVING, ORDER BY and LIMIT have used them.
+func dropHidden(res *Result, q *Query) {
+	var keep []int
+	for i, o := range q.Outputs {
+		if !o.Hidden {
+			keep = append(keep, i)
+		}
+	}
+	if len(keep) == len(q.Outputs) {
+		return
+	}
+	cols := make([]string, 0, len(keep))
+	for _, i := range keep {
+		cols = append(cols, res.Columns[i])
+	}
+	res.Columns = cols
+	for r := range res.Rows {
+		row, ci := make([]any, 0, len(keep)), make([]*Interval, 0, len(keep))
+		for _, i := range keep {
+			row, ci = append(row, res.Rows[r][i]), append(ci, res.CI[r][i])
+		}
+		res.Rows[r], res.CI[r] = row, ci
+	}
 }
 
 // notes explains the answer's construction.

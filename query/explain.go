@@ -48,7 +48,9 @@ type Explanation struct {
 // ColumnExplanation describes one output column of a query.
 type ColumnExplanation struct {
 	Name string `json:"name"`
-	// Kind is "key" for a group key and "aggregate" otherwise.
+	// Kind is "key" for a group key, "computed" for an expression over
+	// released values (free), and "aggregate" otherwise; an aggregate only
+	// a computed column reads is named "#" and its SQL.
 	Kind string `json:"kind"`
 	// Aggregate is the aggregate's SQL, e.g. "AVG(age)"; empty for keys.
 	Aggregate string `json:"aggregate,omitempty"`
@@ -148,6 +150,11 @@ func (p *Prepared) Explain() *Explanation {
 			e.Columns = append(e.Columns, ColumnExplanation{Name: o.Name, Kind: "key"})
 			continue
 		}
+		if o.Post != nil {
+			e.Columns = append(e.Columns, ColumnExplanation{Name: o.Name, Kind: "computed", Aggregate: postString(o.Post, q),
+				HalfWidth: math.NaN(), HalfWidthNote: describePost(o, q, p.Opts.Confidence)})
+			continue
+		}
 		j := aggOf[i]
 		a := plan.Aggregates[j]
 		c := ColumnExplanation{Name: o.Name, Kind: "aggregate", Aggregate: a.Aggregate.String(),
@@ -245,6 +252,10 @@ func (e *Explanation) Lines() []string {
 	for _, c := range e.Columns {
 		if c.Kind == "key" {
 			l = append(l, fmt.Sprintf("column %s: group key", c.Name))
+			continue
+		}
+		if c.Kind == "computed" {
+			l = append(l, "column "+c.HalfWidthNote)
 			continue
 		}
 		var mech []string

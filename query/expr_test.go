@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/dpstat/dpstat/engine/duckdb"
@@ -96,5 +97,62 @@ func TestDerivedBounds(t *testing.T) {
 				t.Errorf("sensitivity %g, want %g", s, tt.sensitive)
 			}
 		})
+	}
+}
+
+// TestPostProcessing checks expressions over released aggregates at ε =
+// 1e20 on people.csv (COUNT(*) 5, SUM(age) 190 over 4 ages, AVG(age) 47.5):
+// they cost what their aggregates cost and nothing more, hidden
+// aggregates are not shown, and intervals are carried through.
+func TestPostProcessing(t *testing.T) {
+	svc, _, led := newTestService(t, "testdata/catalog.yaml")
+	tests := []struct {
+		name, sql string
+		cols      string
+		want      []float64
+	}{
+		{"identity", "SELECT SUM(age) * 1 FROM people", "?column?", []float64{190}},
+		{"ratio of two aggregates", "SELECT SUM(age) / COUNT(age) AS mean FROM people", "mean", []float64{47.5}},
+		{"round of an average", "SELECT ROUND(AVG(age), 1) FROM people", "round", []float64{47.5}},
+		{"power of a standard deviation", "SELECT POWER(STDDEV_POP(age), 2) AS v, VAR_POP(age) FROM people", "v,var_pop_age", []float64{968.75, 968.75}},
+		{"a visible aggregate is reused", "SELECT COUNT(*), COUNT(*) * 2 AS twice FROM people", "count,twice", []float64{5, 10}},
+		{"constants", "SELECT COUNT(*), 3 AS three, PI() AS pi FROM people", "count,three,pi", []float64{5, 3, 3.141592653589793}},
+		{"division by zero is NULL", "SELECT COUNT(*) / (COUNT(*) - 5) AS r FROM people", "r", []float64{math.NaN()}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := led.count()
+			res, err := svc.Answer(context.Background(), tt.sql, exactOpts())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(res.Columns, ","); got != tt.cols {
+				t.Fatalf("columns %s, want %s", got, tt.cols)
+			}
+			for i, w := range tt.want {
+				v := res.Rows[0][i]
+				if math.IsNaN(w) {
+					if v != nil {
+						t.Errorf("column %d = %v, want NULL", i, v)
+					}
+					continue
+				}
+				got, ok := number(v)
+				if !ok || math.Abs(got-w) > 1e-6*math.Max(1, math.Abs(w)) {
+					t.Errorf("column %d = %v, want %g", i, v, w)
+				}
+			}
+			if led.count() != before+1 {
+				t.Errorf("%d charges, want one", led.count()-before)
+			}
+		})
+	}
+	// The interval of a computed output follows from its inputs'.
+	res, err := svc.Answer(context.Background(), "SELECT SUM(age) * 2 AS s2 FROM people", Options{Epsilon: 1, Confidence: 0.95, Analyst: "tester"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if iv := res.CI[0][0]; iv == nil || !(iv.Low < iv.High) {
+		t.Fatalf("interval %v", iv)
 	}
 }

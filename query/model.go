@@ -130,10 +130,16 @@ type Output struct {
 	Key string
 	// Agg is the aggregate this output computes; nil for keys.
 	Agg *Aggregate
+	// Post is the expression a computed output evaluates on other
+	// outputs' released values (see post.go); nil otherwise.
+	Post Scalar
+	// Hidden marks an aggregate that only a computed output reads: it is
+	// planned, charged and released to the expression, but not shown.
+	Hidden bool
 }
 
 // IsKey reports whether the output is a group key.
-func (o Output) IsKey() bool { return o.Agg == nil }
+func (o Output) IsKey() bool { return o.Agg == nil && o.Post == nil }
 
 // Query is a checked aggregate query over one catalog table.
 type Query struct {

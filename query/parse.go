@@ -139,6 +139,9 @@ func (p *parser) selectStmt(s *pg.SelectStmt) (*Query, error) {
 	}
 	names := map[string]bool{}
 	for _, o := range p.q.Outputs {
+		if o.Hidden {
+			continue
+		}
 		if names[strings.ToLower(o.Name)] {
 			return nil, refuse("two outputs are named %q; give them different aliases with AS", o.Name)
 		}
@@ -367,8 +370,25 @@ func (p *parser) target(n *pg.Node) error {
 		p.q.Outputs = append(p.q.Outputs, Output{Name: name, Key: col.Name})
 		return nil
 	}
-	if fc := rt.Val.GetFuncCall(); containsAggregate(rt.Val) && (fc == nil || !aggregateNames[funcName(fc)]) {
-		return refuse("expressions over released aggregates (such as SUM(x) * 2 or SUM(x) / COUNT(*)) are not supported yet: select the aggregates themselves and compute with their noisy values afterwards, at no further cost")
+	if fc := rt.Val.GetFuncCall(); (containsAggregate(rt.Val) && (fc == nil || !aggregateNames[funcName(fc)])) || isConstantItem(rt.Val) {
+		// An expression over released values: post-processing.
+		e, err := p.post(rt.Val)
+		if err != nil {
+			return err
+		}
+		name := rt.Name
+		if name == "" {
+			name = "?column?"
+			if fc != nil {
+				name = funcName(fc)
+			}
+			base := name
+			for i := 2; p.outputNamed(name); i++ {
+				name = base + "_" + strconv.Itoa(i)
+			}
+		}
+		p.q.Outputs = append(p.q.Outputs, Output{Name: name, Post: e})
+		return nil
 	}
 	if isBucketExpr(rt.Val) {
 		key, err := p.bucketOutput(rt.Val)
@@ -937,7 +957,7 @@ func (p *parser) kindOf(o Operand) string {
 		}
 	case OutputRef:
 		out := p.q.Outputs[o.Output]
-		if out.Agg != nil {
+		if out.Agg != nil || out.Post != nil {
 			return "number"
 		}
 		if b := p.q.Buckets[out.Key]; b != nil {
@@ -1098,4 +1118,25 @@ func formatList(vs []any, n int) string {
 		parts = append(parts, fmt.Sprint(v))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// isConstantItem reports whether a select-list item is a constant
+// expression: a number, PI(), or arithmetic of those.
+func isConstantItem(n *pg.Node) bool {
+	switch {
+	case n == nil:
+		return false
+	case n.GetAConst() != nil:
+		c := n.GetAConst()
+		_, i := c.Val.(*pg.A_Const_Ival)
+		_, f := c.Val.(*pg.A_Const_Fval)
+		return i || f
+	case n.GetFuncCall() != nil:
+		fc := n.GetFuncCall()
+		return funcName(fc) == "pi" && len(fc.Args) == 0
+	case n.GetAExpr() != nil:
+		a := n.GetAExpr()
+		return a.Kind == pg.A_Expr_Kind_AEXPR_OP && (a.Lexpr == nil || isConstantItem(a.Lexpr)) && isConstantItem(a.Rexpr)
+	}
+	return false
 }

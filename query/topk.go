@@ -37,6 +37,9 @@ func (p *parser) topKForm(s *pg.SelectStmt) (int64, error) {
 	}
 	counts := 0
 	for _, o := range p.q.Outputs {
+		if o.Post != nil {
+			return 0, nil
+		}
 		if o.Agg != nil {
 			if o.Agg.Func != CountStar {
 				return 0, nil

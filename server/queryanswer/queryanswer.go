@@ -232,7 +232,9 @@ func (a *Answerer) preview(p *query.Prepared, st ledger.Status) (*server.Respons
 	}
 	resp.Budget.Rule = string(st.Rule)
 	for _, o := range q.Outputs {
-		resp.Columns = append(resp.Columns, o.Name)
+		if !o.Hidden {
+			resp.Columns = append(resp.Columns, o.Name)
+		}
 	}
 	keys := p.Plan.Keys
 	if len(keys) > maxPreviewGroups {
@@ -270,13 +272,17 @@ func (a *Answerer) preview(p *query.Prepared, st ledger.Status) (*server.Respons
 		row := make([]any, len(q.Outputs))
 		ci := make([]*[2]float64, len(q.Outputs))
 		for i, o := range q.Outputs {
-			if o.Agg == nil {
+			switch {
+			case o.Post != nil:
+				continue // computed from released values: no preview
+			case o.Agg == nil:
 				row[i] = key[keyCol[o.Key]]
 				continue
 			}
 			h := half[aggCol[i]]
 			ci[i] = &[2]float64{-h, h}
 		}
+		row, ci = visible(q, row, ci)
 		resp.Rows = append(resp.Rows, row)
 		resp.CI = append(resp.CI, ci)
 	}
@@ -286,7 +292,7 @@ func (a *Answerer) preview(p *query.Prepared, st ledger.Status) (*server.Respons
 	resp.Notes = append(resp.Notes, "groups: "+p.Explain().Keys)
 	resp.Notes = append(resp.Notes, "dry run: nothing was read or charged; intervals are shown as ± half-widths around zero")
 	for i, o := range q.Outputs {
-		if o.Agg == nil {
+		if o.Agg == nil || o.Hidden {
 			continue
 		}
 		switch o.Agg.Func {
@@ -298,4 +304,17 @@ func (a *Answerer) preview(p *query.Prepared, st ledger.Status) (*server.Respons
 		resp.Notes = append(resp.Notes, fmt.Sprintf("%s (%s): its interval depends on the data (the group's size, or its values for a quantile), unknown before the run; ±%s is the widest the declared bounds allow, and the answer's interval is usually far narrower", o.Name, o.Agg.Func, strconv.FormatFloat(h, 'g', 4, 64)))
 	}
 	return resp, nil
+}
+
+// visible keeps a preview row's cells of the outputs that are shown
+// (hidden aggregates feed computed columns only).
+func visible(q *query.Query, row []any, ci []*[2]float64) ([]any, []*[2]float64) {
+	var r []any
+	var c []*[2]float64
+	for i, o := range q.Outputs {
+		if !o.Hidden {
+			r, c = append(r, row[i]), append(c, ci[i])
+		}
+	}
+	return r, c
 }
