@@ -409,6 +409,6 @@ func describePost(o Output, q *Query, confidence float64) string {
 	if k == 0 {
 		return fmt.Sprintf("%s: a constant, free", o.Name)
 	}
-	return fmt.Sprintf("%s = %s: computed from released values, free; its interval combines theirs and holds with probability at least %g (each of its %d input(s) at %g)",
+	return fmt.Sprintf("%s = %s: computed from released values, free; its interval combines theirs and holds with probability at least %.4g (each of its %d input(s) at %g)",
 		o.Name, postString(o.Post, q), 1-float64(k)*(1-confidence), k, confidence)
 }
