@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"math/big"
 	"sort"
 	"strings"
 	"sync"
@@ -277,8 +278,9 @@ func Prepare(cat *catalog.Catalog, d engine.Dialect, sql string, opts Options) (
 	if err != nil {
 		return nil, err
 	}
-	if plan.onlyHistograms() {
-		// Quantiles alone need only their histograms.
+	if plan.onlyHistograms() || plan.publicKeysOnly() {
+		// Quantiles alone need only their histograms; public keys alone
+		// need nothing.
 		text = ""
 	}
 	prep := &Prepared{Plan: plan, Noise: nz, SQL: text, Opts: opts, ExplainOnly: explain, dialect: d}
@@ -357,6 +359,17 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 				res.Notes = append(res.Notes, "this query was answered before: running it returns the stored answer at no cost")
 			}
 		}
+		return res, nil
+	}
+	if p.Plan.publicKeysOnly() {
+		// The keys of public value lists, with nothing else: public
+		// information, released without reading data or charging.
+		res, err := p.Release(&Exact{Stats: make([][]*big.Int, len(p.Plan.Keys))})
+		if err != nil {
+			return nil, err
+		}
+		res.Notes = append(res.Notes, "the groups are the catalog's public value lists: released at no cost, no data read")
+		res.Budget = budget(st.Spent, st.Remaining, st.Rule)
 		return res, nil
 	}
 	if repeatSafe {
@@ -864,4 +877,10 @@ func number(v any) (float64, bool) {
 		return x, true
 	}
 	return 0, false
+}
+
+// publicKeysOnly reports whether the query releases only the keys of
+// public value lists: no aggregate, no key selection, no most common values.
+func (p *Plan) publicKeysOnly() bool {
+	return len(p.Releases) == 0 && p.Selection == nil && p.TopK == nil && len(p.Query.GroupBy) > 0
 }

@@ -156,3 +156,28 @@ func TestPostProcessing(t *testing.T) {
 		t.Fatalf("interval %v", iv)
 	}
 }
+
+// TestKeysAlone checks SELECT key FROM t GROUP BY key: the public list at
+// no cost and without reading data, key selection with all of ε otherwise.
+func TestKeysAlone(t *testing.T) {
+	svc, eng, led := newTestService(t, "testdata/catalog.yaml")
+	res, err := svc.Answer(context.Background(), "SELECT city FROM people GROUP BY city", exactOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 3 || res.Cost.Epsilon != 0 || eng.calls() != 0 || led.count() != 0 {
+		t.Fatalf("rows %v, cost %v, %d engine calls, %d charges: want the 3 public keys, free", res.Rows, res.Cost, eng.calls(), led.count())
+	}
+	opts := exactOpts()
+	opts.Delta = 1e-6
+	p, err := svc.Prepare("SELECT age FROM people GROUP BY age", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Plan.Selection == nil || p.Plan.Selection.Epsilon != opts.Epsilon {
+		t.Fatalf("key selection %+v: want all of ε", p.Plan.Selection)
+	}
+	if _, err := svc.Run(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -150,6 +150,9 @@ var neighbourBattery = []string{
 	// Expressions over released aggregates (post-processing).
 	"SELECT SUM(i) / COUNT(*) AS m, ROUND(AVG(f), 2), POWER(STDDEV_POP(i), 2), 3 AS three FROM T",
 	"SELECT t, COUNT(*) * 2 AS c2, SUM(f) - SUM(i) AS d, COUNT(*) FROM T GROUP BY t HAVING COUNT(*) >= 0",
+	// Keys alone: the public list free, key selection with all of ε.
+	"SELECT t, b FROM T GROUP BY t, b",
+	"SELECT u FROM T GROUP BY u",
 	// Key selection, most common values, answer filters.
 	"SELECT u, COUNT(*) FROM T GROUP BY u",
 	"SELECT u, MEDIAN(f), SUM(i) FROM T GROUP BY u",

@@ -134,7 +134,11 @@ func (p *parser) selectStmt(s *pg.SelectStmt) (*Query, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(p.q.Aggregates()) == 0 && topK == 0 {
+	keysOnly := len(p.q.GroupBy) > 0
+	for _, o := range p.q.Outputs {
+		keysOnly = keysOnly && o.IsKey()
+	}
+	if len(p.q.Aggregates()) == 0 && topK == 0 && !keysOnly {
 		return nil, refuse("the select list has no aggregate; dpstat releases aggregates only (COUNT, SUM, AVG), or the most common values: SELECT col FROM t GROUP BY col ORDER BY COUNT(*) DESC LIMIT k")
 	}
 	names := map[string]bool{}

@@ -250,6 +250,10 @@ func NewPlanDelta(q *Query, table *catalog.Table, epsilon, delta float64) (*Plan
 		}
 		p.Selection = &KeySelection{Columns: undeclared, Epsilon: epsilon / 2, Delta: delta}
 		aggEpsilon = epsilon / 2
+		if len(q.Aggregates()) == 0 && q.TopK == 0 {
+			// The keys alone: the selection takes all of ε.
+			p.Selection.Epsilon, aggEpsilon = epsilon, 0
+		}
 	}
 
 	// Groups: the cross product of public value lists.

@@ -117,7 +117,7 @@ func TestTopKRefusals(t *testing.T) {
 	tests := []struct{ name, sql, want string }{
 		{"limit 0", "SELECT race FROM adult GROUP BY race ORDER BY COUNT(*) DESC LIMIT 0", "LIMIT 0"},
 		{"huge limit", "SELECT race FROM adult GROUP BY race ORDER BY COUNT(*) DESC LIMIT 5000", "at most 1000"},
-		{"ascending is not top-k", "SELECT race FROM adult GROUP BY race ORDER BY COUNT(*) LIMIT 1", "no aggregate"},
+		{"ascending is not top-k", "SELECT race FROM adult GROUP BY race ORDER BY COUNT(*) LIMIT 1", "is not in the select list"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
