@@ -181,3 +181,36 @@ func TestKeysAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLike checks LIKE and ILIKE in WHERE, CASE and FILTER at ε = 1e20 on
+// people.csv (cities A, B, A, A, C).
+func TestLike(t *testing.T) {
+	svc, _, _ := newTestService(t, "testdata/catalog.yaml")
+	for _, tt := range []struct {
+		sql  string
+		want float64
+	}{
+		{"SELECT COUNT(*) FROM people WHERE city LIKE 'A%'", 3},
+		{"SELECT COUNT(*) FROM people WHERE city NOT LIKE 'A'", 2},
+		{"SELECT COUNT(*) FROM people WHERE city ILIKE 'a'", 3},
+		{"SELECT COUNT(*) FILTER (WHERE city LIKE '_') FROM people", 5},
+		{"SELECT SUM(CASE WHEN city LIKE 'B%' THEN age ELSE 0 END) FROM people", 30},
+	} {
+		res, err := svc.Answer(context.Background(), tt.sql, exactOpts())
+		if err != nil {
+			t.Fatalf("%s: %v", tt.sql, err)
+		}
+		if got, _ := number(res.Rows[0][0]); math.Abs(got-tt.want) > 1e-6 {
+			t.Errorf("%s = %v, want %g", tt.sql, res.Rows[0][0], tt.want)
+		}
+	}
+	for _, sql := range []string{
+		"SELECT COUNT(*) FROM people WHERE age LIKE '1%'",
+		`SELECT COUNT(*) FROM people WHERE city LIKE 'a\%'`,
+		"SELECT COUNT(*) FROM people WHERE city SIMILAR TO 'A'",
+	} {
+		if _, err := svc.Answer(context.Background(), sql, exactOpts()); err == nil {
+			t.Errorf("%s: answered, want a refusal", sql)
+		}
+	}
+}

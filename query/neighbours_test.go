@@ -132,6 +132,7 @@ var neighbourBattery = []string{
 	"SELECT COUNT(*) FROM T WHERE u = '" + strings.Repeat("é☃𝄞", 200) + "'",
 	"SELECT COUNT(*) FROM T WHERE u IN ('x', 'y', '') AND NOT b",
 	"SELECT COUNT(*) FROM T WHERE f IS NULL OR i IS NOT NULL",
+	"SELECT COUNT(*) FROM T WHERE u LIKE '%☃%' OR u ILIKE 'X' OR t NOT LIKE '_'",
 	"SELECT COUNT(*) FROM T WHERE NOT (f > 0 OR f <= 0)",
 	"SELECT COUNT(*) FROM T WHERE " + strings.Repeat("NOT ", 1000) + "f > 0",
 	"SELECT COUNT(*) FROM T WHERE " + strings.Repeat("NOT ", MaxExprDepth-1) + "f > 0",

@@ -770,8 +770,10 @@ func (p *parser) aexpr(a *pg.A_Expr, having bool) (Expr, error) {
 			return nil, err
 		}
 		return Between{Arg: arg, Low: lo, High: hi, Negate: a.Kind == pg.A_Expr_Kind_AEXPR_NOT_BETWEEN}, nil
-	case pg.A_Expr_Kind_AEXPR_LIKE, pg.A_Expr_Kind_AEXPR_ILIKE, pg.A_Expr_Kind_AEXPR_SIMILAR:
-		return nil, refuse("LIKE and SIMILAR TO are not supported yet; use = or IN")
+	case pg.A_Expr_Kind_AEXPR_LIKE, pg.A_Expr_Kind_AEXPR_ILIKE:
+		return p.like(a, op, having)
+	case pg.A_Expr_Kind_AEXPR_SIMILAR:
+		return nil, refuse("SIMILAR TO is not supported; use LIKE or ILIKE")
 	}
 	return nil, refuse("unsupported operator in a condition; use =, <>, <, <=, >, >=, IN, BETWEEN, IS NULL")
 }
@@ -1143,4 +1145,37 @@ func isConstantItem(n *pg.Node) bool {
 		return a.Kind == pg.A_Expr_Kind_AEXPR_OP && (a.Lexpr == nil || isConstantItem(a.Lexpr)) && isConstantItem(a.Rexpr)
 	}
 	return false
+}
+
+// likeOps maps the grammar's LIKE operators to the model's.
+var likeOps = map[string]string{"~~": "LIKE", "!~~": "NOT LIKE", "~~*": "ILIKE", "!~~*": "NOT ILIKE"}
+
+// like parses col [NOT] LIKE|ILIKE 'pattern' over a text column. The
+// pattern is a literal without backslashes (engines disagree on LIKE's
+// default escape character); % and _ are its wildcards. A LIKE over a
+// NULL is NULL, as any comparison: it never fails.
+func (p *parser) like(a *pg.A_Expr, op string, having bool) (Expr, error) {
+	norm, ok := likeOps[op]
+	if !ok || having {
+		return nil, refuse("LIKE and ILIKE are supported in WHERE, CASE and FILTER conditions over text columns")
+	}
+	l, err := p.operand(a.Lexpr, false)
+	if err != nil {
+		return nil, err
+	}
+	r, err := p.operand(a.Rexpr, false)
+	if err != nil {
+		return nil, err
+	}
+	pat, isText := r.Value.(string)
+	if l.Kind != ColumnRef || r.Kind != Literal || !isText {
+		return nil, refuse("write column LIKE 'pattern', with a text column and a literal pattern")
+	}
+	if col := p.table.Column(l.Column); col == nil || col.Type != catalog.Text {
+		return nil, refuse("LIKE needs a text column; %s is not one", l.Column)
+	}
+	if strings.Contains(pat, "\\") {
+		return nil, refuse("LIKE pattern %q: backslashes are not accepted (engines disagree on LIKE's escape character); use _ for any one character", pat)
+	}
+	return Compare{Op: norm, Left: l, Right: r}, nil
 }
