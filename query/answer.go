@@ -274,14 +274,13 @@ func Prepare(cat *catalog.Catalog, d engine.Dialect, sql string, opts Options) (
 		return nil, err
 	}
 	nz = plan.chooseNoise(nz, opts.Source, opts.Delta, opts.Confidence)
-	text, err := plan.SQL(d)
-	if err != nil {
-		return nil, err
-	}
-	if plan.onlyHistograms() || plan.publicKeysOnly() {
+	text := ""
+	if !plan.onlyHistograms() && !plan.publicKeysOnly() {
 		// Quantiles alone need only their histograms; public keys alone
 		// need nothing.
-		text = ""
+		if text, err = plan.SQL(d); err != nil {
+			return nil, err
+		}
 	}
 	prep := &Prepared{Plan: plan, Noise: nz, SQL: text, Opts: opts, ExplainOnly: explain, dialect: d}
 	for h := range plan.Histograms {

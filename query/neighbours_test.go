@@ -297,8 +297,12 @@ func checkNeighbours(t testing.TB, sql, variant string, d, n neighbourOutcome) {
 		name string
 		out  neighbourOutcome
 	}{{"D", d}, {variant, n}} {
-		if errors.As(o.out.err, &ee) {
+		var re *RefusedError
+		switch {
+		case errors.As(o.out.err, &ee):
 			t.Errorf("%s on %s: the engine failed after the charge: %v (%v)", sql, o.name, ee, ee.Err)
+		case o.out.err != nil && !errors.As(o.out.err, &re):
+			t.Errorf("%s on %s: an error that is not a refusal: %v", sql, o.name, o.out.err)
 		}
 		if o.out.res != nil {
 			for _, row := range o.out.res.Rows {

@@ -72,7 +72,7 @@ func TestRefusals(t *testing.T) {
 		{"unknown function over an aggregate", "SELECT COSH(AVG(age)) FROM people", "not supported over aggregates", nil},
 		{"aggregate in where", "SELECT COUNT(*) FROM people WHERE COUNT(*) > 1", "aggregates are not allowed in WHERE", nil},
 		{"function in where", "SELECT COUNT(*) FROM people WHERE length(city) > 1", "function length is not supported in WHERE", nil},
-		{"like", "SELECT COUNT(*) FROM people WHERE city LIKE 'A%'", "LIKE", nil},
+		{"similar to", "SELECT COUNT(*) FROM people WHERE city SIMILAR TO 'A%'", "SIMILAR TO", nil},
 		{"type mismatch", "SELECT COUNT(*) FROM people WHERE age = 'old'", "cannot compare column age (int) with text 'old'", nil},
 		{"compare with null", "SELECT COUNT(*) FROM people WHERE age = NULL", "use IS NULL", nil},
 		{"having unknown aggregate", "SELECT COUNT(*) FROM people HAVING SUM(age) > 3", "SUM(age) is not in the select list", nil},
