@@ -140,6 +140,10 @@ type Table struct {
 	// id space share their budgets (each analyst's, and the total). Empty
 	// means the table is its own id space.
 	IDSpace string
+	// Public marks a table about no one (a calendar, a list of regions):
+	// it has no privacy unit and no budget, its values may be read from
+	// the data, and queries join it to a private table.
+	Public bool
 	// Budget is each analyst's default budget on the table: the table's
 	// own declaration, else the catalog's.
 	Budget Budget
@@ -245,6 +249,7 @@ type rawTable struct {
 	GroupSize        *int64                `yaml:"group_size"`
 	Columns          map[string]*rawColumn `yaml:"columns"`
 	IDSpace          string                `yaml:"id_space"`
+	Public           bool                  `yaml:"public"`
 	Budget           *rawBudget            `yaml:"budget"`
 	TotalBudget      *rawBudget            `yaml:"total_budget"`
 }
@@ -385,6 +390,11 @@ func checkTable(name string, rt *rawTable, dir string, colOrder []string, remote
 		} else if st.IsDir() {
 			add("source %q: is a directory, want a file", rt.Source)
 		}
+	}
+	t.Public = rt.Public
+	if rt.Public && (rt.PrivacyUnit != "" || rt.MaxGroupsPerUnit != nil || rt.MaxRowsPerGroup != nil || rt.GroupSize != nil ||
+		rt.IDSpace != "" || rt.Budget != nil || rt.TotalBudget != nil) {
+		add("public: true declares a table about no one: it takes no privacy_unit, contribution bounds, group_size, id_space or budget")
 	}
 	if rt.PrivacyUnit == "" {
 		if rt.MaxGroupsPerUnit != nil || rt.MaxRowsPerGroup != nil {

@@ -47,6 +47,9 @@ type Service struct {
 	// stored answer instead of paying again.
 	flights map[string]chan struct{}
 	log     *slog.Logger
+	// public holds the facts of the catalog's public tables, read when
+	// the service starts.
+	public map[string]*PublicFacts
 }
 
 // NewService registers every table of the catalog with the engine (which
@@ -58,7 +61,11 @@ func NewService(ctx context.Context, cat *catalog.Catalog, eng engine.Engine, le
 	if err := Register(ctx, cat, eng); err != nil {
 		return nil, err
 	}
-	return &Service{cat: cat, eng: eng, led: led}, nil
+	public, err := readPublicFacts(ctx, cat, eng)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{cat: cat, eng: eng, led: led, public: public}, nil
 }
 
 // Register exposes every table of the catalog in the engine under its
@@ -248,12 +255,19 @@ func (p *Prepared) FormSQL(f Form) (string, error) {
 // Prepare parses, checks and plans a query and calibrates its noise. Every
 // refusal happens here, before any engine runs.
 func (s *Service) Prepare(sql string, opts Options) (*Prepared, error) {
-	return Prepare(s.cat, s.eng.Dialect(), sql, opts)
+	return prepareWith(s.cat, s.eng.Dialect(), sql, opts, s.public)
 }
 
 // Prepare parses, checks and plans a query against a catalog for an
 // engine dialect, and calibrates its noise.
+//
+// Joins with public tables need those tables' values, which a Service reads
+// when it starts: Prepare refuses them, Service.Prepare plans them.
 func Prepare(cat *catalog.Catalog, d engine.Dialect, sql string, opts Options) (*Prepared, error) {
+	return prepareWith(cat, d, sql, opts, nil)
+}
+
+func prepareWith(cat *catalog.Catalog, d engine.Dialect, sql string, opts Options, public map[string]*PublicFacts) (*Prepared, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
@@ -261,11 +275,15 @@ func Prepare(cat *catalog.Catalog, d engine.Dialect, sql string, opts Options) (
 	if err != nil {
 		return nil, err
 	}
-	q, err := Parse(sql, cat)
+	q, err := parseWith(sql, cat, public)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := NewPlanDelta(q, cat.Table(q.Table), opts.Epsilon, opts.Delta)
+	table := cat.Table(q.Table)
+	if q.Relation != nil {
+		table = q.Relation
+	}
+	plan, err := NewPlanDelta(q, table, opts.Epsilon, opts.Delta)
 	if err != nil {
 		return nil, err
 	}
@@ -755,6 +773,20 @@ func dropHidden(res *Result, q *Query) {
 // notes explains the answer's construction.
 func (p *Plan) notes() []string {
 	var n []string
+	for _, j := range p.Query.Joins {
+		kind := "joined"
+		if j.Left {
+			kind = "left-joined"
+		}
+		var on []string
+		for _, e := range j.On {
+			on = append(on, e[0]+" = "+e[1])
+		}
+		n = append(n, fmt.Sprintf("%s with public table %s on %s (public: its values are read from the data at no cost)", kind, j.Table, strings.Join(on, " AND ")))
+	}
+	if len(p.Query.Joins) > 0 && !p.Bounded && p.Query.JoinRows > 1 {
+		n = append(n, fmt.Sprintf("each row is a person and the joins turn a row into at most %d rows: every sensitivity counts %d rows in each of %d groups", p.Query.JoinRows, p.Query.JoinRows, p.Query.JoinRows))
+	}
 	if g := p.Contribution.People(); g > 1 {
 		n = append(n, fmt.Sprintf("groups of %d people are protected together (group_size): every sensitivity is multiplied by %d", g, g))
 	}

@@ -95,7 +95,7 @@ func (p *Plan) keyValues(g string) []any {
 func (g *sqlGen) keyExpr(k string) (string, error) {
 	b := g.p.Query.Buckets[k]
 	if b == nil {
-		return g.ident(k), nil
+		return g.colRef(k), nil
 	}
 	lit := func(v any) string {
 		l, err := engine.Literal(g.d, v)
@@ -113,7 +113,7 @@ func (g *sqlGen) keyExpr(k string) (string, error) {
 		// into [0, N−1] before the cast, so even a NaN (which DuckDB orders
 		// above +Inf, and which the clean view reads as NULL) cannot make
 		// the cast fail.
-		col := g.ident(b.Column)
+		col := g.colRef(b.Column)
 		frac, err := engine.Divide(g.d, "("+col+" - "+lit(b.Lo)+")", b.Hi-b.Lo)
 		if err != nil {
 			return "", err
@@ -126,7 +126,7 @@ func (g *sqlGen) keyExpr(k string) (string, error) {
 		// value / w lies between lower / w and upper / w, which the parser
 		// checked are finite (and their floors within ±2^52).
 		c := g.p.Table.Column(b.Column)
-		col := g.ident(b.Column)
+		col := g.colRef(b.Column)
 		// greatest and least skip NULLs, so NULL is kept NULL explicitly
 		// (it then matches no bin).
 		q, err := engine.Divide(g.d, fmt.Sprintf("least(greatest(%s, %s), %s)", col, lit(*c.Lower), lit(*c.Upper)), b.Width)

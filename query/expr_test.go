@@ -2,7 +2,10 @@ package query
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -212,5 +215,97 @@ func TestLike(t *testing.T) {
 		if _, err := svc.Answer(context.Background(), sql, exactOpts()); err == nil {
 			t.Errorf("%s: answered, want a refusal", sql)
 		}
+	}
+}
+
+// TestJoinPublic checks joins with a public table at ε = 1e20: visits
+// (privacy unit pid) joined with days on day, grouped by a public column
+// whose values come from the public table.
+func TestJoinPublic(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"visits.csv": "pid,day,euros\n1,1,10\n1,2,20\n2,1,5\n3,7,60\n3,6,1\n4,9,30\n",
+		"days.csv":   "day,name,weekend\n1,Mon,false\n2,Tue,false\n3,Wed,false\n4,Thu,false\n5,Fri,false\n6,Sat,true\n7,Sun,true\n",
+		"rows.csv":   "day,euros\n1,10\n6,20\n",
+		"twice.csv":  "day,tag\n1,x\n1,y\n6,z\n",
+		"catalog.yaml": `budget: {epsilon: 1e30, delta: 1e-6}
+tables:
+  visits:
+    source: visits.csv
+    privacy_unit: pid
+    max_groups_per_unit: 7
+    max_rows_per_group: 7
+    columns: {pid: {type: int}, day: {type: int}, euros: {type: int, lower: 0, upper: 100}}
+  rows:
+    source: rows.csv
+    columns: {day: {type: int}, euros: {type: int, lower: 0, upper: 100}}
+  days:
+    source: days.csv
+    public: true
+    columns: {day: {type: int}, name: {type: text}, weekend: {type: bool}}
+  twice:
+    source: twice.csv
+    public: true
+    columns: {day: {type: int}, tag: {type: text}}
+`,
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc, _, _ := newTestService(t, filepath.Join(dir, "catalog.yaml"))
+	ctx := context.Background()
+	for _, tt := range []struct{ sql, want string }{
+		{"SELECT d.weekend, COUNT(*), SUM(v.euros) FROM visits v JOIN days d ON v.day = d.day GROUP BY d.weekend", "false 3 35; true 2 61"},
+		{"SELECT name, COUNT(*) FROM visits JOIN days USING (day) GROUP BY name", "Fri 0; Mon 2; Sat 1; Sun 1; Thu 0; Tue 1; Wed 0"},
+		{"SELECT COUNT(*) FROM visits v LEFT JOIN days d ON v.day = d.day", "6"},
+		{"SELECT COUNT(*) FROM visits v JOIN days d ON v.day = d.day WHERE d.weekend", "2"},
+		{"SELECT t.tag, COUNT(*), SUM(r.euros) FROM rows r JOIN twice t ON r.day = t.day GROUP BY t.tag", "x 1 10; y 1 10; z 1 20"},
+	} {
+		res, err := svc.Answer(ctx, tt.sql, exactOpts())
+		if err != nil {
+			t.Fatalf("%s: %v", tt.sql, err)
+		}
+		var rows []string
+		for _, r := range res.Rows {
+			var cells []string
+			for _, v := range r {
+				if f, ok := v.(float64); ok {
+					v = math.Round(f)
+				}
+				cells = append(cells, strings.TrimSuffix(fmt.Sprint(v), ".0"))
+			}
+			rows = append(rows, strings.Join(cells, " "))
+		}
+		if got := strings.Join(rows, "; "); got != tt.want {
+			t.Errorf("%s:\n got %s\nwant %s", tt.sql, got, tt.want)
+		}
+	}
+	// A row of rows matches twice's day 1 twice: sensitivities count 2
+	// rows in each of 2 groups.
+	p, err := svc.Prepare("SELECT COUNT(*) FROM rows r JOIN twice t ON r.day = t.day", exactOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := p.Plan.Contribution; c.Groups != 2 || c.RowsPerGroup != 2 {
+		t.Errorf("contribution %+v, want 2 groups × 2 rows", c)
+	}
+	for _, sql := range []string{
+		"SELECT COUNT(*) FROM days",
+		"SELECT COUNT(*) FROM days d JOIN visits v ON v.day = d.day",
+		"SELECT COUNT(*) FROM visits v JOIN rows r ON v.day = r.day",
+		"SELECT COUNT(*) FROM visits v RIGHT JOIN days d ON v.day = d.day",
+		"SELECT COUNT(*) FROM visits v JOIN days d ON v.day < d.day",
+		"SELECT COUNT(*) FROM visits v JOIN days d ON v.day = d.name",
+		"SELECT COUNT(*) FROM visits v JOIN days d ON v.day = d.day WHERE day = 1",
+	} {
+		if _, err := svc.Prepare(sql, exactOpts()); err == nil {
+			t.Errorf("%s: planned, want a refusal", sql)
+		}
+	}
+	// Without the service's facts, a join is refused.
+	if _, err := Prepare(loadCatalog(t, filepath.Join(dir, "catalog.yaml")), duckdb.Dialect, "SELECT COUNT(*) FROM visits v JOIN days d ON v.day = d.day", exactOpts()); err == nil {
+		t.Error("a join planned without the public table's values")
 	}
 }

@@ -2,6 +2,8 @@ package query
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +24,7 @@ func FuzzPlan(f *testing.F) {
 	for _, q := range neighbourBattery {
 		f.Add(strings.ReplaceAll(q, "FROM T", "FROM people"))
 	}
-	cat := loadCatalog(f, writeTable(f, neighbourCatalog, neighbourColumns+"\n"))
+	cat := loadCatalog(f, writeNeighbourCatalog(f))
 	f.Fuzz(func(t *testing.T, sql string) {
 		done := make(chan struct{})
 		var (
@@ -87,7 +89,7 @@ func FuzzNeighbours(f *testing.F) {
 // TestFuzzSeedsPlanQuickly keeps the seed corpus meaningful: most seeds
 // must plan (a battery of refusals would fuzz only the parser).
 func TestFuzzSeedsPlanQuickly(t *testing.T) {
-	cat := loadCatalog(t, writeTable(t, neighbourCatalog, neighbourColumns+"\n"))
+	cat := loadCatalog(t, writeNeighbourCatalog(t))
 	planned := 0
 	for _, q := range neighbourBattery {
 		if _, err := Prepare(cat, duckdb.Dialect, strings.ReplaceAll(q, "FROM T", "FROM people"), neighbourOpts()); err == nil {
@@ -97,4 +99,15 @@ func TestFuzzSeedsPlanQuickly(t *testing.T) {
 	if planned < len(neighbourBattery)*3/4 {
 		t.Fatalf("only %d of %d battery queries plan", planned, len(neighbourBattery))
 	}
+}
+
+// writeNeighbourCatalog writes the harness catalog with an empty private
+// table and its public table, for planning without data.
+func writeNeighbourCatalog(t testing.TB) string {
+	t.Helper()
+	path := writeTable(t, neighbourCatalog, neighbourColumns+"\n")
+	if err := os.WriteFile(filepath.Join(filepath.Dir(path), "codes.csv"), []byte(neighbourCodes), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -23,6 +23,8 @@ package query
 import (
 	"fmt"
 	"strings"
+
+	"github.com/dpstat/dpstat/catalog"
 )
 
 // AggFunc is an aggregate function of the query model.
@@ -160,6 +162,12 @@ type Query struct {
 	// Derived maps the names of derived columns ("#e1", …), the
 	// aggregated expressions of the project stage, to their definitions.
 	Derived map[string]*Derived
+	// Joins lists the public tables joined to the private one; Relation is
+	// then the joined relation's columns (public ones named
+	// "table.column"), and JoinRows the most rows one private row becomes.
+	Joins    []Join
+	Relation *catalog.Table
+	JoinRows int64
 	// Where is the row predicate, or nil.
 	Where Expr
 	// Having filters the noisy answer rows, or nil. Its operands are

@@ -84,7 +84,18 @@ tables:
   rows:
     source: data.csv
     columns: *cols
+  codes:
+    source: codes.csv
+    public: true
+    columns:
+      t:      {type: text}
+      label:  {type: text}
+      weight: {type: int}
 `
+
+// neighbourCodes is the public table of the harness: code b appears twice,
+// so a row with t = b becomes two rows through the join.
+const neighbourCodes = "t,label,weight\na,alpha,1\nb,beta,2\nb,beta two,3\n,empty,0\n"
 
 // neighbourBattery covers every construct dpstat accepts, with extreme
 // parameters. T stands for the table's name.
@@ -151,6 +162,13 @@ var neighbourBattery = []string{
 	// Expressions over released aggregates (post-processing).
 	"SELECT SUM(i) / COUNT(*) AS m, ROUND(AVG(f), 2), POWER(STDDEV_POP(i), 2), 3 AS three FROM T",
 	"SELECT t, COUNT(*) * 2 AS c2, SUM(f) - SUM(i) AS d, COUNT(*) FROM T GROUP BY t HAVING COUNT(*) >= 0",
+	// Joins with a public table.
+	"SELECT c.label, COUNT(*), SUM(x.i) FROM T x JOIN codes c ON x.t = c.t GROUP BY c.label",
+	"SELECT c.label, COUNT(*), AVG(x.f) FROM T x LEFT JOIN codes c ON x.t = c.t GROUP BY c.label",
+	"SELECT COUNT(*), SUM(CASE WHEN c.label LIKE 'b%' THEN x.i ELSE 0 END) FROM T x JOIN codes c USING (t) WHERE x.fz = 0",
+	"SELECT x.t, MIN(x.i), COUNT(*) FILTER (WHERE c.weight > 1) FROM T x JOIN codes c ON c.t = x.t GROUP BY x.t",
+	"SELECT COUNT(*) FROM T x JOIN codes c ON x.t = c.label",
+	"SELECT COUNT(*) FROM codes",
 	// Keys alone: the public list free, key selection with all of ε.
 	"SELECT t, b FROM T GROUP BY t, b",
 	"SELECT u FROM T GROUP BY u",
@@ -208,6 +226,9 @@ func buildNeighbours() (*neighbourFixture, error) {
 			return nil, err
 		}
 		if err := os.WriteFile(filepath.Join(dir, "catalog.yaml"), []byte(neighbourCatalog), 0o644); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "codes.csv"), []byte(neighbourCodes), 0o644); err != nil {
 			return nil, err
 		}
 		cat, err := catalog.Load(filepath.Join(dir, "catalog.yaml"))
@@ -385,6 +406,14 @@ func checkNeighbours(t testing.TB, sql, variant string, d, n neighbourOutcome) {
 		}
 	}
 	// Counts and sums move by at most their sensitivity over all groups.
+	// Where a join gives a person more rows or groups than the bounds keep,
+	// which ones are kept is drawn at random on each run, so the other
+	// people's contributions differ between the two runs too: only the
+	// outcome is compared there (the rows table checks the joins'
+	// multiplicity, deterministically).
+	if plan.Bounded && len(q.Joins) > 0 {
+		return
+	}
 	for _, ap := range plan.Aggregates {
 		switch ap.Aggregate.Func {
 		case CountStar, Count, CountDistinct, Sum:

@@ -28,6 +28,12 @@ func refuse(format string, args ...any) error {
 // Parse parses one SQL statement and checks it against the catalog,
 // returning dpstat's model of it or a *RefusedError.
 func Parse(sql string, cat *catalog.Catalog) (*Query, error) {
+	return parseWith(sql, cat, nil)
+}
+
+// parseWith is Parse with the facts of the catalog's public tables, which
+// joins need.
+func parseWith(sql string, cat *catalog.Catalog, public map[string]*PublicFacts) (*Query, error) {
 	if strings.TrimSpace(sql) == "" {
 		return nil, refuse("empty query; write e.g. SELECT COUNT(*) FROM t")
 	}
@@ -42,7 +48,7 @@ func Parse(sql string, cat *catalog.Catalog) (*Query, error) {
 	if sel == nil {
 		return nil, refuse("only SELECT queries are answered, got %s", statementKind(tree.Stmts[0].Stmt))
 	}
-	p := &parser{cat: cat}
+	p := &parser{cat: cat, public: public}
 	q, err := p.selectStmt(sel)
 	if err != nil {
 		return nil, err
@@ -81,6 +87,11 @@ type parser struct {
 	q     *Query
 	// depth is the nesting of the condition being parsed.
 	depth int
+	// public holds the facts of public tables (nil: joins are refused);
+	// joins and joined are the query's joins and its FROM tables.
+	public map[string]*PublicFacts
+	joins  []Join
+	joined []joinedTable
 }
 
 func (p *parser) selectStmt(s *pg.SelectStmt) (*Query, error) {
@@ -104,6 +115,10 @@ func (p *parser) selectStmt(s *pg.SelectStmt) (*Query, error) {
 		return nil, err
 	}
 	p.q = &Query{Table: p.table.Name, Limit: -1}
+	if len(p.joins) > 0 {
+		p.q.Joins, p.q.Relation = p.joins, p.table
+		p.q.JoinRows = p.joinRows()
+	}
 	if s.GroupDistinct {
 		return nil, refuse("GROUP BY DISTINCT is not supported")
 	}
@@ -224,7 +239,7 @@ func (p *parser) from(from []*pg.Node) error {
 	n := from[0]
 	switch {
 	case n.GetJoinExpr() != nil:
-		return refuse("joins are not supported yet; query one table at a time")
+		return p.fromJoin(n.GetJoinExpr())
 	case n.GetRangeSubselect() != nil:
 		return refuse("subqueries are not supported yet")
 	case n.GetRangeFunction() != nil, n.GetRangeTableFunc() != nil:
@@ -245,6 +260,9 @@ func (p *parser) from(from []*pg.Node) error {
 			hint = " (file paths are not allowed in FROM)"
 		}
 		return refuse("unknown table %q%s; the catalog declares: %s", rv.Relname, hint, p.tableNames())
+	}
+	if t.Public {
+		return refuse("table %s is public (it is about no one): query a private table, joining %s to it", t.Name, t.Name)
 	}
 	p.table = t
 	if rv.Alias != nil {
@@ -284,6 +302,9 @@ func (p *parser) columnRef(cr *pg.ColumnRef) (*catalog.Column, error) {
 			return nil, refuse("unsupported column reference")
 		}
 		parts = append(parts, s.Sval)
+	}
+	if len(p.joined) > 0 {
+		return p.joinedColumn(parts)
 	}
 	switch len(parts) {
 	case 1:

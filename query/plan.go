@@ -279,6 +279,14 @@ func NewPlanDelta(q *Query, table *catalog.Table, epsilon, delta float64) (*Plan
 
 	// Stage 1: contribution bounding.
 	p.Contribution = Contribution{Groups: 1, RowsPerGroup: 1, GroupSize: max(table.GroupSize, 1)}
+	if m := q.JoinRows; m > 1 && !table.HasPrivacyUnit() {
+		// Without a privacy unit each row is a person, and the joins turn
+		// it into at most m rows, in at most m groups (see join.go).
+		if m > catalog.MaxRowsPerGroup {
+			return nil, refuse("the joins can turn one row into %d rows; want at most %d: join on keys the public tables hold fewer times, or declare a privacy unit", m, catalog.MaxRowsPerGroup)
+		}
+		p.Contribution.Groups, p.Contribution.RowsPerGroup = m, m
+	}
 	if table.HasPrivacyUnit() {
 		p.Bounded = true
 		p.Contribution.RowsPerGroup = table.MaxRowsPerGroup

@@ -144,7 +144,7 @@ func (p *Plan) HistogramSQL(d engine.Dialect, h int) (string, error) {
 	keys := make([]string, nk)
 	var cols []string
 	if p.Bounded {
-		cols = append(cols, g.ident(p.Table.PrivacyUnit)+" AS u")
+		cols = append(cols, g.colRef(p.Table.PrivacyUnit)+" AS u")
 	}
 	for i, k := range p.Query.GroupBy {
 		keys[i] = "k" + strconv.Itoa(i)
@@ -184,7 +184,7 @@ func (p *Plan) HistogramSQL(d engine.Dialect, h int) (string, error) {
 		return "", err
 	}
 	conds = append(conds, col+" IS NOT NULL")
-	rows := "SELECT " + strings.Join(cols, ", ") + " FROM " + g.ident(p.Table.Name) + " WHERE " + strings.Join(conds, " AND ")
+	rows := "SELECT " + strings.Join(cols, ", ") + " FROM " + g.fromClause(p.Table.Name) + " WHERE " + strings.Join(conds, " AND ")
 	outKeys := strings.Join(append(append([]string{}, keys...), "b"), ", ")
 	if !p.Bounded {
 		return "WITH r AS (" + rows + ")\nSELECT " + outKeys + ", count(*) AS c FROM r GROUP BY " + outKeys, nil

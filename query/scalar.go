@@ -380,7 +380,7 @@ func (g *sqlGen) scalarSQL(s Scalar) (string, error) {
 		return engine.Literal(d, x.Value)
 	case ColumnValue:
 		c := g.p.Table.Column(x.Column)
-		col := "CAST(" + g.ident(x.Column) + " AS " + dbl + ")"
+		col := "CAST(" + g.colRef(x.Column) + " AS " + dbl + ")"
 		if c == nil || !c.Bounded() {
 			return col, nil
 		}
@@ -392,7 +392,7 @@ func (g *sqlGen) scalarSQL(s Scalar) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE least(greatest(%s, %s), %s) END", g.ident(x.Column), col, lo, hi), nil
+		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE least(greatest(%s, %s), %s) END", g.colRef(x.Column), col, lo, hi), nil
 	case Negate:
 		a, err := g.scalarSQL(x.Arg)
 		return "(-" + a + ")", err
@@ -481,7 +481,7 @@ func (g *sqlGen) scalarSQL(s Scalar) (string, error) {
 func (g *sqlGen) column(name string) (string, error) {
 	dv := g.p.Query.Derived[name]
 	if dv == nil {
-		return g.ident(name), nil
+		return g.colRef(name), nil
 	}
 	e, err := g.scalarSQL(dv.Expr)
 	if err != nil {

@@ -76,7 +76,7 @@ type sqlGen struct {
 // statistic reads a float column, and no float column is a key, the
 // privacy unit or part of the WHERE clause.
 func (p *Plan) rawFloatsOK() bool {
-	if len(p.floatColumns()) == 0 || len(p.Query.Derived) > 0 {
+	if len(p.floatColumns()) == 0 || len(p.Query.Derived) > 0 || len(p.Query.Joins) > 0 {
 		// Derived columns compute with their inputs: they read the view
 		// where NaN is NULL.
 		return false
@@ -174,7 +174,7 @@ func (g *sqlGen) generate() (string, error) {
 	// The row stage: filter, project keys and clamped summands.
 	var cols []string
 	if p.Bounded {
-		cols = append(cols, g.ident(p.Table.PrivacyUnit)+" AS u")
+		cols = append(cols, g.colRef(p.Table.PrivacyUnit)+" AS u")
 	}
 	for i, k := range p.Query.GroupBy {
 		e, err := g.keyExpr(k)
@@ -237,7 +237,7 @@ func (g *sqlGen) generate() (string, error) {
 	if g.form == FastForm {
 		table = rawView(table)
 	}
-	rows := "SELECT " + strings.Join(cols, ", ") + " FROM " + g.ident(table)
+	rows := "SELECT " + strings.Join(cols, ", ") + " FROM " + g.fromClause(table)
 	if len(conds) > 0 {
 		rows += " WHERE " + strings.Join(conds, " AND ")
 	}
@@ -393,7 +393,7 @@ func (g *sqlGen) conditions() ([]string, error) {
 	p := g.p
 	var conds []string
 	if p.Bounded {
-		conds = append(conds, g.ident(p.Table.PrivacyUnit)+" IS NOT NULL")
+		conds = append(conds, g.colRef(p.Table.PrivacyUnit)+" IS NOT NULL")
 	}
 	for _, k := range p.Query.GroupBy {
 		if p.Query.Buckets[k] != nil {
@@ -559,7 +559,7 @@ func (g *sqlGen) inList(col string, values []any) (string, error) {
 func (g *sqlGen) operand(o Operand) (string, error) {
 	switch o.Kind {
 	case ColumnRef:
-		return g.ident(o.Column), nil
+		return g.colRef(o.Column), nil
 	case Literal:
 		return engine.Literal(g.d, o.Value)
 	}
