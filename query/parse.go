@@ -234,7 +234,7 @@ func (p *parser) from(from []*pg.Node) error {
 		return refuse("no FROM clause; query one of the catalog's tables: %s", p.tableNames())
 	}
 	if len(from) > 1 {
-		return refuse("joins are not supported yet; query one table at a time")
+		return refuse("FROM a, b is not supported: write a JOIN with ON or USING; only public tables can be joined to a private table")
 	}
 	n := from[0]
 	switch {
