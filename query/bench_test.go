@@ -41,3 +41,22 @@ func BenchmarkRelease(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPrepareJoin measures preparing a three-table query: a private
+// table joined with two public tables, grouped by a public column, with an
+// expression in an aggregate.
+func BenchmarkPrepareJoin(b *testing.B) {
+	svc, _, _ := newTestService(b, writeNeighbourCatalog(b))
+	// A second public table: the harness's codes under another alias.
+	sql := "SELECT c.label, COUNT(*), SUM(CASE WHEN x.b THEN x.i ELSE 0 END), AVG(x.f) FROM people x JOIN codes c ON x.t = c.t " +
+		"LEFT JOIN codes c2 ON c2.label = c.label WHERE c2.weight > 1 GROUP BY c.label"
+	opts := Options{Epsilon: 1, Confidence: 0.95, Analyst: "a"}
+	if _, err := svc.Prepare(sql, opts); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := svc.Prepare(sql, opts); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
