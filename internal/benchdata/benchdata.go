@@ -50,7 +50,8 @@ func Events(ctx context.Context, eng *duckdb.Engine, dir string, rows int) (stri
 // Catalog writes, next to the Parquet file pq, a catalog named name that
 // declares the file twice: as rows_as_people (each row a person) and as
 // events (privacy unit pid, at most 3 groups and 2 rows per group per
-// person). budget is the YAML of the catalog's budget, e.g.
+// person), and a public table groups (grp, label: two groups per label)
+// for joins. budget is the YAML of the catalog's budget, e.g.
 // "{epsilon: 1e9}"; wUpper is the declared upper bound of w.
 func Catalog(pq, name, budget string, wUpper int) (*catalog.Catalog, error) {
 	text := fmt.Sprintf(`budget: %[2]s
@@ -68,7 +69,19 @@ tables:
     max_groups_per_unit: 3
     max_rows_per_group: 2
     columns: *cols
+  groups:
+    source: groups.csv
+    public: true
+    columns: {grp: {type: int}, label: {type: text}}
 `, filepath.Base(pq), budget, wUpper)
+	var groups strings.Builder
+	groups.WriteString("grp,label\n")
+	for g := range 10 {
+		fmt.Fprintf(&groups, "%d,label%d\n", g, g/2)
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(pq), "groups.csv"), []byte(groups.String()), 0o644); err != nil {
+		return nil, err
+	}
 	path := filepath.Join(filepath.Dir(pq), name)
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		return nil, err

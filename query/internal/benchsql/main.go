@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 
@@ -71,7 +72,11 @@ SELECT grp, sum(c), sum(s), sum(s) / sum(n) FROM pb GROUP BY grp`, src)
 FROM read_parquet(%s) WHERE pid IS NOT NULL AND grp IN (0,1,2,3,4,5,6,7,8,9) GROUP BY pid, grp),
 pb AS (SELECT * FROM pu QUALIFY row_number() OVER (PARTITION BY pid ORDER BY random()) <= 3)
 SELECT grp, sum(c), sum(s) FROM pb GROUP BY grp`, src)
+	join := "SELECT g.label, COUNT(*), SUM(r.v), AVG(r.v) FROM rows_as_people r JOIN groups g ON r.grp = g.grp GROUP BY g.label"
+	plainJoin := fmt.Sprintf("SELECT g.label, count(*), sum(least(greatest(r.v, 0), 100)), avg(least(greatest(r.v, 0), 100)) FROM read_parquet(%s) r JOIN read_csv(%s) g ON r.grp = g.grp GROUP BY g.label",
+		src, duckdb.Dialect.QuoteString(filepath.Join(filepath.Dir(pq), "groups.csv")))
 	pairs := []pair{
+		{"one row per person joined with a public table: COUNT, SUM, AVG GROUP BY a public column", dp(join), plain(plainJoin)},
 		{"one row per person: COUNT, SUM, AVG GROUP BY public key", dp(oneRow), plain(plainOneRow)},
 		{"one row per person: dpstat's engine SQL alone vs the plain query", plain(prep.SQL), plain(plainOneRow)},
 		{"one row per person: the clean form's SQL alone (no NaN census, as dpstat query runs it) vs the plain query", plain(clean), plain(plainOneRow)},
