@@ -248,8 +248,11 @@ func NewPlanDelta(q *Query, table *catalog.Table, epsilon, delta float64) (*Plan
 			return nil, refuse("GROUP BY %s needs δ > 0: column(s) %s have no public value list, so the released keys are chosen by DP key selection, which spends δ; pass a δ (e.g. --delta 1e-6) or declare `values:` in the catalog",
 				q.keyNames(), strings.Join(undeclared, ", "))
 		}
-		p.Selection = &KeySelection{Columns: undeclared, Epsilon: epsilon / 2, Delta: delta}
-		aggEpsilon = epsilon / 2
+		p.Selection = &KeySelection{Columns: undeclared, Delta: delta, Release: -1}
+		if !countSelects(q, table) {
+			p.Selection.Epsilon = epsilon / 2
+			aggEpsilon = epsilon / 2
+		}
 	}
 
 	// Groups: the cross product of public value lists.
@@ -290,7 +293,7 @@ func NewPlanDelta(q *Query, table *catalog.Table, epsilon, delta float64) (*Plan
 	}
 
 	// Stages 2–4 per aggregate.
-	if p.Selection != nil {
+	if p.Selection != nil && !countSelects(q, table) {
 		// Each person is one distinct unit in at most Contribution.Groups
 		// keys.
 		p.Selection.Stat = p.statistic(Summand{Kind: DistinctUnits, Column: table.PrivacyUnit})
@@ -352,6 +355,7 @@ func NewPlanDelta(q *Query, table *catalog.Table, epsilon, delta float64) (*Plan
 		}
 		p.Aggregates = append(p.Aggregates, ap)
 	}
+	p.selectByCount()
 	return p, nil
 }
 
