@@ -296,3 +296,14 @@ func groupWords(k int64) string {
 	}
 	return ""
 }
+
+// KeyThreshold is the threshold of a key selection with discrete Laplace
+// noise of scale b: the smallest integer τ with
+// keys·P(Z ≥ τ − maxCount) ≤ delta, where one person has rows under at
+// most keys keys and a key only they have counts at most maxCount (see
+// KeySelection). It also returns the probability that such a key is
+// released. keys and maxCount below 1 count as 1.
+func KeyThreshold(b float64, keys, maxCount int64, delta float64) (int64, float64) {
+	tau, single := selectionThreshold(b, max(keys, 1), delta)
+	return tau + max(maxCount, 1) - 1, single
+}
