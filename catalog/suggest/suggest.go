@@ -351,19 +351,25 @@ func (p *Plan) coarseRange(ctx context.Context, eng Engine, from string, integer
 }
 
 // quantile selects, by the exponential mechanism, the candidate c of grid
-// whose rank #{x ≤ c} among the n values of from is closest to q·n. Each
-// person contributes one value, so adding or removing one changes every
-// score by at most max(q, 1 − q) ≤ 1: sensitivity 1.
+// whose rank interval [#{x < c}, #{x ≤ c}] among the n values of from is
+// closest to q·n (score: minus the distance from q·n to the interval, so
+// that on tied values the smallest candidate that reaches q·n wins). Each
+// person contributes one value, so adding or removing one moves both ends
+// of every interval by at most 1 in the same direction and q·n by q: every
+// score changes by at most max(q, 1 − q) ≤ 1, sensitivity 1.
 func (p *Plan) quantile(ctx context.Context, eng Engine, from string, grid []float64, q, eps float64) (float64, error) {
+	if len(grid) == 0 {
+		return 0, fmt.Errorf("suggest: no candidate in the range")
+	}
 	sel := []string{"count(*)"}
 	for _, c := range grid {
-		sel = append(sel, fmt.Sprintf("count(*) FILTER (WHERE x <= %s)", sqlNumber(c)))
+		sel = append(sel, fmt.Sprintf("count(*) FILTER (WHERE x < %s)", sqlNumber(c)), fmt.Sprintf("count(*) FILTER (WHERE x <= %s)", sqlNumber(c)))
 	}
 	rows, err := eng.Query(ctx, fmt.Sprintf("WITH v AS (%s) SELECT %s FROM v", from, strings.Join(sel, ", ")))
 	if err != nil {
 		return 0, err
 	}
-	if len(rows.Rows) != 1 || len(rows.Rows[0]) != len(grid)+1 {
+	if len(rows.Rows) != 1 || len(rows.Rows[0]) != len(sel) {
 		return 0, fmt.Errorf("suggest: engine returned %d rows for a quantile, want 1", len(rows.Rows))
 	}
 	r := rows.Rows[0]
@@ -371,13 +377,18 @@ func (p *Plan) quantile(ctx context.Context, eng Engine, from string, grid []flo
 	if err != nil {
 		return 0, err
 	}
+	target := q * float64(n)
 	scores := make([]float64, len(grid))
 	for i := range grid {
-		k, err := toInt(r[i+1])
+		below, err := toInt(r[2*i+1])
 		if err != nil {
 			return 0, err
 		}
-		scores[i] = -math.Abs(float64(k) - q*float64(n))
+		upto, err := toInt(r[2*i+2])
+		if err != nil {
+			return 0, err
+		}
+		scores[i] = -math.Max(0, math.Max(float64(below)-target, target-float64(upto)))
 	}
 	m, err := mechanism.NewExponential(mechanism.ExponentialOptions{Epsilon: eps, Sensitivity: 1, Source: p.Opts.Rand})
 	if err != nil {
@@ -470,9 +481,9 @@ func (p *Plan) contribution(ctx context.Context, eng Engine, s *Suggestion, grou
 		groups = 1
 	}
 	s.MaxGroups, s.MaxRows = int64(groups), int64(rows)
-	over := "groups of " + groupCol
+	over := "groups: the values of " + groupCol
 	if groupCol == "" {
-		over = "the whole table (no column got a value list; set max_groups_per_unit to the groups a person appears in)"
+		over = "no column got a value list, so one group: set max_groups_per_unit to the groups a person appears in"
 	}
 	l1 := s.MaxGroups * s.MaxRows
 	s.UnitNote = fmt.Sprintf(`DP 90th percentiles over people of the groups they have rows in and of their most rows in one group (%s), exponential mechanism over %d candidates, ε=%s each.
