@@ -169,7 +169,7 @@ by dpstat budget show) before the data is read or anything is written; a
 budget that does not exist yet is created with exactly this (ε, δ) as its
 limit, so a second suggestion needs dpstat budget grant first.`,
 		Example: `  dpstat catalog suggest visits.csv --privacy-unit visitor_id --epsilon 1 -o catalog.yaml`,
-		Args: cobra.ExactArgs(1),
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data := args[0]
 			if _, err := os.Stat(data); err != nil {
