@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/big"
 	"sort"
 	"strconv"
 	"strings"
@@ -125,10 +126,9 @@ func NewPlan(o Options) (*Plan, error) {
 	if n == 0 {
 		return nil, fmt.Errorf("%s has no numeric or text column to estimate: nothing to suggest", o.Data)
 	}
-	// ε/n rounded down so that the n shares never add up to more than ε.
-	p.Share = math.Nextafter(o.Epsilon/float64(n), 0)
+	p.Share = share(o.Epsilon, n)
 	if len(p.text) > 0 {
-		p.DeltaShare = math.Nextafter(o.Delta/float64(len(p.text)), 0)
+		p.DeltaShare = share(o.Delta, len(p.text))
 	}
 	var costs []accounting.Cost
 	for range p.numeric {
@@ -163,6 +163,22 @@ func NewPlan(o Options) (*Plan, error) {
 	}
 	p.Split = strings.Join(parts, "; ")
 	return p, nil
+}
+
+// share is x/n, rounded down until n shares add up exactly (in rational
+// arithmetic) to at most x, so that the measurements never spend more than
+// was charged.
+func share(x float64, n int) float64 {
+	s := x / float64(n)
+	limit := new(big.Rat).SetFloat64(x)
+	for i := 0; i < 8; i++ {
+		total := new(big.Rat).Mul(new(big.Rat).SetFloat64(s), new(big.Rat).SetInt64(int64(n)))
+		if total.Cmp(limit) <= 0 {
+			break
+		}
+		s = math.Nextafter(s, 0)
+	}
+	return s
 }
 
 // Suggestion is the result of Run: one entry per column and the
