@@ -53,7 +53,7 @@ type Options struct {
 	// Epsilon and Delta are the total spent; Delta is used only by the
 	// key selections of text columns.
 	Epsilon, Delta float64
-	// Source is the random source; nil means the secure pooled source.
+	// Rand is the random source; nil means the secure pooled source.
 	Rand random.Source
 }
 
@@ -226,8 +226,7 @@ func (p *Plan) Run(ctx context.Context, eng Engine) (*Suggestion, error) {
 		x := d.QuoteIdent(c.Name)
 		// One value per person: the row's own without a privacy unit, else
 		// the person's smallest (for the lower bound) and largest (for the
-		// upper bound). The coarse histogram counts each person once, by
-		// their smallest value.
+		// upper bound).
 		lowFrom := fmt.Sprintf("SELECT %s AS x FROM %s WHERE %s%s IS NOT NULL", x, view, unitFilter, x)
 		highFrom := lowFrom
 		if p.unit {
@@ -236,7 +235,13 @@ func (p *Plan) Run(ctx context.Context, eng Engine) (*Suggestion, error) {
 			highFrom = fmt.Sprintf("SELECT max(%s) AS x FROM %s WHERE %s%s IS NOT NULL GROUP BY %s", x, view, unitFilter, x, u)
 		}
 		integer := c.Type == engine.Integer
-		lo, hi, ok, err := p.coarseRange(ctx, eng, lowFrom, integer, p.Share/2)
+		// The coarse histogram counts every row, or each person's smallest
+		// and largest value (two values per person: sensitivity 2).
+		histFrom, histSens := lowFrom, int64(1)
+		if p.unit {
+			histFrom, histSens = lowFrom+" UNION ALL "+highFrom, 2
+		}
+		lo, hi, ok, err := p.coarseRange(ctx, eng, histFrom, histSens, integer, p.Share/2)
 		if err != nil {
 			return nil, fmt.Errorf("column %s: %w", c.Name, err)
 		}
@@ -311,12 +316,13 @@ func decadeEdges(integer bool) []float64 {
 }
 
 // coarseRange releases a histogram of the values of from over the decade
-// bins with discrete Laplace noise (each person is one value in one bin:
-// L1 sensitivity 1, so the histogram is eps-DP by parallel composition)
+// bins with discrete Laplace noise (one person's values change at most sens
+// bin counts by 1 in all: L1 sensitivity sens, so the histogram is eps-DP)
+// with sensitivity sens (how many of the values one person has)
 // and returns the range from the lowest to the highest bin whose noisy
 // count reaches a threshold that an empty bin passes with probability at
 // most 1% over all bins. ok is false when no bin does.
-func (p *Plan) coarseRange(ctx context.Context, eng Engine, from string, integer bool, eps float64) (lo, hi float64, ok bool, err error) {
+func (p *Plan) coarseRange(ctx context.Context, eng Engine, from string, sens int64, integer bool, eps float64) (lo, hi float64, ok bool, err error) {
 	edges := decadeEdges(integer)
 	// Bin 0 is below edges[0], bin i is [edges[i−1], edges[i]), the last
 	// bin is from the last edge up.
@@ -332,7 +338,7 @@ func (p *Plan) coarseRange(ctx context.Context, eng Engine, from string, integer
 	if len(rows.Rows) != 1 || len(rows.Rows[0]) != len(sel) {
 		return 0, 0, false, fmt.Errorf("suggest: engine returned %d rows for a histogram, want 1", len(rows.Rows))
 	}
-	m, err := mechanism.NewGeometric(mechanism.GeometricOptions{Epsilon: eps, Sensitivity: 1, Source: p.Opts.Rand})
+	m, err := mechanism.NewGeometric(mechanism.GeometricOptions{Epsilon: eps, Sensitivity: sens, Source: p.Opts.Rand})
 	if err != nil {
 		return 0, 0, false, err
 	}
