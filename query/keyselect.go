@@ -17,15 +17,17 @@ import (
 // KeySelection chooses the released groups when a GROUP BY column has no
 // public value list. It works in one of two ways.
 //
-// By the query's count (Release ≥ 0), when the first aggregate is COUNT(*)
-// or COUNT(DISTINCT unit) and the query is not a most-common-values query:
-// the count's own noisy value, discrete Laplace of scale b = Δ1/ε_c with
-// Δ1 = L0·Linf its L1 sensitivity (L0 keys per person, Linf rows per key;
-// COUNT(DISTINCT unit) has Linf = 1), decides whether a key is released
-// (noisy count ≥ Threshold) and is the released count, so the count's whole
-// share of ε buys accuracy and no ε is set aside for the selection.
+// By the query's count (Release ≥ 0), when an aggregate is COUNT(*),
+// COUNT(col), AVG(col) (its count) or COUNT(DISTINCT unit) and the query is
+// not a most-common-values query: that count's own noisy value, discrete
+// Laplace of scale b = Δ1/ε_c with Δ1 = L0·Linf its L1 sensitivity (L0
+// keys per person, Linf rows per key; COUNT(DISTINCT unit) has Linf = 1),
+// decides whether a key is released (noisy count ≥ Threshold) and is the
+// released count, so the count's whole share of ε buys accuracy and no ε
+// is set aside for the selection.
 //
-// By a separate noisy count (Release = −1) otherwise: for every key the
+// By a separate noisy count (Release = −1) otherwise (only SUM, quantiles,
+// variances, or a most-common-values query): for every key the
 // engine counts the distinct people with rows under it after each person
 // has been bounded to L0 keys (so one person changes at most L0 counts,
 // each by 1: L1 sensitivity L0); Go adds discrete Laplace noise of scale
@@ -65,6 +67,9 @@ type KeySelection struct {
 	// Release indexes Plan.Releases: the noisy count that both selects and
 	// is released; −1 for a separate distinct-person count.
 	Release int
+	// Aggregate indexes Plan.Aggregates: the aggregate whose count selects
+	// (when Release ≥ 0).
+	Aggregate int
 	// Stat indexes Plan.Statistics: the per-key count that selects.
 	Stat int
 	// Sensitivity is how many keys one person (or protected group) can
@@ -75,41 +80,68 @@ type KeySelection struct {
 	MaxCount int64
 }
 
-// countSelects reports whether the query's first aggregate is a count that
-// can select the keys (see KeySelection): COUNT(*), or COUNT(DISTINCT) of
-// the privacy unit (of any column when each row is one person), outside a
+// selectingCount reports whether aggregate a has a noisy count that can
+// select keys, and the index of that count among a's releases: COUNT(*),
+// COUNT(col) and AVG(col)'s count (a key only one person has counts at
+// most L∞ of their rows), and COUNT(DISTINCT) of the privacy unit (of any
+// column when each row is one person: at most 1).
+func selectingCount(a Aggregate, table *catalog.Table) (int, bool) {
+	switch a.Func {
+	case CountStar, Count:
+		return 0, true
+	case Avg:
+		return 1, true
+	case CountDistinct:
+		return 0, !table.HasPrivacyUnit() || a.Column == table.PrivacyUnit
+	}
+	return 0, false
+}
+
+// countSelects reports whether the query has an aggregate whose noisy count
+// can select the keys (see KeySelection and selectingCount), outside a
 // most-common-values query.
 func countSelects(q *Query, table *catalog.Table) bool {
-	aggs := q.Aggregates()
-	if q.TopK > 0 || len(aggs) == 0 {
+	if q.TopK > 0 {
 		return false
 	}
-	switch a := aggs[0]; a.Func {
-	case CountStar:
-		return true
-	case CountDistinct:
-		return !table.HasPrivacyUnit() || a.Column == table.PrivacyUnit
+	for _, a := range q.Aggregates() {
+		if _, ok := selectingCount(a, table); ok {
+			return true
+		}
 	}
 	return false
 }
 
-// selectByCount completes a key selection by the first aggregate's count:
-// its release, statistic, ε and the counts that set the threshold.
+// selectByCount completes a key selection by one of the query's counts:
+// of the aggregates' selecting counts, the one with the least noise, then
+// the lowest threshold, then the first.
 func (p *Plan) selectByCount() {
 	ks := p.Selection
-	if ks == nil || !countSelects(p.Query, p.Table) || len(p.Aggregates) == 0 {
+	if ks == nil || !countSelects(p.Query, p.Table) {
 		return
 	}
-	a := p.Aggregates[0]
-	r := a.Releases[0]
-	ks.Release = r
-	ks.Stat = p.Releases[r].Stat
-	ks.Epsilon = p.Releases[r].Epsilon
-	ks.Sensitivity = p.Contribution.People() * p.Contribution.Groups
-	ks.MaxCount = p.Contribution.People()
-	if a.Aggregate.Func == CountStar {
-		ks.MaxCount *= p.Contribution.RowsPerGroup
+	bestScale, bestMax := math.Inf(1), int64(math.MaxInt64)
+	for j, ap := range p.Aggregates {
+		k, ok := selectingCount(ap.Aggregate, p.Table)
+		if !ok {
+			continue
+		}
+		r := ap.Releases[k]
+		maxCount := p.Contribution.People()
+		if ap.Aggregate.Func != CountDistinct {
+			maxCount *= p.Contribution.RowsPerGroup
+		}
+		// The least noise wins, then the lowest threshold.
+		scale := p.Releases[r].Sensitivity / p.Releases[r].Epsilon
+		if scale < bestScale || scale == bestScale && maxCount < bestMax {
+			bestScale, bestMax = scale, maxCount
+			ks.Release, ks.Aggregate = r, j
+			ks.Stat = p.Releases[r].Stat
+			ks.Epsilon = p.Releases[r].Epsilon
+			ks.MaxCount = maxCount
+		}
 	}
+	ks.Sensitivity = p.Contribution.People() * p.Contribution.Groups
 }
 
 // selection is the calibrated key-selection stage of a Noise.
@@ -280,12 +312,16 @@ func compareKeys(a, b any) int {
 func (n *Noise) describeSelection() string {
 	ks := n.plan.Selection
 	if ks.Release >= 0 {
-		a := n.plan.Aggregates[0].Aggregate
+		a := n.plan.Aggregates[ks.Aggregate].Aggregate
+		what := a.String()
+		if a.Func == Avg {
+			what = "the count of " + what
+		}
 		return fmt.Sprintf("DP key selection on %s (no public value list for %s) by the query's own count: per key, %s plus discrete Laplace noise of scale %.4g (its ε=%g) is both the selection and the released count; keys with a noisy count ≥ %d are released, so all of ε buys accuracy. One person%s has rows under at most %d key(s), and a key only they have counts at most %d, so it is released with probability %.3g (≤ δ/%d): the selection adds δ=%g and no ε",
-			n.plan.Query.keyNames(), strings.Join(ks.Columns, ", "), a, n.sel.m.Scale(), ks.Epsilon,
+			n.plan.Query.keyNames(), strings.Join(ks.Columns, ", "), what, n.sel.m.Scale(), ks.Epsilon,
 			n.sel.threshold, groupWords(n.plan.Contribution.People()), ks.Sensitivity, max(ks.MaxCount, 1), n.sel.single, ks.Sensitivity, ks.Delta)
 	}
-	return fmt.Sprintf("DP key selection on %s (no public value list for %s; the first aggregate is not a count, so it is a separate noisy count): per key, the number of distinct people (each counted in at most %d key(s)) plus discrete Laplace noise of scale %.4g (ε=%g); keys with a noisy count ≥ %d are released. A key that only one person%s has is released with probability %.3g (≤ δ/%d), so the selection costs ε=%g, δ=%g",
+	return fmt.Sprintf("DP key selection on %s (no public value list for %s; no aggregate has a count to select with, so it is a separate noisy count): per key, the number of distinct people (each counted in at most %d key(s)) plus discrete Laplace noise of scale %.4g (ε=%g); keys with a noisy count ≥ %d are released. A key that only one person%s has is released with probability %.3g (≤ δ/%d), so the selection costs ε=%g, δ=%g",
 		n.plan.Query.keyNames(), strings.Join(ks.Columns, ", "), ks.Sensitivity, n.sel.m.Scale(), ks.Epsilon,
 		n.sel.threshold, groupWords(ks.MaxCount), n.sel.single, ks.Sensitivity, ks.Epsilon, ks.Delta)
 }

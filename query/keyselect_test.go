@@ -51,7 +51,8 @@ func TestKeySelectionExact(t *testing.T) {
 }
 
 // TestKeySelectionBudget checks the two ways of selecting keys. With a
-// count first, the count's noisy value selects: no ε is set aside (the
+// count in the query (COUNT, COUNT DISTINCT of the unit, AVG's count), the
+// least noisy count selects: no ε is set aside (the
 // selection's share is δ alone), the aggregates spend all of ε, and the
 // count's noise is calibrated to its share. Otherwise the selection spends
 // half of ε and all of δ, the aggregates the other half. Either way the
@@ -68,8 +69,11 @@ func TestKeySelectionBudget(t *testing.T) {
 		{"count first", "SELECT education, COUNT(*), AVG(age) FROM adult GROUP BY education", true, 0, 1, 1 / 0.5},
 		{"count alone", "SELECT education, COUNT(*) FROM adult GROUP BY education", true, 0, 1, 1},
 		{"distinct units first", "SELECT minutes_spent, COUNT(DISTINCT visitor_id) FROM visits GROUP BY minutes_spent", true, 0, 1, 3},
-		{"average first", "SELECT education, AVG(age), COUNT(*) FROM adult GROUP BY education", false, 0.5, 0.5, 1 / 0.5},
+		{"average first, count second", "SELECT education, AVG(age), COUNT(*) FROM adult GROUP BY education", true, 0, 1, 1 / 0.5},
+		{"average alone", "SELECT education, AVG(age) FROM adult GROUP BY education", true, 0, 1, 1 / 0.5},
+		{"count of a column after a sum", "SELECT education, SUM(age), COUNT(age) FROM adult GROUP BY education", true, 0, 1, 1 / 0.5},
 		{"sum alone", "SELECT education, SUM(age) FROM adult GROUP BY education", false, 0.5, 0.5, 1 / 0.5},
+		{"median and sum", "SELECT education, MEDIAN(age), SUM(age) FROM adult GROUP BY education", false, 0.5, 0.5, 1 / 0.5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -137,7 +141,8 @@ func TestKeySelectionProbability(t *testing.T) {
 		{"count, privacy unit with L0 = 3", "SELECT minutes_spent, COUNT(*) FROM visits GROUP BY minutes_spent", 0.3, 3, true},
 		{"distinct units, L0 = 3", "SELECT minutes_spent, COUNT(DISTINCT visitor_id) FROM visits GROUP BY minutes_spent", 0.3, 3, true},
 		{"separate count, row per person", "SELECT education, SUM(age) FROM adult GROUP BY education", 0.3, 1, false},
-		{"separate count, L0 = 3", "SELECT minutes_spent, AVG(minutes_spent) FROM visits GROUP BY minutes_spent", 0.3, 3, false},
+		{"separate count, L0 = 3", "SELECT minutes_spent, SUM(minutes_spent) FROM visits GROUP BY minutes_spent", 0.3, 3, false},
+		{"average's count, L0 = 3", "SELECT minutes_spent, AVG(minutes_spent) FROM visits GROUP BY minutes_spent", 0.3, 3, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
