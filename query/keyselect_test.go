@@ -12,8 +12,8 @@ import (
 )
 
 // TestKeySelectionExact checks key selection at ε = 1e20: keys with at
-// least two people are released with their exact counts, keys with one
-// person never (τ = 2 and the noise is far below one).
+// least two people are released with their exact counts (and averages),
+// keys with one person never (τ = 2 and the noise is far below one).
 func TestKeySelectionExact(t *testing.T) {
 	ctx := context.Background()
 	opts := exactOpts()
@@ -26,6 +26,26 @@ func TestKeySelectionExact(t *testing.T) {
 		}
 		if len(res.Rows) != 0 {
 			t.Fatalf("keys of one person released: %v", res.Rows)
+		}
+	})
+	t.Run("average's count selects", func(t *testing.T) {
+		svc, eng, _ := newTestService(t, "../examples/catalog.yaml")
+		res, err := svc.Answer(ctx, "SELECT education, AVG(age) FROM adult GROUP BY education", opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		truth, err := eng.Engine.Query(ctx, "SELECT education, avg(age) FROM adult GROUP BY education HAVING count(*) >= 2 ORDER BY education")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Rows) != len(truth.Rows) {
+			t.Fatalf("%d keys released, want %d", len(res.Rows), len(truth.Rows))
+		}
+		for i, r := range res.Rows {
+			want := truth.Rows[i][1].(float64)
+			if r[0] != truth.Rows[i][0] || math.Abs(r[1].(float64)-want) > 1e-9*want {
+				t.Errorf("row %d = %v, want %v", i, r, truth.Rows[i])
+			}
 		}
 	})
 	t.Run("many people per key", func(t *testing.T) {
