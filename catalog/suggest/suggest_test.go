@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/dpstat/dpstat/engine"
 )
 
@@ -113,5 +115,20 @@ func TestGrids(t *testing.T) {
 	c := contributionGrid()
 	if c[0] != 1 || c[len(c)-1] != 1000 || !sort.Float64sAreSorted(c) {
 		t.Errorf("contribution grid %v: want 1 to 1000, sorted", c)
+	}
+}
+
+// TestQuote checks that every value list item reads back from YAML as the
+// value itself, control characters and quotes included.
+func TestQuote(t *testing.T) {
+	for _, v := range []string{"Paris", `say "hi"`, `back\slash`, "tab\there", "line\nbreak", "\x01\x7f", "é ü", "", "- dash", "# hash", "a: b"} {
+		var got map[string]string
+		if err := yaml.Unmarshal([]byte("v: "+quote(v)+"\n"), &got); err != nil {
+			t.Errorf("%q: %v", v, err)
+			continue
+		}
+		if got["v"] != v {
+			t.Errorf("%q read back as %q", v, got["v"])
+		}
 	}
 }
