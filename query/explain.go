@@ -180,7 +180,7 @@ func (n *Noise) split() []Share {
 		if ks.Release >= 0 {
 			// The count's noisy value selects: its ε is the count's share.
 			out = append(out, Share{Column: "(key selection)", Delta: ks.Delta,
-				Mechanisms: []MechanismInfo{{"threshold on the first count", 0, n.plan.Releases[ks.Release].Sensitivity, n.sel.m.Scale()}}})
+				Mechanisms: []MechanismInfo{{"threshold on the query's count", 0, n.plan.Releases[ks.Release].Sensitivity, n.sel.m.Scale()}}})
 		} else {
 			out = append(out, Share{Column: "(key selection)", Epsilon: ks.Epsilon, Delta: ks.Delta,
 				Mechanisms: []MechanismInfo{{"geometric threshold", ks.Epsilon, float64(ks.Sensitivity), n.sel.m.Scale()}}})

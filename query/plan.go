@@ -218,9 +218,10 @@ func NewPlan(q *Query, table *catalog.Table, epsilon float64) (*Plan, error) {
 
 // NewPlanDelta is NewPlan with the δ the query may spend: a GROUP BY column
 // without a public value list needs δ > 0 for key selection, which takes
-// all of δ (see KeySelection): when the first aggregate is a count, its
-// noisy value selects and the aggregates share all of ε; otherwise the
-// selection takes half of ε and the aggregates share the other half.
+// all of δ (see KeySelection): when the query has a count (COUNT, AVG's
+// count, COUNT(DISTINCT unit)), its noisy value selects and the aggregates
+// share all of ε; otherwise the selection takes half of ε and the
+// aggregates share the other half.
 func NewPlanDelta(q *Query, table *catalog.Table, epsilon, delta float64) (*Plan, error) {
 	if math.IsNaN(epsilon) || math.IsInf(epsilon, 0) || epsilon <= 0 {
 		return nil, refuse("epsilon = %v: want a finite number > 0", epsilon)
