@@ -184,8 +184,14 @@ func (n *Noise) split() []Share {
 	}
 	if n.sel != nil {
 		ks := n.plan.Selection
-		out = append(out, Share{Column: "(key selection)", Epsilon: ks.Epsilon, Delta: ks.Delta,
-			Mechanisms: []MechanismInfo{{"geometric threshold", ks.Epsilon, float64(ks.Sensitivity), n.sel.m.Scale()}}})
+		if ks.Release >= 0 {
+			// The count's noisy value selects: its ε is the count's share.
+			out = append(out, Share{Column: "(key selection)", Delta: ks.Delta,
+				Mechanisms: []MechanismInfo{{"threshold on the query's count", 0, n.plan.Releases[ks.Release].Sensitivity, n.sel.m.Scale()}}})
+		} else {
+			out = append(out, Share{Column: "(key selection)", Epsilon: ks.Epsilon, Delta: ks.Delta,
+				Mechanisms: []MechanismInfo{{"geometric threshold", ks.Epsilon, float64(ks.Sensitivity), n.sel.m.Scale()}}})
+		}
 	}
 	return out
 }

@@ -8,64 +8,175 @@ import (
 	"strings"
 
 	"github.com/dpstat/dpstat/accounting"
+	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/mechanism"
 	"github.com/dpstat/dpstat/random"
 )
 
 // KeySelection chooses the released groups when a GROUP BY column has no
-// public value list. For every key present in the data, the engine counts
-// the distinct people with rows under it after each person has been
-// bounded to Sensitivity keys (so one person changes at most Sensitivity
-// counts, each by 1: L1 sensitivity Sensitivity). Go adds discrete Laplace
-// noise of scale b ≥ Sensitivity/Epsilon and releases the keys whose noisy
-// count is at least Threshold.
+// public value list. It works in one of two ways.
 //
-// The threshold is the smallest integer τ with
+// By the query's count (Release ≥ 0), when an aggregate is COUNT(*),
+// COUNT(col), AVG(col) (its count) or COUNT(DISTINCT unit) and the query is
+// not a most-common-values query: that count's own noisy value, discrete
+// Laplace of scale b = Δ1/ε_c with Δ1 = L0·Linf its L1 sensitivity (L0
+// keys per person, Linf rows per key; COUNT(DISTINCT unit) has Linf = 1),
+// decides whether a key is released (noisy count ≥ Threshold) and is the
+// released count, so the count's whole share of ε buys accuracy and no ε
+// is set aside for the selection.
 //
-//	Sensitivity · P(Z ≥ τ − 1) = Sensitivity · a^(τ−1)/(1 + a) ≤ Delta,  a = exp(−1/b),
+// By a separate noisy count (Release = −1) otherwise (only SUM, quantiles,
+// variances, or a most-common-values query): for every key the
+// engine counts the distinct people with rows under it after each person
+// has been bounded to L0 keys (so one person changes at most L0 counts,
+// each by 1: L1 sensitivity L0); Go adds discrete Laplace noise of scale
+// b ≥ L0/Epsilon and releases the keys whose noisy count reaches
+// Threshold. This spends half of the query's ε; the aggregates share the
+// other half, and the noisy distinct counts are never released.
 //
-// the exact discrete-Laplace tail: a key that only one person has (count
-// 1) is released with probability at most Delta/Sensitivity, and the at
-// most Sensitivity keys one person can add are released together with
-// probability at most Delta. On keys that both neighbouring tables have the
-// noisy counts are an Epsilon-DP release, so the selection is
-// (Epsilon, Delta)-DP. The released keys' aggregates then spend the rest of
-// the query's ε; their noisy distinct counts are never released.
+// The threshold. One person (or one protected group of group_size people)
+// has rows under at most Sensitivity keys, and a key that only they have
+// has a count of at most MaxCount (Linf, or 1 for distinct people; times
+// group_size). τ is the smallest integer with
+//
+//	Sensitivity · P(Z ≥ τ − MaxCount) ≤ Delta,  P(Z ≥ k) = a^k/(1 + a) for k ≥ 1,  a = exp(−1/b),
+//
+// the exact discrete-Laplace tail, so the event B that any key only that
+// person has is released has probability p ≤ Delta.
+//
+// The proof. Let D = D' plus one person's rows, K' the keys of D' and N the
+// at most Sensitivity keys only D has. Outside B, M(D) is a function g of
+// the noisy statistics of the keys in K' (noise is drawn independently per
+// key), and on K' those statistics are an ε-DP release (ε the query's:
+// the person changes the counts of K' by at most Δ1 in all). For any set S
+// of outputs: P[M(D) ∈ S] ≤ P[g(D) ∈ S] + p ≤ e^ε·P[M(D') ∈ S] + Delta.
+// Conversely, with x = P[g(D) ∈ S], P[M(D) ∈ S] ≥ x·(1 − p) and
+// P[M(D') ∈ S] ≤ min(1, e^ε·x): if e^ε·x ≤ 1 this is at most
+// e^ε·x·(1 − p) + p ≤ e^ε·P[M(D) ∈ S] + Delta, and if e^ε·x > 1 then
+// e^ε·P[M(D) ∈ S] + Delta ≥ (1 − p) + p = 1. The query is (ε, Delta)-DP
+// in both directions, and it is charged exactly (ε, Delta).
 type KeySelection struct {
 	// Columns are the GROUP BY columns without public value lists.
 	Columns []string
-	// Epsilon and Delta are the selection's share of the query's budget.
+	// Epsilon is the ε of the noisy count that selects: half of the
+	// query's for a separate count, the count aggregate's share when
+	// Release ≥ 0 (then already part of the aggregates' ε, not extra).
+	// Delta is all of the query's δ.
 	Epsilon, Delta float64
-	// Stat indexes Plan.Statistics: the per-key distinct-person count.
+	// Release indexes Plan.Releases: the noisy count that both selects and
+	// is released; −1 for a separate distinct-person count.
+	Release int
+	// Aggregate indexes Plan.Aggregates: the aggregate whose count selects
+	// (when Release ≥ 0).
+	Aggregate int
+	// Stat indexes Plan.Statistics: the per-key count that selects.
 	Stat int
 	// Sensitivity is how many keys one person (or protected group) can
 	// count in.
 	Sensitivity int64
-	// MaxCount is the largest count a key that only one protected group
-	// has can reach: 1, or the catalog's group_size.
+	// MaxCount is the largest count a key that only one person (or
+	// protected group) has can reach.
 	MaxCount int64
+}
+
+// selectingCount reports whether aggregate a has a noisy count that can
+// select keys, and the index of that count among a's releases: COUNT(*),
+// COUNT(col) and AVG(col)'s count (a key only one person has counts at
+// most L∞ of their rows), and COUNT(DISTINCT) of the privacy unit (of any
+// column when each row is one person: at most 1).
+func selectingCount(a Aggregate, table *catalog.Table) (int, bool) {
+	switch a.Func {
+	case CountStar, Count:
+		return 0, true
+	case Avg:
+		return 1, true
+	case CountDistinct:
+		return 0, !table.HasPrivacyUnit() || a.Column == table.PrivacyUnit
+	}
+	return 0, false
+}
+
+// countSelects reports whether the query has an aggregate whose noisy count
+// can select the keys (see KeySelection and selectingCount), outside a
+// most-common-values query.
+func countSelects(q *Query, table *catalog.Table) bool {
+	if q.TopK > 0 {
+		return false
+	}
+	for _, a := range q.Aggregates() {
+		if _, ok := selectingCount(a, table); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// selectByCount completes a key selection by one of the query's counts:
+// of the aggregates' selecting counts, the one with the least noise, then
+// the lowest threshold, then the first.
+func (p *Plan) selectByCount() {
+	ks := p.Selection
+	if ks == nil || !countSelects(p.Query, p.Table) {
+		return
+	}
+	bestScale, bestMax := math.Inf(1), int64(math.MaxInt64)
+	for j, ap := range p.Aggregates {
+		k, ok := selectingCount(ap.Aggregate, p.Table)
+		if !ok {
+			continue
+		}
+		r := ap.Releases[k]
+		maxCount := p.Contribution.People()
+		if ap.Aggregate.Func != CountDistinct {
+			maxCount *= p.Contribution.RowsPerGroup
+		}
+		// The least noise wins, then the lowest threshold.
+		scale := p.Releases[r].Sensitivity / p.Releases[r].Epsilon
+		if scale < bestScale || scale == bestScale && maxCount < bestMax {
+			bestScale, bestMax = scale, maxCount
+			ks.Release, ks.Aggregate = r, j
+			ks.Stat = p.Releases[r].Stat
+			ks.Epsilon = p.Releases[r].Epsilon
+			ks.MaxCount = maxCount
+		}
+	}
+	ks.Sensitivity = p.Contribution.People() * p.Contribution.Groups
 }
 
 // selection is the calibrated key-selection stage of a Noise.
 type selection struct {
-	m         *mechanism.Geometric
+	m         countMechanism
 	threshold int64
-	// single is the probability that a key with one person is released.
+	// single is the probability that a key only one person (or protected
+	// group) has is released.
 	single float64
 }
 
 // newSelection calibrates the noise and threshold of a key selection.
-func newSelection(ks *KeySelection, src random.Source) (*selection, accounting.Cost, error) {
-	m, err := mechanism.NewGeometric(mechanism.GeometricOptions{Epsilon: ks.Epsilon, Sensitivity: ks.Sensitivity, Source: src})
-	if err != nil {
-		return nil, accounting.Cost{}, refuse("key selection: %v", err)
+// counts holds the calibrated count releases: a selection by the query's
+// count uses that count's mechanism, and costs only its δ (the ε is the
+// count's, already accounted).
+func newSelection(ks *KeySelection, counts map[int]countMechanism, src random.Source) (*selection, accounting.Cost, error) {
+	var m countMechanism
+	var c accounting.Cost
+	if ks.Release >= 0 {
+		m = counts[ks.Release]
+		if m == nil {
+			return nil, accounting.Cost{}, fmt.Errorf("query: key selection by release %d, which is not a count", ks.Release)
+		}
+	} else {
+		g, err := mechanism.NewGeometric(mechanism.GeometricOptions{Epsilon: ks.Epsilon, Sensitivity: ks.Sensitivity, Source: src})
+		if err != nil {
+			return nil, accounting.Cost{}, refuse("key selection: %v", err)
+		}
+		m = g
+		c = g.Cost()
 	}
 	tau, single := selectionThreshold(m.Scale(), ks.Sensitivity, ks.Delta)
-	// A key that only one protected group of MaxCount people has starts at
+	// A key that only one person or protected group has starts at most at
 	// MaxCount instead of 1: the threshold moves up by MaxCount − 1.
 	tau += max(ks.MaxCount, 1) - 1
-	c := m.Cost()
 	c.Delta = ks.Delta
 	c.RhoDelta = ks.Delta
 	return &selection{m: m, threshold: tau, single: single}, c, nil
@@ -142,14 +253,17 @@ func (p *Plan) readSelectedKeys(rows *engine.Rows, f Form) (*Exact, error) {
 	return ex, nil
 }
 
-// selectKeys keeps the keys whose noisy distinct-person count reaches the
-// threshold, sorted by key, with their statistics and histograms.
+// selectKeys keeps the keys whose noisy count reaches the threshold, sorted
+// by key, with their statistics and histograms; in a selection by the
+// query's count it keeps their noisy counts too (Exact.Selected).
 func (n *Noise) selectKeys(ex *Exact) *Exact {
 	ks := n.plan.Selection
 	out := &Exact{}
 	var kept []int
+	noisy := make([]int64, len(ex.Keys))
 	for g := range ex.Keys {
-		if n.sel.m.Release(saturatedInt64(ex.Stats[g][ks.Stat])) >= n.sel.threshold {
+		noisy[g] = n.sel.m.Release(saturatedInt64(ex.Stats[g][ks.Stat]))
+		if noisy[g] >= n.sel.threshold {
 			kept = append(kept, g)
 		}
 	}
@@ -166,6 +280,10 @@ func (n *Noise) selectKeys(ex *Exact) *Exact {
 	for _, g := range kept {
 		out.Keys = append(out.Keys, ex.Keys[g])
 		out.Stats = append(out.Stats, ex.Stats[g])
+		if ks.Release >= 0 {
+			// The count that selected the key is the count released.
+			out.Selected = append(out.Selected, noisy[g])
+		}
 		for h := range ex.Hist {
 			var c []int64
 			if ex.Hist[h] != nil {
@@ -193,7 +311,17 @@ func compareKeys(a, b any) int {
 // describeSelection explains a key selection for EXPLAIN and notes.
 func (n *Noise) describeSelection() string {
 	ks := n.plan.Selection
-	return fmt.Sprintf("DP key selection on %s (no public value list for %s): per key, the number of distinct people (each counted in at most %d key(s)) plus discrete Laplace noise of scale %.4g (ε=%g); keys with a noisy count ≥ %d are released. A key that only one person%s has is released with probability %.3g (≤ δ/%d), so the selection costs ε=%g, δ=%g",
+	if ks.Release >= 0 {
+		a := n.plan.Aggregates[ks.Aggregate].Aggregate
+		what := a.String()
+		if a.Func == Avg {
+			what = "the count of " + what
+		}
+		return fmt.Sprintf("DP key selection on %s (no public value list for %s) by the query's own count: per key, %s plus discrete Laplace noise of scale %.4g (its ε=%g) is both the selection and the released count; keys with a noisy count ≥ %d are released, so all of ε buys accuracy. One person%s has rows under at most %d key(s), and a key only they have counts at most %d, so it is released with probability %.3g (≤ δ/%d): the selection adds δ=%g and no ε",
+			n.plan.Query.keyNames(), strings.Join(ks.Columns, ", "), what, n.sel.m.Scale(), ks.Epsilon,
+			n.sel.threshold, groupWords(n.plan.Contribution.People()), ks.Sensitivity, max(ks.MaxCount, 1), n.sel.single, ks.Sensitivity, ks.Delta)
+	}
+	return fmt.Sprintf("DP key selection on %s (no public value list for %s; no aggregate has a count to select with, so it is a separate noisy count): per key, the number of distinct people (each counted in at most %d key(s)) plus discrete Laplace noise of scale %.4g (ε=%g); keys with a noisy count ≥ %d are released. A key that only one person%s has is released with probability %.3g (≤ δ/%d), so the selection costs ε=%g, δ=%g",
 		n.plan.Query.keyNames(), strings.Join(ks.Columns, ", "), ks.Sensitivity, n.sel.m.Scale(), ks.Epsilon,
 		n.sel.threshold, groupWords(ks.MaxCount), n.sel.single, ks.Sensitivity, ks.Epsilon, ks.Delta)
 }
@@ -203,4 +331,15 @@ func groupWords(k int64) string {
 		return fmt.Sprintf(" (or one protected group of %d people)", k)
 	}
 	return ""
+}
+
+// KeyThreshold is the threshold of a key selection with discrete Laplace
+// noise of scale b: the smallest integer τ with
+// keys·P(Z ≥ τ − maxCount) ≤ delta, where one person has rows under at
+// most keys keys and a key only they have counts at most maxCount (see
+// KeySelection). It also returns the probability that such a key is
+// released. keys and maxCount below 1 count as 1.
+func KeyThreshold(b float64, keys, maxCount int64, delta float64) (int64, float64) {
+	tau, single := selectionThreshold(b, max(keys, 1), delta)
+	return tau + max(maxCount, 1) - 1, single
 }

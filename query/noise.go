@@ -24,6 +24,10 @@ type Exact struct {
 	// Hist[h][g] holds the bin counts of histogram h (Plan.Histograms) in
 	// group g; nil means no values.
 	Hist [][][]int64
+	// Selected holds, in a key selection by the query's count
+	// (KeySelection.Release ≥ 0), each kept key's noisy count: the value
+	// that selected it, released as that count. Nil otherwise.
+	Selected []int64
 }
 
 // ReadExact matches the engine's rows of SQL (the plan's first form) to
@@ -263,7 +267,7 @@ func (p *Plan) NewNoise(src random.Source) (*Noise, error) {
 		}
 	}
 	if p.Selection != nil {
-		s, cost, err := newSelection(p.Selection, src)
+		s, cost, err := newSelection(p.Selection, n.counts, src)
 		if err != nil {
 			return nil, err
 		}
@@ -340,6 +344,10 @@ func (n *Noise) Apply(ex *Exact, confidence float64) (values [][]any, cis [][]In
 		for i, r := range p.Releases {
 			switch r.Kind {
 			case NoisyCount:
+				if ks := p.Selection; ks != nil && ks.Release == i && ex.Selected != nil {
+					noisy[i] = float64(ex.Selected[g])
+					continue
+				}
 				noisy[i] = float64(n.counts[i].Release(saturatedInt64(ex.Stats[g][r.Stat])))
 			case RankSelect:
 				// Selected per aggregate below.

@@ -217,9 +217,11 @@ func NewPlan(q *Query, table *catalog.Table, epsilon float64) (*Plan, error) {
 }
 
 // NewPlanDelta is NewPlan with the δ the query may spend: a GROUP BY column
-// without a public value list needs δ > 0 for key selection, which then
-// takes half of ε and all of δ (see KeySelection); the aggregates share
-// the other half of ε.
+// without a public value list needs δ > 0 for key selection, which takes
+// all of δ (see KeySelection): when the query has a count (COUNT, AVG's
+// count, COUNT(DISTINCT unit)), its noisy value selects and the aggregates
+// share all of ε; otherwise the selection takes half of ε and the
+// aggregates share the other half.
 func NewPlanDelta(q *Query, table *catalog.Table, epsilon, delta float64) (*Plan, error) {
 	if math.IsNaN(epsilon) || math.IsInf(epsilon, 0) || epsilon <= 0 {
 		return nil, refuse("epsilon = %v: want a finite number > 0", epsilon)
@@ -248,11 +250,14 @@ func NewPlanDelta(q *Query, table *catalog.Table, epsilon, delta float64) (*Plan
 			return nil, refuse("GROUP BY %s needs δ > 0: column(s) %s have no public value list, so the released keys are chosen by DP key selection, which spends δ; pass a δ (e.g. --delta 1e-6) or declare `values:` in the catalog",
 				q.keyNames(), strings.Join(undeclared, ", "))
 		}
-		p.Selection = &KeySelection{Columns: undeclared, Epsilon: epsilon / 2, Delta: delta}
-		aggEpsilon = epsilon / 2
-		if len(q.Aggregates()) == 0 && q.TopK == 0 {
-			// The keys alone: the selection takes all of ε.
-			p.Selection.Epsilon, aggEpsilon = epsilon, 0
+		p.Selection = &KeySelection{Columns: undeclared, Delta: delta, Release: -1}
+		if !countSelects(q, table) {
+			p.Selection.Epsilon = epsilon / 2
+			aggEpsilon = epsilon / 2
+			if len(q.Aggregates()) == 0 && q.TopK == 0 {
+				// The keys alone: the selection takes all of ε.
+				p.Selection.Epsilon, aggEpsilon = epsilon, 0
+			}
 		}
 	}
 
@@ -302,7 +307,7 @@ func NewPlanDelta(q *Query, table *catalog.Table, epsilon, delta float64) (*Plan
 	}
 
 	// Stages 2–4 per aggregate.
-	if p.Selection != nil {
+	if p.Selection != nil && !countSelects(q, table) {
 		// Each person is one distinct unit in at most Contribution.Groups
 		// keys.
 		p.Selection.Stat = p.statistic(Summand{Kind: DistinctUnits, Column: table.PrivacyUnit})
@@ -364,6 +369,7 @@ func NewPlanDelta(q *Query, table *catalog.Table, epsilon, delta float64) (*Plan
 		}
 		p.Aggregates = append(p.Aggregates, ap)
 	}
+	p.selectByCount()
 	return p, nil
 }
 

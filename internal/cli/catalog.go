@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,9 +12,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/catalog/suggest"
 	"github.com/dpstat/dpstat/engine"
+	"github.com/dpstat/dpstat/engine/duckdb"
 	"github.com/dpstat/dpstat/engine/engines"
+	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query"
 )
 
@@ -22,7 +27,7 @@ func newCatalogCmd() *cobra.Command {
 		Use:   "catalog",
 		Short: "Check or start a catalog: the data owner's declaration of tables, bounds and value lists",
 	}
-	cmd.AddCommand(newCatalogCheckCmd(), newCatalogInitCmd())
+	cmd.AddCommand(newCatalogCheckCmd(), newCatalogInitCmd(), newCatalogSuggestCmd())
 	return cmd
 }
 
@@ -135,6 +140,155 @@ data owner to fill in: they are never read from the data.`,
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write the skeleton to this file instead of standard output (never overwritten)")
 	cmd.Flags().StringVar(&table, "table", "", "table name (default: the file name without its extension)")
 	return cmd
+}
+
+// DataOwner is the analyst name of the data owner's budgets in the ledger:
+// catalog suggest charges its estimates there.
+const DataOwner = "data-owner"
+
+func newCatalogSuggestCmd() *cobra.Command {
+	var (
+		output, table, unit, ledgerPath string
+		epsilon, delta                  float64
+	)
+	cmd := &cobra.Command{
+		Use:   "suggest DATA.csv --epsilon E",
+		Short: "Write a catalog with bounds, value lists and contribution bounds estimated with differential privacy",
+		Long: `Write a catalog like dpstat catalog init, with differentially private
+estimates where init leaves blanks, each with a comment saying how it was
+obtained and what it cost:
+
+  numeric columns   lower/upper: the 1st and 99th percentiles (per person: of
+                    each person's smallest and largest value), each chosen by
+                    the exponential mechanism among readable numbers
+                    (0, ±1, 1.5, 2, 2.5, 3, 4, 5, ... × 10^k)
+  text columns      values: the values that DP key selection keeps, when at
+                    most 100 are kept; otherwise none
+  --privacy-unit    max_groups_per_unit and max_rows_per_group: 90th
+                    percentiles over people of the groups (values of the first
+                    listed text column) they have rows in and of their most
+                    rows in one group, with the noise/dropped-rows trade-off
+
+ε is split equally among the columns (and the contribution bounds), δ among
+the text columns; the split is written in the file. The whole (ε, δ) is
+charged to the data owner's budget on the table (analyst "data-owner", shown
+by dpstat budget show) before the data is read or anything is written; a
+budget that does not exist yet is created with exactly this (ε, δ) as its
+limit, so a second suggestion needs dpstat budget grant first.`,
+		Example: `  dpstat catalog suggest visits.csv --privacy-unit visitor_id --epsilon 1 -o catalog.yaml`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data := args[0]
+			if _, err := os.Stat(data); err != nil {
+				return fmt.Errorf("data file: %w", err)
+			}
+			if !cmd.Flags().Changed("epsilon") {
+				return errors.New("--epsilon is required: the ε the estimates spend, e.g. --epsilon 1")
+			}
+			format := "csv"
+			switch strings.ToLower(filepath.Ext(data)) {
+			case ".csv", ".tsv":
+			case ".parquet":
+				format = "parquet"
+			default:
+				return fmt.Errorf("data file %s: unknown format; want a file ending in .csv, .tsv or .parquet", data)
+			}
+			if output != "" {
+				if _, err := os.Stat(output); err == nil {
+					return fmt.Errorf("%s exists; dpstat catalog suggest does not overwrite a catalog", output)
+				}
+			}
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			eng, err := duckdb.Open(duckdb.Options{})
+			if err != nil {
+				return err
+			}
+			defer eng.Close()
+			sniffed, err := eng.Sniff(ctx, data)
+			if err != nil {
+				return err
+			}
+			if table == "" {
+				table = tableName(data)
+			}
+			names := columnNames(sniffed)
+			cols := make([]engine.Column, len(sniffed))
+			for i, c := range sniffed {
+				cols[i] = engine.Column{Name: names[i], Type: c.Type}
+				if names[i] != c.Name {
+					cols[i].Source = c.Name
+				}
+			}
+			plan, err := suggest.NewPlan(suggest.Options{
+				Data: data, Format: format, Table: table, Source: catalogSource(data, output),
+				Columns: cols, PrivacyUnit: unit, Epsilon: epsilon, Delta: delta,
+			})
+			if err != nil {
+				return err
+			}
+			// The charge is durable before the engine reads the data.
+			l, err := openLedger(ledgerPath)
+			if err != nil {
+				return err
+			}
+			key := ledger.Key{Dataset: table, Analyst: DataOwner}
+			if _, err := l.EnsureBudget(key, accounting.EpsDelta{Epsilon: epsilon, Delta: delta}, accounting.Basic); err != nil {
+				l.Close()
+				return err
+			}
+			rec, err := l.Charge(ctx, ledger.Charge{Key: key, Cost: plan.Cost, Description: "dpstat catalog suggest " + filepath.Base(data)})
+			l.Close()
+			if err != nil {
+				return fmt.Errorf("nothing was read or written: %w", err)
+			}
+			s, err := plan.Run(ctx, eng)
+			if err != nil {
+				return err
+			}
+			var w io.Writer = cmd.OutOrStdout()
+			if output != "" {
+				f, err := os.OpenFile(output, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				w = f
+			}
+			if err := s.Write(w); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "charged ε=%s δ=%s to the data owner's budget on %s in %s; left ε=%s δ=%s\n",
+				fmtNum(plan.Cost.Epsilon), fmtNum(plan.Cost.Delta), table, ledgerPath, fmtNum(rec.Remaining.Epsilon), fmtNum(rec.Remaining.Delta))
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "write the catalog to this file instead of standard output (never overwritten)")
+	cmd.Flags().StringVar(&table, "table", "", "table name (default: the file name without its extension)")
+	cmd.Flags().StringVar(&unit, "privacy-unit", "", "the column identifying a person, when one person may have several rows")
+	cmd.Flags().Float64Var(&epsilon, "epsilon", 0, "the ε the estimates spend in all (required)")
+	cmd.Flags().Float64Var(&delta, "delta", 1e-6, "the δ the text columns' key selections spend in all")
+	addLedgerFlag(cmd, &ledgerPath)
+	return cmd
+}
+
+// catalogSource is data as a catalog written to output (or to the current
+// directory) names it: relative to the catalog's directory when possible.
+func catalogSource(data, output string) string {
+	outDir := "."
+	if output != "" {
+		outDir = filepath.Dir(output)
+	}
+	if absData, err := filepath.Abs(data); err == nil {
+		if absOut, err := filepath.Abs(outDir); err == nil {
+			if rel, err := filepath.Rel(absOut, absData); err == nil {
+				return rel
+			}
+		}
+	}
+	return data
 }
 
 func tableName(path string) string {

@@ -54,8 +54,10 @@ columns FROM one table [WHERE a row condition] [GROUP BY columns]
 [HAVING, ORDER BY, LIMIT over the noisy results]. Numeric aggregates need the
 column's bounds in the catalog. GROUP BY a column with a public value list
 releases every listed group; a column without one is grouped by DP key
-selection, which needs --delta > 0 and takes half of epsilon. The query's
-epsilon (default 1) is split equally among its aggregates; every answer comes
+selection, which needs --delta > 0: when the query has a count (COUNT, AVG's
+count, COUNT(DISTINCT privacy_unit)) its noisy value selects the keys and
+costs only delta; otherwise a separate noisy count takes half of epsilon.
+The query's epsilon (default 1) is split equally among its aggregates; every answer comes
 with intervals at the --confidence level. A refused query costs nothing.
 
 EXPLAIN <query> or --dry-run shows the cost, the split, the noise, the
@@ -384,7 +386,11 @@ func writeQueryTable(w io.Writer, r *query.Result) error {
 	}
 	var split []string
 	for _, s := range r.Split {
-		split = append(split, fmt.Sprintf("%s ε=%s", s.Column, fmtNum(s.Epsilon)))
+		part := fmt.Sprintf("%s ε=%s", s.Column, fmtNum(s.Epsilon))
+		if s.Delta > 0 {
+			part += " δ=" + fmtNum(s.Delta)
+		}
+		split = append(split, part)
 	}
 	what := "± is the half-width of a %g%% interval"
 	for _, l := range lopsided {
