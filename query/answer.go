@@ -782,6 +782,10 @@ func (p *Plan) notes() []string {
 		for _, e := range j.On {
 			on = append(on, e[0]+" = "+e[1])
 		}
+		if j.Private {
+			n = append(n, fmt.Sprintf("%s with %s on %s, a table about the same people: every joined row is one person's, and each person's joined rows are bounded as above", kind, j.Table, strings.Join(on, " AND ")))
+			continue
+		}
 		n = append(n, fmt.Sprintf("%s with public table %s on %s (public: its values are read from the data at no cost)", kind, j.Table, strings.Join(on, " AND ")))
 	}
 	if len(p.Query.Joins) > 0 && !p.Bounded && p.Query.JoinRows > 1 {

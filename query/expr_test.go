@@ -309,3 +309,61 @@ tables:
 		t.Error("a join planned without the public table's values")
 	}
 }
+
+// TestJoinPrivate checks a join of two private tables of one id space on
+// the privacy unit, at ε = 1e20, and the refusals of other private joins.
+func TestJoinPrivate(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"visits.csv":   "pid,day\n1,1\n1,2\n2,1\n3,6\n",
+		"payments.csv": "pid,euros\n1,10\n2,5\n2,7\n4,100\n",
+		"catalog.yaml": `budget: {epsilon: 1e30, delta: 1e-6}
+tables:
+  visits:
+    source: visits.csv
+    privacy_unit: pid
+    id_space: people
+    max_groups_per_unit: 7
+    max_rows_per_group: 10
+    columns: {pid: {type: int}, day: {type: int, values: [1, 2, 3, 4, 5, 6, 7]}}
+  payments:
+    source: payments.csv
+    privacy_unit: pid
+    id_space: people
+    max_groups_per_unit: 7
+    max_rows_per_group: 10
+    columns: {pid: {type: int}, euros: {type: int, lower: 0, upper: 100}}
+  other:
+    source: payments.csv
+    privacy_unit: pid
+    max_groups_per_unit: 1
+    max_rows_per_group: 1
+    columns: {pid: {type: int}, euros: {type: int, lower: 0, upper: 100}}
+`,
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc, _, _ := newTestService(t, filepath.Join(dir, "catalog.yaml"))
+	// Person 1: 2 visits × 1 payment; person 2: 1 visit × 2 payments.
+	res, err := svc.Answer(context.Background(), "SELECT COUNT(*), SUM(p.euros) FROM visits v JOIN payments p ON v.pid = p.pid", exactOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := number(res.Rows[0][0]); n != 4 {
+		t.Errorf("COUNT = %v, want 4", res.Rows[0][0])
+	}
+	if s, _ := number(res.Rows[0][1]); math.Abs(s-32) > 1e-6 {
+		t.Errorf("SUM = %v, want 32", res.Rows[0][1])
+	}
+	for _, sql := range []string{
+		"SELECT COUNT(*) FROM visits v JOIN payments p ON v.day = p.euros",
+		"SELECT COUNT(*) FROM visits v JOIN other o ON v.pid = o.pid",
+	} {
+		if _, err := svc.Prepare(sql, exactOpts()); err == nil {
+			t.Errorf("%s: planned, want a refusal", sql)
+		}
+	}
+}

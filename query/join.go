@@ -37,10 +37,13 @@ type PublicFacts struct {
 	Multiplicity map[string]int64
 }
 
-// Join is one public table joined to the query's relation.
+// Join is one table joined to the query's private table: a public table,
+// or a private table of the same id space joined on the privacy unit.
 type Join struct {
-	// Table is the public table's catalog name.
+	// Table is the joined table's catalog name.
 	Table string
+	// Private is true for a private table of the private table's id space.
+	Private bool
 	// Left is true for LEFT JOIN: private rows without a match are kept,
 	// with NULL public columns.
 	Left bool
@@ -139,10 +142,7 @@ func (p *parser) fromJoin(je *pg.JoinExpr) error {
 		if err != nil {
 			return err
 		}
-		if !right.table.Public {
-			return refuse("JOIN %s: only public tables (declared `public: true`) can be joined to a private table; joins of private tables are not supported yet", right.table.Name)
-		}
-		join := Join{Table: right.table.Name}
+		join := Join{Table: right.table.Name, Private: !right.table.Public}
 		switch j.Jointype {
 		case pg.JoinType_JOIN_INNER:
 		case pg.JoinType_JOIN_LEFT:
@@ -158,6 +158,11 @@ func (p *parser) fromJoin(je *pg.JoinExpr) error {
 			return err
 		}
 		join.On = on
+		if join.Private {
+			if err := privateJoin(tables[0].table, right.table, on); err != nil {
+				return err
+			}
+		}
 		p.joins = append(p.joins, join)
 		return nil
 	}
@@ -169,7 +174,7 @@ func (p *parser) fromJoin(je *pg.JoinExpr) error {
 		return refuse("the first table of a join must be the private table (public tables are joined to it); %s is public", private.Name)
 	}
 	for _, jt := range tables[1:] {
-		if p.public[jt.table.Name] == nil {
+		if jt.table.Public && p.public[jt.table.Name] == nil {
 			return refuse("joins with public table %s need its values, which dpstat reads when it starts serving the catalog; ask through dpstat query or dpstat serve", jt.table.Name)
 		}
 	}
@@ -185,11 +190,15 @@ func (p *parser) relationOf(tables []joinedTable) *catalog.Table {
 	rel := *tables[0].table
 	rel.Columns = append([]*catalog.Column{}, tables[0].table.Columns...)
 	for i, jt := range tables[1:] {
-		facts := p.public[jt.table.Name]
 		for _, c := range jt.table.Columns {
-			cc := &catalog.Column{Name: jt.table.Name + "." + c.Name, Type: c.Type, Values: facts.Values[c.Name],
-				Nullable: c.Nullable || p.joins[i].Left}
-			rel.Columns = append(rel.Columns, cc)
+			cc := *c // a private table's declaration: its bounds and value lists
+			cc.Name = jt.table.Name + "." + c.Name
+			cc.Nullable = c.Nullable || p.joins[i].Left
+			if jt.table.Public {
+				// A public table's values are read from the data.
+				cc.Lower, cc.Upper, cc.Values = nil, nil, p.public[jt.table.Name].Values[c.Name]
+			}
+			rel.Columns = append(rel.Columns, &cc)
 		}
 	}
 	return &rel
@@ -203,7 +212,8 @@ func (p *parser) joinOn(j *pg.JoinExpr, tables []joinedTable, right joinedTable)
 		if c == nil {
 			return "", nil
 		}
-		if jt.table.Public {
+		if jt.alias != tables[0].alias {
+			// A joined table's columns are named table.column.
 			return jt.table.Name + "." + c.Name, c
 		}
 		return c.Name, c
@@ -311,6 +321,9 @@ func (p *parser) joinOn(j *pg.JoinExpr, tables []joinedTable, right joinedTable)
 func (p *parser) joinRows() int64 {
 	m := int64(1)
 	for _, j := range p.joins {
+		if j.Private {
+			continue // only with a privacy unit, which bounds after the join
+		}
 		f := p.public[j.Table]
 		most := int64(0)
 		for i, on := range j.On {
@@ -339,7 +352,7 @@ func (p *parser) joinedColumn(parts []string) (*catalog.Column, error) {
 		return nil, refuse("unsupported column reference %s", strings.Join(parts, "."))
 	}
 	relName := func(jt joinedTable, col string) string {
-		if jt.table.Public {
+		if jt.alias != p.joined[0].alias {
 			return jt.table.Name + "." + col
 		}
 		return col
@@ -404,4 +417,26 @@ func (g *sqlGen) colRef(name string) string {
 		}
 	}
 	return g.ident("t0") + "." + g.ident(name)
+}
+
+// privateJoin checks a join of two private tables: both name the same
+// people (one id space) and the join matches a person's rows with that
+// person's rows only (the privacy units are equal), so every joined row
+// still belongs to one person and bounding after the join, per person,
+// bounds the sensitivity. The bounds that apply are the first table's.
+func privateJoin(left, right *catalog.Table, on [][2]string) error {
+	if !left.HasPrivacyUnit() || !right.HasPrivacyUnit() {
+		return refuse("JOIN %s: joining two private tables needs a privacy unit in both, so that each joined row belongs to one person", right.Name)
+	}
+	if left.IDSpace == "" || left.IDSpace != right.IDSpace {
+		return refuse("JOIN %s: %s and %s are not declared in one id_space; a join of private tables is only private when both privacy units name the same people (declare `id_space:` on both)", right.Name, left.Name, right.Name)
+	}
+	unitJoined := false
+	for _, e := range on {
+		unitJoined = unitJoined || (e[0] == left.PrivacyUnit && e[1] == right.Name+"."+right.PrivacyUnit)
+	}
+	if !unitJoined {
+		return refuse("JOIN %s: private tables join on their privacy units (ON a.%s = b.%s); any other join mixes people's rows", right.Name, left.PrivacyUnit, right.PrivacyUnit)
+	}
+	return nil
 }

@@ -71,6 +71,7 @@ tables:
   people:
     source: data.csv
     privacy_unit: pid
+    id_space: persons
     max_groups_per_unit: 2
     max_rows_per_group: 2
     columns: &cols
@@ -83,6 +84,13 @@ tables:
       b:   {type: bool, values: [true, false]}
   rows:
     source: data.csv
+    columns: *cols
+  visits:
+    source: data.csv
+    privacy_unit: pid
+    id_space: persons
+    max_groups_per_unit: 2
+    max_rows_per_group: 2
     columns: *cols
   codes:
     source: codes.csv
@@ -169,6 +177,10 @@ var neighbourBattery = []string{
 	"SELECT x.t, MIN(x.i), COUNT(*) FILTER (WHERE c.weight > 1) FROM T x JOIN codes c ON c.t = x.t GROUP BY x.t",
 	"SELECT COUNT(*) FROM T x JOIN codes c ON x.t = c.label",
 	"SELECT COUNT(*) FROM codes",
+	// Joins of private tables of one id space, on the privacy unit.
+	"SELECT COUNT(*), SUM(y.i), COUNT(DISTINCT x.pid) FROM T x JOIN visits y ON x.pid = y.pid",
+	"SELECT x.t, COUNT(*), AVG(y.f) FROM T x LEFT JOIN visits y USING (pid) GROUP BY x.t",
+	"SELECT COUNT(*) FROM T x JOIN visits y ON x.t = y.t",
 	// Keys alone: the public list free, key selection with all of ε.
 	"SELECT t, b FROM T GROUP BY t, b",
 	"SELECT u FROM T GROUP BY u",

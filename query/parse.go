@@ -234,7 +234,7 @@ func (p *parser) from(from []*pg.Node) error {
 		return refuse("no FROM clause; query one of the catalog's tables: %s", p.tableNames())
 	}
 	if len(from) > 1 {
-		return refuse("FROM a, b is not supported: write a JOIN with ON or USING; only public tables can be joined to a private table")
+		return refuse("FROM a, b is not supported: write a JOIN with ON or USING; join a public table, or a private table of the same id space on the privacy unit")
 	}
 	n := from[0]
 	switch {

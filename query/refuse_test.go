@@ -36,7 +36,7 @@ func TestRefusals(t *testing.T) {
 		{"group by without values needs delta", "SELECT age, COUNT(*) FROM people GROUP BY age", "needs δ > 0", nil},
 		{"group by expression", "SELECT COUNT(*) FROM people GROUP BY age / 10", "GROUP BY expressions other than width_bucket", nil},
 		{"rollup", "SELECT COUNT(*) FROM people GROUP BY ROLLUP (city)", "ROLLUP", nil},
-		{"join of two private tables", "SELECT COUNT(*) FROM people JOIN empty ON people.id = empty.id", "only public tables", nil},
+		{"join of two private tables", "SELECT COUNT(*) FROM people JOIN empty ON people.id = empty.id", "needs a privacy unit in both", nil},
 		{"comma join", "SELECT COUNT(*) FROM people, empty", "write a JOIN", nil},
 		{"subquery in from", "SELECT COUNT(*) FROM (SELECT * FROM people) AS s", "subqueries are not supported yet", nil},
 		{"subquery in where", "SELECT COUNT(*) FROM people WHERE age IN (SELECT age FROM people)", "subqueries are not supported yet", nil},
