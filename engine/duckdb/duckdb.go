@@ -34,12 +34,20 @@ type Options struct {
 	// MemoryLimit caps DuckDB's memory, e.g. "2GB"; empty means DuckDB's
 	// default (80% of the machine's memory).
 	MemoryLimit string
+	// SpillDir is where DuckDB writes what does not fit under the memory
+	// limit (large bounding and grouping stages), so that a large file
+	// gives a slower answer rather than an out-of-memory failure. Empty
+	// means a new directory under the system's temporary directory,
+	// removed when the engine closes.
+	SpillDir string
 }
 
 // Engine is an embedded, in-memory DuckDB database. It is safe for
 // concurrent use.
 type Engine struct {
 	db *sql.DB
+	// spill is the spill directory Open made, removed by Close.
+	spill string
 
 	mu      sync.Mutex
 	views   []string           // views made by RegisterFile, in order
@@ -102,6 +110,18 @@ func Open(opts Options) (*Engine, error) {
 			return nil, fmt.Errorf("duckdb: memory limit %q: %w", opts.MemoryLimit, err)
 		}
 	}
+	dir := opts.SpillDir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "dpstat-duckdb-"); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("duckdb: spill directory: %w", err)
+		}
+		e.spill = dir
+	}
+	if _, err := db.ExecContext(ctx, "SET temp_directory = "+Dialect.QuoteString(dir)); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("duckdb: spill directory %q: %w", dir, err)
+	}
 	return e, nil
 }
 
@@ -112,8 +132,16 @@ func (e *Engine) DB() *sql.DB { return e.db }
 // Dialect returns DuckDB's dialect.
 func (e *Engine) Dialect() engine.Dialect { return Dialect }
 
-// Close closes the database.
-func (e *Engine) Close() error { return e.db.Close() }
+// Close closes the database and removes the spill directory Open made.
+func (e *Engine) Close() error {
+	err := e.db.Close()
+	if e.spill != "" {
+		if rerr := os.RemoveAll(e.spill); err == nil {
+			err = rerr
+		}
+	}
+	return err
+}
 
 // Query runs one statement and reads all of its rows.
 func (e *Engine) Query(ctx context.Context, query string, args ...any) (*engine.Rows, error) {

@@ -269,3 +269,39 @@ func TestLoad(t *testing.T) {
 		t.Errorf("HasNaN of the loaded copy = %v, %v; want true", nan, err)
 	}
 }
+
+// TestSpillDirectory checks that an engine spills to a directory of its
+// own by default, removed when it closes, and to the one given otherwise.
+func TestSpillDirectory(t *testing.T) {
+	setting := func(e *Engine) string {
+		rows, err := e.Query(context.Background(), "SELECT current_setting('temp_directory')")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := rows.Rows[0][0].(string)
+		return s
+	}
+	e, err := Open(Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := setting(e)
+	if dir == "" || !strings.Contains(dir, "dpstat-duckdb-") {
+		t.Fatalf("spill directory %q, want a new one", dir)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("spill directory %s left behind (%v)", dir, err)
+	}
+	own := t.TempDir()
+	e, err = Open(Options{Threads: 1, SpillDir: own})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if got := setting(e); got != own {
+		t.Errorf("spill directory %q, want %q", got, own)
+	}
+}
