@@ -211,7 +211,23 @@ var (
 	neighbourOnce sync.Once
 	neighbourFix  *neighbourFixture
 	neighbourErr  error
+	// neighbourEngines and neighbourDir are closed and removed by TestMain.
+	neighbourEngines []*duckdb.Engine
+	neighbourDir     string
 )
+
+// TestMain closes the harness's engines and removes its tables after the
+// package's tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, e := range neighbourEngines {
+		e.Close()
+	}
+	if neighbourDir != "" {
+		os.RemoveAll(neighbourDir)
+	}
+	os.Exit(code)
+}
 
 // neighbours builds the harness tables once per test binary.
 func neighbours(t testing.TB) *neighbourFixture {
@@ -228,6 +244,7 @@ func buildNeighbours() (*neighbourFixture, error) {
 	if err != nil {
 		return nil, err
 	}
+	neighbourDir = root
 	fix := &neighbourFixture{services: map[string]map[string]*Service{}, persons: map[string][]string{}}
 	open := func(dir string, rows []string) (*Service, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -251,6 +268,7 @@ func buildNeighbours() (*neighbourFixture, error) {
 		if err != nil {
 			return nil, err
 		}
+		neighbourEngines = append(neighbourEngines, eng)
 		return NewService(context.Background(), cat, eng, &fakeLedger{})
 	}
 	pidOf := func(row string) string { return row[:strings.IndexByte(row, ',')] }
