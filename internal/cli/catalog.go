@@ -16,7 +16,6 @@ import (
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/catalog/suggest"
 	"github.com/dpstat/dpstat/engine"
-	"github.com/dpstat/dpstat/engine/duckdb"
 	"github.com/dpstat/dpstat/engine/engines"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query"
@@ -202,11 +201,18 @@ limit, so a second suggestion needs dpstat budget grant first.`,
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			eng, err := duckdb.Open(duckdb.Options{})
+			opened, err := engine.Open(ctx, engine.Spec{Kind: engine.DefaultKind})
 			if err != nil {
 				return err
 			}
-			defer eng.Close()
+			defer opened.Close()
+			eng, ok := opened.(interface {
+				suggest.Engine
+				engine.Sniffer
+			})
+			if !ok {
+				return fmt.Errorf("the %s engine cannot read a data file", engine.DefaultKind)
+			}
 			sniffed, err := eng.Sniff(ctx, data)
 			if err != nil {
 				return err
