@@ -104,6 +104,13 @@ var Tables = []Table{
       x:      {type: float, lower: 0, upper: 10}
       region: {type: text}
 `},
+	{Name: "regions", File: "regions.csv",
+		Columns: []Column{{"region", catalog.Text}, {"zone", catalog.Text}},
+		Declaration: `    public: true
+    columns:
+      region: {type: text}
+      zone:   {type: text}
+`},
 	{Name: "spread", File: "spread.csv",
 		Columns: []Column{{"pid", catalog.Int}, {"g", catalog.Int}, {"v", catalog.Int}},
 		Declaration: `    privacy_unit: pid
@@ -179,6 +186,7 @@ var Battery = []Case{
 		Want: "-6 2; -4 1; -2 0; 0 2; 2 1; 4 2"},
 	{Name: "expressions over extremes", SQL: "SELECT SUM(f * f), SUM(f * 3 - i), SUM(f / 4) FROM extremes", Want: "120.3125 -149.75 -0.3125"},
 	{Name: "expressions in aggregates", SQL: "SELECT SUM(CASE WHEN city = 'A' THEN age ELSE 0 END), COUNT(*) FILTER (WHERE age > 25), SUM(age % 7), SUM(FLOOR(score * 3)) FROM people", Want: "120 3 15 20"},
+	{Name: "join with a public table", SQL: "SELECT r.zone, COUNT(*), COUNT(DISTINCT v.pid) FROM visits v JOIN regions r ON v.region = r.region GROUP BY r.zone", Want: "E 1 1; N 42 41; S 20 20; W 0 0"},
 	{Name: "min and max", SQL: "SELECT MIN(f), MAX(f) FROM extremes", Want: "-5 5"},
 	{Name: "case bins", SQL: "SELECT CASE WHEN f > 0 THEN 'pos' WHEN f < 0 THEN 'neg' ELSE 'zero' END AS s, COUNT(*) FROM extremes GROUP BY s",
 		Want: "pos 4; neg 3; zero 2"},
