@@ -938,36 +938,31 @@ func castConst(c *pg.A_Const, tn *pg.TypeName) (Operand, error) {
 	if err != nil {
 		return o, err
 	}
-	typ := ""
-	if tn != nil && len(tn.Names) > 0 {
-		if s := tn.Names[len(tn.Names)-1].GetString_(); s != nil {
-			typ = strings.ToLower(s.Sval)
-		}
-	}
+	typ, name := castType(tn)
 	s := fmt.Sprint(o.Value)
 	switch typ {
-	case "int2", "int4", "int8", "int", "integer", "bigint", "smallint":
+	case catalog.Int:
 		i, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 		if err != nil {
 			return Operand{}, refuse("cannot cast %q to an integer", s)
 		}
 		return Operand{Kind: Literal, Value: i}, nil
-	case "float4", "float8", "float", "real", "double", "numeric", "decimal":
+	case catalog.Float:
 		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 			return Operand{}, refuse("cannot cast %q to a finite number", s)
 		}
 		return Operand{Kind: Literal, Value: f}, nil
-	case "text", "varchar":
+	case catalog.Text:
 		return Operand{Kind: Literal, Value: s}, nil
-	case "bool", "boolean":
+	case catalog.Bool:
 		b, err := strconv.ParseBool(strings.TrimSpace(s))
 		if err != nil {
 			return Operand{}, refuse("cannot cast %q to a boolean", s)
 		}
 		return Operand{Kind: Literal, Value: b}, nil
 	}
-	return Operand{}, refuse("cast to %s is not supported", typ)
+	return Operand{}, refuse("cast to %s is not supported", name)
 }
 
 // kindOf returns the type family of an operand: "number", "text", "bool".
@@ -1199,4 +1194,27 @@ func (p *parser) like(a *pg.A_Expr, op string, having bool) (Expr, error) {
 		return nil, refuse("LIKE pattern %q: backslashes are not accepted (engines disagree on LIKE's escape character); use _ for any one character", pat)
 	}
 	return Compare{Op: norm, Left: l, Right: r}, nil
+}
+
+// castType maps the type a cast names to a catalog type, with the name as
+// written (lower case) for messages; the type is "" for a type dpstat does
+// not cast to.
+func castType(tn *pg.TypeName) (catalog.Type, string) {
+	name := ""
+	if tn != nil && len(tn.Names) > 0 {
+		if s := tn.Names[len(tn.Names)-1].GetString_(); s != nil {
+			name = strings.ToLower(s.Sval)
+		}
+	}
+	switch name {
+	case "int2", "int4", "int8", "int", "integer", "bigint", "smallint":
+		return catalog.Int, name
+	case "float4", "float8", "float", "real", "double", "numeric", "decimal":
+		return catalog.Float, name
+	case "text", "varchar":
+		return catalog.Text, name
+	case "bool", "boolean":
+		return catalog.Bool, name
+	}
+	return "", name
 }

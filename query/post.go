@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/dpstat/dpstat/catalog"
 )
 
 // Post-processing: an output computed from released values (SUM(x) /
@@ -141,19 +143,14 @@ func (p *parser) post(n *pg.Node) (Scalar, error) {
 		if err != nil {
 			return nil, err
 		}
-		name := ""
-		if tc.TypeName != nil && len(tc.TypeName.Names) > 0 {
-			if s := tc.TypeName.Names[len(tc.TypeName.Names)-1].GetString_(); s != nil {
-				name = strings.ToLower(s.Sval)
-			}
-		}
-		switch name {
-		case "int2", "int4", "int8", "integer", "int", "bigint", "smallint":
+		switch typ, name := castType(tc.TypeName); typ {
+		case catalog.Int:
 			return Call{Func: "round", Args: []Scalar{arg}}, nil
-		case "float4", "float8", "real", "double", "numeric", "decimal", "float":
+		case catalog.Float:
 			return arg, nil
+		default:
+			return nil, refuse("CAST to %q is not supported over aggregates; cast to int or float", name)
 		}
-		return nil, refuse("CAST to %q is not supported over aggregates; cast to int or float", name)
 	case n.GetColumnRef() != nil:
 		return nil, refuse("a column in an expression over aggregates: select the grouped column on its own, and aggregates of columns inside an aggregate (SUM(x * 2))")
 	}

@@ -540,17 +540,9 @@ func (p *parser) scalar(n *pg.Node) (Scalar, error) {
 		if err != nil {
 			return nil, err
 		}
-		name := ""
-		if tc.TypeName != nil && len(tc.TypeName.Names) > 0 {
-			if s := tc.TypeName.Names[len(tc.TypeName.Names)-1].GetString_(); s != nil {
-				name = strings.ToLower(s.Sval)
-			}
-		}
-		switch name {
-		case "int2", "int4", "int8", "integer", "int", "bigint", "smallint":
-			return Cast{Type: catalog.Int, Arg: arg}, nil
-		case "float4", "float8", "real", "double", "numeric", "decimal", "float":
-			return Cast{Type: catalog.Float, Arg: arg}, nil
+		typ, name := castType(tc.TypeName)
+		if typ == catalog.Int || typ == catalog.Float {
+			return Cast{Type: typ, Arg: arg}, nil
 		}
 		return nil, refuse("CAST to %q is not supported in an aggregated expression; cast to int or float", name)
 	}
