@@ -97,31 +97,10 @@ func (p *parser) post(n *pg.Node) (Scalar, error) {
 		return Call{Func: name, Args: args}, nil
 	case n.GetAExpr() != nil:
 		a := n.GetAExpr()
-		op := opName(a)
 		if a.Kind != pg.A_Expr_Kind_AEXPR_OP {
 			return nil, refuse("this operator is not supported over aggregates; use + - * / and functions")
 		}
-		if a.Lexpr == nil && op == "-" {
-			arg, err := p.post(a.Rexpr)
-			if err != nil {
-				return nil, err
-			}
-			return Negate{Arg: arg}, nil
-		}
-		switch op {
-		case "+", "-", "*", "/":
-		default:
-			return nil, refuse("operator %s is not supported over aggregates; use + - * /", op)
-		}
-		l, err := p.post(a.Lexpr)
-		if err != nil {
-			return nil, err
-		}
-		r, err := p.post(a.Rexpr)
-		if err != nil {
-			return nil, err
-		}
-		return Arith{Op: op, L: l, R: r}, nil
+		return arith(a, "+-*/", "over aggregates", p.post)
 	case n.GetMinMaxExpr() != nil:
 		mm := n.GetMinMaxExpr()
 		f := "least"

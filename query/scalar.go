@@ -547,33 +547,9 @@ func (p *parser) scalar(n *pg.Node) (Scalar, error) {
 		return nil, refuse("CAST to %q is not supported in an aggregated expression; cast to int or float", name)
 	}
 	if a := n.GetAExpr(); a != nil {
-		op := opName(a)
 		switch a.Kind {
 		case pg.A_Expr_Kind_AEXPR_OP:
-			if a.Lexpr == nil && op == "-" {
-				arg, err := p.scalar(a.Rexpr)
-				if err != nil {
-					return nil, err
-				}
-				if c, ok := arg.(Constant); ok {
-					return Constant{Value: -c.Value, Int: c.Int}, nil
-				}
-				return Negate{Arg: arg}, nil
-			}
-			switch op {
-			case "+", "-", "*", "/", "%":
-			default:
-				return nil, refuse("operator %s is not supported in an aggregated expression; use + - * / %%", op)
-			}
-			l, err := p.scalar(a.Lexpr)
-			if err != nil {
-				return nil, err
-			}
-			r, err := p.scalar(a.Rexpr)
-			if err != nil {
-				return nil, err
-			}
-			return Arith{Op: op, L: l, R: r}, nil
+			return arith(a, "+-*/%", "in an aggregated expression", p.scalar)
 		case pg.A_Expr_Kind_AEXPR_NULLIF:
 			l, err := p.scalar(a.Lexpr)
 			if err != nil {
@@ -718,4 +694,33 @@ func (g *sqlGen) flushTiny(e string) string {
 	}
 	dbl := g.d.TypeName(engine.Double)
 	return "(CASE WHEN abs(" + e + ") < CAST(" + strconv.FormatFloat(minOperand, 'g', -1, 64) + " AS " + dbl + ") THEN CAST(0 AS " + dbl + ") ELSE " + e + " END)"
+}
+
+// arith parses an operator expression of scalars: unary minus (folded into
+// a literal), or one of the binary operators ops, with operands parsed by
+// sub. where says where the expression stands, for the refusal.
+func arith(a *pg.A_Expr, ops, where string, sub func(*pg.Node) (Scalar, error)) (Scalar, error) {
+	op := opName(a)
+	if a.Lexpr == nil && op == "-" {
+		arg, err := sub(a.Rexpr)
+		if err != nil {
+			return nil, err
+		}
+		if c, ok := arg.(Constant); ok {
+			return Constant{Value: -c.Value, Int: c.Int}, nil
+		}
+		return Negate{Arg: arg}, nil
+	}
+	if len(op) != 1 || !strings.Contains(ops, op) {
+		return nil, refuse("operator %s is not supported %s; use %s", op, where, strings.Join(strings.Split(ops, ""), " "))
+	}
+	l, err := sub(a.Lexpr)
+	if err != nil {
+		return nil, err
+	}
+	r, err := sub(a.Rexpr)
+	if err != nil {
+		return nil, err
+	}
+	return Arith{Op: op, L: l, R: r}, nil
 }
