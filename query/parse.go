@@ -98,8 +98,6 @@ func (p *parser) selectStmt(s *pg.SelectStmt) (*Query, error) {
 	switch {
 	case s.Op != pg.SetOperation_SETOP_NONE && s.Op != pg.SetOperation_SET_OPERATION_UNDEFINED:
 		return nil, refuse("UNION, INTERSECT and EXCEPT are not supported yet; ask one aggregate query at a time")
-	case s.WithClause != nil:
-		return nil, refuse("WITH (common table expressions) is not supported yet: subqueries are not supported yet")
 	case s.IntoClause != nil:
 		return nil, refuse("SELECT INTO is not allowed: dpstat only answers queries")
 	case len(s.ValuesLists) > 0:
@@ -110,6 +108,9 @@ func (p *parser) selectStmt(s *pg.SelectStmt) (*Query, error) {
 		return nil, refuse("SELECT DISTINCT is not supported; use GROUP BY over columns with public value lists")
 	case len(s.WindowClause) > 0:
 		return nil, refuse("window functions are not supported")
+	}
+	if err := p.mergeSubqueries(s); err != nil {
+		return nil, err
 	}
 	if err := p.from(s.FromClause); err != nil {
 		return nil, err
@@ -241,7 +242,7 @@ func (p *parser) from(from []*pg.Node) error {
 	case n.GetJoinExpr() != nil:
 		return p.fromJoin(n.GetJoinExpr())
 	case n.GetRangeSubselect() != nil:
-		return refuse("subqueries are not supported yet")
+		return refuse("unsupported subquery in FROM")
 	case n.GetRangeFunction() != nil, n.GetRangeTableFunc() != nil:
 		return refuse("table functions are not allowed in FROM; query one of the catalog's tables: %s", p.tableNames())
 	}
