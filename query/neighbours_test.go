@@ -181,6 +181,14 @@ var neighbourBattery = []string{
 	"SELECT COUNT(*), SUM(y.i), COUNT(DISTINCT x.pid) FROM T x JOIN visits y ON x.pid = y.pid",
 	"SELECT x.t, COUNT(*), AVG(y.f) FROM T x LEFT JOIN visits y USING (pid) GROUP BY x.t",
 	"SELECT COUNT(*) FROM T x JOIN visits y ON x.t = y.t",
+	// Common table expressions and subqueries (merged), per-person
+	// pre-aggregation (its rows one person's).
+	"WITH s AS (SELECT * FROM T WHERE f > 0) SELECT t, COUNT(*), SUM(i) FROM s GROUP BY t",
+	"SELECT SUM(d), MAX(d) FROM (SELECT i * 2 - f AS d, t FROM T WHERE b) s WHERE t <> ''",
+	"WITH a AS (SELECT pid, i FROM T), b AS (SELECT pid, i + 1 AS j FROM a) SELECT COUNT(DISTINCT pid), AVG(j) FROM b",
+	"WITH s AS (SELECT pid, COUNT(*) AS n, SUM(f) AS sf, MAX(i) AS mi FROM T GROUP BY pid) SELECT COUNT(*), SUM(LEAST(n, 3)), AVG(LEAST(GREATEST(sf, -50), 50)), MEDIAN(mi) FROM s",
+	"SELECT width_bucket(n, 0, 5, 5) AS w, COUNT(*) FROM (SELECT pid, COUNT(*) AS n FROM T GROUP BY pid) s GROUP BY w",
+	"SELECT t, COUNT(*), SUM(LEAST(n, 2)) FROM (SELECT pid, t, COUNT(i) AS n FROM T WHERE i > 0 GROUP BY pid, t) s GROUP BY t",
 	// Keys alone: the public list free, key selection with all of ε.
 	"SELECT t, b FROM T GROUP BY t, b",
 	"SELECT u FROM T GROUP BY u",

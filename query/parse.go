@@ -92,6 +92,8 @@ type parser struct {
 	public map[string]*PublicFacts
 	joins  []Join
 	joined []joinedTable
+	// pre is the per-person pre-aggregation the query reads, if any.
+	pre *PreAggregate
 }
 
 func (p *parser) selectStmt(s *pg.SelectStmt) (*Query, error) {
@@ -109,13 +111,16 @@ func (p *parser) selectStmt(s *pg.SelectStmt) (*Query, error) {
 	case len(s.WindowClause) > 0:
 		return nil, refuse("window functions are not supported")
 	}
-	if err := p.mergeSubqueries(s); err != nil {
+	if err := p.mergeSubqueries(s, true); err != nil {
 		return nil, err
 	}
 	if err := p.from(s.FromClause); err != nil {
 		return nil, err
 	}
 	p.q = &Query{Table: p.table.Name, Limit: -1}
+	if p.pre != nil {
+		p.q.Pre, p.q.Relation = p.pre, p.table
+	}
 	if len(p.joins) > 0 {
 		p.q.Joins, p.q.Relation = p.joins, p.table
 		p.q.JoinRows = p.joinRows()
@@ -231,6 +236,9 @@ func nonNegativeInt(n *pg.Node, what string) (int64, bool, error) {
 }
 
 func (p *parser) from(from []*pg.Node) error {
+	if p.pre != nil {
+		return nil // the relation is the pre-aggregation's
+	}
 	if len(from) == 0 {
 		return refuse("no FROM clause; query one of the catalog's tables: %s", p.tableNames())
 	}
@@ -431,7 +439,7 @@ func (p *parser) target(n *pg.Node) error {
 	fc := rt.Val.GetFuncCall()
 	if fc == nil {
 		if rt.Val.GetSubLink() != nil {
-			return refuse("subqueries are not supported yet")
+			return refuse("a subquery in WHERE or in the select list is not supported: subqueries are read in FROM or WITH, e.g. WITH s AS (SELECT … FROM t WHERE …) SELECT COUNT(*) FROM s")
 		}
 		return refuse("select-list expression at position %d is not supported; select COUNT, SUM or AVG of a column, or a grouped column", rt.Location+1)
 	}
@@ -678,7 +686,7 @@ func (p *parser) expr(n *pg.Node, having bool) (Expr, error) {
 	case n.GetAExpr() != nil:
 		return p.aexpr(n.GetAExpr(), having)
 	case n.GetSubLink() != nil:
-		return nil, refuse("subqueries are not supported yet")
+		return nil, refuse("a subquery in WHERE or in the select list is not supported: subqueries are read in FROM or WITH, e.g. WITH s AS (SELECT … FROM t WHERE …) SELECT COUNT(*) FROM s")
 	case n.GetColumnRef() != nil && !having:
 		col, err := p.columnRef(n.GetColumnRef())
 		if err != nil {
@@ -831,7 +839,7 @@ func (p *parser) operand(n *pg.Node, having bool) (Operand, error) {
 		return Operand{}, refuse("function %s is not supported in WHERE", funcName(fc))
 	}
 	if n.GetSubLink() != nil {
-		return Operand{}, refuse("subqueries are not supported yet")
+		return Operand{}, refuse("a subquery in WHERE or in the select list is not supported: subqueries are read in FROM or WITH, e.g. WITH s AS (SELECT … FROM t WHERE …) SELECT COUNT(*) FROM s")
 	}
 	return Operand{}, refuse("expressions are not supported in conditions; compare columns with literals")
 }

@@ -184,7 +184,11 @@ func (p *Plan) HistogramSQL(d engine.Dialect, h int) (string, error) {
 		return "", err
 	}
 	conds = append(conds, col+" IS NOT NULL")
-	rows := "SELECT " + strings.Join(cols, ", ") + " FROM " + g.fromClause(p.Table.Name) + " WHERE " + strings.Join(conds, " AND ")
+	source, err := g.fromClause(p.Table.Name)
+	if err != nil {
+		return "", err
+	}
+	rows := "SELECT " + strings.Join(cols, ", ") + " FROM " + source + " WHERE " + strings.Join(conds, " AND ")
 	outKeys := strings.Join(append(append([]string{}, keys...), "b"), ", ")
 	if !p.Bounded {
 		return "WITH r AS (" + rows + ")\nSELECT " + outKeys + ", count(*) AS c FROM r GROUP BY " + outKeys, nil

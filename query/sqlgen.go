@@ -76,7 +76,7 @@ type sqlGen struct {
 // statistic reads a float column, and no float column is a key, the
 // privacy unit or part of the WHERE clause.
 func (p *Plan) rawFloatsOK() bool {
-	if len(p.floatColumns()) == 0 || len(p.Query.Derived) > 0 || len(p.Query.Joins) > 0 {
+	if len(p.floatColumns()) == 0 || len(p.Query.Derived) > 0 || len(p.Query.Joins) > 0 || p.Query.Pre != nil {
 		// Derived columns compute with their inputs: they read the view
 		// where NaN is NULL.
 		return false
@@ -237,7 +237,11 @@ func (g *sqlGen) generate() (string, error) {
 	if g.form == FastForm {
 		table = rawView(table)
 	}
-	rows := "SELECT " + strings.Join(cols, ", ") + " FROM " + g.fromClause(table)
+	source, err := g.fromClause(table)
+	if err != nil {
+		return "", err
+	}
+	rows := "SELECT " + strings.Join(cols, ", ") + " FROM " + source
 	if len(conds) > 0 {
 		rows += " WHERE " + strings.Join(conds, " AND ")
 	}

@@ -60,7 +60,8 @@ type fromItem struct {
 
 // mergeSubqueries rewrites s in place: every common table expression and
 // subquery in its FROM is merged into it. It refuses what cannot be merged.
-func (p *parser) mergeSubqueries(s *pg.SelectStmt) error {
+// Only the outermost query (top) may read a per-person pre-aggregation.
+func (p *parser) mergeSubqueries(s *pg.SelectStmt, top bool) error {
 	ctes := map[string]*pg.SelectStmt{}
 	if w := s.WithClause; w != nil {
 		if w.Recursive {
@@ -103,7 +104,7 @@ func (p *parser) mergeSubqueries(s *pg.SelectStmt) error {
 			if len(sel.WithClause.Ctes) == 0 {
 				sel.WithClause = nil
 			}
-			if err := p.mergeSubqueries(sel); err != nil {
+			if err := p.mergeSubqueries(sel, false); err != nil {
 				return err
 			}
 			ctes[strings.ToLower(c.Ctename)] = sel
@@ -124,6 +125,9 @@ func (p *parser) mergeSubqueries(s *pg.SelectStmt) error {
 	}
 	for _, sq := range subs {
 		if sq.pre != nil {
+			if !top {
+				return refuse("subquery %s aggregates per person and is read by another subquery; read a per-person pre-aggregation directly in the outer query (filter it there with WHERE)", sq.alias)
+			}
 			if len(subs) > 1 || len(items) > 1 {
 				return refuse("a per-person pre-aggregation (%s: GROUP BY the privacy unit) is read alone: join tables inside it, not to it", sq.alias)
 			}
@@ -277,7 +281,7 @@ func (p *parser) mergeFrom(n *pg.Node, ctes map[string]*pg.SelectStmt, items *[]
 				sel.WithClause.Ctes = append(sel.WithClause.Ctes, cteNode(name, c))
 			}
 		}
-		if err := p.mergeSubqueries(sel); err != nil {
+		if err := p.mergeSubqueries(sel, false); err != nil {
 			return nil, err
 		}
 		return p.subqueryItem(sel, alias, items, subs, nullable)
@@ -325,7 +329,9 @@ func (p *parser) subqueryItem(sel *pg.SelectStmt, alias string, items *[]fromIte
 	sq := &subquery{alias: alias, outputs: map[string]*pg.Node{}}
 	aggregates := len(sel.GroupClause) > 0 || sel.HavingClause != nil
 	for _, t := range sel.TargetList {
-		aggregates = aggregates || containsAggregate(t)
+		if rt := t.GetResTarget(); rt != nil && rt.Val != nil {
+			aggregates = aggregates || containsAggregate(rt.Val)
+		}
 	}
 	if aggregates {
 		sq.pre = sel

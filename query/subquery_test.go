@@ -15,6 +15,12 @@ import (
 // person's visits on days, euros spent), payments (same people), days
 // (public).
 func subqueryService(t *testing.T) *Service {
+	svc, _ := subqueryServiceEngine(t)
+	return svc
+}
+
+// subqueryServiceEngine is subqueryService with its engine.
+func subqueryServiceEngine(t *testing.T) (*Service, *recordingEngine) {
 	t.Helper()
 	dir := t.TempDir()
 	files := map[string]string{
@@ -48,8 +54,8 @@ tables:
 			t.Fatal(err)
 		}
 	}
-	svc, _, _ := newTestService(t, filepath.Join(dir, "catalog.yaml"))
-	return svc
+	svc, rec, _ := newTestService(t, filepath.Join(dir, "catalog.yaml"))
+	return svc, rec
 }
 
 // roundedRows formats an answer's rows with numbers rounded to integers.
@@ -122,5 +128,85 @@ func TestSubqueryRefusals(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s:\n got %v\nwant a refusal mentioning %q", tt.sql, err, tt.want)
 		}
+	}
+}
+
+// TestPreAggregation checks per-person pre-aggregation at ε = 1e20. As in
+// SQL, LEAST and GREATEST skip NULLs: LEAST(NULL, 50) is 50.
+// visits: person 1 has 3 visits (10, 20, 30), 2 has 1 (5), 3 has 2 (60,
+// 1), 4 has 1 (300, clamped to 100), 5 has 1 (NULL).
+func TestPreAggregation(t *testing.T) {
+	svc := subqueryService(t)
+	ctx := context.Background()
+	for _, tt := range []struct{ name, sql, want string }{
+		{"people", "WITH pp AS (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) SELECT COUNT(*) FROM pp", "5"},
+		{"clamped counts", "WITH pp AS (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) SELECT SUM(LEAST(n, 2)), AVG(LEAST(n, 10)) FROM pp", "7 1.6"},
+		{"histogram of visits per person", "SELECT width_bucket(n, 1, 4, 3) AS visits, COUNT(*) FROM (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) s GROUP BY 1", "0 0; 1 3; 2 1; 3 1; 4 0"},
+		{"per-person sums", "SELECT SUM(LEAST(spent, 50)) FROM (SELECT pid, SUM(euros) AS spent FROM visits GROUP BY pid) s", "205"},
+		{"per-person max", "SELECT SUM(m) FROM (SELECT pid, MAX(euros) AS m FROM visits GROUP BY pid) s", "195"},
+		{"per-person average", "SELECT SUM(a) FROM (SELECT pid, AVG(euros) AS a FROM visits GROUP BY pid) s", "155.5"},
+		{"outer where", "SELECT COUNT(*) FROM (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) s WHERE n >= 2", "2"},
+		{"inner where", "SELECT COUNT(*), SUM(LEAST(n, 5)) FROM (SELECT pid, COUNT(*) AS n FROM visits WHERE day <= 2 GROUP BY pid) s", "3 5"},
+		{"unit not selected", "SELECT COUNT(*) FROM (SELECT COUNT(*) AS n FROM visits GROUP BY pid) s", "5"},
+		{"inner keys", "SELECT day, COUNT(*) FROM (SELECT pid, day, COUNT(*) AS n FROM visits GROUP BY pid, day) s WHERE day <= 2 GROUP BY day", "1 3; 2 1; 3 0; 4 0; 5 0; 6 0; 7 0; 8 0; 9 0"},
+		{"expression inside", "SELECT SUM(LEAST(s, 100)) FROM (SELECT pid, SUM(euros * 2) AS s FROM visits GROUP BY pid) t", "410"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := svc.Answer(ctx, tt.sql, exactOpts())
+			if err != nil {
+				t.Fatalf("%s: %v", tt.sql, err)
+			}
+			if got := roundedRows(res.Rows); got != tt.want {
+				t.Errorf("%s:\n got %s\nwant %s", tt.sql, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestPreAggregationRefusals: what a per-person pre-aggregation cannot do
+// is refused, free, saying what would be accepted.
+func TestPreAggregationRefusals(t *testing.T) {
+	svc := subqueryService(t)
+	for _, tt := range []struct{ sql, want string }{
+		{"SELECT SUM(n) FROM (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) s", "LEAST"},
+		{"SELECT AVG(n * 2) FROM (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) s", "clamp"},
+		{"SELECT COUNT(*) FROM (SELECT day, COUNT(*) AS n FROM visits GROUP BY day) s", "GROUP BY pid"},
+		{"SELECT COUNT(*) FROM (SELECT COUNT(*) AS n FROM visits) s", "GROUP BY pid"},
+		{"SELECT COUNT(*) FROM (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid HAVING COUNT(*) > 1) s", "HAVING"},
+		{"SELECT COUNT(*) FROM (SELECT pid, euros FROM visits GROUP BY pid) s", "not in its GROUP BY"},
+		{"SELECT COUNT(*) FROM (SELECT pid, VAR_POP(euros) AS v FROM visits GROUP BY pid) s", "per-person aggregates"},
+		{"SELECT COUNT(*) FROM (SELECT pid, COUNT(*) + 1 AS n FROM visits GROUP BY pid) s", "outer query"},
+		{"SELECT COUNT(*) FROM (SELECT pid, day AS d FROM visits GROUP BY pid, day % 2) s", "not expressions"},
+		{"WITH pp AS (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) SELECT COUNT(*) FROM pp JOIN days d ON pp.n = d.day", "read alone"},
+		{"WITH pp AS (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid), q AS (SELECT * FROM pp) SELECT COUNT(*) FROM q", "another subquery"},
+	} {
+		_, err := svc.Prepare(tt.sql, exactOpts())
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s:\n got %v\nwant a refusal mentioning %q", tt.sql, err, tt.want)
+		}
+	}
+}
+
+// TestPreAggregationContribution: with the privacy unit as the only inner
+// key, each person has one row of the relation; with more keys, the
+// table's declared bounds apply. EXPLAIN says which.
+func TestPreAggregationContribution(t *testing.T) {
+	svc := subqueryService(t)
+	p, err := svc.Prepare("SELECT COUNT(*) FROM (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) s", exactOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := p.Plan.Contribution; c.Groups != 1 || c.RowsPerGroup != 1 {
+		t.Errorf("contribution %+v, want 1 group × 1 row", c)
+	}
+	if !strings.Contains(strings.Join(p.Plan.notes(), "\n"), "one row per person") {
+		t.Errorf("notes %q do not explain the pre-aggregation", p.Plan.notes())
+	}
+	p, err = svc.Prepare("SELECT day, COUNT(*) FROM (SELECT pid, day, COUNT(*) AS n FROM visits GROUP BY pid, day) s GROUP BY day", exactOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := p.Plan.Contribution; c.Groups != 7 || c.RowsPerGroup != 10 {
+		t.Errorf("contribution %+v, want the declared 7 groups × 10 rows", c)
 	}
 }
