@@ -55,6 +55,9 @@ func TestGoldenSQL(t *testing.T) {
 		{"arithmetic_unit", "examples", "SELECT day, SUM(euros_spent * 2 - 1), AVG(LEAST(minutes_spent, 30)) FROM visits GROUP BY day"},
 		{"min_max", "examples", "SELECT sex, MIN(age), MAX(hours_per_week) FROM adult GROUP BY sex"},
 		{"where_narrows", "examples", "SELECT SUM(age) FROM adult WHERE age BETWEEN 30 AND 60"},
+		{"count_distinct_values", "examples", "SELECT day, COUNT(DISTINCT euros_spent) FROM visits GROUP BY day"},
+		{"cte_merged", "examples", "WITH long AS (SELECT visitor_id, day, minutes_spent * 2 AS m2 FROM visits WHERE minutes_spent > 20) SELECT day, COUNT(*), SUM(m2) FROM long GROUP BY day"},
+		{"per_person", "examples", "WITH pp AS (SELECT visitor_id, COUNT(*) AS n, SUM(euros_spent) AS spent FROM visits GROUP BY visitor_id) SELECT width_bucket(n, 1, 8, 7) AS visits, COUNT(*), AVG(LEAST(spent, 100)) FROM pp GROUP BY visits"},
 		{"case_bins_unit", "examples", "SELECT CASE WHEN euros_spent < 10 THEN 'low' WHEN euros_spent < 30 THEN 'mid' ELSE 'high' END AS spend, COUNT(*) FROM visits GROUP BY spend"},
 	}
 	for _, tt := range tests {

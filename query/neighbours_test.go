@@ -181,6 +181,10 @@ var neighbourBattery = []string{
 	"SELECT COUNT(*), SUM(y.i), COUNT(DISTINCT x.pid) FROM T x JOIN visits y ON x.pid = y.pid",
 	"SELECT x.t, COUNT(*), AVG(y.f) FROM T x LEFT JOIN visits y USING (pid) GROUP BY x.t",
 	"SELECT COUNT(*) FROM T x JOIN visits y ON x.t = y.t",
+	// Distinct values of any column: the sensitivity of COUNT(*).
+	"SELECT COUNT(DISTINCT t), COUNT(DISTINCT i), COUNT(DISTINCT f) FROM T",
+	"SELECT fz, COUNT(DISTINCT u), SUM(i) FROM T GROUP BY fz",
+	"SELECT u, COUNT(DISTINCT b) FROM T GROUP BY u",
 	// Common table expressions and subqueries (merged), per-person
 	// pre-aggregation (its rows one person's).
 	"WITH s AS (SELECT * FROM T WHERE f > 0) SELECT t, COUNT(*), SUM(i) FROM s GROUP BY t",

@@ -3,6 +3,7 @@ package query
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 
@@ -26,6 +27,11 @@ type Histogram struct {
 	Lower, Upper float64
 	Bins         int
 	Step         float64
+	// Distinct marks the statement of a COUNT(DISTINCT column): one bin
+	// (Bins = 0) holding the number of distinct values among the group's
+	// bounded rows, which is statistic Stat.
+	Distinct bool
+	Stat     int
 }
 
 // Candidate returns the value of candidate i.
@@ -158,23 +164,15 @@ func (p *Plan) HistogramSQL(d engine.Dialect, h int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	lits := make([]string, 3)
-	for i, v := range []float64{hist.Lower, hist.Upper, hist.Step} {
-		l, err := engine.Literal(d, v)
-		if err != nil {
+	// The value each kept row adds: its bin, or for a distinct count the
+	// value itself.
+	value := col
+	if !hist.Distinct {
+		if value, err = g.bin(hist, col); err != nil {
 			return "", err
 		}
-		lits[i] = l
 	}
-	// Total for every value the column can hold: the value is clamped to
-	// the declared bounds (within ±2^53), so value − lower is finite, and
-	// the bin is clamped into [0, Bins] before the cast.
-	steps, err := engine.Divide(d, fmt.Sprintf("(least(greatest(%s, %s), %s) - %s)", col, lits[0], lits[1], lits[0]), hist.Step)
-	if err != nil {
-		return "", err
-	}
-	bin := fmt.Sprintf("CAST(least(greatest(floor(%s), 0), %d) AS %s)", steps, hist.Bins, d.TypeName(engine.Integer32))
-	cols = append(cols, bin+" AS b")
+	cols = append(cols, value+" AS b")
 	sm, sampler := d.(engine.Sampler)
 	if p.Bounded && sampler {
 		cols = append(cols, d.Random()+" AS rk") // see below
@@ -190,8 +188,20 @@ func (p *Plan) HistogramSQL(d engine.Dialect, h int) (string, error) {
 	}
 	rows := "SELECT " + strings.Join(cols, ", ") + " FROM " + source + " WHERE " + strings.Join(conds, " AND ")
 	outKeys := strings.Join(append(append([]string{}, keys...), "b"), ", ")
+	// final counts the kept rows per (group, bin), or the distinct values
+	// per group.
+	final := func(from string) string {
+		if !hist.Distinct {
+			return "\nSELECT " + outKeys + ", count(*) AS c FROM " + from + " GROUP BY " + outKeys
+		}
+		list := strings.Join(append(append([]string{}, keys...), "0 AS b", "count(DISTINCT b) AS c"), ", ")
+		if len(keys) == 0 {
+			return "\nSELECT " + list + " FROM " + from
+		}
+		return "\nSELECT " + list + " FROM " + from + " GROUP BY " + strings.Join(keys, ", ")
+	}
 	if !p.Bounded {
-		return "WITH r AS (" + rows + ")\nSELECT " + outKeys + ", count(*) AS c FROM r GROUP BY " + outKeys, nil
+		return "WITH r AS (" + rows + ")" + final("r"), nil
 	}
 	var b strings.Builder
 	if sampler {
@@ -204,7 +214,7 @@ func (p *Plan) HistogramSQL(d engine.Dialect, h int) (string, error) {
 		from := g.keepGroups(&b, sm, list, "r GROUP BY "+unitKeys)
 		kept := strings.Join(append(append([]string{}, keys...), sm.Unnest("bs")+" AS b"), ", ")
 		b.WriteString(",\nkept AS (SELECT " + kept + " FROM " + from + ")")
-		b.WriteString("\nSELECT " + outKeys + ", count(*) AS c FROM kept GROUP BY " + outKeys)
+		b.WriteString(final("kept"))
 		return b.String(), nil
 	}
 	b.WriteString("WITH r AS (" + rows + "),\n")
@@ -216,8 +226,29 @@ func (p *Plan) HistogramSQL(d engine.Dialect, h int) (string, error) {
 		b.WriteString("unit_groups_bounded AS (" + g.keepRandom("unit_groups", []string{"u"}, p.Contribution.Groups) + ")")
 		from = "r_bounded JOIN unit_groups_bounded USING (" + unitKeys + ")"
 	}
-	b.WriteString("\nSELECT " + outKeys + ", count(*) AS c FROM " + from + " GROUP BY " + outKeys)
+	b.WriteString(final(from))
 	return b.String(), nil
+}
+
+// bin spells the candidate bin of a histogram's column value.
+func (g *sqlGen) bin(hist Histogram, col string) (string, error) {
+	d := g.d
+	lits := make([]string, 3)
+	for i, v := range []float64{hist.Lower, hist.Upper, hist.Step} {
+		l, err := engine.Literal(d, v)
+		if err != nil {
+			return "", err
+		}
+		lits[i] = l
+	}
+	// Total for every value the column can hold: the value is clamped to
+	// the declared bounds (within ±2^53), so value − lower is finite, and
+	// the bin is clamped into [0, Bins] before the cast.
+	steps, err := engine.Divide(d, fmt.Sprintf("(least(greatest(%s, %s), %s) - %s)", col, lits[0], lits[1], lits[0]), hist.Step)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("CAST(least(greatest(floor(%s), 0), %d) AS %s)", steps, hist.Bins, d.TypeName(engine.Integer32)), nil
 }
 
 // ReadHistogram adds the engine's rows for histogram h to ex.
@@ -256,6 +287,9 @@ func (p *Plan) ReadHistogram(ex *Exact, h int, rows *engine.Rows) error {
 			ex.Hist[h][g] = make([]int64, bins+1)
 		}
 		ex.Hist[h][g][b.Int64()] += c.Int64()
+		if st := p.Histograms[h].Stat; p.Histograms[h].Distinct && g < len(ex.Stats) && st < len(ex.Stats[g]) {
+			ex.Stats[g][st].Add(ex.Stats[g][st], big.NewInt(c.Int64()))
+		}
 	}
 	return nil
 }

@@ -264,6 +264,8 @@ func (g *sqlGen) generate() (string, error) {
 				return "1" // per (person, group): the person is there once
 			}
 			return "count(*)"
+		case DistinctValues:
+			return "0" // computed by its own statement (HistogramSQL)
 		default:
 			return g.sum(i, rowExprs[i])
 		}
@@ -361,6 +363,8 @@ func (g *sqlGen) sampled(sm engine.Sampler, rows string, keys, rowExprs []string
 			return "least(count(*), " + strconv.FormatInt(L, 10) + ")"
 		case DistinctUnits:
 			return "1"
+		case DistinctValues:
+			return "0"
 		case NonNullCount:
 			return sm.ListCount(sm.SmallestN(rowExprs[i], "rk", L))
 		default:
@@ -491,7 +495,7 @@ func (p *Plan) intColumn(s Summand) bool {
 // the engine aggregates, or "" for COUNT(*).
 func (g *sqlGen) summand(s Summand) (string, error) {
 	switch s.Kind {
-	case RowCount, DistinctUnits:
+	case RowCount, DistinctUnits, DistinctValues:
 		return "", nil
 	case NonNullCount:
 		return g.column(s.Column)
