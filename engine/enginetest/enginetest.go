@@ -218,6 +218,15 @@ var Battery = []Case{
 			return nil
 		}},
 
+	// Common table expressions (merged), per-person pre-aggregation (the
+	// heavy person is one row, with n = 300), distinct values of a column
+	// over the bounded rows.
+	{Name: "common table expression", SQL: "WITH s AS (SELECT pid, g, v * 2 AS v2 FROM visits WHERE g < 3) SELECT g, COUNT(*), SUM(v2) FROM s GROUP BY g",
+		Want: "1 22 158; 2 21 122; 3 0 0"},
+	{Name: "per-person pre-aggregation", SQL: "SELECT COUNT(*), SUM(LEAST(n, 3)), MAX(m) FROM (SELECT pid, COUNT(*) AS n, MAX(v) AS m FROM visits GROUP BY pid) s",
+		Want: "62 64 10"},
+	{Name: "distinct values", SQL: "SELECT g, COUNT(DISTINCT v), COUNT(DISTINCT region) FROM visits GROUP BY g", Want: "1 8 2; 2 7 3; 3 7 2"},
+
 	// Key selection: region has no public list; "east" has one person.
 	{Name: "key selection", SQL: "SELECT region, COUNT(*) FROM visits GROUP BY region ORDER BY region", Delta: 1e-6, Want: "north 42; south 20"},
 
