@@ -26,6 +26,7 @@ import (
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/engine/engines"
+	"github.com/dpstat/dpstat/engine/postgres/pgtest"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query"
 )
@@ -37,6 +38,15 @@ var data embed.FS
 type Column struct {
 	Name string
 	Type catalog.Type
+}
+
+// pgColumns converts fixture columns for the PostgreSQL test server.
+func pgColumns(cols []Column) []pgtest.Column {
+	out := make([]pgtest.Column, len(cols))
+	for i, c := range cols {
+		out[i] = pgtest.Column{Name: c.Name, Type: c.Type}
+	}
+	return out
 }
 
 // Table is a fixture table: its rows (a CSV file with a header; an empty
