@@ -8,12 +8,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/dpstat/dpstat/catalog"
-	"github.com/dpstat/dpstat/engine/duckdb"
+	"github.com/dpstat/dpstat/engine"
+	"github.com/dpstat/dpstat/engine/engines"
+	"github.com/dpstat/dpstat/engine/postgres/pgtest"
 )
 
 // The neighbouring-table harness (docs/privacy.md, "How the rules are
@@ -220,12 +223,13 @@ type neighbourFixture struct {
 }
 
 var (
-	neighbourOnce sync.Once
-	neighbourFix  *neighbourFixture
-	neighbourErr  error
-	// neighbourEngines and neighbourDir are closed and removed by TestMain.
-	neighbourEngines []*duckdb.Engine
-	neighbourDir     string
+	neighbourMu   sync.Mutex
+	neighbourFixs = map[string]*neighbourFixture{}
+	neighbourErrs = map[string]error{}
+	// neighbourEngines and neighbourDirs are closed and removed by
+	// TestMain.
+	neighbourEngines []engine.Engine
+	neighbourDirs    []string
 )
 
 // TestMain closes the harness's engines and removes its tables after the
@@ -235,29 +239,102 @@ func TestMain(m *testing.M) {
 	for _, e := range neighbourEngines {
 		e.Close()
 	}
-	if neighbourDir != "" {
-		os.RemoveAll(neighbourDir)
+	for _, d := range neighbourDirs {
+		os.RemoveAll(d)
 	}
+	pgtest.StopShared()
 	os.Exit(code)
 }
 
-// neighbours builds the harness tables once per test binary.
+// neighbours builds the harness tables on DuckDB once per test binary.
 func neighbours(t testing.TB) *neighbourFixture {
 	t.Helper()
-	neighbourOnce.Do(func() { neighbourFix, neighbourErr = buildNeighbours() })
-	if neighbourErr != nil {
-		t.Fatal(neighbourErr)
-	}
-	return neighbourFix
+	return neighboursOn(t, "duckdb")
 }
 
-func buildNeighbours() (*neighbourFixture, error) {
+// neighboursOn builds the harness tables once per test binary on the
+// engine kind: "duckdb" (files) or "postgres" (a test server's tables).
+func neighboursOn(t testing.TB, kind string) *neighbourFixture {
+	t.Helper()
+	var pg *pgtest.Server
+	if kind == "postgres" {
+		pg = pgtest.Shared(t)
+	}
+	neighbourMu.Lock()
+	defer neighbourMu.Unlock()
+	if neighbourFixs[kind] == nil && neighbourErrs[kind] == nil {
+		neighbourFixs[kind], neighbourErrs[kind] = buildNeighbours(kind, pg)
+	}
+	if err := neighbourErrs[kind]; err != nil {
+		t.Fatal(err)
+	}
+	return neighbourFixs[kind]
+}
+
+// neighbourTypes are the types of the harness columns (neighbourColumns).
+var neighbourTypes = []catalog.Type{catalog.Int, catalog.Float, catalog.Float, catalog.Int, catalog.Text, catalog.Text, catalog.Bool}
+
+// neighbourValues reads harness rows as a file engine does: an empty or
+// malformed field is NULL.
+func neighbourValues(rows []string) [][]any {
+	out := make([][]any, len(rows))
+	for i, r := range rows {
+		fields := strings.Split(r, ",")
+		row := make([]any, len(fields))
+		for j, f := range fields {
+			if f == "" {
+				continue
+			}
+			switch neighbourTypes[j] {
+			case catalog.Int:
+				if v, err := strconv.ParseInt(f, 10, 64); err == nil {
+					row[j] = v
+				}
+			case catalog.Float:
+				if v, err := strconv.ParseFloat(f, 64); err == nil {
+					row[j] = v
+				}
+			case catalog.Bool:
+				if v, err := strconv.ParseBool(f); err == nil {
+					row[j] = v
+				}
+			default:
+				row[j] = f
+			}
+		}
+		out[i] = row
+	}
+	return out
+}
+
+func buildNeighbours(kind string, pg *pgtest.Server) (*neighbourFixture, error) {
 	root, err := os.MkdirTemp("", "dpstat-neighbours-")
 	if err != nil {
 		return nil, err
 	}
-	neighbourDir = root
+	neighbourDirs = append(neighbourDirs, root)
 	fix := &neighbourFixture{services: map[string]map[string]*Service{}, persons: map[string][]string{}}
+	var cols []pgtest.Column
+	for i, name := range strings.Split(neighbourColumns, ",") {
+		cols = append(cols, pgtest.Column{Name: name, Type: neighbourTypes[i]})
+	}
+	ctx := context.Background()
+	if pg != nil {
+		codes := [][]any{}
+		for _, line := range strings.Split(strings.TrimSpace(neighbourCodes), "\n")[1:] {
+			f := strings.Split(line, ",")
+			w, _ := strconv.ParseInt(f[2], 10, 64)
+			var t any
+			if f[0] != "" {
+				t = f[0]
+			}
+			codes = append(codes, []any{t, f[1], w})
+		}
+		if err := pg.LoadRows(ctx, "nb_codes", []pgtest.Column{{Name: "t", Type: catalog.Text}, {Name: "label", Type: catalog.Text}, {Name: "weight", Type: catalog.Int}}, codes); err != nil {
+			return nil, err
+		}
+	}
+	loaded := 0
 	open := func(dir string, rows []string) (*Service, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
@@ -266,7 +343,19 @@ func buildNeighbours() (*neighbourFixture, error) {
 		if err := os.WriteFile(filepath.Join(dir, "data.csv"), []byte(data), 0o644); err != nil {
 			return nil, err
 		}
-		if err := os.WriteFile(filepath.Join(dir, "catalog.yaml"), []byte(neighbourCatalog), 0o644); err != nil {
+		decl := neighbourCatalog
+		if pg != nil {
+			// The same tables in the server: one relation per variant.
+			loaded++
+			name := fmt.Sprintf("nb_%d", loaded)
+			if err := pg.LoadRows(ctx, name, cols, neighbourValues(rows)); err != nil {
+				return nil, err
+			}
+			decl = strings.ReplaceAll(decl, "source: data.csv", "source: public."+name)
+			decl = strings.ReplaceAll(decl, "source: codes.csv", "source: public.nb_codes")
+			decl = strings.Replace(decl, "tables:", fmt.Sprintf("engine: {kind: postgres, dsn: %q, statement_timeout: 60s, max_connections: 1}\ntables:", pg.ReaderDSN()), 1)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "catalog.yaml"), []byte(decl), 0o644); err != nil {
 			return nil, err
 		}
 		if err := os.WriteFile(filepath.Join(dir, "codes.csv"), []byte(neighbourCodes), 0o644); err != nil {
@@ -276,7 +365,11 @@ func buildNeighbours() (*neighbourFixture, error) {
 		if err != nil {
 			return nil, err
 		}
-		eng, err := duckdb.Open(duckdb.Options{Threads: 1})
+		spec := engines.Spec(cat)
+		if pg == nil {
+			spec.Threads = 1
+		}
+		eng, err := engine.Open(ctx, spec)
 		if err != nil {
 			return nil, err
 		}
@@ -485,14 +578,24 @@ func checkNeighbours(t testing.TB, sql, variant string, d, n neighbourOutcome) {
 }
 
 // TestNeighbouringTables runs the battery on D and on D − p for every
-// person p of both harness tables.
+// person p of both harness tables, on DuckDB.
 func TestNeighbouringTables(t *testing.T) {
+	testNeighbouringTables(t, "duckdb")
+}
+
+// TestNeighbouringTablesPostgres runs the battery on PostgreSQL: the same
+// tables loaded into a test server's relations, the same checks.
+func TestNeighbouringTablesPostgres(t *testing.T) {
+	testNeighbouringTables(t, "postgres")
+}
+
+func testNeighbouringTables(t *testing.T, kind string) {
 	if raceDetector {
 		// It shares no state between goroutines beyond what the plain run
 		// covers, and under the detector it would take many minutes.
 		t.Skip("the neighbouring-table harness runs in the plain test run (make test runs it without -race)")
 	}
-	fix := neighbours(t)
+	fix := neighboursOn(t, kind)
 	for _, table := range []string{"people", "rows"} {
 		t.Run(table, func(t *testing.T) {
 			t.Parallel()
