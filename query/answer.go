@@ -780,7 +780,7 @@ func (p *Plan) notes() []string {
 				aggs = append(aggs, c.Name+" = "+c.Agg.String())
 			}
 		}
-		rows := "one row per person"
+		rows := "one row per person, so each row is a person and no bounding is needed"
 		if len(pre.Keys) > 1 {
 			rows = "one row per person and " + strings.Join(pre.Keys, ", ") + ": the table's declared bounds apply to them"
 		}

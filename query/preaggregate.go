@@ -24,8 +24,9 @@ import (
 // relation, so the outer query's contribution bounding and sensitivities
 // hold as for a table: with the privacy unit as the only inner key, each
 // person has one row (one group, one row per group, tighter than the
-// table's declaration); with other keys, the table's declared bounds apply
-// and the outer plan enforces them.
+// table's declaration): the relation is read as a table whose every row is
+// a person, with no bounding stage; with other keys, the table's declared
+// bounds apply and the outer plan enforces them.
 //
 // The outputs' bounds come from the plan, never from the data: a count is
 // at least 0 and has no upper bound, a sum of values in [lo, hi] is at
@@ -219,8 +220,10 @@ func (pre *PreAggregate) relation(alias string, base, rel *catalog.Table) (*cata
 	}
 	out.PrivacyUnit = unitName
 	if len(pre.Keys) == 1 {
-		// One row per person.
-		out.MaxGroupsPerUnit, out.MaxRowsPerGroup = 1, 1
+		// One row per person: each row is a person, as in a table
+		// without a privacy unit, so the outer plan needs no bounding
+		// (one row in one group per person) and none is run.
+		out.PrivacyUnit, out.MaxGroupsPerUnit, out.MaxRowsPerGroup = "", 0, 0
 	}
 	return &out, nil
 }
