@@ -106,10 +106,14 @@ func (p *parser) selectStmt(s *pg.SelectStmt) (*Query, error) {
 		return nil, refuse("VALUES lists are not queries over a catalog table")
 	case len(s.LockingClause) > 0:
 		return nil, refuse("FOR UPDATE/SHARE is not allowed")
-	case len(s.DistinctClause) > 0:
-		return nil, refuse("SELECT DISTINCT is not supported; use GROUP BY over columns with public value lists")
+	case len(s.DistinctClause) > 0 && !plainDistinct(s):
+		return nil, refuse("SELECT DISTINCT ON and SELECT DISTINCT with GROUP BY or aggregates are not supported; SELECT DISTINCT a, b releases the keys as GROUP BY a, b does")
 	case len(s.WindowClause) > 0:
 		return nil, refuse("window functions are not supported")
+	}
+	if len(s.DistinctClause) > 0 {
+		// SELECT DISTINCT a, b is the keys alone: GROUP BY a, b.
+		s.GroupClause, s.DistinctClause = distinctKeys(s.TargetList), nil
 	}
 	if err := p.mergeSubqueries(s, true); err != nil {
 		return nil, err
@@ -1226,4 +1230,32 @@ func castType(tn *pg.TypeName) (catalog.Type, string) {
 		return catalog.Bool, name
 	}
 	return "", name
+}
+
+// plainDistinct reports whether s is SELECT DISTINCT over expressions
+// without aggregates or GROUP BY (not DISTINCT ON): the keys alone.
+func plainDistinct(s *pg.SelectStmt) bool {
+	if len(s.DistinctClause) != 1 || s.DistinctClause[0].GetNode() != nil || len(s.GroupClause) > 0 || s.HavingClause != nil {
+		return false
+	}
+	for _, t := range s.TargetList {
+		rt := t.GetResTarget()
+		if rt == nil || rt.Val == nil || containsAggregate(rt.Val) {
+			return false
+		}
+		if cr := rt.Val.GetColumnRef(); cr != nil && cr.Fields[len(cr.Fields)-1].GetAStar() != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// distinctKeys is the GROUP BY of SELECT DISTINCT: the positions of its
+// select-list items.
+func distinctKeys(targets []*pg.Node) []*pg.Node {
+	out := make([]*pg.Node, len(targets))
+	for i := range targets {
+		out[i] = pg.MakeAConstIntNode(int64(i+1), 0)
+	}
+	return out
 }
