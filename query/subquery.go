@@ -55,6 +55,7 @@ type subquery struct {
 type fromItem struct {
 	alias   string
 	columns func(name string) bool
+	table   *catalog.Table
 	sub     *subquery
 }
 
@@ -191,6 +192,10 @@ func (p *parser) mergeSubqueries(s *pg.SelectStmt, top bool) error {
 		}
 		return nil, nil
 	}
+	// SELECT * and s.* name the columns of the subqueries they read.
+	if err := expandStars(s, items); err != nil {
+		return err
+	}
 	// An output named by a bare column keeps that column's name.
 	for _, t := range s.TargetList {
 		if rt := t.GetResTarget(); rt != nil && rt.Name == "" {
@@ -302,7 +307,7 @@ func (p *parser) mergeFrom(n *pg.Node, ctes map[string]*pg.SelectStmt, items *[]
 			alias = rv.Alias.Aliasname
 		}
 		t := p.cat.Table(rv.Relname)
-		*items = append(*items, fromItem{alias: alias, columns: func(name string) bool { return t != nil && t.Column(name) != nil }})
+		*items = append(*items, fromItem{alias: alias, table: t, columns: func(name string) bool { return t != nil && t.Column(name) != nil }})
 		return n, nil
 	}
 	return n, nil
@@ -480,4 +485,58 @@ func deparseExpr(n *pg.Node) string {
 		return "the expression"
 	}
 	return strings.TrimPrefix(s, "SELECT ")
+}
+
+// expandStars replaces * and alias.* in the select list by the columns they
+// stand for, when they read a subquery: its outputs, each by name (they are
+// then merged like any other column of the subquery). A star that reads
+// only tables is left as it is.
+func expandStars(s *pg.SelectStmt, items []fromItem) error {
+	readsSub := false
+	for _, it := range items {
+		readsSub = readsSub || it.sub != nil
+	}
+	if !readsSub {
+		return nil
+	}
+	var out []*pg.Node
+	for _, t := range s.TargetList {
+		rt := t.GetResTarget()
+		cr := rt.GetVal().GetColumnRef()
+		if cr == nil || cr.Fields[len(cr.Fields)-1].GetAStar() == nil {
+			out = append(out, t)
+			continue
+		}
+		qual := ""
+		if len(cr.Fields) == 2 {
+			qual = cr.Fields[0].GetString_().GetSval()
+		}
+		found := false
+		for _, it := range items {
+			if qual != "" && !strings.EqualFold(qual, it.alias) {
+				continue
+			}
+			found = true
+			var names []string
+			switch {
+			case it.sub != nil:
+				names = it.sub.names
+			case it.table != nil:
+				for _, c := range it.table.Columns {
+					names = append(names, c.Name)
+				}
+			default:
+				return refuse("SELECT * over %s: name the columns", it.alias)
+			}
+			for _, n := range names {
+				ref := pg.MakeColumnRefNode([]*pg.Node{pg.MakeStrNode(it.alias), pg.MakeStrNode(n)}, 0)
+				out = append(out, &pg.Node{Node: &pg.Node_ResTarget{ResTarget: &pg.ResTarget{Name: n, Val: ref}}})
+			}
+		}
+		if !found {
+			return refuse("%s.* names no table or subquery of FROM", qual)
+		}
+	}
+	s.TargetList = out
+	return nil
 }

@@ -93,6 +93,8 @@ func TestSubqueries(t *testing.T) {
 		{"cte joined to public", "WITH v AS (SELECT * FROM visits WHERE euros > 0) SELECT d.weekend, COUNT(*) FROM v JOIN days d ON v.day = d.day GROUP BY d.weekend", "false 4; true 2"},
 		{"cte with a join", "WITH j AS (SELECT v.day, d.weekend FROM visits v JOIN days d ON v.day = d.day) SELECT COUNT(*) FROM j WHERE weekend", "2"},
 		{"private join in cte", "WITH j AS (SELECT v.pid, p.amount FROM visits v JOIN payments p ON v.pid = p.pid) SELECT SUM(amount) FROM j", "142"},
+		{"star over a cte", "WITH a AS (SELECT pid, euros * 2 AS e2 FROM visits), b AS (SELECT * FROM a WHERE pid > 1) SELECT SUM(e2) FROM b", "332"},
+		{"qualified star", "SELECT SUM(e2), COUNT(*) FROM (SELECT a.* FROM (SELECT pid, euros * 2 AS e2 FROM visits) a WHERE pid > 1) b", "332 5"},
 		{"distinct people", "WITH v AS (SELECT pid FROM visits WHERE day = 1) SELECT COUNT(DISTINCT pid) FROM v", "3"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
