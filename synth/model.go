@@ -203,8 +203,10 @@ func conditional(joint []float64, di, dj int, parentFirst bool, child []float64)
 	for a := 0; a < dp; a++ {
 		s := 0.0
 		for b := 0; b < dc; b++ {
-			v := joint[a*dj+b]
-			if !parentFirst {
+			var v float64
+			if parentFirst {
+				v = joint[a*dj+b]
+			} else {
 				v = joint[b*dj+a]
 			}
 			out[a*dc+b] = v

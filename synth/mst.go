@@ -90,8 +90,10 @@ func (p *Plan) Measure(data *Data, src random.Source) (*Measurements, error) {
 // does: each round, among the pairs joining two different components, the
 // exponential mechanism picks one with score the L1 distance between the
 // pair's true 2-way marginal and the one the noisy 1-way marginals predict
-// under independence. Adding or removing one person changes a true
-// marginal by at most Sensitivity in L1, hence each score by at most that.
+// under independence, minus (as AIM does) the expected L1 norm of the
+// noise that measuring the pair will add. Adding or removing one person
+// changes a true marginal by at most Sensitivity in L1, hence each score
+// by at most that; the noise term is a constant.
 func (p *Plan) selectTree(data *Data, one [][]float64, src random.Source) ([][2]int, error) {
 	k := len(p.Attrs)
 	probs := make([][]float64, k)
@@ -114,6 +116,11 @@ func (p *Plan) selectTree(data *Data, one [][]float64, src random.Source) ([][2]
 					s += math.Abs(float64(exact[a*dj+b]) - total*pa*pb)
 				}
 			}
+			// AIM's correction (McKenna et al. 2022): a pair is worth
+			// measuring by how much its error exceeds the noise its
+			// measurement will add, sqrt(2/π)·σ per cell in expectation.
+			// The shift does not depend on the data.
+			s -= math.Sqrt(2/math.Pi) * p.Two.Sigma() * float64(p.Attrs[i].Size()*p.Attrs[j].Size())
 			pairs = append(pairs, pair{i, j, s})
 		}
 	}

@@ -19,7 +19,10 @@
 //  3. Measure every 1-way marginal with the exact discrete Gaussian.
 //  4. Choose a maximum spanning tree of the columns with the exponential
 //     mechanism, scoring each pair by how badly the noisy 1-way marginals
-//     explain its true 2-way marginal (the L1 error, as MST does).
+//     explain its true 2-way marginal (the L1 error, as MST does) minus
+//     the noise its measurement would add (AIM's correction, McKenna et
+//     al. 2022: it steers the tree away from pairs with many cells, whose
+//     noisy measurement would be worth little).
 //  5. Measure the 2-way marginals of the tree's edges with the discrete
 //     Gaussian.
 //  6. Fit a tree graphical model to the noisy marginals (non-negative,
