@@ -141,6 +141,18 @@ func Fit(p *Plan, m *Measurements) *Model {
 				seen[c] = true
 				md.Parent[c] = q
 				md.Cond[c] = conditional(joints[e], p.Attrs[pr[0]].Size(), p.Attrs[pr[1]].Size(), pr[0] == q, md.Marg[c])
+				// The model is the root's distribution and the
+				// conditionals: the child's distribution is what they
+				// imply (equal to the fitted one once the fitting has
+				// converged), so that the model's margins agree exactly.
+				dc := p.Attrs[c].Size()
+				implied := make([]float64, dc)
+				for a, pa := range md.Marg[q] {
+					for b := 0; b < dc; b++ {
+						implied[b] += pa * md.Cond[c][a*dc+b]
+					}
+				}
+				md.Marg[c] = implied
 				queue = append(queue, c)
 			}
 		}
