@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/ledger"
 )
 
@@ -148,6 +150,32 @@ func TestSynthCLIAdultRows(t *testing.T) {
 	}
 }
 
+// TestSynthCLIParquet: a .parquet output has the declared columns with
+// their declared types.
+func TestSynthCLIParquet(t *testing.T) {
+	dir, cat := smallTable(t)
+	out := filepath.Join(dir, "syn.parquet")
+	if _, stderr, code := runQueryCLI("synth", "--catalog", cat, "--table", "people", "--epsilon", "1", "--rows", "50",
+		"--out", out, "--ledger", filepath.Join(dir, "l.db")); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	eng, err := engine.Open(context.Background(), engine.Spec{Kind: "duckdb", Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	rows, err := eng.Query(context.Background(), "SELECT typeof(g), typeof(n), typeof(flag), count(*) FROM read_parquet('"+out+"') GROUP BY ALL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows.Rows) != 1 || fmt.Sprint(rows.Rows[0]) != "[VARCHAR BIGINT BOOLEAN 50]" {
+		t.Errorf("parquet columns %v", rows.Rows)
+	}
+	if _, err := os.Stat(out + SidecarSuffix); err != nil {
+		t.Error(err)
+	}
+}
+
 func TestSynthCLIRefusalsChargeNothing(t *testing.T) {
 	dir, cat := smallTable(t)
 	led := filepath.Join(dir, "l.db")
@@ -162,8 +190,7 @@ func TestSynthCLIRefusalsChargeNothing(t *testing.T) {
 		{"unknown table", []string{"--table", "nobody", "--epsilon", "1", "--out", out}, `--table "nobody": the catalog declares no such table; it declares people`},
 		{"epsilon zero", []string{"--table", "people", "--out", out}, "--epsilon 0: want a finite number > 0"},
 		{"delta zero", []string{"--table", "people", "--epsilon", "1", "--delta", "0", "--out", out}, "--delta 0: want a number in (0, 1)"},
-		{"parquet", []string{"--table", "people", "--epsilon", "1", "--out", filepath.Join(dir, "x.parquet")}, "only CSV is written"},
-		{"extension", []string{"--table", "people", "--epsilon", "1", "--out", filepath.Join(dir, "x.txt")}, "want a file name ending in .csv"},
+		{"extension", []string{"--table", "people", "--epsilon", "1", "--out", filepath.Join(dir, "x.txt")}, "want a file name ending in .csv or .parquet"},
 		{"no out", []string{"--table", "people", "--epsilon", "1"}, "--out is required"},
 		{"no directory", []string{"--table", "people", "--epsilon", "1", "--out", filepath.Join(dir, "none", "x.csv")}, "does not exist"},
 		{"over budget", []string{"--table", "people", "--epsilon", "11", "--out", out}, "synthetic release refused, nothing charged"},
