@@ -41,7 +41,16 @@ func (p *Plan) SQL(d engine.Dialect) (string, error) {
 	if p.Table.HasPrivacyUnit() {
 		u := d.QuoteIdent(p.Table.PrivacyUnit)
 		known := "(SELECT * FROM " + src + " WHERE " + u + " IS NOT NULL) AS known"
-		rn := "row_number() OVER (PARTITION BY " + u + " ORDER BY " + d.Random() + ")"
+		part := u
+		if c := p.Table.Column(p.Table.PrivacyUnit); c != nil && c.Type == catalog.Float {
+			// -0 and 0 are one person: IEEE 754 gives -0 + 0 = +0.
+			zero, err := engine.Literal(d, 0.0)
+			if err != nil {
+				return "", err
+			}
+			part = "(" + u + " + " + zero + ")"
+		}
+		rn := "row_number() OVER (PARTITION BY " + part + " ORDER BY " + d.Random() + ")"
 		limit := strconv.FormatInt(p.RowsPerPerson, 10)
 		// Which rows of a person are kept must depend only on that
 		// person's rows and fresh randomness: a random order, never the
