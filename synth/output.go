@@ -94,10 +94,14 @@ const SidecarFormat = "dpstat-synth/1"
 // Sidecar is what the file <out>.dpstat.json beside a synthetic table
 // records: what was released, what it cost, to whose budget, and how.
 type Sidecar struct {
-	Format    string    `json:"format"`
-	Mechanism string    `json:"mechanism"`
-	Table     string    `json:"table"`
-	Created   time.Time `json:"created"`
+	// Format is SidecarFormat.
+	Format string `json:"format"`
+	// Mechanism names the mechanism and its accounting.
+	Mechanism string `json:"mechanism"`
+	// Table is the declared table copied.
+	Table string `json:"table"`
+	// Created is the time of the release.
+	Created time.Time `json:"created"`
 	// Cost is what the ledger was charged.
 	Cost struct {
 		Epsilon float64 `json:"epsilon"`
@@ -110,30 +114,47 @@ type Sidecar struct {
 		Analyst   string `json:"analyst"`
 		ReleaseID uint64 `json:"release_id"`
 	} `json:"ledger"`
-	Rows          int            `json:"rows"`
-	RowsEstimated bool           `json:"rows_estimated"`
-	RowsPerPerson int64          `json:"rows_per_person"`
-	Columns       []SidecarAttr  `json:"columns"`
-	LeftOut       []LeftOut      `json:"left_out"`
-	Marginals     SidecarMargins `json:"marginals"`
+	// Rows is the number of rows written.
+	Rows int `json:"rows"`
+	// RowsEstimated is true when Rows is the DP estimate of the table's
+	// size (no --rows).
+	RowsEstimated bool `json:"rows_estimated"`
+	// RowsPerPerson is the contribution bound applied.
+	RowsPerPerson int64 `json:"rows_per_person"`
+	// Columns describes the output's columns and their domains.
+	Columns []SidecarAttr `json:"columns"`
+	// LeftOut lists the declared columns not in the output, with why.
+	LeftOut []LeftOut `json:"left_out"`
+	// Marginals lists what was measured, with the noise.
+	Marginals SidecarMargins `json:"marginals"`
 }
 
 // SidecarAttr describes one column of the synthetic table.
 type SidecarAttr struct {
-	Name     string   `json:"name"`
-	Type     string   `json:"type"`
-	Kind     Kind     `json:"kind"`
-	Nullable bool     `json:"nullable"`
-	Domain   []string `json:"domain"`
+	// Name is the declared column name.
+	Name string `json:"name"`
+	// Type is the declared type.
+	Type string `json:"type"`
+	// Kind says how the column was discretized.
+	Kind Kind `json:"kind"`
+	// Nullable is true when NULL is a value of the domain.
+	Nullable bool `json:"nullable"`
+	// Domain labels each value or bin, NULL last.
+	Domain []string `json:"domain"`
 }
 
 // SidecarMargins lists the measured marginals and their noise.
 type SidecarMargins struct {
-	OneWay        []string   `json:"one_way"`
-	SigmaOneWay   float64    `json:"sigma_one_way"`
-	TwoWay        [][]string `json:"two_way"`
-	SigmaTwoWay   float64    `json:"sigma_two_way,omitempty"`
-	SelectEpsilon float64    `json:"select_epsilon,omitempty"`
+	// OneWay lists the columns whose 1-way marginals were measured.
+	OneWay []string `json:"one_way"`
+	// SigmaOneWay is their discrete Gaussian's σ, in counts.
+	SigmaOneWay float64 `json:"sigma_one_way"`
+	// TwoWay lists the tree's pairs of columns.
+	TwoWay [][]string `json:"two_way"`
+	// SigmaTwoWay is the σ of their 2-way marginals.
+	SigmaTwoWay float64 `json:"sigma_two_way,omitempty"`
+	// SelectEpsilon is the ε of each round of the tree's selection.
+	SelectEpsilon float64 `json:"select_epsilon,omitempty"`
 }
 
 // Sidecar returns the sidecar record of the result.

@@ -172,7 +172,9 @@ func (a *Attr) binRange(i int) (lo, hi float64) {
 
 // LeftOut is a declared column the synthetic table does not have, and why.
 type LeftOut struct {
+	// Column is the declared column's name.
 	Column string `json:"column"`
+	// Reason says why it is left out and what would include it.
 	Reason string `json:"reason"`
 }
 
@@ -392,7 +394,9 @@ func rhoFor(eps, delta float64) (float64, error) {
 // (Δ·2^Exp)²/(2·Steps²)-zCDP (Canonne, Kamath & Steinke 2020), at most the
 // ρ it was calibrated for since Steps is rounded up.
 type Gauss struct {
-	Exp   int
+	// Exp is the grid's exponent: the grid step is 2^-Exp counts.
+	Exp int
+	// Steps is σ in grid steps.
 	Steps int64
 }
 
