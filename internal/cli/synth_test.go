@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/dpstat/dpstat/engine"
+	"github.com/dpstat/dpstat/engine/enginetest"
 	"github.com/dpstat/dpstat/ledger"
 )
 
@@ -230,5 +231,48 @@ func TestSynthCLIRefusalsChargeNothing(t *testing.T) {
 	}
 	if h := releases(t, led); len(h) != 1 || h[0].Cost.Epsilon != 6 {
 		t.Errorf("history %+v, want one release of ε=6", h)
+	}
+}
+
+// TestPostgresSynthCLI runs dpstat synth over tables that stay in a
+// PostgreSQL server started for the test: the SQL that bounds each
+// person's rows without QUALIFY, and the domains' CASE expressions, run
+// there. At ε = 1e6 the noise is far below one row, so the DP row count
+// equals the number of rows the bounding keeps.
+func TestPostgresSynthCLI(t *testing.T) {
+	pg, err := enginetest.StartPostgres()
+	if err != nil {
+		enginetest.Unavailable(t, "PostgreSQL test server: %v", err)
+	}
+	t.Cleanup(pg.Stop)
+	ctx := context.Background()
+	dir := t.TempDir()
+	body := fmt.Sprintf("budget: {epsilon: 1e30, delta: 0.1}\nengine: {kind: postgres, dsn: %q}\ntables:\n", pg.ReaderDSN())
+	for _, tb := range enginetest.Tables {
+		if tb.Name != "people" && tb.Name != "visits" {
+			continue
+		}
+		if err := pg.LoadTable(ctx, tb.Name+"_t", tb); err != nil {
+			t.Fatal(err)
+		}
+		body += fmt.Sprintf("  %s:\n    source: public.%s_t\n%s", tb.Name, tb.Name, tb.Declaration)
+	}
+	cat := filepath.Join(dir, "pg.yaml")
+	if err := os.WriteFile(cat, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"people", "visits"} {
+		t.Run(table, func(t *testing.T) {
+			out := filepath.Join(dir, table+".csv")
+			stdout, stderr, code := runQueryCLI("synth", "--catalog", cat, "--table", table, "--epsilon", "1e6",
+				"--out", out, "--ledger", filepath.Join(dir, "l.db"))
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			var rows int
+			if _, err := fmt.Sscanf(stdout, "wrote %d rows", &rows); err != nil || rows == 0 {
+				t.Errorf("rows %d (%v):\n%s", rows, err, stdout)
+			}
+		})
 	}
 }
