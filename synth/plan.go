@@ -55,8 +55,9 @@ const DefaultBins = 16
 const MaxBins = 1000
 
 // MaxDomain is the largest number of values one column may have after
-// discretization (its value list, plus NULL): a larger list is left out.
-const MaxDomain = 10_000
+// discretization (its value list or bins, plus NULL): a longer list is
+// left out. It keeps every 2-way marginal within about a million cells.
+const MaxDomain = MaxBins + 1
 
 // MaxRows is the largest number of rows a synthetic table may have.
 const MaxRows = 10_000_000

@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -469,5 +470,20 @@ func TestAllocate(t *testing.T) {
 		if s != tt.n {
 			t.Errorf("allocate(%d, %v) = %v: sum %d", tt.n, tt.probs, c, s)
 		}
+	}
+}
+
+func TestLongValueListLeftOut(t *testing.T) {
+	var vals []string
+	for i := 0; i < MaxDomain; i++ {
+		vals = append(vals, "v"+strconv.Itoa(i))
+	}
+	tbl := table(t, "    columns:\n      a: {type: text, values: ["+strings.Join(vals, ", ")+"]}\n      b: {type: bool}\n")
+	p, err := NewPlan(tbl, Options{Epsilon: 1, Delta: 1e-6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Attrs) != 1 || len(p.LeftOut) != 1 || !strings.Contains(p.LeftOut[0].Reason, "1001 values, more than the 1000") {
+		t.Errorf("attrs %d, left out %v", len(p.Attrs), p.LeftOut)
 	}
 }
