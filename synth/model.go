@@ -177,7 +177,10 @@ func fitJoint(noisy, pi, pj []float64, di, dj int, total float64) []float64 {
 				s += t[a*dj+b]
 			}
 			worst = math.Max(worst, math.Abs(s-pi[a]))
-			f := pi[a] / s
+			f := 0.0
+			if s > 0 {
+				f = pi[a] / s
+			}
 			for b := 0; b < dj; b++ {
 				t[a*dj+b] *= f
 			}

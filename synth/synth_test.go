@@ -487,3 +487,48 @@ func TestLongValueListLeftOut(t *testing.T) {
 		t.Errorf("attrs %d, left out %v", len(p.Attrs), p.LeftOut)
 	}
 }
+
+// TestFitSampleRobust fits and samples from arbitrary measurements (all
+// negative, zero, huge, mixed): the model is always a distribution and
+// sampling never fails.
+func TestFitSampleRobust(t *testing.T) {
+	p, err := NewPlan(binaryTable(t), Options{Epsilon: 1, Delta: 1e-6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := random.NewInsecureSeeded(11)
+	fills := []func(i int) float64{
+		func(int) float64 { return -5 },
+		func(int) float64 { return 0 },
+		func(int) float64 { return 1e300 },
+		func(i int) float64 { return float64(int64(src.Uint64()%2001) - 1000) },
+	}
+	for fi, fill := range fills {
+		m := &Measurements{Tree: [][2]int{{0, 1}, {1, 2}, {3, 2}, {4, 0}}}
+		for range p.Attrs {
+			m.One = append(m.One, []float64{fill(0), fill(1)})
+		}
+		for range m.Tree {
+			m.Two = append(m.Two, []float64{fill(0), fill(1), fill(2), fill(3)})
+		}
+		md := Fit(p, m)
+		for j, marg := range md.Marg {
+			s := 0.0
+			for _, v := range marg {
+				if !(v >= 0) {
+					t.Fatalf("fill %d: column %d: %v", fi, j, marg)
+				}
+				s += v
+			}
+			if math.Abs(s-1) > 1e-9 {
+				t.Fatalf("fill %d: column %d sums to %v", fi, j, s)
+			}
+		}
+		rows := md.Sample(100, src)
+		for j := range rows {
+			if len(rows[j]) != 100 {
+				t.Fatalf("fill %d: column %d has %d rows", fi, j, len(rows[j]))
+			}
+		}
+	}
+}

@@ -131,9 +131,10 @@ func TestSynthCLIEndToEnd(t *testing.T) {
 }
 
 // TestSynthCLIAdultRows: without --rows the table's size is a DP
-// estimate. Its standard deviation is below 10 rows at ε = 1 (σ of the
-// 1-way cells ≈ 26, averaged over 11 marginals and 10 pairs of 2 to 256
-// cells each); 500 rows is over 50 standard deviations.
+// estimate, the inverse-variance weighted mean of 21 noisy sums (11 1-way
+// marginals of 2 to 16 cells, 10 2-way marginals of up to 256 cells, σ ≈
+// 25 per cell at ε = 1): its standard deviation is about 25 rows, and 500
+// rows is 20 of them (false failure below 1e-80).
 func TestSynthCLIAdultRows(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "adult.csv")
