@@ -24,8 +24,11 @@ type Result struct {
 	Rows [][]int32
 	// N is the number of rows sampled.
 	N int
-	// EstimatedRows is the DP estimate of the table's size, rounded.
+	// EstimatedRows is the DP estimate of the table's size, rounded, at
+	// most MaxRows.
 	EstimatedRows int64
+	// Capped is true when the estimate exceeded MaxRows and was cut to it.
+	Capped bool
 }
 
 // Synthesize measures the bounded data, fits the model and samples the
@@ -36,16 +39,22 @@ func (p *Plan) Synthesize(data *Data, src random.Source) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	return p.finish(m, src), nil
+}
+
+// finish fits the model to the measurements and samples the rows.
+func (p *Plan) finish(m *Measurements, src random.Source) *Result {
 	md := Fit(p, m)
-	est := int64(0)
+	est, capped := int64(0), false
 	if md.N > 0 {
 		est = int64(math.Min(math.Round(md.N), MaxRows))
+		capped = md.N > MaxRows
 	}
 	n := p.Rows
 	if n == 0 {
 		n = est
 	}
-	return &Result{Plan: p, Measurements: m, Model: md, Rows: md.Sample(int(n), src), N: int(n), EstimatedRows: est}, nil
+	return &Result{Plan: p, Measurements: m, Model: md, Rows: md.Sample(int(n), src), N: int(n), EstimatedRows: est, Capped: capped && p.Rows == 0}
 }
 
 // WriteCSV writes the synthetic rows as CSV with the declared column
@@ -258,14 +267,5 @@ func (p *Plan) Independent(data *Data, src random.Source) (*Result, error) {
 	for j := range q.Attrs {
 		m.One = append(m.One, q.One.Measure(marginal(&q, data, j), src))
 	}
-	md := Fit(&q, m)
-	est := int64(0)
-	if md.N > 0 {
-		est = int64(math.Min(math.Round(md.N), MaxRows))
-	}
-	n := p.Rows
-	if n == 0 {
-		n = est
-	}
-	return &Result{Plan: &q, Measurements: m, Model: md, Rows: md.Sample(int(n), src), N: int(n), EstimatedRows: est}, nil
+	return q.finish(m, src), nil
 }

@@ -189,6 +189,9 @@ func runSynth(ctx context.Context, w io.Writer, cat *catalog.Catalog, t *catalog
 		return failed(fmt.Errorf("writing %s failed: %v", out+SidecarSuffix, err))
 	}
 	fmt.Fprintf(w, "wrote %d rows of %d columns to %s (cost and plan in %s)\n", res.N, len(plan.Attrs), out, out+SidecarSuffix)
+	if res.Capped {
+		fmt.Fprintf(w, "the DP estimate of the table's size exceeds %d rows, the most a synthetic table may have: %d rows written (give --rows to choose)\n", synth.MaxRows, res.N)
+	}
 	for _, l := range plan.LeftOut {
 		fmt.Fprintf(w, "left out: %s (%s)\n", l.Column, l.Reason)
 	}
