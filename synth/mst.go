@@ -110,17 +110,12 @@ func (p *Plan) selectTree(data *Data, one [][]float64, src random.Source) ([][2]
 		for j := i + 1; j < k; j++ {
 			exact := marginal(p, data, i, j)
 			dj := p.Attrs[j].Size()
-			s := 0.0
-			for a, pa := range probs[i] {
-				for b, pb := range probs[j] {
-					s += math.Abs(float64(exact[a*dj+b]) - total*pa*pb)
-				}
-			}
 			// AIM's correction (McKenna et al. 2022): a pair is worth
 			// measuring by how much its error exceeds the noise its
 			// measurement will add, sqrt(2/π)·σ per cell in expectation.
 			// The shift does not depend on the data.
-			s -= math.Sqrt(2/math.Pi) * p.Two.Sigma() * float64(p.Attrs[i].Size()*p.Attrs[j].Size())
+			penalty := math.Sqrt(2/math.Pi) * p.Two.Sigma() * float64(p.Attrs[i].Size()*dj)
+			s := exactScore(exact, probs[i], probs[j], total, penalty)
 			pairs = append(pairs, pair{i, j, s})
 		}
 	}
@@ -158,6 +153,49 @@ func (p *Plan) selectTree(data *Data, one [][]float64, src random.Source) ([][2]
 		comp[find(cand[c].i)] = find(cand[c].j)
 	}
 	return tree, nil
+}
+
+// scoreBits: scores are computed exactly in integers, in units of
+// 2^-scoreBits counts.
+const scoreBits = 10
+
+// scoreCap bounds every integer in the score (2^53 units), so that the
+// result converts to a float exactly.
+const scoreCap = int64(1) << 53
+
+// exactScore returns Σ|exact − total·pa·pb| − penalty, computed so that
+// the data enter only through integer arithmetic: the data-independent
+// terms are rounded onto a grid of 2^-scoreBits, each count is clamped to
+// 2^42 and the sum saturates at 2^53 grid units (clamping and saturating a
+// sum of non-negative terms are 1-Lipschitz), so that adding or removing
+// one person's rows changes the score by at most their L1 change,
+// exactly, with no floating-point rounding in between. The float result
+// is exact (an integer below 2^53 times a power of two).
+func exactScore(exact []int64, pi, pj []float64, total, penalty float64) float64 {
+	grid := func(x float64) int64 {
+		y := math.Round(math.Ldexp(x, scoreBits))
+		if !(y > 0) {
+			return 0
+		}
+		if y >= float64(scoreCap) {
+			return scoreCap
+		}
+		return int64(y)
+	}
+	dj := len(pj)
+	var sum int64
+	for a, pa := range pi {
+		for b, pb := range pj {
+			e := min(exact[a*dj+b], int64(1)<<42) << scoreBits
+			c := grid(total * pa * pb)
+			d := e - c
+			if d < 0 {
+				d = -d
+			}
+			sum = min(sum+d, scoreCap)
+		}
+	}
+	return math.Ldexp(float64(sum-grid(penalty)), -scoreBits)
 }
 
 // estimateTotal is the inverse-variance weighted mean of the marginals'

@@ -532,3 +532,36 @@ func TestFitSampleRobust(t *testing.T) {
 		}
 	}
 }
+
+// TestExactScoreSensitivity: adding Δ rows to one cell changes the score
+// by at most Δ, exactly, whatever the magnitudes (saturation included).
+func TestExactScoreSensitivity(t *testing.T) {
+	pi, pj := []float64{0.3, 0.7}, []float64{0.5, 0.25, 0.25}
+	tests := []struct {
+		name  string
+		base  int64
+		total float64
+	}{
+		{"small", 7, 40.3},
+		{"adult", 16000, 32561.7},
+		{"huge", 1 << 45, 1e15},
+		{"beyond the cap", math.MaxInt64 - 10, 1e300},
+	}
+	for _, tt := range tests {
+		for _, delta := range []int64{1, 3, 1000} {
+			exact := []int64{tt.base, tt.base / 2, 3, 0, tt.base / 3, 1}
+			s0 := exactScore(exact, pi, pj, tt.total, 12.5)
+			for c := range exact {
+				if exact[c] > math.MaxInt64-delta {
+					continue
+				}
+				nb := append([]int64(nil), exact...)
+				nb[c] += delta
+				s1 := exactScore(nb, pi, pj, tt.total, 12.5)
+				if math.Abs(s1-s0) > float64(delta) || math.IsNaN(s1) {
+					t.Errorf("%s: cell %d +%d: score %v → %v", tt.name, c, delta, s0, s1)
+				}
+			}
+		}
+	}
+}
