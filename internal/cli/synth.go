@@ -53,7 +53,8 @@ person's rows are bounded to max_groups_per_unit × max_rows_per_group.
 The release is charged to the analyst's budget on the table before anything
 is written. The output is CSV or Parquet, by the extension of --out, with the
 declared column names (and, in Parquet, types); its cost, the ledger's release
-id and the plan go to FILE` + SidecarSuffix + ` beside it. --dry-run prints the
+id and the plan go to the output's name followed by ` + SidecarSuffix + ` (e.g.
+synthetic.csv` + SidecarSuffix + `). --dry-run prints the
 cost and the plan without reading data or charging.`,
 		Example: `  dpstat synth --catalog examples/catalog.yaml --table adult --epsilon 1 --out adult-synth.csv`,
 		Args:    cobra.NoArgs,
@@ -105,7 +106,7 @@ cost and the plan without reading data or charging.`,
 	f.Float64Var(&opts.Delta, "delta", synth.DefaultDelta, "the release's δ, in (0, 1)")
 	f.Int64Var(&opts.Rows, "rows", 0, "rows to write; the default is the DP estimate of the table's size")
 	f.IntVar(&opts.Bins, "bins", synth.DefaultBins, "bins of a bounded numeric column without a value list")
-	f.StringVar(&out, "out", "", "the file to write, FILE.csv or FILE.parquet; its cost goes to FILE"+SidecarSuffix)
+	f.StringVar(&out, "out", "", "the file to write, FILE.csv or FILE.parquet; its cost goes to that name followed by "+SidecarSuffix)
 	f.BoolVar(&dryRun, "dry-run", false, "print the cost and the plan (columns, bins, marginals, σ) without reading data or charging")
 	f.StringVar(&analyst, "analyst", defaultAnalyst(), "whose budget is charged; the default is $USER, or \"default\" when it is unset")
 	addLedgerFlag(cmd, &ledgerPath)
