@@ -253,7 +253,7 @@ func TestPostgresSynthCLI(t *testing.T) {
 		if tb.Name != "people" && tb.Name != "visits" {
 			continue
 		}
-		if err := pg.LoadTable(ctx, tb.Name+"_t", tb); err != nil {
+		if err := enginetest.LoadTable(ctx, pg, tb.Name+"_t", tb); err != nil {
 			t.Fatal(err)
 		}
 		body += fmt.Sprintf("  %s:\n    source: public.%s_t\n%s", tb.Name, tb.Name, tb.Declaration)
