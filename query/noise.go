@@ -338,7 +338,7 @@ func (n *Noise) Apply(ex *Exact, confidence float64) (values [][]any, cis [][]In
 	values = make([][]any, len(ex.Stats))
 	cis = make([][]Interval, len(ex.Stats))
 	// Each release's half-width does not depend on the data.
-	tail := 1 - (1-confidence)/2 // each half of an AVG gets half the miss probability
+	tail := 1 - (1-confidence)/2 // each half of a Gaussian AVG gets half the miss probability
 	for g := range ex.Stats {
 		noisy := make([]float64, len(p.Releases))
 		for i, r := range p.Releases {
@@ -377,6 +377,10 @@ func (n *Noise) Apply(ex *Exact, confidence float64) (values [][]any, cis [][]In
 				ci[j] = Interval{noisy[i] - h, noisy[i] + h}
 			case Avg:
 				si, ci0 := a.Releases[0], a.Releases[1]
+				if b, gr, bn, ok := n.exactAverageNoise(si, ci0); ok {
+					row[j], ci[j] = averageExact(noisy[si], noisy[ci0], b, gr, bn, 1-confidence, a.Lower, a.Upper)
+					continue
+				}
 				hs := n.sums[si].Interval(tail)
 				hc := n.counts[ci0].Interval(tail)
 				row[j], ci[j] = average(noisy[si], noisy[ci0], hs, hc, a.Lower, a.Upper)
