@@ -116,3 +116,23 @@ func TestAverageExactCoverage(t *testing.T) {
 		}
 	}
 }
+
+// TestFeasible checks the intersection of an interval with the range its
+// exact value lies in.
+func TestFeasible(t *testing.T) {
+	inf := math.Inf(1)
+	for _, c := range []struct {
+		in, want Interval
+		lo, hi   float64
+	}{
+		{Interval{-3, 9}, Interval{0, 9}, 0, inf},
+		{Interval{2, 9}, Interval{2, 9}, 0, inf},
+		{Interval{-9, -2}, Interval{0, 0}, 0, inf},
+		{Interval{-9, 4}, Interval{-9, 0}, -inf, 0},
+		{Interval{3, 9}, Interval{0, 0}, -inf, 0},
+	} {
+		if got := feasible(c.in, c.lo, c.hi); got != c.want {
+			t.Errorf("feasible(%v, %v, %v) = %v, want %v", c.in, c.lo, c.hi, got, c.want)
+		}
+	}
+}
