@@ -206,7 +206,8 @@ func (n *Noise) halfWidth(j int, confidence float64) (float64, string) {
 	case Sum:
 		return n.sums[a.Releases[0]].Interval(confidence), ""
 	case Avg:
-		if b, g, bn, ok := n.exactAverageNoise(a.Releases[0], a.Releases[1]); ok {
+		selected := n.plan.Selection != nil && n.plan.Selection.Release == a.Releases[1]
+		if b, g, bn, ok := n.exactAverageNoise(a.Releases[0], a.Releases[1]); ok && !selected {
 			r := (a.Upper - a.Lower) / 2
 			h0 := averageQuantile(0, b, bn, 1-confidence) + 2*g
 			h1 := averageQuantile(r, b, bn, 1-confidence) + 2*g

@@ -382,7 +382,11 @@ func (n *Noise) Apply(ex *Exact, confidence float64) (values [][]any, cis [][]In
 				}
 			case Avg:
 				si, ci0 := a.Releases[0], a.Releases[1]
-				if b, gr, bn, ok := n.exactAverageNoise(si, ci0); ok {
+				// A count that selected its key is released only above the
+				// threshold, so its noise no longer has the law the test
+				// inversion assumes: such an AVG keeps the box interval.
+				selected := p.Selection != nil && p.Selection.Release == ci0 && ex.Selected != nil
+				if b, gr, bn, ok := n.exactAverageNoise(si, ci0); ok && !selected {
 					row[j], ci[j] = averageExact(noisy[si], noisy[ci0], b, gr, bn, 1-confidence, a.Lower, a.Upper)
 					continue
 				}
