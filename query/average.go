@@ -17,9 +17,12 @@ import (
 // the two mechanisms' noises whose law depends on d′ only. The interval is
 // the hull of the candidates d′ in [−r, r] (r the half-width of the declared
 // range) that a level-α test on |c − d′·n| does not reject; it covers the
-// true mean with probability at least 1 − α exactly, for every group size,
-// where the box of the two (1 − α/2) intervals (still used with Gaussian
-// noise) covered about 99% of the time at 95% and was wider than needed.
+// true mean with probability at least 1 − α for every group size (the hull
+// search could only miss a kept piece narrower than a scan step beyond the
+// outermost kept point), where the box of the two (1 − α/2) intervals
+// covered about 99% of the time at 95% and was wider than needed. The box
+// is still used with Gaussian noise and for an AVG whose own count selected
+// its key (see Noise.Apply).
 
 // averageScanPoints is the number of equal steps in which the hull search
 // scans [−r, r] before refining its two ends.
