@@ -47,6 +47,7 @@ vet:
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
+	@if git grep -nE '^(<<<<<<< |>>>>>>> )' -- . ':!*.csv' 2>/dev/null; then echo "unresolved merge conflict markers (above)"; exit 1; fi
 
 # Fuzz the planner and the neighbouring-table oracle (docs/privacy.md §7);
 # make test runs only their seed corpus.
