@@ -26,6 +26,9 @@ const (
 	FloorBucket
 	// CaseBucket is CASE WHEN cond THEN v … ELSE v END with literal values.
 	CaseBucket
+	// DateBucket is date_trunc(Field, Column) or EXTRACT(Field FROM
+	// Column) over a date or timestamp column with declared bounds.
+	DateBucket
 )
 
 // Bucket is a computed group key whose possible values are public (they
@@ -46,6 +49,11 @@ type Bucket struct {
 	Whens []Expr
 	Thens []any
 	Else  any
+	// Field is a DateBucket's date_trunc unit or EXTRACT field, Trunc
+	// says which, and Type is the column's type (date or timestamp).
+	Field string
+	Trunc bool
+	Type  catalog.Type
 }
 
 // Values lists every value the key can take, in order.
@@ -68,6 +76,8 @@ func (b *Bucket) Values(t *catalog.Table) []any {
 			out = append(out, canonicalFloat(float64(k)*b.Width))
 		}
 		return out
+	case DateBucket:
+		return b.dateValues(t)
 	}
 	var out []any
 	for _, v := range append(append([]any{}, b.Thens...), b.Else) {
@@ -134,6 +144,8 @@ func (g *sqlGen) keyExpr(k string) (string, error) {
 			return "", err
 		}
 		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE floor(%s) * %s END", col, q, lit(b.Width)), nil
+	case DateBucket:
+		return g.dateSQL(b.Column, b.Field, b.Trunc)
 	}
 	var s strings.Builder
 	s.WriteString("CASE")
@@ -154,7 +166,7 @@ func isBucketExpr(n *pg.Node) bool {
 		return false
 	}
 	if fc := n.GetFuncCall(); fc != nil {
-		return funcName(fc) == "width_bucket"
+		return funcName(fc) == "width_bucket" || isDateFunc(funcName(fc))
 	}
 	if a := n.GetAExpr(); a != nil {
 		return a.Kind == pg.A_Expr_Kind_AEXPR_OP && opName(a) == "*"
@@ -206,6 +218,9 @@ func (p *parser) bucket(n *pg.Node) (*Bucket, error) {
 			return nil, refuse("%s over column %s (%s): want an int or float column", what, col.Name, col.Type)
 		}
 		return col, nil
+	}
+	if fc := n.GetFuncCall(); fc != nil && isDateFunc(funcName(fc)) {
+		return p.dateBucket(fc)
 	}
 	if fc := n.GetFuncCall(); fc != nil {
 		if len(fc.Args) != 4 {
@@ -352,6 +367,9 @@ func (p *parser) bucketOutput(n *pg.Node) (string, error) {
 
 // bucketKind is the type family of a computed key's values.
 func (b *Bucket) kind() string {
+	if b.Kind == DateBucket && b.Trunc {
+		return string(b.Type)
+	}
 	if b.Kind != CaseBucket {
 		return "number"
 	}
@@ -410,6 +428,8 @@ func (b *Bucket) String() string {
 		return fmt.Sprintf("width_bucket(%s, %g, %g, %d)", b.Column, b.Lo, b.Hi, b.N)
 	case FloorBucket:
 		return fmt.Sprintf("floor(%s / %g) * %g", b.Column, b.Width, b.Width)
+	case DateBucket:
+		return dateString(b.Field, b.Column, b.Trunc)
 	}
 	return "CASE … END"
 }

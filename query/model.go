@@ -230,6 +230,11 @@ type Operand struct {
 	Column string
 	// Output indexes Query.Outputs for OutputRef.
 	Output int
+	// Type marks a date or timestamp literal (catalog.Date or
+	// catalog.Timestamp): Value is then its int64 days or microseconds
+	// since 1970-01-01, or, before it is checked against the column it is
+	// compared with, the text of DATE '…'. Empty for other literals.
+	Type catalog.Type
 }
 
 // Compare is Left Op Right with Op one of =, <>, <, <=, >, >=.
@@ -329,6 +334,9 @@ func operandString(o Operand, q *Query) string {
 	}
 	if s, ok := o.Value.(string); ok {
 		return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+	}
+	if o.Type.Temporal() {
+		return strings.ToUpper(string(o.Type)) + " '" + catalog.FormatValue(o.Type, o.Value) + "'"
 	}
 	return fmt.Sprint(o.Value)
 }

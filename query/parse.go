@@ -729,6 +729,9 @@ func (p *parser) aexpr(a *pg.A_Expr, having bool) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
+		if l, r, err = p.temporalOperands(l, r); err != nil {
+			return nil, err
+		}
 		if err := p.comparable(l, r); err != nil {
 			return nil, err
 		}
@@ -756,6 +759,9 @@ func (p *parser) aexpr(a *pg.A_Expr, having bool) (Expr, error) {
 			if v.Kind != Literal {
 				return nil, refuse("IN lists may hold only literal values")
 			}
+			if _, v, err = p.temporalOperands(arg, v); err != nil {
+				return nil, err
+			}
 			if err := p.comparable(arg, v); err != nil {
 				return nil, err
 			}
@@ -782,6 +788,12 @@ func (p *parser) aexpr(a *pg.A_Expr, having bool) (Expr, error) {
 		}
 		hi, err := p.operand(list.Items[1], having)
 		if err != nil {
+			return nil, err
+		}
+		if _, lo, err = p.temporalOperands(arg, lo); err != nil {
+			return nil, err
+		}
+		if _, hi, err = p.temporalOperands(arg, hi); err != nil {
 			return nil, err
 		}
 		if err := p.comparable(arg, lo); err != nil {
@@ -961,6 +973,8 @@ func castConst(c *pg.A_Const, tn *pg.TypeName) (Operand, error) {
 			return Operand{}, refuse("cannot cast %q to a boolean", s)
 		}
 		return Operand{Kind: Literal, Value: b}, nil
+	case catalog.Date, catalog.Timestamp:
+		return temporalLiteral(typ, s)
 	}
 	return Operand{}, refuse("cast to %s is not supported", name)
 }
@@ -969,7 +983,9 @@ func castConst(c *pg.A_Const, tn *pg.TypeName) (Operand, error) {
 func (p *parser) kindOf(o Operand) string {
 	switch o.Kind {
 	case ColumnRef:
-		switch p.table.Column(o.Column).Type {
+		switch t := p.table.Column(o.Column).Type; t {
+		case catalog.Date, catalog.Timestamp:
+			return string(t)
 		case catalog.Int, catalog.Float:
 			return "number"
 		case catalog.Text:
@@ -985,7 +1001,9 @@ func (p *parser) kindOf(o Operand) string {
 		if b := p.q.Buckets[out.Key]; b != nil {
 			return b.kind()
 		}
-		switch p.table.Column(out.Key).Type {
+		switch t := p.table.Column(out.Key).Type; t {
+		case catalog.Date, catalog.Timestamp:
+			return string(t)
 		case catalog.Int, catalog.Float:
 			return "number"
 		case catalog.Text:
@@ -994,6 +1012,9 @@ func (p *parser) kindOf(o Operand) string {
 			return "bool"
 		}
 	case Literal:
+		if o.Type.Temporal() {
+			return string(o.Type)
+		}
 		switch o.Value.(type) {
 		case int64, float64:
 			return "number"
@@ -1016,6 +1037,9 @@ func (p *parser) describe(o Operand) string {
 	}
 	if s, ok := o.Value.(string); ok {
 		return fmt.Sprintf("text '%s'", s)
+	}
+	if o.Type.Temporal() {
+		return operandString(o, nil)
 	}
 	return fmt.Sprintf("%s %v", p.kindOf(o), o.Value)
 }
@@ -1215,6 +1239,10 @@ func castType(tn *pg.TypeName) (catalog.Type, string) {
 		return catalog.Text, name
 	case "bool", "boolean":
 		return catalog.Bool, name
+	case "date":
+		return catalog.Date, name
+	case "timestamp":
+		return catalog.Timestamp, name
 	}
 	return "", name
 }

@@ -152,10 +152,10 @@ func rawRange(s Scalar, t *catalog.Table) (span, error) {
 		if c == nil {
 			return span{}, fmt.Errorf("query: derived column reads unknown column %s", x.Column)
 		}
-		if c.Type != catalog.Int && c.Type != catalog.Float {
-			return span{}, refuse("column %s is %s: arithmetic needs an int or float column", c.Name, c.Type)
+		if c.Type != catalog.Int && c.Type != catalog.Float && c.Type != catalog.Date {
+			return span{}, refuse("column %s is %s: arithmetic needs an int, float or date column", c.Name, c.Type)
 		}
-		sp := span{lo: math.Inf(-1), hi: math.Inf(1), isInt: c.Type == catalog.Int, nullable: true}
+		sp := span{lo: math.Inf(-1), hi: math.Inf(1), isInt: c.Type != catalog.Float, nullable: true}
 		if c.Bounded() {
 			sp.lo, sp.hi = *c.Lower, *c.Upper
 		}
@@ -302,6 +302,8 @@ func rawRange(s Scalar, t *catalog.Table) (span, error) {
 			return span{}, refuse("%s is NULL in every case: nothing to aggregate", scalarString(s))
 		}
 		return checked(out)
+	case DatePart:
+		return datePartRange(x, t)
 	case Cast:
 		a, err := rawRange(x.Arg, t)
 		if err != nil {
@@ -363,6 +365,8 @@ func scalarString(s Scalar) string {
 		return b.String() + " END"
 	case Cast:
 		return "CAST(" + scalarString(x.Arg) + " AS " + string(x.Type) + ")"
+	case DatePart:
+		return dateString(x.Field, x.Column, x.Trunc)
 	}
 	return "?"
 }
@@ -461,6 +465,9 @@ func (g *sqlGen) scalarSQL(s Scalar) (string, error) {
 			b.WriteString(" ELSE " + e)
 		}
 		return b.String() + " END", nil
+	case DatePart:
+		e, err := g.dateSQL(x.Column, x.Field, x.Trunc)
+		return "CAST(" + e + " AS " + dbl + ")", err
 	case Cast:
 		a, err := g.scalarSQL(x.Arg)
 		if err != nil {
@@ -530,12 +537,18 @@ func (p *parser) scalar(n *pg.Node) (Scalar, error) {
 		if err != nil {
 			return nil, err
 		}
-		if col.Type != catalog.Int && col.Type != catalog.Float {
-			return nil, refuse("column %s is %s: an aggregated expression computes with int and float columns (compare other columns in a CASE WHEN or FILTER condition)", col.Name, col.Type)
+		if col.Type == catalog.Timestamp {
+			return nil, refuse("column %s is a timestamp: an aggregated expression computes with EXTRACT(field FROM %s) or date_trunc('unit', %s), not the timestamp itself", col.Name, col.Name, col.Name)
+		}
+		if col.Type != catalog.Int && col.Type != catalog.Float && col.Type != catalog.Date {
+			return nil, refuse("column %s is %s: an aggregated expression computes with int, float and date columns (compare other columns in a CASE WHEN or FILTER condition)", col.Name, col.Type)
 		}
 		return ColumnValue{Column: col.Name}, nil
 	}
 	if tc := n.GetTypeCast(); tc != nil {
+		if s, ok, err := dateConstant(tc); ok {
+			return s, err
+		}
 		arg, err := p.scalar(tc.Arg)
 		if err != nil {
 			return nil, err
@@ -615,6 +628,9 @@ func (p *parser) scalar(n *pg.Node) (Scalar, error) {
 		name := funcName(fc)
 		if aggregateNames[name] {
 			return nil, refuse("aggregates cannot be nested: %s inside another aggregate", strings.ToUpper(name))
+		}
+		if isDateFunc(name) {
+			return p.dateScalar(fc)
 		}
 		want := map[string][2]int{"abs": {1, 1}, "floor": {1, 1}, "ceil": {1, 1}, "ceiling": {1, 1}, "round": {1, 2}}
 		n, ok := want[name]

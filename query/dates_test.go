@@ -1,0 +1,81 @@
+package query
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestDateAnswers checks dates and timestamps at ε = 1e20. events.csv:
+// signups 2024-01-15, 2024-02-29, 2024-03-01, 2023-12-31 (clamped to
+// 2024-01-01), NULL, infinity (read as NULL), 2025-06-01 (clamped to
+// 2024-12-31), a malformed value (NULL) and 2024-12-31; the timestamps
+// follow the same days.
+func TestDateAnswers(t *testing.T) {
+	svc, _, _ := newTestService(t, "testdata/dates.yaml")
+	tests := []struct{ name, sql, want string }{
+		{"count", "SELECT COUNT(*), COUNT(signup), COUNT(seen) FROM events", "9 6 6"},
+		{"where date literal", "SELECT COUNT(*) FROM events WHERE signup >= DATE '2024-03-01'", "3"},
+		{"where string", "SELECT COUNT(*) FROM events WHERE signup < '2024-02-01'", "2"},
+		{"where between", "SELECT COUNT(*) FROM events WHERE signup BETWEEN '2024-02-01' AND DATE '2024-03-01'", "2"},
+		{"where in", "SELECT COUNT(*) FROM events WHERE signup IN ('2024-02-29', '2024-12-31')", "2"},
+		{"where timestamp", "SELECT COUNT(*) FROM events WHERE seen >= TIMESTAMP '2024-03-01 00:00:00'", "3"},
+		{"where timestamp after a date's midnight", "SELECT COUNT(*) FROM events WHERE seen > DATE '2024-02-29'", "4"},
+		{"group by a listed date", "SELECT visit, COUNT(*) FROM events GROUP BY visit", "2024-03-01 2; 2024-03-02 1; 2024-03-03 0"},
+		{"having on a date key", "SELECT visit, COUNT(*) FROM events GROUP BY visit HAVING visit > '2024-03-01'", "2024-03-02 1; 2024-03-03 0"},
+		{"date_trunc month", "SELECT date_trunc('month', signup) AS m, COUNT(*) FROM events GROUP BY m",
+			"2024-01-01 2; 2024-02-01 1; 2024-03-01 1; 2024-04-01 0; 2024-05-01 0; 2024-06-01 0; 2024-07-01 0; 2024-08-01 0; 2024-09-01 0; 2024-10-01 0; 2024-11-01 0; 2024-12-01 2"},
+		{"date_trunc quarter", "SELECT date_trunc('quarter', signup), SUM(amount) FROM events GROUP BY 1", "2024-01-01 100; 2024-04-01 0; 2024-07-01 0; 2024-10-01 160"},
+		{"date_trunc narrowed by where", "SELECT date_trunc('week', signup) AS w, COUNT(*) FROM events WHERE signup BETWEEN '2024-02-26' AND '2024-03-10' GROUP BY w",
+			"2024-02-26 2; 2024-03-04 0"},
+		{"extract dow", "SELECT EXTRACT(dow FROM signup) AS d, COUNT(*) FROM events GROUP BY d", "0 0; 1 2; 2 2; 3 0; 4 1; 5 1; 6 0"},
+		{"date_part quarter", "SELECT date_part('quarter', signup) AS q, COUNT(*) FROM events GROUP BY q", "1 4; 2 0; 3 0; 4 2"},
+		{"extract month with a where", "SELECT EXTRACT(month FROM signup) AS m, COUNT(*) FROM events WHERE signup < '2024-03-15' GROUP BY m", "1 2; 2 1; 3 1"},
+		{"timestamp day", "SELECT date_trunc('day', seen) AS d, COUNT(*) FROM events WHERE seen >= '2024-02-29' AND seen < '2024-03-02' GROUP BY d",
+			"2024-02-29 00:00:00 1; 2024-03-01 00:00:00 1"},
+		{"extract hour", "SELECT EXTRACT(hour FROM seen) AS h, COUNT(*) FROM events GROUP BY h HAVING COUNT(*) > 0", "0 2; 8 1; 23 3"},
+		{"date_trunc hour", "SELECT date_trunc('hour', seen) AS h, COUNT(*) FROM events WHERE seen BETWEEN '2024-02-29 22:00:00' AND '2024-03-01 00:30:00' GROUP BY h",
+			"2024-02-29 22:00:00 0; 2024-02-29 23:00:00 1; 2024-03-01 00:00:00 1"},
+		{"sum of date differences", "SELECT SUM(signup - DATE '2024-01-01') FROM events", "863"},
+		{"avg of a date part", "SELECT AVG(EXTRACT(month FROM signup)), SUM(EXTRACT(hour FROM seen)) FROM events", "5.166667 77"},
+		{"year", "SELECT EXTRACT(year FROM signup), COUNT(*) FROM events GROUP BY 1", "2024 6"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.want == "" {
+				return
+			}
+			res, err := svc.Answer(context.Background(), tc.sql, exactOpts())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := formatRows(res.Rows); got != tc.want {
+				t.Errorf("%s\n got %s\nwant %s", tc.sql, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestDateRefusals checks that malformed dates and unsupported date
+// functions are refused, naming the value and what is accepted.
+func TestDateRefusals(t *testing.T) {
+	svc, _, _ := newTestService(t, "testdata/dates.yaml")
+	for _, tc := range []struct{ sql, want string }{
+		{"SELECT COUNT(*) FROM events WHERE signup > '2024-02-30'", "cannot read '2024-02-30' as a date: want YYYY-MM-DD"},
+		{"SELECT COUNT(*) FROM events WHERE signup > DATE 'soon'", "cannot read 'soon' as a date"},
+		{"SELECT COUNT(*) FROM events WHERE signup > 3", "cannot compare column signup (date) with number 3"},
+		{"SELECT COUNT(*) FROM events WHERE signup > TIMESTAMP '2024-01-01 10:00:00'", "compare it with a DATE literal, e.g. DATE '2024-01-01'"},
+		{"SELECT date_trunc('hour', signup), COUNT(*) FROM events GROUP BY 1", `date_trunc unit "hour" over date column signup is not supported; want one of year, quarter, month, week, day`},
+		{"SELECT EXTRACT(epoch FROM seen), COUNT(*) FROM events GROUP BY 1", `EXTRACT field "epoch" over timestamp column seen is not supported`},
+		{"SELECT date_trunc('month', visit), COUNT(*) FROM events GROUP BY 1", "needs declared bounds for visit"},
+		{"SELECT date_trunc('minute', seen), city, COUNT(*) FROM events GROUP BY 1, 2", "GROUP BY date_trunc('minute', seen), city gives more than 1000000 groups"},
+		{"SELECT SUM(signup) FROM events", "column signup is date"},
+		{"SELECT SUM(seen - seen) FROM events", "column seen is a timestamp"},
+		{"SELECT EXTRACT(month FROM city), COUNT(*) FROM events GROUP BY 1", "over column city (text): want a date or timestamp column"},
+	} {
+		_, err := svc.Answer(context.Background(), tc.sql, exactOpts())
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error = %v, want one containing %q", tc.sql, err, tc.want)
+		}
+	}
+}
