@@ -17,7 +17,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 // testdata/golden/NAME.sql, so that a change in the rewriting shows up as a
 // readable diff. Run with -update to rewrite the files.
 func TestGoldenSQL(t *testing.T) {
-	cats := map[string]string{"test": "testdata/catalog.yaml", "examples": "../examples/catalog.yaml"}
+	cats := map[string]string{"test": "testdata/catalog.yaml", "examples": "../examples/catalog.yaml", "dates": "testdata/dates.yaml"}
 	tests := []struct {
 		name, catalog, sql string
 	}{
@@ -55,6 +55,10 @@ func TestGoldenSQL(t *testing.T) {
 		{"arithmetic_unit", "examples", "SELECT day, SUM(euros_spent * 2 - 1), AVG(LEAST(minutes_spent, 30)) FROM visits GROUP BY day"},
 		{"min_max", "examples", "SELECT sex, MIN(age), MAX(hours_per_week) FROM adult GROUP BY sex"},
 		{"where_narrows", "examples", "SELECT SUM(age) FROM adult WHERE age BETWEEN 30 AND 60"},
+		{"date_where", "dates", "SELECT COUNT(*) FROM events WHERE signup BETWEEN '2024-02-01' AND DATE '2024-03-01' AND seen < '2024-06-01 12:00:00'"},
+		{"date_trunc_month", "dates", "SELECT date_trunc('month', signup) AS m, COUNT(*), SUM(amount) FROM events GROUP BY m"},
+		{"extract_timestamp", "dates", "SELECT EXTRACT(hour FROM seen) AS h, date_trunc('week', seen) AS w, COUNT(*) FROM events WHERE seen < '2024-01-15' GROUP BY h, w"},
+		{"date_arithmetic", "dates", "SELECT SUM(signup - DATE '2024-01-01'), AVG(EXTRACT(month FROM signup)) FROM events"},
 		{"case_bins_unit", "examples", "SELECT CASE WHEN euros_spent < 10 THEN 'low' WHEN euros_spent < 30 THEN 'mid' ELSE 'high' END AS spend, COUNT(*) FROM visits GROUP BY spend"},
 	}
 	for _, tt := range tests {

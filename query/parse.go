@@ -423,6 +423,12 @@ func (p *parser) target(n *pg.Node) error {
 		name := rt.Name
 		if name == "" {
 			name = "bin"
+			if fc := rt.Val.GetFuncCall(); fc != nil && isDateFunc(funcName(fc)) {
+				name = funcName(fc)
+				for i := 2; p.outputNamed(name); i++ {
+					name = funcName(fc) + "_" + strconv.Itoa(i)
+				}
+			}
 		}
 		p.q.Outputs = append(p.q.Outputs, Output{Name: name, Key: key})
 		return nil

@@ -99,6 +99,10 @@ type ColumnInfo struct {
 	Upper    *float64 `json:"upper,omitempty"`
 	Values   []string `json:"values,omitempty"`
 	Nullable bool     `json:"nullable,omitempty"`
+	// Range spells the bounds of a date or timestamp column as dates
+	// ("2024-01-01"); Lower and Upper then hold them as days (or
+	// microseconds) since 1970-01-01.
+	Range []string `json:"range,omitempty"`
 }
 
 // TableInfo is a table an analyst may query, as declared in the catalog.

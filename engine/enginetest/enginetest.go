@@ -121,6 +121,16 @@ var Tables = []Table{
       g:   {type: int, values: [1, 2, 3]}
       v:   {type: int, lower: 0, upper: 10}
 `},
+	{Name: "events", File: "events.csv",
+		Columns: []Column{{"id", catalog.Int}, {"signup", catalog.Date}, {"seen", catalog.Timestamp}, {"city", catalog.Text}, {"amount", catalog.Int}, {"visit", catalog.Date}},
+		Declaration: `    columns:
+      id:     {type: int}
+      signup: {type: date, lower: "2024-01-01", upper: "2024-12-31"}
+      seen:   {type: timestamp, lower: "2024-01-01 00:00:00", upper: "2024-12-31 23:59:59"}
+      city:   {type: text, values: [Paris, Lyon, Nice]}
+      amount: {type: int, lower: 0, upper: 100}
+      visit:  {type: date, values: ["2024-03-01", "2024-03-02", "2024-03-03"]}
+`},
 }
 
 // Backend makes the suite's tables available to one engine.
@@ -227,6 +237,22 @@ var Battery = []Case{
 	{Name: "percentile of a float", SQL: "SELECT percentile_cont(0.25) WITHIN GROUP (ORDER BY score) FROM people", Check: within(0, 0, 1.5)},
 	{Name: "bounded median", SQL: "SELECT MEDIAN(v) FROM visits", Check: within(0, 2, 4)},
 	{Name: "grouped bounded median", SQL: "SELECT g, MEDIAN(x) FROM visits GROUP BY g", Check: within(1, 0, 8.5)},
+
+	// Dates and timestamps: days and microseconds since 1970, clamped to
+	// the declared bounds (2023-12-31 reads as 2024-01-01, 2025-06-01 as
+	// 2024-12-31), infinity read as NULL; date functions over the clamped
+	// values, with public images.
+	{Name: "date counts", SQL: "SELECT COUNT(*), COUNT(signup), COUNT(seen) FROM events", Want: "8 6 6"},
+	{Name: "date comparisons", SQL: "SELECT COUNT(*) FROM events WHERE signup >= DATE '2024-03-01' OR signup BETWEEN '2024-01-10' AND '2024-01-20'", Want: "4"},
+	{Name: "timestamp comparisons", SQL: "SELECT COUNT(*) FROM events WHERE seen > DATE '2024-02-29' AND seen < TIMESTAMP '2025-01-01 00:00:00'", Want: "3"},
+	{Name: "group by a listed date", SQL: "SELECT visit, COUNT(*) FROM events GROUP BY visit", Want: "2024-03-01 2; 2024-03-02 1; 2024-03-03 0"},
+	{Name: "date_trunc quarter", SQL: "SELECT date_trunc('quarter', signup), SUM(amount) FROM events GROUP BY 1", Want: "2024-01-01 100; 2024-04-01 0; 2024-07-01 0; 2024-10-01 160"},
+	{Name: "date_trunc week", SQL: "SELECT date_trunc('week', signup) AS w, COUNT(*) FROM events WHERE signup BETWEEN '2024-02-26' AND '2024-03-10' GROUP BY w", Want: "2024-02-26 2; 2024-03-04 0"},
+	{Name: "extract dow and isodow", SQL: "SELECT EXTRACT(dow FROM signup), EXTRACT(isodow FROM signup), COUNT(*) FROM events WHERE signup <= '2024-03-01' GROUP BY 1, 2 HAVING COUNT(*) > 0", Want: "1 1 2; 4 4 1; 5 5 1"},
+	{Name: "extract doy week month year", SQL: "SELECT SUM(EXTRACT(doy FROM signup)), SUM(EXTRACT(week FROM signup)), SUM(EXTRACT(month FROM signup)), SUM(EXTRACT(year FROM signup)), SUM(EXTRACT(day FROM signup)) FROM events", Want: "869 24 31 12144 108"},
+	{Name: "timestamp parts", SQL: "SELECT date_trunc('hour', seen) AS h, SUM(EXTRACT(minute FROM seen)), COUNT(*) FROM events WHERE seen BETWEEN '2024-02-29 22:00:00' AND '2024-03-01 00:30:00' GROUP BY h", Want: "2024-02-29 22:00:00 0 0; 2024-02-29 23:00:00 59 1; 2024-03-01 00:00:00 0 1"},
+	{Name: "timestamp hours and days", SQL: "SELECT EXTRACT(hour FROM seen) AS h, COUNT(*) FROM events GROUP BY h HAVING COUNT(*) > 0", Want: "0 2; 8 1; 23 3"},
+	{Name: "date differences", SQL: "SELECT SUM(signup - DATE '2024-01-01'), AVG(EXTRACT(month FROM signup)) FROM events", Want: "863 5.166667"},
 
 	// Refusals happen before any engine work, identically.
 	{Name: "sum needs bounds", SQL: "SELECT SUM(id) FROM people", Refused: "bounds"},

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/dpstat/dpstat/catalog"
 )
@@ -269,7 +270,8 @@ func (p *Postgres) LoadTable(ctx context.Context, name string, tb Table) error {
 	names := make([]string, len(tb.Columns))
 	for i, c := range tb.Columns {
 		defs[i] = pgx.Identifier{c.Name}.Sanitize() + " " + map[catalog.Type]string{
-			catalog.Int: "bigint", catalog.Float: "double precision", catalog.Text: "text", catalog.Bool: "boolean"}[c.Type]
+			catalog.Int: "bigint", catalog.Float: "double precision", catalog.Text: "text", catalog.Bool: "boolean",
+			catalog.Date: "date", catalog.Timestamp: "timestamp"}[c.Type]
 		names[i] = c.Name
 	}
 	ident := pgx.Identifier{"public", name}.Sanitize()
@@ -290,8 +292,8 @@ func (p *Postgres) LoadTable(ctx context.Context, name string, tb Table) error {
 }
 
 // ParseCSV reads CSV rows with a header into typed values: int64,
-// float64 (nan, inf and -inf included), string or bool; an empty field is
-// NULL (nil).
+// float64 (nan, inf and -inf included), string, bool, or a date or
+// timestamp (time.Time, or infinity); an empty field is NULL (nil).
 func ParseCSV(body []byte, cols []Column) ([][]any, error) {
 	r := csv.NewReader(bytes.NewReader(body))
 	recs, err := r.ReadAll()
@@ -316,6 +318,18 @@ func ParseCSV(body []byte, cols []Column) ([][]any, error) {
 				row[i], err = strconv.ParseFloat(f, 64)
 			case catalog.Bool:
 				row[i], err = strconv.ParseBool(f)
+			case catalog.Date:
+				if f == "infinity" {
+					row[i] = pgtype.Date{InfinityModifier: pgtype.Infinity, Valid: true}
+				} else {
+					row[i], err = time.Parse("2006-01-02", f)
+				}
+			case catalog.Timestamp:
+				if f == "infinity" {
+					row[i] = pgtype.Timestamp{InfinityModifier: pgtype.Infinity, Valid: true}
+				} else {
+					row[i], err = time.Parse("2006-01-02 15:04:05", f)
+				}
 			default:
 				row[i] = f
 			}

@@ -55,7 +55,14 @@ func tableInfo(t *catalog.Table) server.TableInfo {
 	for _, c := range t.Columns {
 		ci := server.ColumnInfo{Name: c.Name, Type: string(c.Type), Lower: c.Lower, Upper: c.Upper, Nullable: c.Nullable}
 		for _, v := range c.Values {
+			if c.Type.Temporal() {
+				ci.Values = append(ci.Values, catalog.FormatValue(c.Type, v))
+				continue
+			}
 			ci.Values = append(ci.Values, valueText(v))
+		}
+		if c.Type.Temporal() && c.Bounded() {
+			ci.Range = []string{catalog.FormatValue(c.Type, int64(*c.Lower)), catalog.FormatValue(c.Type, int64(*c.Upper))}
 		}
 		ti.Columns = append(ti.Columns, ci)
 	}
