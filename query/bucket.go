@@ -29,6 +29,10 @@ const (
 	// DateBucket is date_trunc(Field, Column) or EXTRACT(Field FROM
 	// Column) over a date or timestamp column with declared bounds.
 	DateBucket
+	// TextBucket is a text function of text columns (lower(city),
+	// substr(code, 1, 2), city || '/' || zone): public when every column
+	// it reads has a public value list, else chosen by key selection.
+	TextBucket
 )
 
 // Bucket is a computed group key whose possible values are public (they
@@ -54,6 +58,8 @@ type Bucket struct {
 	Field string
 	Trunc bool
 	Type  catalog.Type
+	// Fn is a TextBucket's function.
+	Fn *TextFn
 }
 
 // Values lists every value the key can take, in order.
@@ -78,6 +84,12 @@ func (b *Bucket) Values(t *catalog.Table) []any {
 		return out
 	case DateBucket:
 		return b.dateValues(t)
+	case TextBucket:
+		vals, ok := b.Fn.image(t)
+		if !ok {
+			return nil
+		}
+		return vals
 	}
 	var out []any
 	for _, v := range append(append([]any{}, b.Thens...), b.Else) {
@@ -146,6 +158,8 @@ func (g *sqlGen) keyExpr(k string) (string, error) {
 		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE floor(%s) * %s END", col, q, lit(b.Width)), nil
 	case DateBucket:
 		return g.dateSQL(b.Column, b.Field, b.Trunc)
+	case TextBucket:
+		return g.textKeySQL(b)
 	}
 	var s strings.Builder
 	s.WriteString("CASE")
@@ -164,6 +178,9 @@ func (g *sqlGen) keyExpr(k string) (string, error) {
 func isBucketExpr(n *pg.Node) bool {
 	if n == nil {
 		return false
+	}
+	if isTextFunc(n) {
+		return true
 	}
 	if fc := n.GetFuncCall(); fc != nil {
 		return funcName(fc) == "width_bucket" || isDateFunc(funcName(fc))
@@ -221,6 +238,9 @@ func (p *parser) bucket(n *pg.Node) (*Bucket, error) {
 	}
 	if fc := n.GetFuncCall(); fc != nil && isDateFunc(funcName(fc)) {
 		return p.dateBucket(fc)
+	}
+	if isTextFunc(n) {
+		return p.textBucket(n)
 	}
 	if fc := n.GetFuncCall(); fc != nil {
 		if len(fc.Args) != 4 {
@@ -362,6 +382,9 @@ func (p *parser) bucketOutput(n *pg.Node) (string, error) {
 			return name, nil
 		}
 	}
+	if b.Kind == TextBucket || b.Kind == DateBucket {
+		return "", refuse("the select-list expression %s is not in GROUP BY; group by the same expression (or by its position or alias)", b)
+	}
 	return "", refuse("the select-list expression is not in GROUP BY; group by the same expression (or by its position or alias)")
 }
 
@@ -369,6 +392,9 @@ func (p *parser) bucketOutput(n *pg.Node) (string, error) {
 func (b *Bucket) kind() string {
 	if b.Kind == DateBucket && b.Trunc {
 		return string(b.Type)
+	}
+	if b.Kind == TextBucket {
+		return b.Fn.kind()
 	}
 	if b.Kind != CaseBucket {
 		return "number"
@@ -430,6 +456,8 @@ func (b *Bucket) String() string {
 		return fmt.Sprintf("floor(%s / %g) * %g", b.Column, b.Width, b.Width)
 	case DateBucket:
 		return dateString(b.Field, b.Column, b.Trunc)
+	case TextBucket:
+		return b.Fn.String()
 	}
 	return "CASE … END"
 }

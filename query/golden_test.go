@@ -59,6 +59,8 @@ func TestGoldenSQL(t *testing.T) {
 		{"date_trunc_month", "dates", "SELECT date_trunc('month', signup) AS m, COUNT(*), SUM(amount) FROM events GROUP BY m"},
 		{"extract_timestamp", "dates", "SELECT EXTRACT(hour FROM seen) AS h, date_trunc('week', seen) AS w, COUNT(*) FROM events WHERE seen < '2024-01-15' GROUP BY h, w"},
 		{"date_arithmetic", "dates", "SELECT SUM(signup - DATE '2024-01-01'), AVG(EXTRACT(month FROM signup)) FROM events"},
+		{"text_key", "test", "SELECT lower(city) AS c, COUNT(*) FROM people WHERE starts_with(trim(city), 'A') OR length(city) > 1 GROUP BY c"},
+		{"text_key_selection", "dates", "SELECT substr(upper(note), 1, 3) AS n, SUM(LEAST(length(note), 10)) FROM events GROUP BY n"},
 		{"case_bins_unit", "examples", "SELECT CASE WHEN euros_spent < 10 THEN 'low' WHEN euros_spent < 30 THEN 'mid' ELSE 'high' END AS spend, COUNT(*) FROM visits GROUP BY spend"},
 	}
 	for _, tt := range tests {

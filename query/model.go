@@ -219,6 +219,8 @@ const (
 	ColumnRef
 	// OutputRef is an output of the query (HAVING only).
 	OutputRef
+	// Computed is a text function of a row's columns (Fn; WHERE only).
+	Computed
 )
 
 // Operand is a leaf of an expression.
@@ -235,6 +237,8 @@ type Operand struct {
 	// since 1970-01-01, or, before it is checked against the column it is
 	// compared with, the text of DATE '…'. Empty for other literals.
 	Type catalog.Type
+	// Fn is the text function of a Computed operand.
+	Fn *TextFn
 }
 
 // Compare is Left Op Right with Op one of =, <>, <, <=, >, >=.
@@ -331,6 +335,8 @@ func operandString(o Operand, q *Query) string {
 		return o.Column
 	case OutputRef:
 		return q.Outputs[o.Output].Name
+	case Computed:
+		return o.Fn.String()
 	}
 	if s, ok := o.Value.(string); ok {
 		return "'" + strings.ReplaceAll(s, "'", "''") + "'"

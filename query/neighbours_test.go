@@ -193,6 +193,15 @@ var neighbourBattery = []string{
 	"SELECT date_trunc('week', dt) AS w, date_trunc('minute', ts) AS m, COUNT(*) FROM T WHERE ts BETWEEN '2024-02-29 23:58:00' AND '2024-03-01 00:01:00' GROUP BY w, m",
 	"SELECT SUM(dt - DATE '2024-01-01'), AVG(EXTRACT(doy FROM dt)), SUM(EXTRACT(minute FROM ts)), MAX(EXTRACT(year FROM ts)) FROM T",
 	"SELECT dt, COUNT(*) FROM T GROUP BY dt",
+	// Text functions: public images over value lists, key selection
+	// otherwise, lengths clamped.
+	"SELECT lower(t) AS l, upper(t) || '-' || t AS c, COUNT(*) FROM T GROUP BY l, c",
+	"SELECT concat(t, u) AS c, COUNT(*) FROM T GROUP BY c",
+	"SELECT substr(u, 2, 3) AS s3, COUNT(*) FROM T GROUP BY s3",
+	"SELECT starts_with(t, 'a') AS a, length(t) AS n, COUNT(*) FROM T GROUP BY a, n",
+	"SELECT COUNT(*) FROM T WHERE lower(u) = 'x' OR trim(u) LIKE '%☃%' OR starts_with(rtrim(ltrim(u)), '') AND length(u) > 3",
+	"SELECT SUM(length(t)), SUM(LEAST(length(u), 50)), AVG(CASE WHEN lower(u) IN ('x', 'y') THEN i END) FROM T",
+	"SELECT SUM(length(u)) FROM T",
 	// Keys alone: the public list free, key selection with all of ε.
 	"SELECT t, b FROM T GROUP BY t, b",
 	"SELECT u FROM T GROUP BY u",

@@ -423,7 +423,7 @@ func (p *parser) target(n *pg.Node) error {
 		name := rt.Name
 		if name == "" {
 			name = "bin"
-			if fc := rt.Val.GetFuncCall(); fc != nil && isDateFunc(funcName(fc)) {
+			if fc := rt.Val.GetFuncCall(); fc != nil && (isDateFunc(funcName(fc)) || isTextFunc(rt.Val)) {
 				name = funcName(fc)
 				for i := 2; p.outputNamed(name); i++ {
 					name = funcName(fc) + "_" + strconv.Itoa(i)
@@ -698,6 +698,12 @@ func (p *parser) expr(n *pg.Node, having bool) (Expr, error) {
 			v := b.Boolval.Boolval
 			return Compare{Op: "=", Left: Operand{Kind: Literal, Value: v}, Right: Operand{Kind: Literal, Value: true}}, nil
 		}
+	case n.GetFuncCall() != nil && !having && funcName(n.GetFuncCall()) == "starts_with":
+		f, err := p.textFn(n, 0)
+		if err != nil {
+			return nil, err
+		}
+		return Compare{Op: "=", Left: Operand{Kind: Computed, Fn: f}, Right: Operand{Kind: Literal, Value: true}}, nil
 	case n.GetFuncCall() != nil && !having:
 		fc := n.GetFuncCall()
 		if _, ok := aggregateNames[funcName(fc)]; ok {
@@ -840,6 +846,13 @@ func (p *parser) operand(n *pg.Node, having bool) (Operand, error) {
 			return Operand{}, err
 		}
 		return Operand{Kind: ColumnRef, Column: col.Name}, nil
+	}
+	if isTextFunc(n) {
+		f, err := p.textFn(n, 0)
+		if err != nil {
+			return Operand{}, err
+		}
+		return Operand{Kind: Computed, Fn: f}, nil
 	}
 	if fc := n.GetFuncCall(); fc != nil {
 		if aggregateNames[funcName(fc)] {
@@ -999,6 +1012,8 @@ func (p *parser) kindOf(o Operand) string {
 		case catalog.Bool:
 			return "bool"
 		}
+	case Computed:
+		return o.Fn.kind()
 	case OutputRef:
 		out := p.q.Outputs[o.Output]
 		if out.Agg != nil || out.Post != nil {
@@ -1040,6 +1055,8 @@ func (p *parser) describe(o Operand) string {
 		return fmt.Sprintf("column %s (%s)", c.Name, c.Type)
 	case OutputRef:
 		return "output " + p.q.Outputs[o.Output].Name
+	case Computed:
+		return fmt.Sprintf("%s (%s)", o.Fn, o.Fn.kind())
 	}
 	if s, ok := o.Value.(string); ok {
 		return fmt.Sprintf("text '%s'", s)
@@ -1214,10 +1231,13 @@ func (p *parser) like(a *pg.A_Expr, op string, having bool) (Expr, error) {
 		return nil, err
 	}
 	pat, isText := r.Value.(string)
-	if l.Kind != ColumnRef || r.Kind != Literal || !isText {
-		return nil, refuse("write column LIKE 'pattern', with a text column and a literal pattern")
+	if (l.Kind != ColumnRef && l.Kind != Computed) || r.Kind != Literal || !isText {
+		return nil, refuse("write column LIKE 'pattern', with a text column (or a text function of one) and a literal pattern")
 	}
-	if col := p.table.Column(l.Column); col == nil || col.Type != catalog.Text {
+	if l.Kind == Computed && l.Fn.kind() != "text" {
+		return nil, refuse("LIKE needs text; %s is %s", l.Fn, l.Fn.kind())
+	}
+	if col := p.table.Column(l.Column); l.Kind == ColumnRef && (col == nil || col.Type != catalog.Text) {
 		return nil, refuse("LIKE needs a text column; %s is not one", l.Column)
 	}
 	if strings.Contains(pat, "\\") {

@@ -118,6 +118,10 @@ func scalarRange(s Scalar, t *catalog.Table) (span, error) {
 	if err != nil {
 		return span{}, err
 	}
+	if tl, ok := s.(TextLength); ok && !out.finite() {
+		return span{}, refuse("%s has no upper bound: %s has no public value list; clamp it, e.g. LEAST(%s, 100), or declare `values:` for %s in the catalog",
+			tl.Fn, strings.Join(tl.Fn.columns(), ", "), tl.Fn, strings.Join(tl.Fn.columns(), ", "))
+	}
 	if !out.finite() {
 		return span{}, refuse("the expression %s has no finite bounds: its inputs include a column without declared bounds; clamp it with LEAST(GREATEST(x, low), high) or declare `lower:` and `upper:` in the catalog", scalarString(s))
 	}
@@ -304,6 +308,8 @@ func rawRange(s Scalar, t *catalog.Table) (span, error) {
 		return checked(out)
 	case DatePart:
 		return datePartRange(x, t)
+	case TextLength:
+		return textLengthRange(x, t), nil
 	case Cast:
 		a, err := rawRange(x.Arg, t)
 		if err != nil {
@@ -367,6 +373,8 @@ func scalarString(s Scalar) string {
 		return "CAST(" + scalarString(x.Arg) + " AS " + string(x.Type) + ")"
 	case DatePart:
 		return dateString(x.Field, x.Column, x.Trunc)
+	case TextLength:
+		return x.Fn.String()
 	}
 	return "?"
 }
@@ -468,6 +476,8 @@ func (g *sqlGen) scalarSQL(s Scalar) (string, error) {
 	case DatePart:
 		e, err := g.dateSQL(x.Column, x.Field, x.Trunc)
 		return "CAST(" + e + " AS " + dbl + ")", err
+	case TextLength:
+		return g.textLengthSQL(x)
 	case Cast:
 		a, err := g.scalarSQL(x.Arg)
 		if err != nil {
@@ -631,6 +641,13 @@ func (p *parser) scalar(n *pg.Node) (Scalar, error) {
 		}
 		if isDateFunc(name) {
 			return p.dateScalar(fc)
+		}
+		if name == "length" || name == "char_length" {
+			f, err := p.textFn(n, 0)
+			if err != nil {
+				return nil, err
+			}
+			return TextLength{Fn: f}, nil
 		}
 		want := map[string][2]int{"abs": {1, 1}, "floor": {1, 1}, "ceil": {1, 1}, "ceiling": {1, 1}, "round": {1, 2}}
 		n, ok := want[name]

@@ -124,6 +124,11 @@ func walkColumns(e Expr, fn func(string)) bool {
 		if o.Kind == ColumnRef {
 			fn(o.Column)
 		}
+		if o.Kind == Computed {
+			for _, c := range o.Fn.columns() {
+				fn(c)
+			}
+		}
 	}
 	switch x := e.(type) {
 	case Compare:
@@ -562,6 +567,8 @@ func (g *sqlGen) operand(o Operand) (string, error) {
 		return g.colRef(o.Column), nil
 	case Literal:
 		return engine.Literal(g.d, o.Value)
+	case Computed:
+		return g.textSQL(o.Fn)
 	}
 	return "", fmt.Errorf("query: output reference in a row predicate")
 }

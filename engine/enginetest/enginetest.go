@@ -131,6 +131,12 @@ var Tables = []Table{
       amount: {type: int, lower: 0, upper: 100}
       visit:  {type: date, values: ["2024-03-01", "2024-03-02", "2024-03-03"]}
 `},
+	{Name: "words", File: "words.csv",
+		Columns: []Column{{"id", catalog.Int}, {"w", catalog.Text}},
+		Declaration: `    columns:
+      id: {type: int}
+      w:  {type: text, values: ["Élan", " a b ", "straße", "ǅemal", "İstanbul", "ﬁne", "Ωmega", "a'b", "ÀB c"]}
+`},
 }
 
 // Backend makes the suite's tables available to one engine.
@@ -254,10 +260,44 @@ var Battery = []Case{
 	{Name: "timestamp hours and days", SQL: "SELECT EXTRACT(hour FROM seen) AS h, COUNT(*) FROM events GROUP BY h HAVING COUNT(*) > 0", Want: "0 2; 8 1; 23 3"},
 	{Name: "date differences", SQL: "SELECT SUM(signup - DATE '2024-01-01'), AVG(EXTRACT(month FROM signup)) FROM events", Want: "863 5.166667"},
 
+	// Text functions: the same answers on every engine (lower and upper
+	// change ASCII letters only), public images over value lists.
+	{Name: "text function keys", SQL: "SELECT lower(city) AS c, COUNT(*) FROM people GROUP BY c", Want: "a 3; b 1; d 0"},
+	{Name: "text function conditions", SQL: "SELECT COUNT(*) FROM people WHERE starts_with(lower(city), 'a') OR (trim(city) = 'C' AND length(city || 'xy') = 3 AND substr(concat(city, NULL, 'q'), 2, 1) = 'q')", Want: "4"},
+	{Name: "text lengths and prefixes", SQL: "SELECT substr(city, 1, 2) AS c, SUM(length(city)), COUNT(*) FILTER (WHERE upper(city) LIKE '%YO%') FROM events GROUP BY c", Want: "Ly 12 3; Ni 8 0; Pa 15 0"},
+
+	// Go computes the public images of text keys as the engines compute
+	// the keys: every listed word lands in a released group (a key the
+	// engine spelled otherwise would be left out, and the total short).
+	{Name: "text images match the engine", SQL: "SELECT lower(w) AS a, upper(w) AS b, length(w) AS e, COUNT(*) FROM words GROUP BY a, b, e",
+		Check: total(3, 9)},
+	{Name: "text images of parts", SQL: "SELECT trim(w) AS c, substr(w, 2, 2) AS d, COUNT(*) FROM words GROUP BY c, d",
+		Check: total(2, 9)},
+	{Name: "text images of concatenations", SQL: "SELECT ltrim(w) || '|' || rtrim(lower(w)) AS a, starts_with(upper(w), 'Ä') AS b, COUNT(*) FROM words GROUP BY a, b",
+		Check: total(2, 9)},
+
 	// Refusals happen before any engine work, identically.
 	{Name: "sum needs bounds", SQL: "SELECT SUM(id) FROM people", Refused: "bounds"},
 	{Name: "unknown table", SQL: "SELECT COUNT(*) FROM nosuch", Refused: "nosuch"},
 	{Name: "key selection needs delta", SQL: "SELECT region, COUNT(*) FROM visits GROUP BY region", Refused: "delta"},
+}
+
+// total checks that the counts in column col add up to n.
+func total(col int, n int64) func([][]any) error {
+	return func(rows [][]any) error {
+		var sum int64
+		for _, r := range rows {
+			c, ok := r[col].(int64)
+			if !ok {
+				return fmt.Errorf("count %v is not an integer", r[col])
+			}
+			sum += c
+		}
+		if sum != n {
+			return fmt.Errorf("the counts add up to %d, want %d", sum, n)
+		}
+		return nil
+	}
 }
 
 // within checks that column col of every row lies in [lo, hi].
