@@ -93,6 +93,9 @@ func (b *Bucket) Values(t *catalog.Table) []any {
 	}
 	var out []any
 	for _, v := range append(append([]any{}, b.Thens...), b.Else) {
+		if v == nil {
+			continue // no ELSE: NULL is no group
+		}
 		dup := false
 		for _, w := range out {
 			dup = dup || keyID([]any{w}) == keyID([]any{v})
@@ -295,9 +298,6 @@ func (p *parser) bucket(n *pg.Node) (*Bucket, error) {
 	if ce.Arg != nil {
 		return nil, refuse("CASE bins are written CASE WHEN condition THEN value … ELSE value END")
 	}
-	if ce.Defresult == nil {
-		return nil, refuse("CASE bins need an ELSE value, so that every row has a bin")
-	}
 	b := &Bucket{Kind: CaseBucket}
 	kind := ""
 	value := func(node *pg.Node) (any, error) {
@@ -328,11 +328,15 @@ func (p *parser) bucket(n *pg.Node) (*Bucket, error) {
 		b.Whens = append(b.Whens, cond)
 		b.Thens = append(b.Thens, v)
 	}
-	v, err := value(ce.Defresult)
-	if err != nil {
-		return nil, err
+	if ce.Defresult != nil {
+		// Without ELSE, a row no arm takes has the key NULL, which is no
+		// group.
+		v, err := value(ce.Defresult)
+		if err != nil {
+			return nil, err
+		}
+		b.Else = v
 	}
-	b.Else = v
 	// Mixed int and float literals are all floats, as the engine's CASE
 	// result is.
 	anyFloat := false
@@ -399,7 +403,11 @@ func (b *Bucket) kind() string {
 	if b.Kind != CaseBucket {
 		return "number"
 	}
-	switch b.Else.(type) {
+	v := b.Else
+	if v == nil && len(b.Thens) > 0 {
+		v = b.Thens[0]
+	}
+	switch v.(type) {
 	case string:
 		return "text"
 	case bool:

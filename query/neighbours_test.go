@@ -202,6 +202,7 @@ var neighbourBattery = []string{
 	"SELECT COUNT(*) FROM T WHERE lower(u) = 'x' OR trim(u) LIKE '%☃%' OR starts_with(rtrim(ltrim(u)), '') AND length(u) > 3",
 	"SELECT SUM(length(t)), SUM(LEAST(length(u), 50)), AVG(CASE WHEN lower(u) IN ('x', 'y') THEN i END) FROM T",
 	"SELECT SUM(length(u)) FROM T",
+	"SELECT CASE WHEN f > 0 THEN 'pos' WHEN i > 50 THEN 'big' END AS sign, COUNT(*) FROM T GROUP BY sign",
 	// Keys alone: the public list free, key selection with all of ε.
 	"SELECT t, b FROM T GROUP BY t, b",
 	"SELECT u FROM T GROUP BY u",

@@ -31,6 +31,7 @@ func TestTextAnswers(t *testing.T) {
 		{dates, "trim and friends", "SELECT COUNT(*) FROM events WHERE ltrim(city) = rtrim(city) AND length(substr(city, 2)) = 4", "4"},
 		{dates, "clamped length", "SELECT SUM(LEAST(length(trim(note)), 3)) FROM events", "21"}, // LEAST skips NULL: a NULL note counts 3
 		{dates, "trimmed and lowered", "SELECT COUNT(*) FROM events WHERE lower(trim(note)) = 'hello'", "3"},
+		{dates, "case without else", "SELECT CASE WHEN amount < 30 THEN 'low' WHEN amount > 80 THEN 'high' END AS band, COUNT(*) FROM events GROUP BY band", "low 2; high 1"},
 		{dates, "case band", "SELECT CASE WHEN amount < 50 THEN 'low' ELSE 'high' END AS band, COUNT(*) FROM events GROUP BY band", "low 4; high 5"},
 	}
 	for _, tc := range tests {
