@@ -3,6 +3,7 @@ package query
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -587,4 +588,122 @@ func (p *Plan) renderTemporalKeys(res *Result) {
 			}
 		}
 	}
+}
+
+// foldInterval reads DATE '…' ± INTERVAL '…' (or a TIMESTAMP, or a
+// date plus or minus several intervals) as one literal, when a is such an
+// expression: ok is false otherwise. Adding months keeps the day of the
+// month, or takes the month's last day when it has fewer days (2024-01-31
+// + 1 month is 2024-02-29), as the engines do.
+func (p *parser) foldInterval(a *pg.A_Expr) (Operand, bool, error) {
+	op := opName(a)
+	if a.Kind != pg.A_Expr_Kind_AEXPR_OP || (op != "+" && op != "-") || a.Lexpr == nil || !isInterval(a.Rexpr) {
+		return Operand{}, false, nil
+	}
+	var base Operand
+	switch {
+	case a.Lexpr.GetAExpr() != nil:
+		b, ok, err := p.foldInterval(a.Lexpr.GetAExpr())
+		if !ok || err != nil {
+			return Operand{}, ok, err
+		}
+		base = b
+	case a.Lexpr.GetTypeCast() != nil && a.Lexpr.GetTypeCast().Arg.GetAConst() != nil:
+		b, err := castConst(a.Lexpr.GetTypeCast().Arg.GetAConst(), a.Lexpr.GetTypeCast().TypeName)
+		if err != nil {
+			return Operand{}, true, err
+		}
+		base = b
+	default:
+		return Operand{}, true, refuse("INTERVAL arithmetic is supported on DATE and TIMESTAMP literals only, e.g. DATE '2024-03-01' - INTERVAL '30 days'; compare the column with the result")
+	}
+	if !base.Type.Temporal() {
+		return Operand{}, true, refuse("INTERVAL is added to DATE or TIMESTAMP literals only, not to %s", operandString(base, nil))
+	}
+	tc := a.Rexpr.GetTypeCast()
+	c := tc.Arg.GetAConst()
+	text := ""
+	if sv, ok := c.GetVal().(*pg.A_Const_Sval); ok {
+		text = sv.Sval.Sval
+	}
+	months, micros, err := parseInterval(text)
+	if err != nil || len(tc.TypeName.Typmods) > 0 {
+		return Operand{}, true, refuse("cannot read INTERVAL '%s': want a whole number and a unit, several separated by spaces, e.g. INTERVAL '1 month', INTERVAL '2 weeks 3 days' (units: year, month, week, day, hour, minute, second)", text)
+	}
+	if op == "-" {
+		months, micros = -months, -micros
+	}
+	v := base.Value.(int64)
+	if base.Type == catalog.Date {
+		if micros%catalog.MicrosPerDay != 0 {
+			return Operand{}, true, refuse("DATE %s INTERVAL '%s': a date moves by whole days; use a TIMESTAMP literal for hours, minutes and seconds", op, text)
+		}
+		v = addMonths(v, months) + micros/catalog.MicrosPerDay
+		if v < catalog.MinDate || v > catalog.MaxDate {
+			return Operand{}, true, refuse("DATE %s INTERVAL '%s' leaves the dates from 0001-01-01 to 9999-12-31", op, text)
+		}
+	} else {
+		d := floorDiv(v, catalog.MicrosPerDay)
+		v = addMonths(d, months)*catalog.MicrosPerDay + (v - d*catalog.MicrosPerDay) + micros
+		if v < catalog.MinTimestamp || v > catalog.MaxTimestamp {
+			return Operand{}, true, refuse("TIMESTAMP %s INTERVAL '%s' leaves the timestamps dpstat reads (1684 to 2255)", op, text)
+		}
+	}
+	return Operand{Kind: Literal, Value: v, Type: base.Type}, true, nil
+}
+
+// isInterval reports whether a node is an INTERVAL '…' literal.
+func isInterval(n *pg.Node) bool {
+	tc := n.GetTypeCast()
+	if tc == nil || tc.Arg.GetAConst() == nil || tc.TypeName == nil || len(tc.TypeName.Names) == 0 {
+		return false
+	}
+	s := tc.TypeName.Names[len(tc.TypeName.Names)-1].GetString_()
+	return s != nil && strings.EqualFold(s.Sval, "interval")
+}
+
+// parseInterval reads "n unit [n unit …]" into months and microseconds.
+func parseInterval(s string) (months, micros int64, err error) {
+	f := strings.Fields(strings.ToLower(s))
+	if len(f) == 0 || len(f)%2 != 0 || len(f) > 16 {
+		return 0, 0, fmt.Errorf("bad interval")
+	}
+	for i := 0; i < len(f); i += 2 {
+		n, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil || n > 1_000_000 || n < -1_000_000 {
+			return 0, 0, fmt.Errorf("bad count")
+		}
+		switch strings.TrimSuffix(f[i+1], "s") {
+		case "year":
+			months += 12 * n
+		case "month", "mon":
+			months += n
+		case "week":
+			micros += 7 * n * catalog.MicrosPerDay
+		case "day":
+			micros += n * catalog.MicrosPerDay
+		case "hour":
+			micros += n * microsPerHour
+		case "minute", "min":
+			micros += n * microsPerMinute
+		case "second", "sec":
+			micros += n * 1_000_000
+		default:
+			return 0, 0, fmt.Errorf("bad unit")
+		}
+	}
+	return months, micros, nil
+}
+
+// addMonths moves a day by n months, keeping the day of the month or
+// taking the last day of a shorter month.
+func addMonths(d, n int64) int64 {
+	if n == 0 {
+		return d
+	}
+	y, m, day := catalog.DateOf(d)
+	total := int64(y)*12 + int64(m-1) + n
+	ny, nm := floorDiv(total, 12), total-floorDiv(total, 12)*12+1
+	_, _, lastDay := catalog.DateOf(catalog.DaysOf(int(ny), time.Month(nm)+1, 1) - 1)
+	return catalog.DaysOf(int(ny), time.Month(nm), min(day, lastDay))
 }

@@ -854,6 +854,11 @@ func (p *parser) operand(n *pg.Node, having bool) (Operand, error) {
 		}
 		return Operand{Kind: Computed, Fn: f}, nil
 	}
+	if a := n.GetAExpr(); a != nil {
+		if o, ok, err := p.foldInterval(a); ok {
+			return o, err
+		}
+	}
 	if fc := n.GetFuncCall(); fc != nil {
 		if aggregateNames[funcName(fc)] {
 			return Operand{}, refuse("aggregates are not allowed in WHERE; use HAVING to filter the noisy results")

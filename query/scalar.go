@@ -570,6 +570,15 @@ func (p *parser) scalar(n *pg.Node) (Scalar, error) {
 		return nil, refuse("CAST to %q is not supported in an aggregated expression; cast to int or float", name)
 	}
 	if a := n.GetAExpr(); a != nil {
+		if o, ok, err := p.foldInterval(a); ok {
+			if err != nil {
+				return nil, err
+			}
+			if o.Type != catalog.Date {
+				return nil, refuse("timestamps cannot be computed with in an aggregated expression; use EXTRACT(field FROM ts) or date_trunc")
+			}
+			return Constant{Value: float64(o.Value.(int64)), Int: true}, nil
+		}
 		switch a.Kind {
 		case pg.A_Expr_Kind_AEXPR_OP:
 			return arith(a, "+-*/%", "in an aggregated expression", p.scalar)
