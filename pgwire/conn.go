@@ -556,7 +556,13 @@ func (ss *session) shape(resp *server.Response, sql string) *description {
 			continue
 		}
 		oid := uint32(oidText)
-		switch types[name] {
+		declared := types[name]
+		if len(resp.Types) == len(resp.Columns) && resp.Types[j] != "" {
+			// The key's type from the plan: a computed key (date_trunc,
+			// lower(…)) or a column under an alias.
+			declared = resp.Types[j]
+		}
+		switch declared {
 		case "int", "integer", "bigint":
 			oid = oidInt8
 		case "float", "double", "real":

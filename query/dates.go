@@ -707,3 +707,38 @@ func addMonths(d, n int64) int64 {
 	_, _, lastDay := catalog.DateOf(catalog.DaysOf(int(ny), time.Month(nm)+1, 1) - 1)
 	return catalog.DaysOf(int(ny), time.Month(nm), min(day, lastDay))
 }
+
+// KeyTypes names the catalog type of each visible output that is a group
+// key ("date", "timestamp", "int", "text", …), and "" for aggregates,
+// computed outputs and keys whose type is best read from their values
+// (numeric bins), in the order of the answer's columns. Clients type
+// their result columns by it.
+func (p *Plan) KeyTypes() []string {
+	var out []string
+	for _, o := range p.Query.Outputs {
+		if o.Hidden {
+			continue
+		}
+		t := ""
+		if o.IsKey() {
+			if b := p.Query.Buckets[o.Key]; b != nil {
+				switch {
+				case b.Kind == DateBucket && b.Trunc:
+					t = string(b.Type)
+				case b.Kind == DateBucket:
+					t = string(catalog.Int)
+				case b.Kind == TextBucket:
+					t = map[string]string{"text": "text", "number": "int", "bool": "bool"}[b.Fn.kind()]
+				case b.Kind == CaseBucket && b.kind() != "number":
+					t = b.kind()
+				case b.Kind == WidthBucket:
+					t = string(catalog.Int)
+				}
+			} else if c := p.Table.Column(o.Key); c != nil {
+				t = string(c.Type)
+			}
+		}
+		out = append(out, t)
+	}
+	return out
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/dpstat/dpstat/engine/duckdb"
 )
 
 // TestDateAnswers checks dates and timestamps at ε = 1e20. events.csv:
@@ -84,5 +86,17 @@ func TestDateRefusals(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error = %v, want one containing %q", tc.sql, err, tc.want)
 		}
+	}
+}
+
+// TestKeyTypes checks the types clients give the answer's key columns.
+func TestKeyTypes(t *testing.T) {
+	cat := loadCatalog(t, "testdata/dates.yaml")
+	p, err := Prepare(cat, duckdb.Dialect, "SELECT visit AS v, date_trunc('month', seen) AS m, EXTRACT(dow FROM signup) AS d, lower(city) AS c, COUNT(*) FROM events GROUP BY visit, m, d, c", exactOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(p.Plan.KeyTypes(), ","); got != "date,timestamp,int,text," {
+		t.Errorf("key types = %s", got)
 	}
 }

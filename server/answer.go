@@ -61,9 +61,13 @@ type Share struct {
 // column names, rows of values, for each value its interval ([low, high], or
 // nil for group keys and exact values), the cost and the budget left.
 type Response struct {
-	Columns []string        `json:"columns"`
-	Rows    [][]any         `json:"rows"`
-	CI      [][]*[2]float64 `json:"ci"`
+	Columns []string `json:"columns"`
+	// Types names, for each column that is a group key, its type as a
+	// catalog spells it (int, float, text, bool, date, timestamp); ""
+	// for the other columns. Empty when unknown.
+	Types []string        `json:"types,omitempty"`
+	Rows  [][]any         `json:"rows"`
+	CI    [][]*[2]float64 `json:"ci"`
 	// Confidence is the level of the intervals.
 	Confidence float64    `json:"confidence,omitempty"`
 	Cost       Pair       `json:"cost"`
