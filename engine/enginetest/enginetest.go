@@ -264,6 +264,7 @@ var Battery = []Case{
 	// change ASCII letters only), public images over value lists.
 	{Name: "text function keys", SQL: "SELECT lower(city) AS c, COUNT(*) FROM people GROUP BY c", Want: "a 3; b 1; d 0"},
 	{Name: "text function conditions", SQL: "SELECT COUNT(*) FROM people WHERE starts_with(lower(city), 'a') OR (trim(city) = 'C' AND length(city || 'xy') = 3 AND substr(concat(city, NULL, 'q'), 2, 1) = 'q')", Want: "4"},
+	{Name: "text function of a public table's column", SQL: "SELECT lower(r.zone) AS z, COUNT(*) FROM visits v JOIN regions r ON v.region = r.region GROUP BY z", Want: "e 1; n 42; s 20; w 0"},
 	{Name: "text lengths and prefixes", SQL: "SELECT substr(city, 1, 2) AS c, SUM(length(city)), COUNT(*) FILTER (WHERE upper(city) LIKE '%YO%') FROM events GROUP BY c", Want: "Ly 12 3; Ni 8 0; Pa 15 0"},
 
 	// Go computes the public images of text keys as the engines compute
