@@ -110,6 +110,12 @@ func (p *parser) temporalOf(o Operand) catalog.Type {
 		}
 	case Literal:
 		return o.Type
+	case Computed:
+		if o.Part != nil && o.Part.Trunc {
+			if c := p.table.Column(o.Part.Column); c != nil {
+				return c.Type
+			}
+		}
 	}
 	return ""
 }

@@ -41,6 +41,8 @@ func TestDateAnswers(t *testing.T) {
 		{"sum of date differences", "SELECT SUM(signup - DATE '2024-01-01') FROM events", "863"},
 		{"avg of a date part", "SELECT AVG(EXTRACT(month FROM signup)), SUM(EXTRACT(hour FROM seen)) FROM events", "5.166667 77"},
 		{"year", "SELECT EXTRACT(year FROM signup), COUNT(*) FROM events GROUP BY 1", "2024 6"},
+		{"extract in where", "SELECT COUNT(*) FROM events WHERE EXTRACT(dow FROM signup) IN (1, 2) OR date_trunc('month', signup) = '2024-02-01'", "5"},
+		{"date_trunc in a filter", "SELECT COUNT(*) FILTER (WHERE date_trunc('quarter', seen) >= TIMESTAMP '2024-04-01 00:00:00') FROM events", "2"},
 		{"date minus interval", "SELECT COUNT(*) FROM events WHERE signup >= DATE '2024-03-31' - INTERVAL '1 month'", "4"},
 		{"months saturate", "SELECT COUNT(*) FROM events WHERE signup BETWEEN DATE '2024-01-31' + INTERVAL '1 month' AND DATE '2024-01-31' + INTERVAL '1 month 1 day'", "2"},
 		{"timestamp plus interval", "SELECT COUNT(*) FROM events WHERE seen > TIMESTAMP '2024-02-29 00:00:00' + INTERVAL '23 hours 59 minutes'", "4"},
@@ -80,6 +82,9 @@ func TestDateRefusals(t *testing.T) {
 		{"SELECT EXTRACT(month FROM city), COUNT(*) FROM events GROUP BY 1", "over column city (text): want a date or timestamp column"},
 		{"SELECT COUNT(*) FROM events WHERE signup > DATE '2024-01-01' + INTERVAL '1 fortnight'", "cannot read INTERVAL '1 fortnight': want a whole number and a unit"},
 		{"SELECT COUNT(*) FROM events WHERE signup > DATE '2024-01-01' + INTERVAL '3 hours'", "a date moves by whole days"},
+		{"SELECT COUNT(*) FROM events WHERE EXTRACT(month FROM signup) LIKE '1%'", "LIKE needs text; EXTRACT(month FROM signup) is number"},
+		{"SELECT COUNT(*) FROM events WHERE date_trunc('month', signup) = 3", "cannot compare date_trunc('month', signup) (date) with number 3"},
+		{"SELECT COUNT(*) FROM events WHERE EXTRACT(month FROM visit) = 3", "needs declared bounds for visit"},
 		{"SELECT COUNT(*) FROM events WHERE signup + INTERVAL '1 day' > DATE '2024-01-01'", "INTERVAL arithmetic is supported on DATE and TIMESTAMP literals only"},
 	} {
 		_, err := svc.Answer(context.Background(), tc.sql, exactOpts())

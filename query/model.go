@@ -219,7 +219,8 @@ const (
 	ColumnRef
 	// OutputRef is an output of the query (HAVING only).
 	OutputRef
-	// Computed is a text function of a row's columns (Fn; WHERE only).
+	// Computed is a text function (Fn) or a date function (Part) of a
+	// row's columns (WHERE only).
 	Computed
 )
 
@@ -239,6 +240,8 @@ type Operand struct {
 	Type catalog.Type
 	// Fn is the text function of a Computed operand.
 	Fn *TextFn
+	// Part is the date function of a Computed operand.
+	Part *DatePart
 }
 
 // Compare is Left Op Right with Op one of =, <>, <, <=, >, >=.
@@ -336,6 +339,9 @@ func operandString(o Operand, q *Query) string {
 	case OutputRef:
 		return q.Outputs[o.Output].Name
 	case Computed:
+		if o.Part != nil {
+			return dateString(o.Part.Field, o.Part.Column, o.Part.Trunc)
+		}
 		return o.Fn.String()
 	}
 	if s, ok := o.Value.(string); ok {

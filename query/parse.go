@@ -859,6 +859,13 @@ func (p *parser) operand(n *pg.Node, having bool) (Operand, error) {
 			return o, err
 		}
 	}
+	if fc := n.GetFuncCall(); fc != nil && isDateFunc(funcName(fc)) {
+		field, col, trunc, err := p.dateArgs(fc)
+		if err != nil {
+			return Operand{}, err
+		}
+		return Operand{Kind: Computed, Part: &DatePart{Column: col.Name, Field: field, Trunc: trunc}}, nil
+	}
 	if fc := n.GetFuncCall(); fc != nil {
 		if aggregateNames[funcName(fc)] {
 			return Operand{}, refuse("aggregates are not allowed in WHERE; use HAVING to filter the noisy results")
@@ -1018,6 +1025,12 @@ func (p *parser) kindOf(o Operand) string {
 			return "bool"
 		}
 	case Computed:
+		if o.Part != nil {
+			if o.Part.Trunc {
+				return string(p.table.Column(o.Part.Column).Type)
+			}
+			return "number"
+		}
 		return o.Fn.kind()
 	case OutputRef:
 		out := p.q.Outputs[o.Output]
@@ -1061,7 +1074,7 @@ func (p *parser) describe(o Operand) string {
 	case OutputRef:
 		return "output " + p.q.Outputs[o.Output].Name
 	case Computed:
-		return fmt.Sprintf("%s (%s)", o.Fn, o.Fn.kind())
+		return fmt.Sprintf("%s (%s)", operandString(o, nil), p.kindOf(o))
 	}
 	if s, ok := o.Value.(string); ok {
 		return fmt.Sprintf("text '%s'", s)
@@ -1239,8 +1252,8 @@ func (p *parser) like(a *pg.A_Expr, op string, having bool) (Expr, error) {
 	if (l.Kind != ColumnRef && l.Kind != Computed) || r.Kind != Literal || !isText {
 		return nil, refuse("write column LIKE 'pattern', with a text column (or a text function of one) and a literal pattern")
 	}
-	if l.Kind == Computed && l.Fn.kind() != "text" {
-		return nil, refuse("LIKE needs text; %s is %s", l.Fn, l.Fn.kind())
+	if l.Kind == Computed && p.kindOf(l) != "text" {
+		return nil, refuse("LIKE needs text; %s is %s", operandString(l, nil), p.kindOf(l))
 	}
 	if col := p.table.Column(l.Column); l.Kind == ColumnRef && (col == nil || col.Type != catalog.Text) {
 		return nil, refuse("LIKE needs a text column; %s is not one", l.Column)

@@ -124,7 +124,9 @@ func walkColumns(e Expr, fn func(string)) bool {
 		if o.Kind == ColumnRef {
 			fn(o.Column)
 		}
-		if o.Kind == Computed {
+		if o.Kind == Computed && o.Part != nil {
+			fn(o.Part.Column)
+		} else if o.Kind == Computed {
 			for _, c := range o.Fn.columns() {
 				fn(c)
 			}
@@ -568,6 +570,9 @@ func (g *sqlGen) operand(o Operand) (string, error) {
 	case Literal:
 		return engine.Literal(g.d, o.Value)
 	case Computed:
+		if o.Part != nil {
+			return g.dateSQL(o.Part.Column, o.Part.Field, o.Part.Trunc)
+		}
 		return g.textSQL(o.Fn)
 	}
 	return "", fmt.Errorf("query: output reference in a row predicate")

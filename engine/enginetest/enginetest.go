@@ -258,6 +258,7 @@ var Battery = []Case{
 	{Name: "extract doy week month year", SQL: "SELECT SUM(EXTRACT(doy FROM signup)), SUM(EXTRACT(week FROM signup)), SUM(EXTRACT(month FROM signup)), SUM(EXTRACT(year FROM signup)), SUM(EXTRACT(day FROM signup)) FROM events", Want: "869 24 31 12144 108"},
 	{Name: "timestamp parts", SQL: "SELECT date_trunc('hour', seen) AS h, SUM(EXTRACT(minute FROM seen)), COUNT(*) FROM events WHERE seen BETWEEN '2024-02-29 22:00:00' AND '2024-03-01 00:30:00' GROUP BY h", Want: "2024-02-29 22:00:00 0 0; 2024-02-29 23:00:00 59 1; 2024-03-01 00:00:00 0 1"},
 	{Name: "timestamp hours and days", SQL: "SELECT EXTRACT(hour FROM seen) AS h, COUNT(*) FROM events GROUP BY h HAVING COUNT(*) > 0", Want: "0 2; 8 1; 23 3"},
+	{Name: "date functions in conditions", SQL: "SELECT COUNT(*), COUNT(*) FILTER (WHERE date_trunc('quarter', seen) >= TIMESTAMP '2024-04-01 00:00:00') FROM events WHERE EXTRACT(dow FROM signup) IN (1, 2) OR date_trunc('month', signup) = '2024-02-01'", Want: "5 2"},
 	{Name: "date differences", SQL: "SELECT SUM(signup - DATE '2024-01-01'), AVG(EXTRACT(month FROM signup)) FROM events", Want: "863 5.166667"},
 
 	// Text functions: the same answers on every engine (lower and upper
