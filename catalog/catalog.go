@@ -738,6 +738,9 @@ func (c *Catalog) Summary() string {
 			if col.Values != nil {
 				usable = append(usable, "GROUP BY")
 			}
+			if col.Bounded() && col.Type.Temporal() {
+				usable = append(usable, "GROUP BY date_trunc/EXTRACT")
+			}
 			if col.Name == t.PrivacyUnit {
 				usable = []string{"privacy unit"}
 			}

@@ -37,7 +37,8 @@ tables:
 	if got := FormatTimestamp(19723*MicrosPerDay - 1); got != "2023-12-31 23:59:59.999999" {
 		t.Errorf("FormatTimestamp = %s", got)
 	}
-	if !strings.Contains(c.Summary(), "signup date [2024-01-01, 2024-12-31]") {
+	if !strings.Contains(c.Summary(), "signup date [2024-01-01, 2024-12-31] (COUNT, GROUP BY date_trunc/EXTRACT)") ||
+		!strings.Contains(c.Summary(), "day date values [2024-03-01, 2024-03-02] (COUNT, GROUP BY)") {
 		t.Errorf("summary:\n%s", c.Summary())
 	}
 	for _, tc := range []struct{ col, want string }{
