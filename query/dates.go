@@ -216,12 +216,25 @@ func (p *parser) dateBucket(fc *pg.FuncCall) (*Bucket, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Bucket{Kind: DateBucket, Column: col.Name, Field: field, Trunc: trunc, Type: col.Type}
-	if n := b.dateCount(int64(*col.Lower), int64(*col.Upper)); n > MaxGroups {
-		return nil, refuse("%s has %d values over the declared range of %s [%s, %s]; want at most %d groups: group by a coarser unit",
-			b, n, col.Name, catalog.FormatValue(col.Type, int64(*col.Lower)), catalog.FormatValue(col.Type, int64(*col.Upper)), MaxGroups)
+	return &Bucket{Kind: DateBucket, Column: col.Name, Field: field, Trunc: trunc, Type: col.Type}, nil
+}
+
+// checkCount refuses a DateBucket whose image over the column's bounds in
+// t (declared, narrowed by WHERE) has more than MaxGroups values, counted
+// without listing them; the plan calls it before anything lists them.
+func (b *Bucket) checkCount(t *catalog.Table) error {
+	if b.Kind != DateBucket {
+		return nil
 	}
-	return b, nil
+	c := t.Column(b.Column)
+	if c == nil || !c.Bounded() {
+		return fmt.Errorf("query: %s needs a bounded column", b)
+	}
+	if n := b.dateCount(int64(*c.Lower), int64(*c.Upper)); n > MaxGroups {
+		return refuse("%s has %d values over the range of %s [%s, %s] (declared, narrowed by WHERE); want at most %d groups: group by a coarser unit or narrow the range",
+			b, n, c.Name, catalog.FormatValue(c.Type, int64(*c.Lower)), catalog.FormatValue(c.Type, int64(*c.Upper)), MaxGroups)
+	}
+	return nil
 }
 
 // dayOf splits a column value into its day (since 1970-01-01) and the
@@ -345,9 +358,8 @@ func floorDivDay(b *Bucket, v int64) int64 {
 }
 
 // dateValues lists the bucket's values over the column's bounds in t, in
-// ascending order. The count was checked when the query was parsed (over
-// the declared bounds, which the WHERE clause only narrows), so the loops
-// are bounded before they start.
+// ascending order. The plan checked the count first (checkCount), so the
+// loops are bounded before they start.
 func (b *Bucket) dateValues(t *catalog.Table) []any {
 	c := t.Column(b.Column)
 	lo, hi := int64(*c.Lower), int64(*c.Upper)
