@@ -760,3 +760,74 @@ func (p *Plan) KeyTypes() []string {
 	}
 	return out
 }
+
+// shiftedCompare reads col ± INTERVAL '…' op literal (either side) as col
+// op (literal ∓ interval), which is the same condition for whole days and
+// hours, and lets the bounds narrow as for any comparison; ok is false
+// when neither side is a column plus an interval. Months are refused: a
+// month shift of the column cannot be moved to the literal exactly.
+func (p *parser) shiftedCompare(a *pg.A_Expr, op string) (Expr, bool, error) {
+	shifted := func(n *pg.Node) (*pg.A_Expr, bool) {
+		x := n.GetAExpr()
+		if x == nil || x.Kind != pg.A_Expr_Kind_AEXPR_OP || (opName(x) != "+" && opName(x) != "-") || x.Lexpr.GetColumnRef() == nil || !isInterval(x.Rexpr) {
+			return nil, false
+		}
+		return x, true
+	}
+	x, left := shifted(a.Lexpr)
+	other := a.Rexpr
+	if !left {
+		var right bool
+		if x, right = shifted(a.Rexpr); !right {
+			return nil, false, nil
+		}
+		other = a.Lexpr
+	}
+	col, err := p.operand(x.Lexpr, false)
+	if err != nil {
+		return nil, true, err
+	}
+	t := p.temporalOf(col)
+	if t == "" {
+		return nil, true, refuse("INTERVAL is added to dates and timestamps; %s is not one", operandString(col, nil))
+	}
+	tc := x.Rexpr.GetTypeCast()
+	text := ""
+	if sv, ok := tc.Arg.GetAConst().GetVal().(*pg.A_Const_Sval); ok {
+		text = sv.Sval.Sval
+	}
+	months, micros, err := parseInterval(text)
+	if err != nil || len(tc.TypeName.Typmods) > 0 {
+		return nil, true, refuse("cannot read INTERVAL '%s': want a whole number and a unit, several separated by spaces, e.g. INTERVAL '30 days' (units: week, day, hour, minute, second)", text)
+	}
+	if months != 0 {
+		return nil, true, refuse("%s %s INTERVAL '%s': a column shifted by months or years is not supported; shift the literal instead, e.g. %s > DATE '2024-06-01' - INTERVAL '%s'", col.Column, opName(x), text, col.Column, text)
+	}
+	shift := micros
+	if t == catalog.Date {
+		if micros%catalog.MicrosPerDay != 0 {
+			return nil, true, refuse("%s %s INTERVAL '%s': a date moves by whole days", col.Column, opName(x), text)
+		}
+		shift = micros / catalog.MicrosPerDay
+	}
+	if opName(x) == "-" {
+		shift = -shift
+	}
+	lit, err := p.operand(other, false)
+	if err != nil {
+		return nil, true, err
+	}
+	if _, lit, err = p.temporalOperands(col, lit); err != nil {
+		return nil, true, err
+	}
+	v, ok := lit.Value.(int64)
+	if lit.Kind != Literal || lit.Type != t || !ok {
+		return nil, true, refuse("compare %s %s INTERVAL '%s' with a %s literal, e.g. DATE '2024-06-01'", col.Column, opName(x), text, t)
+	}
+	// col + s op v ⇔ col op v − s, on either side.
+	lit.Value = v - shift
+	if left {
+		return Compare{Op: op, Left: col, Right: lit}, true, nil
+	}
+	return Compare{Op: op, Left: lit, Right: col}, true, nil
+}

@@ -48,6 +48,7 @@ func TestDateAnswers(t *testing.T) {
 		{"date minus interval", "SELECT COUNT(*) FROM events WHERE signup >= DATE '2024-03-31' - INTERVAL '1 month'", "4"},
 		{"months saturate", "SELECT COUNT(*) FROM events WHERE signup BETWEEN DATE '2024-01-31' + INTERVAL '1 month' AND DATE '2024-01-31' + INTERVAL '1 month 1 day'", "2"},
 		{"timestamp plus interval", "SELECT COUNT(*) FROM events WHERE seen > TIMESTAMP '2024-02-29 00:00:00' + INTERVAL '23 hours 59 minutes'", "4"},
+		{"column plus interval", "SELECT COUNT(*) FROM events WHERE signup + INTERVAL '1 week 1 day' > DATE '2024-03-09' AND '2024-03-01 00:00:00' <= seen - INTERVAL '1 hour'", "2"},
 		{"interval in an aggregate", "SELECT SUM(signup - (DATE '2024-12-31' - INTERVAL '1 year')) FROM events", "869"},
 	}
 	for _, tc := range tests {
@@ -87,7 +88,10 @@ func TestDateRefusals(t *testing.T) {
 		{"SELECT COUNT(*) FROM events WHERE EXTRACT(month FROM signup) LIKE '1%'", "LIKE needs text; EXTRACT(month FROM signup) is number"},
 		{"SELECT COUNT(*) FROM events WHERE date_trunc('month', signup) = 3", "cannot compare date_trunc('month', signup) (date) with number 3"},
 		{"SELECT COUNT(*) FROM events WHERE EXTRACT(month FROM visit) = 3", "needs declared bounds for visit"},
-		{"SELECT COUNT(*) FROM events WHERE signup + INTERVAL '1 day' > DATE '2024-01-01'", "INTERVAL arithmetic is supported on DATE and TIMESTAMP literals only"},
+		{"SELECT COUNT(*) FROM events WHERE signup + INTERVAL '1 month' > DATE '2024-01-01'", "signup + INTERVAL '1 month': a column shifted by months or years is not supported"},
+		{"SELECT COUNT(*) FROM events WHERE amount + INTERVAL '1 day' > DATE '2024-01-01'", "INTERVAL is added to dates and timestamps; amount is not one"},
+		{"SELECT COUNT(*) FROM events WHERE signup + INTERVAL '1 day' > seen", "compare signup + INTERVAL '1 day' with a date literal"},
+		{"SELECT SUM(amount + INTERVAL '1 day') FROM events", "INTERVAL arithmetic is supported on DATE and TIMESTAMP literals only"},
 	} {
 		_, err := svc.Answer(context.Background(), tc.sql, exactOpts())
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

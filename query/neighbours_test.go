@@ -193,6 +193,7 @@ var neighbourBattery = []string{
 	"SELECT date_trunc('week', dt) AS w, date_trunc('minute', ts) AS m, COUNT(*) FROM T WHERE ts BETWEEN '2024-02-29 23:58:00' AND '2024-03-01 00:01:00' GROUP BY w, m",
 	"SELECT SUM(dt - DATE '2024-01-01'), AVG(EXTRACT(doy FROM dt)), SUM(EXTRACT(minute FROM ts)), MAX(EXTRACT(year FROM ts)) FROM T",
 	"SELECT dt, COUNT(*) FROM T GROUP BY dt",
+	"SELECT COUNT(*), SUM(dt - DATE '2024-01-01') FROM T WHERE dt + INTERVAL '2 weeks' <= '2024-03-01' AND ts - INTERVAL '36 hours' > TIMESTAMP '2023-12-01 00:00:00'",
 	"SELECT COUNT(*), SUM(i) FILTER (WHERE EXTRACT(hour FROM ts) < 12) FROM T WHERE EXTRACT(dow FROM dt) IN (0, 6) OR date_trunc('month', dt) = '2024-02-01'",
 	"SELECT COUNT(*), SUM(dt - (DATE '2024-12-31' - INTERVAL '1 year 1 month')) FROM T WHERE ts >= TIMESTAMP '2024-01-31 12:00:00' + INTERVAL '1 month'",
 	// Text functions: public images over value lists, key selection

@@ -733,6 +733,11 @@ func (p *parser) aexpr(a *pg.A_Expr, having bool) (Expr, error) {
 		if !ok {
 			return nil, refuse("operator %s is not supported in conditions; use =, <>, <, <=, >, >=", op)
 		}
+		if !having {
+			if e, ok, err := p.shiftedCompare(a, norm); ok {
+				return e, err
+			}
+		}
 		l, err := p.operand(a.Lexpr, having)
 		if err != nil {
 			return nil, err
