@@ -778,6 +778,20 @@ func dropHidden(res *Result, q *Query) {
 // notes explains the answer's construction.
 func (p *Plan) notes() []string {
 	var n []string
+	if pre := p.Query.Pre; pre != nil {
+		var aggs []string
+		for _, c := range pre.Columns {
+			if c.Agg != nil {
+				aggs = append(aggs, c.Name+" = "+c.Agg.String())
+			}
+		}
+		rows := "one row per person, so each row is a person and no bounding is needed"
+		if len(pre.Keys) > 1 {
+			rows = "one row per person and " + strings.Join(pre.Keys, ", ") + ": the table's declared bounds apply to them"
+		}
+		n = append(n, fmt.Sprintf("reads a per-person pre-aggregation of %s grouped by %s (%s), %s; each output's bounds come from the plan (a count is at least 0; clamp with LEAST/GREATEST where there is no bound)",
+			pre.Query.Table, strings.Join(pre.Keys, ", "), strings.Join(aggs, ", "), rows))
+	}
 	for _, j := range p.Query.Joins {
 		kind := "joined"
 		if j.Left {

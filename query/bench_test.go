@@ -60,3 +60,36 @@ func BenchmarkPrepareJoin(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPrepareSubqueries measures preparing queries over common table
+// expressions: two merged row-level ones joined with a public table, and a
+// per-person pre-aggregation.
+func BenchmarkPrepareSubqueries(b *testing.B) {
+	svc, _, _ := newTestService(b, writeNeighbourCatalog(b))
+	opts := Options{Epsilon: 1, Confidence: 0.95, Analyst: "a"}
+	for _, bc := range []struct{ name, sql string }{
+		{"merged", "WITH a AS (SELECT pid, t, i * 2 AS i2 FROM people WHERE f > 0), b AS (SELECT * FROM a WHERE i < 50) " +
+			"SELECT c.label, COUNT(*), SUM(b.i2) FROM b JOIN codes c ON b.t = c.t GROUP BY c.label"},
+		{"per-person", "WITH pp AS (SELECT pid, COUNT(*) AS n, SUM(f) AS s FROM people GROUP BY pid) " +
+			"SELECT width_bucket(n, 0, 10, 10) AS w, COUNT(*), AVG(LEAST(GREATEST(s, -50), 50)) FROM pp GROUP BY w"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			if _, err := svc.Prepare(bc.sql, opts); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if _, err := svc.Prepare(bc.sql, opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAverageExact times one AVG interval by test inversion (Adult's
+// ages at a third of ε = 1, a group of 311 people).
+func BenchmarkAverageExact(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		averageExact(311*(38.6-53.5)+float64(i%97), 311+float64(i%7), 219, 1.0/(1<<14), 6, 0.05, 17, 90)
+	}
+}

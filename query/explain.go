@@ -206,6 +206,14 @@ func (n *Noise) halfWidth(j int, confidence float64) (float64, string) {
 	case Sum:
 		return n.sums[a.Releases[0]].Interval(confidence), ""
 	case Avg:
+		selected := n.plan.Selection != nil && n.plan.Selection.Release == a.Releases[1]
+		if b, g, bn, ok := n.exactAverageNoise(a.Releases[0], a.Releases[1]); ok && !selected {
+			r := (a.Upper - a.Lower) / 2
+			h0 := averageQuantile(0, b, bn, 1-confidence) + 2*g
+			h1 := averageQuantile(r, b, bn, 1-confidence) + 2*g
+			return h0, fmt.Sprintf("for a group of n rows about ±h/n, h from %s (a mean at the midpoint) to %s (a mean at an end of the range): the test-inversion interval of the noisy sum over the noisy count, never wider than [%g, %g]; half_width is h at the midpoint",
+				fmtG(h0), fmtG(h1), a.Lower, a.Upper)
+		}
 		tail := 1 - (1-confidence)/2
 		hs := n.sums[a.Releases[0]].Interval(tail)
 		hc := n.counts[a.Releases[1]].Interval(tail)

@@ -183,6 +183,17 @@ func TestKeysAlone(t *testing.T) {
 	if _, err := svc.Run(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
+	// SELECT DISTINCT is the keys alone.
+	res, err = svc.Answer(context.Background(), "SELECT DISTINCT city, flag FROM people", exactOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 6 || res.Cost.Epsilon != 0 {
+		t.Fatalf("SELECT DISTINCT city, flag: rows %v, cost %v: want the 6 public pairs, free", res.Rows, res.Cost)
+	}
+	if p, err = svc.Prepare("SELECT DISTINCT age FROM people", opts); err != nil || p.Plan.Selection == nil {
+		t.Fatalf("SELECT DISTINCT age: %v, want key selection", err)
+	}
 }
 
 // TestLike checks LIKE and ILIKE in WHERE, CASE and FILTER at ε = 1e20 on

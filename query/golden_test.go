@@ -61,6 +61,9 @@ func TestGoldenSQL(t *testing.T) {
 		{"date_arithmetic", "dates", "SELECT SUM(signup - DATE '2024-01-01'), AVG(EXTRACT(month FROM signup)) FROM events"},
 		{"text_key", "test", "SELECT lower(city) AS c, COUNT(*) FROM people WHERE starts_with(trim(city), 'A') OR length(city) > 1 GROUP BY c"},
 		{"text_key_selection", "dates", "SELECT substr(upper(note), 1, 3) AS n, SUM(LEAST(length(note), 10)) FROM events GROUP BY n"},
+		{"count_distinct_values", "examples", "SELECT day, COUNT(DISTINCT euros_spent) FROM visits GROUP BY day"},
+		{"cte_merged", "examples", "WITH long AS (SELECT visitor_id, day, minutes_spent * 2 AS m2 FROM visits WHERE minutes_spent > 20) SELECT day, COUNT(*), SUM(m2) FROM long GROUP BY day"},
+		{"per_person", "examples", "WITH pp AS (SELECT visitor_id, COUNT(*) AS n, SUM(euros_spent) AS spent FROM visits GROUP BY visitor_id) SELECT width_bucket(n, 1, 8, 7) AS visits, COUNT(*), AVG(LEAST(spent, 100)) FROM pp GROUP BY visits"},
 		{"case_bins_unit", "examples", "SELECT CASE WHEN euros_spent < 10 THEN 'low' WHEN euros_spent < 30 THEN 'mid' ELSE 'high' END AS spend, COUNT(*) FROM visits GROUP BY spend"},
 	}
 	for _, tt := range tests {

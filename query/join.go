@@ -379,11 +379,20 @@ func (p *parser) joinedColumn(parts []string) (*catalog.Column, error) {
 }
 
 // fromClause renders the plan's FROM: the private table (or view) alone,
-// or joined with its public tables under the aliases t0, t1, ….
-func (g *sqlGen) fromClause(view string) string {
+// joined with its public tables under the aliases t0, t1, …, or the
+// per-person pre-aggregation it reads.
+func (g *sqlGen) fromClause(view string) (string, error) {
 	q := g.p.Query
+	if q.Pre != nil {
+		// A per-person pre-aggregation is read as a subquery.
+		inner, err := g.preSQL(q.Pre)
+		if err != nil {
+			return "", err
+		}
+		return "(" + inner + ") AS " + g.ident("t0"), nil
+	}
 	if len(q.Joins) == 0 {
-		return g.ident(view)
+		return g.ident(view), nil
 	}
 	var b strings.Builder
 	b.WriteString(g.ident(view) + " AS " + g.ident("t0"))
@@ -401,7 +410,7 @@ func (g *sqlGen) fromClause(view string) string {
 			b.WriteString(g.colRef(on[0]) + " = " + g.colRef(on[1]))
 		}
 	}
-	return b.String()
+	return b.String(), nil
 }
 
 // colRef renders a column of the relation: its quoted name, qualified by

@@ -92,7 +92,9 @@ func selectingCount(a Aggregate, table *catalog.Table) (int, bool) {
 	case Avg:
 		return 1, true
 	case CountDistinct:
-		return 0, !table.HasPrivacyUnit() || a.Column == table.PrivacyUnit
+		// Not the distinct values of another column: the main statement
+		// does not compute them (HistogramSQL does).
+		return 0, table.HasPrivacyUnit() && a.Column == table.PrivacyUnit
 	}
 	return 0, false
 }

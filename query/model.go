@@ -168,6 +168,9 @@ type Query struct {
 	Joins    []Join
 	Relation *catalog.Table
 	JoinRows int64
+	// Pre is the per-person pre-aggregation the query reads instead of a
+	// table (Relation is then its relation), or nil.
+	Pre *PreAggregate
 	// Where is the row predicate, or nil.
 	Where Expr
 	// Having filters the noisy answer rows, or nil. Its operands are

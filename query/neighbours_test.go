@@ -7,13 +7,18 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgtype"
+
 	"github.com/dpstat/dpstat/catalog"
-	"github.com/dpstat/dpstat/engine/duckdb"
+	"github.com/dpstat/dpstat/engine"
+	"github.com/dpstat/dpstat/engine/engines"
+	"github.com/dpstat/dpstat/engine/postgres/pgtest"
 )
 
 // The neighbouring-table harness (docs/privacy.md, "How the rules are
@@ -206,6 +211,18 @@ var neighbourBattery = []string{
 	"SELECT SUM(length(t)), SUM(LEAST(length(u), 50)), AVG(CASE WHEN lower(u) IN ('x', 'y') THEN i END) FROM T",
 	"SELECT SUM(length(u)) FROM T",
 	"SELECT CASE WHEN f > 0 THEN 'pos' WHEN i > 50 THEN 'big' END AS sign, COUNT(*) FROM T GROUP BY sign",
+	// Distinct values of any column: the sensitivity of COUNT(*).
+	"SELECT COUNT(DISTINCT t), COUNT(DISTINCT i), COUNT(DISTINCT f) FROM T",
+	"SELECT fz, COUNT(DISTINCT u), SUM(i) FROM T GROUP BY fz",
+	"SELECT u, COUNT(DISTINCT b) FROM T GROUP BY u",
+	// Common table expressions and subqueries (merged), per-person
+	// pre-aggregation (its rows one person's).
+	"WITH s AS (SELECT * FROM T WHERE f > 0) SELECT t, COUNT(*), SUM(i) FROM s GROUP BY t",
+	"SELECT SUM(d), MAX(d) FROM (SELECT i * 2 - f AS d, t FROM T WHERE b) s WHERE t <> ''",
+	"WITH a AS (SELECT pid, i FROM T), b AS (SELECT pid, i + 1 AS j FROM a) SELECT COUNT(DISTINCT pid), AVG(j) FROM b",
+	"WITH s AS (SELECT pid, COUNT(*) AS n, SUM(f) AS sf, MAX(i) AS mi FROM T GROUP BY pid) SELECT COUNT(*), SUM(LEAST(n, 3)), AVG(LEAST(GREATEST(sf, -50), 50)), MEDIAN(mi) FROM s",
+	"SELECT width_bucket(n, 0, 5, 5) AS w, COUNT(*) FROM (SELECT pid, COUNT(*) AS n FROM T GROUP BY pid) s GROUP BY w",
+	"SELECT t, COUNT(*), SUM(LEAST(n, 2)) FROM (SELECT pid, t, COUNT(i) AS n FROM T WHERE i > 0 GROUP BY pid, t) s GROUP BY t",
 	// Keys alone: the public list free, key selection with all of ε.
 	"SELECT t, b FROM T GROUP BY t, b",
 	"SELECT u FROM T GROUP BY u",
@@ -233,12 +250,13 @@ type neighbourFixture struct {
 }
 
 var (
-	neighbourOnce sync.Once
-	neighbourFix  *neighbourFixture
-	neighbourErr  error
-	// neighbourEngines and neighbourDir are closed and removed by TestMain.
-	neighbourEngines []*duckdb.Engine
-	neighbourDir     string
+	neighbourMu   sync.Mutex
+	neighbourFixs = map[string]*neighbourFixture{}
+	neighbourErrs = map[string]error{}
+	// neighbourEngines and neighbourDirs are closed and removed by
+	// TestMain.
+	neighbourEngines []engine.Engine
+	neighbourDirs    []string
 )
 
 // TestMain closes the harness's engines and removes its tables after the
@@ -248,29 +266,124 @@ func TestMain(m *testing.M) {
 	for _, e := range neighbourEngines {
 		e.Close()
 	}
-	if neighbourDir != "" {
-		os.RemoveAll(neighbourDir)
+	for _, d := range neighbourDirs {
+		os.RemoveAll(d)
 	}
+	pgtest.StopShared()
 	os.Exit(code)
 }
 
-// neighbours builds the harness tables once per test binary.
+// neighbours builds the harness tables on DuckDB once per test binary.
 func neighbours(t testing.TB) *neighbourFixture {
 	t.Helper()
-	neighbourOnce.Do(func() { neighbourFix, neighbourErr = buildNeighbours() })
-	if neighbourErr != nil {
-		t.Fatal(neighbourErr)
-	}
-	return neighbourFix
+	return neighboursOn(t, "duckdb")
 }
 
-func buildNeighbours() (*neighbourFixture, error) {
+// neighboursOn builds the harness tables once per test binary on the
+// engine kind: "duckdb" (files) or "postgres" (a test server's tables).
+func neighboursOn(t testing.TB, kind string) *neighbourFixture {
+	t.Helper()
+	var pg *pgtest.Server
+	if kind == "postgres" {
+		pg = pgtest.Shared(t)
+	}
+	neighbourMu.Lock()
+	defer neighbourMu.Unlock()
+	if neighbourFixs[kind] == nil && neighbourErrs[kind] == nil {
+		neighbourFixs[kind], neighbourErrs[kind] = buildNeighbours(kind, pg)
+	}
+	if err := neighbourErrs[kind]; err != nil {
+		t.Fatal(err)
+	}
+	return neighbourFixs[kind]
+}
+
+// neighbourTypes are the types of the harness columns (neighbourColumns).
+var neighbourTypes = []catalog.Type{catalog.Int, catalog.Float, catalog.Float, catalog.Int, catalog.Text, catalog.Text, catalog.Bool, catalog.Date, catalog.Timestamp}
+
+// neighbourValues reads harness rows as a file engine does: an empty or
+// malformed field is NULL.
+func neighbourValues(rows []string) [][]any {
+	out := make([][]any, len(rows))
+	for i, r := range rows {
+		fields := strings.Split(r, ",")
+		row := make([]any, len(fields))
+		for j, f := range fields {
+			if f == "" {
+				continue
+			}
+			switch neighbourTypes[j] {
+			case catalog.Int:
+				if v, err := strconv.ParseInt(f, 10, 64); err == nil {
+					row[j] = v
+				}
+			case catalog.Float:
+				if v, err := strconv.ParseFloat(f, 64); err == nil {
+					row[j] = v
+				}
+			case catalog.Bool:
+				if v, err := strconv.ParseBool(f); err == nil {
+					row[j] = v
+				}
+			case catalog.Date:
+				switch f {
+				case "infinity":
+					row[j] = pgtype.Date{InfinityModifier: pgtype.Infinity, Valid: true}
+				case "-infinity":
+					row[j] = pgtype.Date{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+				default:
+					if v, err := time.Parse("2006-01-02", f); err == nil {
+						row[j] = v
+					}
+				}
+			case catalog.Timestamp:
+				switch f {
+				case "infinity":
+					row[j] = pgtype.Timestamp{InfinityModifier: pgtype.Infinity, Valid: true}
+				case "-infinity":
+					row[j] = pgtype.Timestamp{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+				default:
+					if v, err := time.Parse("2006-01-02 15:04:05", f); err == nil {
+						row[j] = v
+					}
+				}
+			default:
+				row[j] = f
+			}
+		}
+		out[i] = row
+	}
+	return out
+}
+
+func buildNeighbours(kind string, pg *pgtest.Server) (*neighbourFixture, error) {
 	root, err := os.MkdirTemp("", "dpstat-neighbours-")
 	if err != nil {
 		return nil, err
 	}
-	neighbourDir = root
+	neighbourDirs = append(neighbourDirs, root)
 	fix := &neighbourFixture{services: map[string]map[string]*Service{}, persons: map[string][]string{}}
+	var cols []pgtest.Column
+	for i, name := range strings.Split(neighbourColumns, ",") {
+		cols = append(cols, pgtest.Column{Name: name, Type: neighbourTypes[i]})
+	}
+	ctx := context.Background()
+	if pg != nil {
+		codes := [][]any{}
+		for _, line := range strings.Split(strings.TrimSpace(neighbourCodes), "\n")[1:] {
+			f := strings.Split(line, ",")
+			w, _ := strconv.ParseInt(f[2], 10, 64)
+			var t any
+			if f[0] != "" {
+				t = f[0]
+			}
+			codes = append(codes, []any{t, f[1], w})
+		}
+		if err := pg.LoadRows(ctx, "nb_codes", []pgtest.Column{{Name: "t", Type: catalog.Text}, {Name: "label", Type: catalog.Text}, {Name: "weight", Type: catalog.Int}}, codes); err != nil {
+			return nil, err
+		}
+	}
+	loaded := 0
 	open := func(dir string, rows []string) (*Service, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
@@ -279,7 +392,19 @@ func buildNeighbours() (*neighbourFixture, error) {
 		if err := os.WriteFile(filepath.Join(dir, "data.csv"), []byte(data), 0o644); err != nil {
 			return nil, err
 		}
-		if err := os.WriteFile(filepath.Join(dir, "catalog.yaml"), []byte(neighbourCatalog), 0o644); err != nil {
+		decl := neighbourCatalog
+		if pg != nil {
+			// The same tables in the server: one relation per variant.
+			loaded++
+			name := fmt.Sprintf("nb_%d", loaded)
+			if err := pg.LoadRows(ctx, name, cols, neighbourValues(rows)); err != nil {
+				return nil, err
+			}
+			decl = strings.ReplaceAll(decl, "source: data.csv", "source: public."+name)
+			decl = strings.ReplaceAll(decl, "source: codes.csv", "source: public.nb_codes")
+			decl = strings.Replace(decl, "tables:", fmt.Sprintf("engine: {kind: postgres, dsn: %q, statement_timeout: 60s, max_connections: 1}\ntables:", pg.ReaderDSN()), 1)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "catalog.yaml"), []byte(decl), 0o644); err != nil {
 			return nil, err
 		}
 		if err := os.WriteFile(filepath.Join(dir, "codes.csv"), []byte(neighbourCodes), 0o644); err != nil {
@@ -289,7 +414,11 @@ func buildNeighbours() (*neighbourFixture, error) {
 		if err != nil {
 			return nil, err
 		}
-		eng, err := duckdb.Open(duckdb.Options{Threads: 1})
+		spec := engines.Spec(cat)
+		if pg == nil {
+			spec.Threads = 1
+		}
+		eng, err := engine.Open(ctx, spec)
 		if err != nil {
 			return nil, err
 		}
@@ -498,14 +627,24 @@ func checkNeighbours(t testing.TB, sql, variant string, d, n neighbourOutcome) {
 }
 
 // TestNeighbouringTables runs the battery on D and on D − p for every
-// person p of both harness tables.
+// person p of both harness tables, on DuckDB.
 func TestNeighbouringTables(t *testing.T) {
+	testNeighbouringTables(t, "duckdb")
+}
+
+// TestNeighbouringTablesPostgres runs the battery on PostgreSQL: the same
+// tables loaded into a test server's relations, the same checks.
+func TestNeighbouringTablesPostgres(t *testing.T) {
+	testNeighbouringTables(t, "postgres")
+}
+
+func testNeighbouringTables(t *testing.T, kind string) {
 	if raceDetector {
 		// It shares no state between goroutines beyond what the plain run
 		// covers, and under the detector it would take many minutes.
 		t.Skip("the neighbouring-table harness runs in the plain test run (make test runs it without -race)")
 	}
-	fix := neighbours(t)
+	fix := neighboursOn(t, kind)
 	for _, table := range []string{"people", "rows"} {
 		t.Run(table, func(t *testing.T) {
 			t.Parallel()

@@ -338,7 +338,7 @@ func (n *Noise) Apply(ex *Exact, confidence float64) (values [][]any, cis [][]In
 	values = make([][]any, len(ex.Stats))
 	cis = make([][]Interval, len(ex.Stats))
 	// Each release's half-width does not depend on the data.
-	tail := 1 - (1-confidence)/2 // each half of an AVG gets half the miss probability
+	tail := 1 - (1-confidence)/2 // each half of a Gaussian AVG gets half the miss probability
 	for g := range ex.Stats {
 		noisy := make([]float64, len(p.Releases))
 		for i, r := range p.Releases {
@@ -369,14 +369,27 @@ func (n *Noise) Apply(ex *Exact, confidence float64) (values [][]any, cis [][]In
 				i := a.Releases[0]
 				h := n.counts[i].Interval(confidence)
 				row[j] = int64(noisy[i])
-				ci[j] = Interval{noisy[i] - h, noisy[i] + h}
+				ci[j] = feasible(Interval{noisy[i] - h, noisy[i] + h}, 0, math.Inf(1))
 			case Sum:
 				i := a.Releases[0]
 				h := n.sums[i].Interval(confidence)
 				row[j] = noisy[i]
 				ci[j] = Interval{noisy[i] - h, noisy[i] + h}
+				if a.Lower >= 0 {
+					ci[j] = feasible(ci[j], 0, math.Inf(1))
+				} else if a.Upper <= 0 {
+					ci[j] = feasible(ci[j], math.Inf(-1), 0)
+				}
 			case Avg:
 				si, ci0 := a.Releases[0], a.Releases[1]
+				// A count that selected its key is released only above the
+				// threshold, so its noise no longer has the law the test
+				// inversion assumes: such an AVG keeps the box interval.
+				selected := p.Selection != nil && p.Selection.Release == ci0 && ex.Selected != nil
+				if b, gr, bn, ok := n.exactAverageNoise(si, ci0); ok && !selected {
+					row[j], ci[j] = averageExact(noisy[si], noisy[ci0], b, gr, bn, 1-confidence, a.Lower, a.Upper)
+					continue
+				}
 				hs := n.sums[si].Interval(tail)
 				hc := n.counts[ci0].Interval(tail)
 				row[j], ci[j] = average(noisy[si], noisy[ci0], hs, hc, a.Lower, a.Upper)
@@ -384,7 +397,7 @@ func (n *Noise) Apply(ex *Exact, confidence float64) (values [][]any, cis [][]In
 				i := a.Releases[0]
 				h := n.counts[i].Interval(confidence)
 				row[j] = int64(noisy[i])
-				ci[j] = Interval{noisy[i] - h, noisy[i] + h}
+				ci[j] = feasible(Interval{noisy[i] - h, noisy[i] + h}, 0, math.Inf(1))
 			case VarPop, VarSamp, StddevPop, StddevSamp:
 				t3 := 1 - (1-confidence)/3
 				si, qi, ni := a.Releases[0], a.Releases[1], a.Releases[2]
@@ -403,6 +416,23 @@ func (n *Noise) Apply(ex *Exact, confidence float64) (values [][]any, cis [][]In
 		cis[g] = ci
 	}
 	return values, cis, nil
+}
+
+// feasible intersects an interval with the range [lo, hi] that the exact
+// value always lies in (a count is ≥ 0; a sum of values declared ≥ 0 is
+// ≥ 0): coverage is unchanged, the width can only shrink. When the two do
+// not meet (the noise took the released value far outside the range), the
+// interval is the end of the range nearest to it.
+func feasible(iv Interval, lo, hi float64) Interval {
+	iv.Low, iv.High = math.Max(iv.Low, lo), math.Min(iv.High, hi)
+	if iv.Low > iv.High {
+		if iv.High < lo {
+			iv.Low, iv.High = lo, lo
+		} else {
+			iv.Low, iv.High = hi, hi
+		}
+	}
+	return iv
 }
 
 // average post-processes a noisy centred sum c and a noisy count n into a

@@ -92,29 +92,39 @@ type parser struct {
 	public map[string]*PublicFacts
 	joins  []Join
 	joined []joinedTable
+	// pre is the per-person pre-aggregation the query reads, if any.
+	pre *PreAggregate
 }
 
 func (p *parser) selectStmt(s *pg.SelectStmt) (*Query, error) {
 	switch {
 	case s.Op != pg.SetOperation_SETOP_NONE && s.Op != pg.SetOperation_SET_OPERATION_UNDEFINED:
 		return nil, refuse("UNION, INTERSECT and EXCEPT are not supported yet; ask one aggregate query at a time")
-	case s.WithClause != nil:
-		return nil, refuse("WITH (common table expressions) is not supported yet: subqueries are not supported yet")
 	case s.IntoClause != nil:
 		return nil, refuse("SELECT INTO is not allowed: dpstat only answers queries")
 	case len(s.ValuesLists) > 0:
 		return nil, refuse("VALUES lists are not queries over a catalog table")
 	case len(s.LockingClause) > 0:
 		return nil, refuse("FOR UPDATE/SHARE is not allowed")
-	case len(s.DistinctClause) > 0:
-		return nil, refuse("SELECT DISTINCT is not supported; use GROUP BY over columns with public value lists")
+	case len(s.DistinctClause) > 0 && !plainDistinct(s):
+		return nil, refuse("SELECT DISTINCT ON and SELECT DISTINCT with GROUP BY or aggregates are not supported; SELECT DISTINCT a, b releases the keys as GROUP BY a, b does")
 	case len(s.WindowClause) > 0:
 		return nil, refuse("window functions are not supported")
+	}
+	if len(s.DistinctClause) > 0 {
+		// SELECT DISTINCT a, b is the keys alone: GROUP BY a, b.
+		s.GroupClause, s.DistinctClause = distinctKeys(s.TargetList), nil
+	}
+	if err := p.mergeSubqueries(s, true); err != nil {
+		return nil, err
 	}
 	if err := p.from(s.FromClause); err != nil {
 		return nil, err
 	}
 	p.q = &Query{Table: p.table.Name, Limit: -1}
+	if p.pre != nil {
+		p.q.Pre, p.q.Relation = p.pre, p.table
+	}
 	if len(p.joins) > 0 {
 		p.q.Joins, p.q.Relation = p.joins, p.table
 		p.q.JoinRows = p.joinRows()
@@ -230,6 +240,9 @@ func nonNegativeInt(n *pg.Node, what string) (int64, bool, error) {
 }
 
 func (p *parser) from(from []*pg.Node) error {
+	if p.pre != nil {
+		return nil // the relation is the pre-aggregation's
+	}
 	if len(from) == 0 {
 		return refuse("no FROM clause; query one of the catalog's tables: %s", p.tableNames())
 	}
@@ -241,7 +254,7 @@ func (p *parser) from(from []*pg.Node) error {
 	case n.GetJoinExpr() != nil:
 		return p.fromJoin(n.GetJoinExpr())
 	case n.GetRangeSubselect() != nil:
-		return refuse("subqueries are not supported yet")
+		return refuse("unsupported subquery in FROM")
 	case n.GetRangeFunction() != nil, n.GetRangeTableFunc() != nil:
 		return refuse("table functions are not allowed in FROM; query one of the catalog's tables: %s", p.tableNames())
 	}
@@ -436,7 +449,7 @@ func (p *parser) target(n *pg.Node) error {
 	fc := rt.Val.GetFuncCall()
 	if fc == nil {
 		if rt.Val.GetSubLink() != nil {
-			return refuse("subqueries are not supported yet")
+			return refuse("a subquery in WHERE or in the select list is not supported: subqueries are read in FROM or WITH, e.g. WITH s AS (SELECT … FROM t WHERE …) SELECT COUNT(*) FROM s")
 		}
 		return refuse("select-list expression at position %d is not supported; select COUNT, SUM or AVG of a column, or a grouped column", rt.Location+1)
 	}
@@ -683,7 +696,7 @@ func (p *parser) expr(n *pg.Node, having bool) (Expr, error) {
 	case n.GetAExpr() != nil:
 		return p.aexpr(n.GetAExpr(), having)
 	case n.GetSubLink() != nil:
-		return nil, refuse("subqueries are not supported yet")
+		return nil, refuse("a subquery in WHERE or in the select list is not supported: subqueries are read in FROM or WITH, e.g. WITH s AS (SELECT … FROM t WHERE …) SELECT COUNT(*) FROM s")
 	case n.GetColumnRef() != nil && !having:
 		col, err := p.columnRef(n.GetColumnRef())
 		if err != nil {
@@ -878,7 +891,7 @@ func (p *parser) operand(n *pg.Node, having bool) (Operand, error) {
 		return Operand{}, refuse("function %s is not supported in WHERE", funcName(fc))
 	}
 	if n.GetSubLink() != nil {
-		return Operand{}, refuse("subqueries are not supported yet")
+		return Operand{}, refuse("a subquery in WHERE or in the select list is not supported: subqueries are read in FROM or WITH, e.g. WITH s AS (SELECT … FROM t WHERE …) SELECT COUNT(*) FROM s")
 	}
 	return Operand{}, refuse("expressions are not supported in conditions; compare columns with literals")
 }
@@ -1294,4 +1307,32 @@ func castType(tn *pg.TypeName) (catalog.Type, string) {
 		return catalog.Timestamp, name
 	}
 	return "", name
+}
+
+// plainDistinct reports whether s is SELECT DISTINCT over expressions
+// without aggregates or GROUP BY (not DISTINCT ON): the keys alone.
+func plainDistinct(s *pg.SelectStmt) bool {
+	if len(s.DistinctClause) != 1 || s.DistinctClause[0].GetNode() != nil || len(s.GroupClause) > 0 || s.HavingClause != nil {
+		return false
+	}
+	for _, t := range s.TargetList {
+		rt := t.GetResTarget()
+		if rt == nil || rt.Val == nil || containsAggregate(rt.Val) {
+			return false
+		}
+		if cr := rt.Val.GetColumnRef(); cr != nil && cr.Fields[len(cr.Fields)-1].GetAStar() != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// distinctKeys is the GROUP BY of SELECT DISTINCT: the positions of its
+// select-list items.
+func distinctKeys(targets []*pg.Node) []*pg.Node {
+	out := make([]*pg.Node, len(targets))
+	for i := range targets {
+		out[i] = pg.MakeAConstIntNode(int64(i+1), 0)
+	}
+	return out
 }

@@ -15,22 +15,16 @@ func (p *parser) unitName() string {
 	return "privacy_unit"
 }
 
-// countDistinct parses COUNT(DISTINCT col): only the table's privacy unit
-// may be counted, since the distinct values of another column are not
-// bounded by what one person contributes.
+// countDistinct parses COUNT(DISTINCT col): the privacy unit's distinct
+// count (people per group), or the distinct values of any other column,
+// whose sensitivity is that of COUNT(*) (see distinct.go).
 func (p *parser) countDistinct(fc *pg.FuncCall) (Aggregate, error) {
-	if !p.table.HasPrivacyUnit() {
-		return Aggregate{}, refuse("COUNT(DISTINCT ...) needs a privacy_unit declared for table %s (without one every row is one person: use COUNT(*))", p.table.Name)
-	}
 	if len(fc.Args) != 1 || fc.Args[0].GetColumnRef() == nil {
-		return Aggregate{}, refuse("COUNT(DISTINCT ...) takes one column: COUNT(DISTINCT %s)", p.table.PrivacyUnit)
+		return Aggregate{}, refuse("COUNT(DISTINCT ...) takes one column, e.g. COUNT(DISTINCT %s)", p.unitName())
 	}
 	col, err := p.columnRef(fc.Args[0].GetColumnRef())
 	if err != nil {
 		return Aggregate{}, err
-	}
-	if col.Name != p.table.PrivacyUnit {
-		return Aggregate{}, refuse("COUNT(DISTINCT %s) is not supported: only the privacy unit's distinct count, COUNT(DISTINCT %s), has a bounded sensitivity", col.Name, p.table.PrivacyUnit)
 	}
 	return Aggregate{Func: CountDistinct, Column: col.Name}, nil
 }

@@ -73,6 +73,11 @@ const (
 	// as an integer number of grid steps in [Lower, Upper] (Lower = 0);
 	// NULL adds nothing.
 	CentredSquareSum
+	// DistinctValues is the number of distinct non-NULL values of the
+	// column among the group's bounded rows. It is computed by its own
+	// engine statement (a Histogram with Distinct set); the main statement
+	// reads 0 for it.
+	DistinctValues
 )
 
 // Summand is the guarantee of the clamping stage for one statistic.
@@ -357,6 +362,10 @@ func NewPlanDelta(q *Query, table *catalog.Table, epsilon, delta float64) (*Plan
 				p.release(NoisyCount, cnt, -1, 1, share/2),
 			}
 		case CountDistinct:
+			if !table.HasPrivacyUnit() || a.Column != table.PrivacyUnit {
+				p.planDistinctValues(&ap, share)
+				break
+			}
 			st := p.statistic(Summand{Kind: DistinctUnits, Column: a.Column})
 			// One person is one distinct unit in each of the at most
 			// Contribution.Groups groups it touches, whatever its rows.

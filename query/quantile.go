@@ -3,6 +3,7 @@ package query
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 
@@ -26,6 +27,11 @@ type Histogram struct {
 	Lower, Upper float64
 	Bins         int
 	Step         float64
+	// Distinct marks the statement of a COUNT(DISTINCT column): one bin
+	// (Bins = 0) holding the number of distinct values among the group's
+	// bounded rows, which is statistic Stat.
+	Distinct bool
+	Stat     int
 }
 
 // Candidate returns the value of candidate i.
@@ -158,6 +164,75 @@ func (p *Plan) HistogramSQL(d engine.Dialect, h int) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// The value each kept row adds: its bin, or for a distinct count the
+	// value itself.
+	value := col
+	if !hist.Distinct {
+		if value, err = g.bin(hist, col); err != nil {
+			return "", err
+		}
+	}
+	cols = append(cols, value+" AS b")
+	sm, sampler := d.(engine.Sampler)
+	if p.Bounded && sampler {
+		cols = append(cols, d.Random()+" AS rk") // see below
+	}
+	conds, err := g.conditions()
+	if err != nil {
+		return "", err
+	}
+	conds = append(conds, col+" IS NOT NULL")
+	source, err := g.fromClause(p.Table.Name)
+	if err != nil {
+		return "", err
+	}
+	rows := "SELECT " + strings.Join(cols, ", ") + " FROM " + source + " WHERE " + strings.Join(conds, " AND ")
+	outKeys := strings.Join(append(append([]string{}, keys...), "b"), ", ")
+	// final counts the kept rows per (group, bin), or the distinct values
+	// per group.
+	final := func(from string) string {
+		if !hist.Distinct {
+			return "\nSELECT " + outKeys + ", count(*) AS c FROM " + from + " GROUP BY " + outKeys
+		}
+		list := strings.Join(append(append([]string{}, keys...), "0 AS b", "count(DISTINCT b) AS c"), ", ")
+		if len(keys) == 0 {
+			return "\nSELECT " + list + " FROM " + from
+		}
+		return "\nSELECT " + list + " FROM " + from + " GROUP BY " + strings.Join(keys, ", ")
+	}
+	if !p.Bounded {
+		return "WITH r AS (" + rows + ")" + final("r"), nil
+	}
+	var b strings.Builder
+	if sampler {
+		// As the main statement: at most L∞ values per (person, group) by
+		// the random key rk of each row, at most L0 groups per person below
+		// a random threshold; then one row per kept value.
+		b.WriteString("WITH r AS (" + rows + "),\n")
+		unitKeys := strings.Join(append([]string{"u"}, keys...), ", ")
+		list := strings.Join(append(append([]string{}, keys...), sm.SmallestN("b", "rk", p.Contribution.RowsPerGroup)+" AS bs"), ", ")
+		from := g.keepGroups(&b, sm, list, "r GROUP BY "+unitKeys)
+		kept := strings.Join(append(append([]string{}, keys...), sm.Unnest("bs")+" AS b"), ", ")
+		b.WriteString(",\nkept AS (SELECT " + kept + " FROM " + from + ")")
+		b.WriteString(final("kept"))
+		return b.String(), nil
+	}
+	b.WriteString("WITH r AS (" + rows + "),\n")
+	b.WriteString("r_bounded AS (" + g.keepRandom("r", append([]string{"u"}, keys...), p.Contribution.RowsPerGroup) + ")")
+	from := "r_bounded"
+	if p.BoundGroups {
+		unitKeys := strings.Join(append([]string{"u"}, keys...), ", ")
+		b.WriteString(",\nunit_groups AS (SELECT " + unitKeys + " FROM r_bounded GROUP BY " + unitKeys + "),\n")
+		b.WriteString("unit_groups_bounded AS (" + g.keepRandom("unit_groups", []string{"u"}, p.Contribution.Groups) + ")")
+		from = "r_bounded JOIN unit_groups_bounded USING (" + unitKeys + ")"
+	}
+	b.WriteString(final(from))
+	return b.String(), nil
+}
+
+// bin spells the candidate bin of a histogram's column value.
+func (g *sqlGen) bin(hist Histogram, col string) (string, error) {
+	d := g.d
 	lits := make([]string, 3)
 	for i, v := range []float64{hist.Lower, hist.Upper, hist.Step} {
 		l, err := engine.Literal(d, v)
@@ -173,47 +248,7 @@ func (p *Plan) HistogramSQL(d engine.Dialect, h int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	bin := fmt.Sprintf("CAST(least(greatest(floor(%s), 0), %d) AS %s)", steps, hist.Bins, d.TypeName(engine.Integer32))
-	cols = append(cols, bin+" AS b")
-	sm, sampler := d.(engine.Sampler)
-	if p.Bounded && sampler {
-		cols = append(cols, d.Random()+" AS rk") // see below
-	}
-	conds, err := g.conditions()
-	if err != nil {
-		return "", err
-	}
-	conds = append(conds, col+" IS NOT NULL")
-	rows := "SELECT " + strings.Join(cols, ", ") + " FROM " + g.fromClause(p.Table.Name) + " WHERE " + strings.Join(conds, " AND ")
-	outKeys := strings.Join(append(append([]string{}, keys...), "b"), ", ")
-	if !p.Bounded {
-		return "WITH r AS (" + rows + ")\nSELECT " + outKeys + ", count(*) AS c FROM r GROUP BY " + outKeys, nil
-	}
-	var b strings.Builder
-	if sampler {
-		// As the main statement: at most L∞ values per (person, group) by
-		// the random key rk of each row, at most L0 groups per person below
-		// a random threshold; then one row per kept value.
-		b.WriteString("WITH r AS (" + rows + "),\n")
-		unitKeys := strings.Join(append([]string{"u"}, keys...), ", ")
-		list := strings.Join(append(append([]string{}, keys...), sm.SmallestN("b", "rk", p.Contribution.RowsPerGroup)+" AS bs"), ", ")
-		from := g.keepGroups(&b, sm, list, "r GROUP BY "+unitKeys)
-		kept := strings.Join(append(append([]string{}, keys...), sm.Unnest("bs")+" AS b"), ", ")
-		b.WriteString(",\nkept AS (SELECT " + kept + " FROM " + from + ")")
-		b.WriteString("\nSELECT " + outKeys + ", count(*) AS c FROM kept GROUP BY " + outKeys)
-		return b.String(), nil
-	}
-	b.WriteString("WITH r AS (" + rows + "),\n")
-	b.WriteString("r_bounded AS (" + g.keepRandom("r", append([]string{"u"}, keys...), p.Contribution.RowsPerGroup) + ")")
-	from := "r_bounded"
-	if p.BoundGroups {
-		unitKeys := strings.Join(append([]string{"u"}, keys...), ", ")
-		b.WriteString(",\nunit_groups AS (SELECT " + unitKeys + " FROM r_bounded GROUP BY " + unitKeys + "),\n")
-		b.WriteString("unit_groups_bounded AS (" + g.keepRandom("unit_groups", []string{"u"}, p.Contribution.Groups) + ")")
-		from = "r_bounded JOIN unit_groups_bounded USING (" + unitKeys + ")"
-	}
-	b.WriteString("\nSELECT " + outKeys + ", count(*) AS c FROM " + from + " GROUP BY " + outKeys)
-	return b.String(), nil
+	return fmt.Sprintf("CAST(least(greatest(floor(%s), 0), %d) AS %s)", steps, hist.Bins, d.TypeName(engine.Integer32)), nil
 }
 
 // ReadHistogram adds the engine's rows for histogram h to ex.
@@ -252,6 +287,9 @@ func (p *Plan) ReadHistogram(ex *Exact, h int, rows *engine.Rows) error {
 			ex.Hist[h][g] = make([]int64, bins+1)
 		}
 		ex.Hist[h][g][b.Int64()] += c.Int64()
+		if st := p.Histograms[h].Stat; p.Histograms[h].Distinct && g < len(ex.Stats) && st < len(ex.Stats[g]) {
+			ex.Stats[g][st].Add(ex.Stats[g][st], big.NewInt(c.Int64()))
+		}
 	}
 	return nil
 }

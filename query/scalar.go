@@ -160,8 +160,12 @@ func rawRange(s Scalar, t *catalog.Table) (span, error) {
 			return span{}, refuse("column %s is %s: arithmetic needs an int, float or date column", c.Name, c.Type)
 		}
 		sp := span{lo: math.Inf(-1), hi: math.Inf(1), isInt: c.Type != catalog.Float, nullable: true}
-		if c.Bounded() {
-			sp.lo, sp.hi = *c.Lower, *c.Upper
+		// A per-person count has a lower bound only (PreAggregate).
+		if c.Lower != nil {
+			sp.lo = *c.Lower
+		}
+		if c.Upper != nil {
+			sp.hi = *c.Upper
 		}
 		return sp, nil
 	case Negate:
@@ -682,7 +686,7 @@ func (p *parser) scalar(n *pg.Node) (Scalar, error) {
 		return Call{Func: name, Args: args}, nil
 	}
 	if n.GetSubLink() != nil {
-		return nil, refuse("subqueries are not supported yet")
+		return nil, refuse("a subquery in WHERE or in the select list is not supported: subqueries are read in FROM or WITH, e.g. WITH s AS (SELECT … FROM t WHERE …) SELECT COUNT(*) FROM s")
 	}
 	return nil, refuse("this expression is not supported in an aggregate; use columns, numbers, + - * / %%, CASE, COALESCE, NULLIF, LEAST, GREATEST, ABS, ROUND, FLOOR, CEIL and casts")
 }

@@ -76,7 +76,7 @@ type sqlGen struct {
 // statistic reads a float column, and no float column is a key, the
 // privacy unit or part of the WHERE clause.
 func (p *Plan) rawFloatsOK() bool {
-	if len(p.floatColumns()) == 0 || len(p.Query.Derived) > 0 || len(p.Query.Joins) > 0 {
+	if len(p.floatColumns()) == 0 || len(p.Query.Derived) > 0 || len(p.Query.Joins) > 0 || p.Query.Pre != nil {
 		// Derived columns compute with their inputs: they read the view
 		// where NaN is NULL.
 		return false
@@ -244,7 +244,11 @@ func (g *sqlGen) generate() (string, error) {
 	if g.form == FastForm {
 		table = rawView(table)
 	}
-	rows := "SELECT " + strings.Join(cols, ", ") + " FROM " + g.fromClause(table)
+	source, err := g.fromClause(table)
+	if err != nil {
+		return "", err
+	}
+	rows := "SELECT " + strings.Join(cols, ", ") + " FROM " + source
 	if len(conds) > 0 {
 		rows += " WHERE " + strings.Join(conds, " AND ")
 	}
@@ -267,6 +271,8 @@ func (g *sqlGen) generate() (string, error) {
 				return "1" // per (person, group): the person is there once
 			}
 			return "count(*)"
+		case DistinctValues:
+			return "0" // computed by its own statement (HistogramSQL)
 		default:
 			return g.sum(i, rowExprs[i])
 		}
@@ -364,6 +370,8 @@ func (g *sqlGen) sampled(sm engine.Sampler, rows string, keys, rowExprs []string
 			return "least(count(*), " + strconv.FormatInt(L, 10) + ")"
 		case DistinctUnits:
 			return "1"
+		case DistinctValues:
+			return "0"
 		case NonNullCount:
 			return sm.ListCount(sm.SmallestN(rowExprs[i], "rk", L))
 		default:
@@ -494,7 +502,7 @@ func (p *Plan) intColumn(s Summand) bool {
 // the engine aggregates, or "" for COUNT(*).
 func (g *sqlGen) summand(s Summand) (string, error) {
 	switch s.Kind {
-	case RowCount, DistinctUnits:
+	case RowCount, DistinctUnits, DistinctValues:
 		return "", nil
 	case NonNullCount:
 		return g.column(s.Column)

@@ -1,7 +1,11 @@
 // Command accuracy measures dpstat's answers against Google's
 // differential-privacy library (github.com/google/differential-privacy/go/v3
-// v3.0.0) on the Adult table, at the same (ε, δ), bounds and contribution
-// limits (one row per person: L0 = 1, L∞ = 1), over many runs:
+// v3.0.0) at the same (ε, δ), bounds and contribution limits, over many
+// runs, on the Adult table (the default) or on the 10M-row benchmark table
+// (-table events, see events.go), and prints the exact bias of both
+// libraries' AVG estimators (-table avg-bias, see avgbias.go).
+//
+// On Adult (one row per person: L0 = 1, L∞ = 1):
 //
 //   - key selection: GROUP BY native_country with COUNT(*) at (ε, δ); dpstat's
 //     key selection against Google's thresholded Laplace count
@@ -18,6 +22,8 @@
 // Google's aggregations are rebuilt from the rows in every run.
 //
 //	cd bench && go run ./accuracy -runs 1000
+//	cd bench && go run ./accuracy -table events -runs 1000 -draws 5
+//	cd bench && go run ./accuracy -table avg-bias
 package main
 
 import (
@@ -37,8 +43,8 @@ import (
 	gnoise "github.com/google/differential-privacy/go/v3/noise"
 
 	"github.com/dpstat/dpstat/catalog"
-	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/engine/duckdb"
+	"github.com/dpstat/dpstat/internal/benchdata"
 	"github.com/dpstat/dpstat/query"
 )
 
@@ -47,6 +53,10 @@ func main() {
 	runs := flag.Int("runs", 1000, "runs per side")
 	epsilon := flag.Float64("epsilon", 1, "ε of each query")
 	delta := flag.Float64("delta", 1e-6, "δ of the key-selection query")
+	table := flag.String("table", "adult", "adult; events, the benchmark table of internal/benchdata; or avg-bias, the exact bias of both AVG estimators")
+	dir := flag.String("dir", benchdata.DefaultDir(), "where the benchmark table is generated (-table events)")
+	rows := flag.Int("rows", 10_000_000, "rows of the benchmark table (-table events)")
+	draws := flag.Int("draws", 5, "engine reads of each bounded query, each a fresh random bounding (-table events)")
 	flag.Parse()
 	if *runs < 1 {
 		log.Fatalf("-runs %d: want at least 1", *runs)
@@ -58,6 +68,17 @@ func main() {
 		log.Fatalf("-delta %v: want a number in (0, 1)", *delta)
 	}
 	ctx := context.Background()
+	switch *table {
+	case "adult":
+	case "events":
+		runEvents(ctx, *runs, *draws, *epsilon, *delta, *dir, *rows)
+		return
+	case "avg-bias":
+		avgBias()
+		return
+	default:
+		log.Fatalf("-table %q: want adult, events or avg-bias", *table)
+	}
 	cat, err := catalog.Load(*catPath)
 	if err != nil {
 		log.Fatal(err)
@@ -142,40 +163,7 @@ type bench struct {
 // dpstatRuns prepares sql once, reads its exact statistics once and
 // releases them runs times.
 func (b *bench) dpstatRuns(sql string, delta float64, each func(*query.Result)) {
-	opts := query.Options{Epsilon: b.eps, Delta: delta, Confidence: 0.95, Analyst: "bench"}
-	p, err := query.Prepare(b.cat, duckdb.Dialect, sql, opts)
-	if err != nil {
-		log.Fatalf("%s: %v", sql, err)
-	}
-	var ex *query.Exact
-	if p.SQL != "" {
-		text, err := p.FormSQL(query.IntegerForm)
-		if err != nil {
-			log.Fatal(err)
-		}
-		rows, err := b.eng.Query(b.ctx, text)
-		if err != nil {
-			log.Fatalf("%s: %v", sql, err)
-		}
-		if ex, err = p.Plan.ReadExactForm(rows, query.IntegerForm); err != nil {
-			log.Fatal(err)
-		}
-	} else {
-		// Quantiles alone: their histograms have their own statements.
-		rows := &engine.Rows{Columns: make([]string, len(p.Plan.Query.GroupBy)+len(p.Plan.Statistics))}
-		if ex, err = p.Plan.ReadExactForm(rows, query.CleanForm); err != nil {
-			log.Fatal(err)
-		}
-	}
-	for h, hs := range p.HistogramSQL {
-		rows, err := b.eng.Query(b.ctx, hs)
-		if err != nil {
-			log.Fatal(err)
-		}
-		if err := p.Plan.ReadHistogram(ex, h, rows); err != nil {
-			log.Fatal(err)
-		}
-	}
+	p, ex := b.prepare(sql, delta)
 	for range b.runs {
 		res, err := p.Release(ex)
 		if err != nil {
@@ -189,6 +177,7 @@ func (b *bench) dpstatRuns(sql string, delta float64, each func(*query.Result)) 
 type acc struct {
 	n, covered       int
 	sum, sumSq, sumA float64
+	width            float64 // sum of the intervals' widths (addCI)
 }
 
 func (a *acc) add(err float64, covered bool) {
@@ -201,10 +190,18 @@ func (a *acc) add(err float64, covered bool) {
 	}
 }
 
-func (a *acc) rmse() float64     { return math.Sqrt(a.sumSq / float64(max(a.n, 1))) }
-func (a *acc) bias() float64     { return a.sum / float64(max(a.n, 1)) }
-func (a *acc) mae() float64      { return a.sumA / float64(max(a.n, 1)) }
-func (a *acc) coverage() float64 { return float64(a.covered) / float64(max(a.n, 1)) }
+// addCI adds an error and the interval [low, high] released with it,
+// which covers the truth when low ≤ truth ≤ high.
+func (a *acc) addCI(err, low, high, truth float64) {
+	a.add(err, low <= truth && truth <= high)
+	a.width += high - low
+}
+
+func (a *acc) meanWidth() float64 { return a.width / float64(max(a.n, 1)) }
+func (a *acc) rmse() float64      { return math.Sqrt(a.sumSq / float64(max(a.n, 1))) }
+func (a *acc) bias() float64      { return a.sum / float64(max(a.n, 1)) }
+func (a *acc) mae() float64       { return a.sumA / float64(max(a.n, 1)) }
+func (a *acc) coverage() float64  { return float64(a.covered) / float64(max(a.n, 1)) }
 
 func (b *bench) keySelection() {
 	truth := map[string]int64{}
@@ -302,15 +299,15 @@ func (b *bench) countSumAvg() {
 	for _, r := range races {
 		dA[r], gA[r] = &accs{}, &accs{}
 	}
-	in := func(ci *query.Interval, x float64) bool { return ci != nil && ci.Low <= x && x <= ci.High }
 	b.dpstatRuns("SELECT race, COUNT(*), SUM(age), AVG(age) FROM adult GROUP BY race", 0, func(res *query.Result) {
 		for i, r := range res.Rows {
 			k := r[0].(string)
 			t, a := truth[k], dA[k]
 			mean := float64(t.sum) / float64(t.n)
-			a.count.add(float64(r[1].(int64)-t.n), in(res.CI[i][1], float64(t.n)))
-			a.sum.add(r[2].(float64)-float64(t.sum), in(res.CI[i][2], float64(t.sum)))
-			a.avg.add(r[3].(float64)-mean, in(res.CI[i][3], mean))
+			ci := res.CI[i]
+			a.count.addCI(float64(r[1].(int64)-t.n), ci[1].Low, ci[1].High, float64(t.n))
+			a.sum.addCI(r[2].(float64)-float64(t.sum), ci[2].Low, ci[2].High, float64(t.sum))
+			a.avg.addCI(r[3].(float64)-mean, ci[3].Low, ci[3].High, mean)
 		}
 	})
 	share := b.eps / 3
@@ -352,23 +349,14 @@ func (b *bench) countSumAvg() {
 			cci, _ := c.ComputeConfidenceInterval(0.05)
 			sci, _ := s.ComputeConfidenceInterval(0.05)
 			mci, _ := m.ComputeConfidenceInterval(0.05)
-			a.count.add(float64(cv-t.n), float64(cci.LowerBound) <= float64(t.n) && float64(t.n) <= float64(cci.UpperBound))
-			a.sum.add(float64(sv-t.sum), float64(sci.LowerBound) <= float64(t.sum) && float64(t.sum) <= float64(sci.UpperBound))
-			a.avg.add(mv-mean, mci.LowerBound <= mean && mean <= mci.UpperBound)
+			a.count.addCI(float64(cv-t.n), float64(cci.LowerBound), float64(cci.UpperBound), float64(t.n))
+			a.sum.addCI(float64(sv-t.sum), float64(sci.LowerBound), float64(sci.UpperBound), float64(t.sum))
+			a.avg.addCI(mv-mean, mci.LowerBound, mci.UpperBound, mean)
 		}
 	}
-	fmt.Printf("| race | people | statistic | dpstat RMSE | Google RMSE | ratio | dpstat bias | Google bias | dpstat coverage | Google coverage |\n")
-	fmt.Printf("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, k := range races {
-		for _, st := range []struct {
-			name string
-			d, g *acc
-		}{{"COUNT", &dA[k].count, &gA[k].count}, {"SUM", &dA[k].sum, &gA[k].sum}, {"AVG", &dA[k].avg, &gA[k].avg}} {
-			fmt.Printf("| %s | %d | %s | %.3g | %.3g | %.2f | %.3g | %.3g | %.3f | %.3f |\n", k, truth[k].n, st.name,
-				st.d.rmse(), st.g.rmse(), st.d.rmse()/st.g.rmse(), st.d.bias(), st.g.bias(), st.d.coverage(), st.g.coverage())
-		}
-	}
-	fmt.Println()
+	printStatTable("race", races, func(k string) int64 { return truth[k].n }, func(k string) [3][2]*acc {
+		return [3][2]*acc{{&dA[k].count, &gA[k].count}, {&dA[k].sum, &gA[k].sum}, {&dA[k].avg, &gA[k].avg}}
+	})
 }
 
 func (b *bench) median() {
@@ -440,4 +428,20 @@ func indexByte(s string, c byte) int {
 		}
 	}
 	return -1
+}
+
+// printStatTable prints, per group and statistic (COUNT, SUM, AVG), both
+// sides' RMSE, bias, coverage of their 95% intervals and the intervals'
+// mean width; accs(k) gives dpstat's and Google's accumulators.
+func printStatTable[K any](name string, keys []K, size func(K) int64, accs func(K) [3][2]*acc) {
+	fmt.Printf("| %s | rows | statistic | dpstat RMSE | Google RMSE | ratio | dpstat bias | Google bias | dpstat coverage | Google coverage | dpstat width | Google width | width ratio |\n", name)
+	fmt.Printf("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, k := range keys {
+		for i, st := range accs(k) {
+			d, g := st[0], st[1]
+			fmt.Printf("| %v | %d | %s | %.4g | %.4g | %.2f | %.3g | %.3g | %.3f | %.3f | %.4g | %.4g | %.2f |\n", k, size(k), []string{"COUNT", "SUM", "AVG"}[i],
+				d.rmse(), g.rmse(), d.rmse()/g.rmse(), d.bias(), g.bias(), d.coverage(), g.coverage(), d.meanWidth(), g.meanWidth(), d.meanWidth()/g.meanWidth())
+		}
+	}
+	fmt.Println()
 }

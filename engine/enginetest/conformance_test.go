@@ -24,6 +24,6 @@ func TestDuckDB(t *testing.T) {
 // suite's tables.
 func TestPostgres(t *testing.T) {
 	pg := enginetest.SharedPostgres(t)
-	enginetest.Run(t, pg.Backend())
-	t.Run("forms", func(t *testing.T) { enginetest.RunForms(t, pg.Backend()) })
+	enginetest.Run(t, enginetest.PostgresBackend(pg))
+	t.Run("forms", func(t *testing.T) { enginetest.RunForms(t, enginetest.PostgresBackend(pg)) })
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/engine/engines"
+	"github.com/dpstat/dpstat/engine/postgres/pgtest"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query"
 )
@@ -37,6 +38,15 @@ var data embed.FS
 type Column struct {
 	Name string
 	Type catalog.Type
+}
+
+// pgColumns converts fixture columns for the PostgreSQL test server.
+func pgColumns(cols []Column) []pgtest.Column {
+	out := make([]pgtest.Column, len(cols))
+	for i, c := range cols {
+		out[i] = pgtest.Column{Name: c.Name, Type: c.Type}
+	}
+	return out
 }
 
 // Table is a fixture table: its rows (a CSV file with a header; an empty
@@ -240,6 +250,15 @@ var Battery = []Case{
 			}
 			return nil
 		}},
+
+	// Common table expressions (merged), per-person pre-aggregation (the
+	// heavy person is one row, with n = 300), distinct values of a column
+	// over the bounded rows.
+	{Name: "common table expression", SQL: "WITH s AS (SELECT pid, g, v * 2 AS v2 FROM visits WHERE g < 3) SELECT g, COUNT(*), SUM(v2) FROM s GROUP BY g",
+		Want: "1 22 158; 2 21 122; 3 0 0"},
+	{Name: "per-person pre-aggregation", SQL: "SELECT COUNT(*), SUM(LEAST(n, 3)), MAX(m) FROM (SELECT pid, COUNT(*) AS n, MAX(v) AS m FROM visits GROUP BY pid) s",
+		Want: "62 64 10"},
+	{Name: "distinct values", SQL: "SELECT g, COUNT(DISTINCT v), COUNT(DISTINCT region) FROM visits GROUP BY g", Want: "1 8 2; 2 7 3; 3 7 2"},
 
 	// Key selection: region has no public list; "east" has one person.
 	{Name: "key selection", SQL: "SELECT region, COUNT(*) FROM visits GROUP BY region ORDER BY region", Delta: 1e-6, Want: "north 42; south 20"},

@@ -1,231 +1,53 @@
 package enginetest
 
 import (
-	"bytes"
 	"context"
-	"encoding/csv"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"os/user"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
-
-	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/engine/postgres/pgtest"
 )
 
-// PostgresBinDir is where the tests look for PostgreSQL's server programs
-// (initdb, pg_ctl) unless DPSTAT_PG_BIN names another directory.
-const PostgresBinDir = "/usr/lib/postgresql/15/bin"
+// The suite's PostgreSQL server is package pgtest's; these names keep the
+// suite's API in one place for engine tests.
 
-// ReaderRole is the role the engine under test connects as: it may log in
-// and read the tables the loader grants it, nothing more.
-const ReaderRole = "dpstat_reader"
+// Postgres is an isolated PostgreSQL server started for tests.
+type Postgres = pgtest.Server
 
-// Postgres is an isolated PostgreSQL server started for tests: its own
-// data directory in a temporary directory, listening on loopback only, with
-// trust authentication, stopped by Stop.
-type Postgres struct {
-	// Port is the server's TCP port on 127.0.0.1.
-	Port int
-	dir  string
-	bin  string
-	su   bool // run the server programs as the postgres user (we are root)
-
-	mu     sync.Mutex
-	loaded map[string]bool
-}
+// ReaderRole is the role the engine under test connects as.
+const ReaderRole = pgtest.ReaderRole
 
 // Unavailable is called when a server cannot start: in CI (CI=true) the
 // test fails with the reason; elsewhere it is skipped with it.
 func Unavailable(t testing.TB, format string, args ...any) {
 	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s (CI=true: a server the tests need must start)", msg)
-	}
-	t.Skipf("%s; skipping (set CI=true to make this a failure)", msg)
+	pgtest.Unavailable(t, format, args...)
 }
 
-// StartPostgres initializes and starts a PostgreSQL server in a new
-// temporary directory. It returns an error saying why when the server
-// programs are missing or the server does not start.
-func StartPostgres() (*Postgres, error) {
-	bin := PostgresBinDir
-	if d := os.Getenv("DPSTAT_PG_BIN"); d != "" {
-		bin = d
-	}
-	for _, prog := range []string{"initdb", "pg_ctl", "postgres"} {
-		if _, err := os.Stat(filepath.Join(bin, prog)); err != nil {
-			return nil, fmt.Errorf("PostgreSQL server program %s not found in %s (install postgresql-15, or set DPSTAT_PG_BIN to the directory holding initdb)", prog, bin)
-		}
-	}
-	dir, err := os.MkdirTemp("", "dpstat-pg-")
-	if err != nil {
-		return nil, err
-	}
-	p := &Postgres{dir: dir, bin: bin, su: os.Geteuid() == 0, loaded: map[string]bool{}}
-	if p.su {
-		// initdb refuses to run as root: the server runs as postgres.
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			os.RemoveAll(dir)
-			return nil, fmt.Errorf("running as root, the server must run as the user postgres, which does not exist: %w", err)
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		if err := os.Chown(dir, uid, gid); err != nil {
-			os.RemoveAll(dir)
-			return nil, err
-		}
-	}
-	port, err := freePort()
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	p.Port = port
-	data := filepath.Join(dir, "data")
-	if out, err := p.run("initdb", "-D", data, "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8", "--locale=C"); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("initdb failed: %v: %s", err, out)
-	}
-	if err := p.start(); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, p.AdminDSN())
-	if err != nil {
-		p.Stop()
-		return nil, fmt.Errorf("connecting to the test server: %w", err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE ROLE "+ReaderRole+" LOGIN"); err != nil {
-		p.Stop()
-		return nil, fmt.Errorf("creating the reader role: %w", err)
-	}
-	return p, nil
-}
-
-// run runs one of the server programs, as postgres when we are root.
-func (p *Postgres) run(prog string, args ...string) ([]byte, error) {
-	path := filepath.Join(p.bin, prog)
-	if !p.su {
-		return exec.Command(path, args...).CombinedOutput()
-	}
-	quoted := make([]string, len(args))
-	for i, a := range args {
-		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	return exec.Command("su", "postgres", "-c", path+" "+strings.Join(quoted, " ")).CombinedOutput()
-}
-
-// Stop stops the server at once and removes its directory.
-func (p *Postgres) Stop() {
-	p.Halt()
-	os.RemoveAll(p.dir)
-}
-
-// Halt stops the server at once, keeping its data, as a crash would;
-// Resume starts it again on the same port.
-func (p *Postgres) Halt() error {
-	if out, err := p.run("pg_ctl", "-D", filepath.Join(p.dir, "data"), "-m", "immediate", "-w", "stop"); err != nil {
-		return fmt.Errorf("pg_ctl stop: %v: %s", err, out)
-	}
-	return nil
-}
-
-// Resume starts a halted server again on its port.
-func (p *Postgres) Resume() error {
-	return p.start()
-}
-
-func (p *Postgres) start() error {
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off", p.Port, p.dir)
-	if out, err := p.run("pg_ctl", "-D", filepath.Join(p.dir, "data"), "-o", opts, "-l", filepath.Join(p.dir, "log"), "-w", "-t", "60", "start"); err != nil {
-		log, _ := os.ReadFile(filepath.Join(p.dir, "log"))
-		return fmt.Errorf("pg_ctl start failed: %v: %s %s", err, out, log)
-	}
-	return nil
-}
-
-// AdminDSN connects as the superuser, for loading data.
-func (p *Postgres) AdminDSN() string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", p.Port)
-}
-
-// ReaderDSN connects as ReaderRole, which may read only what it is granted.
-func (p *Postgres) ReaderDSN() string {
-	return fmt.Sprintf("postgres://%s@127.0.0.1:%d/postgres?sslmode=disable", ReaderRole, p.Port)
-}
-
-// Exec runs statements as the superuser.
-func (p *Postgres) Exec(ctx context.Context, stmts ...string) error {
-	conn, err := pgx.Connect(ctx, p.AdminDSN())
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	for _, s := range stmts {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			return fmt.Errorf("%s: %w", s, err)
-		}
-	}
-	return nil
-}
-
-// freePort asks the system for a free TCP port on loopback.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// shared is one server per test binary, started on first use.
-var shared struct {
-	once sync.Once
-	pg   *Postgres
-	err  error
-}
+// StartPostgres starts a PostgreSQL server of its own for a test.
+func StartPostgres() (*Postgres, error) { return pgtest.Start() }
 
 // SharedPostgres returns the test binary's PostgreSQL server, starting it
-// on first use; when it cannot start, the test fails in CI and is skipped
-// elsewhere, with the reason. Call StopShared from TestMain after the
-// tests have run.
+// on first use (see pgtest.Shared).
 func SharedPostgres(t testing.TB) *Postgres {
 	t.Helper()
-	shared.once.Do(func() { shared.pg, shared.err = StartPostgres() })
-	if shared.err != nil {
-		Unavailable(t, "PostgreSQL test server: %v", shared.err)
-	}
-	return shared.pg
+	return pgtest.Shared(t)
 }
 
 // StopShared stops the shared server if one was started.
-func StopShared() {
-	if shared.pg != nil {
-		shared.pg.Stop()
-	}
+func StopShared() { pgtest.StopShared() }
+
+// ParseCSV reads CSV rows with a header into typed values (see
+// pgtest.ParseCSV).
+func ParseCSV(body []byte, cols []Column) ([][]any, error) {
+	return pgtest.ParseCSV(body, pgColumns(cols))
 }
 
-// Backend is the suite's backend for this server: each table is created
+// PostgresBackend is the suite's backend for the server p: each table is created
 // as public.dp_<name> (so that the catalog's name and the server's differ),
 // filled from its CSV file, and granted to ReaderRole alone; the engine
 // connects as ReaderRole.
-func (p *Postgres) Backend() Backend {
+func PostgresBackend(p *Postgres) Backend {
 	return Backend{
 		Name:   "postgres",
 		Engine: fmt.Sprintf("{kind: postgres, dsn: %q, statement_timeout: 60s, max_connections: 4}", p.ReaderDSN()),
@@ -233,7 +55,7 @@ func (p *Postgres) Backend() Backend {
 			t.Helper()
 			out := map[string]string{}
 			for _, tb := range tables {
-				if err := p.LoadTable(context.Background(), "dp_"+tb.Name, tb); err != nil {
+				if err := LoadTable(context.Background(), p, "dp_"+tb.Name, tb); err != nil {
 					t.Fatalf("loading %s into PostgreSQL: %v", tb.Name, err)
 				}
 				out[tb.Name] = "public.dp_" + tb.Name
@@ -243,101 +65,14 @@ func (p *Postgres) Backend() Backend {
 	}
 }
 
-// LoadTable creates the table public.<name> with the fixture's columns
-// (int as bigint, float as double precision, text, bool as boolean), fills
-// it from the fixture's CSV and grants SELECT on it to ReaderRole. It does
-// nothing when the table was loaded before.
-func (p *Postgres) LoadTable(ctx context.Context, name string, tb Table) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.loaded[name] {
-		return nil
-	}
+// LoadTable loads a fixture table into the server p as public.<name>.
+func LoadTable(ctx context.Context, p *Postgres, name string, tb Table) error {
 	body, err := tb.CSV()
 	if err != nil {
 		return err
 	}
-	rows, err := ParseCSV(body, tb.Columns)
-	if err != nil {
+	if err := p.LoadTable(ctx, name, pgColumns(tb.Columns), body); err != nil {
 		return fmt.Errorf("%s: %w", tb.File, err)
 	}
-	conn, err := pgx.Connect(ctx, p.AdminDSN())
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	defs := make([]string, len(tb.Columns))
-	names := make([]string, len(tb.Columns))
-	for i, c := range tb.Columns {
-		defs[i] = pgx.Identifier{c.Name}.Sanitize() + " " + map[catalog.Type]string{
-			catalog.Int: "bigint", catalog.Float: "double precision", catalog.Text: "text", catalog.Bool: "boolean",
-			catalog.Date: "date", catalog.Timestamp: "timestamp"}[c.Type]
-		names[i] = c.Name
-	}
-	ident := pgx.Identifier{"public", name}.Sanitize()
-	if _, err := conn.Exec(ctx, "CREATE TABLE "+ident+" ("+strings.Join(defs, ", ")+")"); err != nil {
-		return err
-	}
-	if _, err := conn.CopyFrom(ctx, pgx.Identifier{"public", name}, names, pgx.CopyFromRows(rows)); err != nil {
-		return err
-	}
-	if _, err := conn.Exec(ctx, "GRANT SELECT ON "+ident+" TO "+ReaderRole); err != nil {
-		return err
-	}
-	if _, err := conn.Exec(ctx, "ANALYZE "+ident); err != nil {
-		return err
-	}
-	p.loaded[name] = true
 	return nil
-}
-
-// ParseCSV reads CSV rows with a header into typed values: int64,
-// float64 (nan, inf and -inf included), string, bool, or a date or
-// timestamp (time.Time, or infinity); an empty field is NULL (nil).
-func ParseCSV(body []byte, cols []Column) ([][]any, error) {
-	r := csv.NewReader(bytes.NewReader(body))
-	recs, err := r.ReadAll()
-	if err != nil {
-		return nil, err
-	}
-	if len(recs) == 0 || len(recs[0]) != len(cols) {
-		return nil, fmt.Errorf("want a header with the %d columns %v", len(cols), cols)
-	}
-	out := make([][]any, 0, len(recs)-1)
-	for n, rec := range recs[1:] {
-		row := make([]any, len(cols))
-		for i, f := range rec {
-			if f == "" {
-				continue
-			}
-			var err error
-			switch cols[i].Type {
-			case catalog.Int:
-				row[i], err = strconv.ParseInt(f, 10, 64)
-			case catalog.Float:
-				row[i], err = strconv.ParseFloat(f, 64)
-			case catalog.Bool:
-				row[i], err = strconv.ParseBool(f)
-			case catalog.Date:
-				if f == "infinity" {
-					row[i] = pgtype.Date{InfinityModifier: pgtype.Infinity, Valid: true}
-				} else {
-					row[i], err = time.Parse("2006-01-02", f)
-				}
-			case catalog.Timestamp:
-				if f == "infinity" {
-					row[i] = pgtype.Timestamp{InfinityModifier: pgtype.Infinity, Valid: true}
-				} else {
-					row[i], err = time.Parse("2006-01-02 15:04:05", f)
-				}
-			default:
-				row[i] = f
-			}
-			if err != nil {
-				return nil, fmt.Errorf("line %d, column %s: %w", n+2, cols[i].Name, err)
-			}
-		}
-		out = append(out, row)
-	}
-	return out, nil
 }

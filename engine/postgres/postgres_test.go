@@ -272,7 +272,7 @@ func TestUnreachableCostsNothing(t *testing.T) {
 	defer pg.Stop()
 	ctx := context.Background()
 	tb := enginetest.Tables[0] // people
-	if err := pg.LoadTable(ctx, "people", tb); err != nil {
+	if err := enginetest.LoadTable(ctx, pg, "people", tb); err != nil {
 		t.Fatal(err)
 	}
 	cat, err := catalog.Parse([]byte(`budget: {epsilon: 10}

@@ -27,7 +27,7 @@ func TestPostgresCatalogCLI(t *testing.T) {
 	}
 	t.Cleanup(pg.Stop)
 	people := enginetest.Tables[0]
-	if err := pg.LoadTable(context.Background(), "people_t", people); err != nil {
+	if err := enginetest.LoadTable(context.Background(), pg, "people_t", people); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
@@ -86,7 +86,7 @@ func TestServePostgres(t *testing.T) {
 	}
 	t.Cleanup(pg.Stop)
 	people := enginetest.Tables[0]
-	if err := pg.LoadTable(context.Background(), "people", people); err != nil {
+	if err := enginetest.LoadTable(context.Background(), pg, "people", people); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()

@@ -1,0 +1,12 @@
+-- WITH long AS (SELECT visitor_id, day, minutes_spent * 2 AS m2 FROM visits WHERE minutes_spent > 20) SELECT day, COUNT(*), SUM(m2) FROM long GROUP BY day
+WITH r AS (SELECT "visitor_id" AS u, "day" AS k0, CASE WHEN ((CASE WHEN "minutes_spent" IS NULL THEN NULL ELSE least(greatest(CAST("minutes_spent" AS DOUBLE), CAST(20.0 AS DOUBLE)), CAST(60.0 AS DOUBLE)) END * CAST(2.0 AS DOUBLE))) IS NULL THEN NULL ELSE (least(greatest(((CASE WHEN "minutes_spent" IS NULL THEN NULL ELSE least(greatest(CAST("minutes_spent" AS DOUBLE), CAST(20.0 AS DOUBLE)), CAST(60.0 AS DOUBLE)) END * CAST(2.0 AS DOUBLE))), CAST(40.0 AS DOUBLE)), CAST(120.0 AS DOUBLE)) + CAST(8.05306368e+08 AS DOUBLE) - CAST(8.05306368e+08 AS DOUBLE)) END AS v1, random() AS rk FROM "visits" WHERE "visitor_id" IS NOT NULL AND "day" IN (1, 2, 3, 4, 5, 6, 7) AND ("minutes_spent" > 20)),
+per_unit AS MATERIALIZED (SELECT u, k0, least(count(*), 1) AS s0, list_sum(min_by(v1, rk, 1)) AS s1, list_count(min_by(v1, rk, 1)) AS s2, random() AS h FROM r GROUP BY u, k0),
+thresholds AS (SELECT u, list_sort(list(h))[4] AS t FROM per_unit GROUP BY u),
+per_unit_bounded AS (SELECT per_unit.* FROM per_unit JOIN thresholds ON per_unit.u = thresholds.u WHERE t IS NULL OR h < t)
+SELECT k0, sum(s0) AS s0, sum(s1) AS s1, sum(s2) AS s2 FROM per_unit_bounded GROUP BY k0
+-- integer form
+WITH r AS (SELECT "visitor_id" AS u, "day" AS k0, CASE WHEN ((CASE WHEN "minutes_spent" IS NULL THEN NULL ELSE least(greatest(CAST("minutes_spent" AS DOUBLE), CAST(20.0 AS DOUBLE)), CAST(60.0 AS DOUBLE)) END * CAST(2.0 AS DOUBLE))) IS NULL THEN NULL ELSE CAST(least(greatest(((CASE WHEN "minutes_spent" IS NULL THEN NULL ELSE least(greatest(CAST("minutes_spent" AS DOUBLE), CAST(20.0 AS DOUBLE)), CAST(60.0 AS DOUBLE)) END * CAST(2.0 AS DOUBLE))), CAST(40.0 AS DOUBLE)), CAST(120.0 AS DOUBLE)) * CAST(8.388608e+06 AS DOUBLE) AS INTEGER) END AS v1, random() AS rk FROM "visits" WHERE "visitor_id" IS NOT NULL AND "day" IN (1, 2, 3, 4, 5, 6, 7) AND ("minutes_spent" > 20)),
+per_unit AS MATERIALIZED (SELECT u, k0, least(count(*), 1) AS s0, list_sum(min_by(v1, rk, 1)) AS s1, list_count(min_by(v1, rk, 1)) AS s2, random() AS h FROM r GROUP BY u, k0),
+thresholds AS (SELECT u, list_sort(list(h))[4] AS t FROM per_unit GROUP BY u),
+per_unit_bounded AS (SELECT per_unit.* FROM per_unit JOIN thresholds ON per_unit.u = thresholds.u WHERE t IS NULL OR h < t)
+SELECT k0, sum(s0) AS s0, sum(s1) AS s1, sum(s2) AS s2 FROM per_unit_bounded GROUP BY k0
