@@ -32,6 +32,13 @@ const (
 	Float Type = "float"
 	Text  Type = "text"
 	Bool  Type = "bool"
+	// Date is a calendar date, kept as days since 1970-01-01; its bounds
+	// and values are written as dates ("2024-03-01").
+	Date Type = "date"
+	// Timestamp is a date and time without time zone, kept as
+	// microseconds since 1970-01-01 00:00:00; its bounds and values are
+	// written as "2024-03-01 13:45:00".
+	Timestamp Type = "timestamp"
 )
 
 // MaxIntBound is the largest magnitude accepted for the bounds and values
@@ -167,10 +174,12 @@ type Column struct {
 	Name string
 	Type Type
 	// Lower and Upper are the declared bounds, or nil when none are
-	// declared. Aggregates other than COUNT need both.
+	// declared. Aggregates other than COUNT need both. A date column's
+	// bounds are days since 1970-01-01, a timestamp column's microseconds.
 	Lower, Upper *float64
 	// Values is the public list of values: int64, float64, string or bool
-	// according to Type. Nil when none is declared.
+	// according to Type (int64 days or microseconds for a date or
+	// timestamp column). Nil when none is declared.
 	Values []any
 	// Nullable records that the owner declared the column may be missing.
 	// dpstat treats missing values the same either way (they are excluded
@@ -256,8 +265,8 @@ type rawTable struct {
 
 type rawColumn struct {
 	Type     string    `yaml:"type"`
-	Lower    *float64  `yaml:"lower"`
-	Upper    *float64  `yaml:"upper"`
+	Lower    *rawBound `yaml:"lower"`
+	Upper    *rawBound `yaml:"upper"`
 	Values   yaml.Node `yaml:"values"`
 	Nullable bool      `yaml:"nullable"`
 	From     string    `yaml:"from"`
@@ -451,26 +460,38 @@ func checkColumn(name string, rc *rawColumn) (*Column, []error) {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if rc == nil {
-		add("empty declaration; declare at least `type:` (int, float, text or bool)")
+		add("empty declaration; declare at least `type:` (int, float, text, bool, date or timestamp)")
 		return nil, errs
 	}
 	if !validName(name) {
 		add("name %q: want letters, digits and underscores, starting with a letter or underscore", name)
 	}
-	col := &Column{Name: name, Type: Type(rc.Type), Lower: rc.Lower, Upper: rc.Upper, Nullable: rc.Nullable, From: rc.From}
+	col := &Column{Name: name, Type: Type(rc.Type), Nullable: rc.Nullable, From: rc.From}
+	lower, upper, berrs := rc.bounds(col.Type)
+	errs = append(errs, berrs...)
+	rcLower, rcUpper := lower, upper
+	col.Lower, col.Upper = lower, upper
 	if strings.ContainsRune(rc.From, 0) || len(rc.From) > 1024 {
 		add("from = %q: want the column's header in the source file (at most 1024 bytes, no NUL)", rc.From)
 	}
 	switch col.Type {
-	case Int, Float, Text, Bool:
+	case Int, Float, Text, Bool, Date, Timestamp:
 	case "":
-		add("type: missing; want int, float, text or bool")
+		add("type: missing; want int, float, text, bool, date or timestamp")
 	default:
-		add("type %q: unknown; want int, float, text or bool", rc.Type)
+		add("type %q: unknown; want int, float, text, bool, date or timestamp", rc.Type)
 	}
 	numeric := col.Type == Int || col.Type == Float
-	if (rc.Lower != nil || rc.Upper != nil) && !numeric && col.Type != "" {
-		add("lower/upper declared on a %s column; bounds apply only to int and float columns", col.Type)
+	if (rc.Lower != nil || rc.Upper != nil) && !numeric && !col.Type.Temporal() && col.Type != "" {
+		add("lower/upper declared on a %s column; bounds apply only to int, float, date and timestamp columns", col.Type)
+	}
+	if col.Type.Temporal() {
+		if (rc.Lower == nil) != (rc.Upper == nil) {
+			add("declares only one of lower and upper; declare both or neither")
+		}
+		if rcLower != nil && rcUpper != nil && *rcLower > *rcUpper {
+			add("lower = %s is after upper = %s; want lower <= upper", FormatValue(col.Type, int64(*rcLower)), FormatValue(col.Type, int64(*rcUpper)))
+		}
 	}
 	if numeric {
 		if (rc.Lower == nil) != (rc.Upper == nil) {
@@ -479,7 +500,7 @@ func checkColumn(name string, rc *rawColumn) (*Column, []error) {
 		for _, b := range []struct {
 			name string
 			v    *float64
-		}{{"lower", rc.Lower}, {"upper", rc.Upper}} {
+		}{{"lower", rcLower}, {"upper", rcUpper}} {
 			if b.v == nil {
 				continue
 			}
@@ -493,8 +514,8 @@ func checkColumn(name string, rc *rawColumn) (*Column, []error) {
 				add("%s = %v: want a magnitude of at most 2^53 = %d", b.name, v, int64(MaxIntBound))
 			}
 		}
-		if rc.Lower != nil && rc.Upper != nil && *rc.Lower > *rc.Upper {
-			add("lower = %v is above upper = %v; want lower <= upper", *rc.Lower, *rc.Upper)
+		if rcLower != nil && rcUpper != nil && *rcLower > *rcUpper {
+			add("lower = %v is above upper = %v; want lower <= upper", *rcLower, *rcUpper)
 		}
 	}
 	if rc.Values.Kind != 0 {
@@ -568,6 +589,11 @@ func scalarValue(item *yaml.Node, typ Type) (any, error) {
 			return nil, errors.New("want true or false for a bool column")
 		}
 		return v, nil
+	case Date, Timestamp:
+		if item.Tag != "!!str" && item.Tag != "!!timestamp" {
+			return nil, fmt.Errorf("want a %s such as %s", typ, map[Type]string{Date: "2024-03-01", Timestamp: "2024-03-01 13:45:00"}[typ])
+		}
+		return parseTemporal(typ, item.Value)
 	case Text:
 		if item.Tag == "!!null" {
 			return nil, errors.New("want a text value; missing values are never group keys")
@@ -693,22 +719,27 @@ func (c *Catalog) Summary() string {
 		b.WriteString("\n")
 		for _, col := range t.Columns {
 			fmt.Fprintf(&b, "  %s %s", col.Name, col.Type)
-			if col.Bounded() {
+			if col.Bounded() && col.Type.Temporal() {
+				fmt.Fprintf(&b, " [%s, %s]", FormatValue(col.Type, int64(*col.Lower)), FormatValue(col.Type, int64(*col.Upper)))
+			} else if col.Bounded() {
 				fmt.Fprintf(&b, " [%g, %g]", *col.Lower, *col.Upper)
 			}
 			if col.Values != nil {
-				fmt.Fprintf(&b, " values %s", formatValues(col.Values))
+				fmt.Fprintf(&b, " values %s", formatValues(col.Type, col.Values))
 			}
 			if col.Nullable {
 				b.WriteString(" nullable")
 			}
 			var usable []string
 			usable = append(usable, "COUNT")
-			if col.Bounded() {
+			if col.Bounded() && !col.Type.Temporal() {
 				usable = append(usable, "SUM", "AVG")
 			}
 			if col.Values != nil {
 				usable = append(usable, "GROUP BY")
+			}
+			if col.Bounded() && col.Type.Temporal() {
+				usable = append(usable, "GROUP BY date_trunc/EXTRACT")
 			}
 			if col.Name == t.PrivacyUnit {
 				usable = []string{"privacy unit"}
@@ -719,10 +750,10 @@ func (c *Catalog) Summary() string {
 	return b.String()
 }
 
-func formatValues(vs []any) string {
+func formatValues(t Type, vs []any) string {
 	parts := make([]string, len(vs))
 	for i, v := range vs {
-		parts[i] = fmt.Sprint(v)
+		parts[i] = FormatValue(t, v)
 	}
 	if len(parts) > 8 {
 		parts = append(parts[:8], fmt.Sprintf("… (%d in all)", len(vs)))

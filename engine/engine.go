@@ -155,6 +155,15 @@ const (
 	Text                  // character string
 	Boolean               // true or false
 	Integer32             // 32-bit signed integer (fixed-point summands)
+	// Date is a calendar date, read as the engine's date type and exposed
+	// as a 64-bit integer: days since 1970-01-01; a value that is not a
+	// finite date reads as NULL.
+	Date
+	// Timestamp is a date and time without time zone, read as the
+	// engine's timestamp type and exposed as a 64-bit integer:
+	// microseconds since 1970-01-01 00:00:00; a value that is not a
+	// finite timestamp reads as NULL.
+	Timestamp
 )
 
 // Rows is a fully read result.

@@ -43,10 +43,12 @@ type sqlType struct {
 }
 
 var declaredTypes = map[string]sqlType{
-	"int":   {oidInt8, "int8", "bigint", 8},
-	"float": {oidFloat8, "float8", "double precision", 8},
-	"text":  {oidText, "text", "text", -1},
-	"bool":  {oidBool, "bool", "boolean", 1},
+	"int":       {oidInt8, "int8", "bigint", 8},
+	"float":     {oidFloat8, "float8", "double precision", 8},
+	"text":      {oidText, "text", "text", -1},
+	"bool":      {oidBool, "bool", "boolean", 1},
+	"date":      {oidDate, "date", "date", 4},
+	"timestamp": {oidTimestamp, "timestamp", "timestamp without time zone", 8},
 }
 
 func typeOf(declared string) sqlType {
@@ -648,6 +650,8 @@ func columnNote(t *server.TableInfo, c server.ColumnInfo) string {
 		parts = append(parts, "privacy unit")
 	}
 	switch {
+	case len(c.Range) == 2:
+		parts = append(parts, fmt.Sprintf("%s in [%s, %s]", c.Type, c.Range[0], c.Range[1]))
 	case c.Lower != nil || c.Upper != nil:
 		parts = append(parts, fmt.Sprintf("%s in [%s, %s]", c.Type, fmtBound(c.Lower), fmtBound(c.Upper)))
 	case len(c.Values) > 0:

@@ -556,13 +556,23 @@ func (ss *session) shape(resp *server.Response, sql string) *description {
 			continue
 		}
 		oid := uint32(oidText)
-		switch types[name] {
+		declared := types[name]
+		if len(resp.Types) == len(resp.Columns) && resp.Types[j] != "" {
+			// The key's type from the plan: a computed key (date_trunc,
+			// lower(…)) or a column under an alias.
+			declared = resp.Types[j]
+		}
+		switch declared {
 		case "int", "integer", "bigint":
 			oid = oidInt8
 		case "float", "double", "real":
 			oid = oidFloat8
 		case "bool", "boolean":
 			oid = oidBool
+		case "date":
+			oid = oidDate
+		case "timestamp":
+			oid = oidTimestamp
 		case "":
 			// A computed column without an interval (an expression over
 			// released values): typed by its values.
@@ -696,6 +706,10 @@ func rowDescription(cols []column, fmts []int16) *pgproto3.RowDescription {
 			size = 2
 		case oidBool:
 			size = 1
+		case oidDate:
+			size = 4
+		case oidTimestamp:
+			size = 8
 		}
 		var f int16
 		if fmts != nil {
@@ -760,6 +774,8 @@ func encode(v any, oid uint32, format int16) ([]byte, error) {
 			return binary.BigEndian.AppendUint32(nil, uint32(int32(n))), nil
 		}
 		return []byte(strconv.FormatInt(n, 10)), nil
+	case oidDate, oidTimestamp:
+		return encodeTemporal(v, oid, format)
 	case oidBool:
 		b, _ := v.(bool)
 		if format == 1 {

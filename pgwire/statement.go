@@ -190,6 +190,10 @@ const (
 	oidUnknown = 705
 	oidVarchar = 1043
 	oidNumeric = 1700
+	// oidDate and oidTimestamp type released keys of date and timestamp
+	// columns.
+	oidDate      = 1082
+	oidTimestamp = 1114
 )
 
 // constant turns one bound parameter, in text or binary format, into a

@@ -128,6 +128,10 @@ func engineType(t catalog.Type) engine.Type {
 		return engine.Double
 	case catalog.Bool:
 		return engine.Boolean
+	case catalog.Date:
+		return engine.Date
+	case catalog.Timestamp:
+		return engine.Timestamp
 	}
 	return engine.Text
 }
@@ -723,6 +727,7 @@ func (p *Prepared) Release(exact *Exact) (*Result, error) {
 	if q.Limit >= 0 && q.Limit < int64(len(res.Rows)) {
 		res.Rows, res.CI = res.Rows[:q.Limit], res.CI[:q.Limit]
 	}
+	plan.renderTemporalKeys(res)
 	dropHidden(res, q)
 	// Mechanisms are listed in release order, which follows the aggregates.
 	res.Split = p.Noise.split()

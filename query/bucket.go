@@ -26,6 +26,13 @@ const (
 	FloorBucket
 	// CaseBucket is CASE WHEN cond THEN v … ELSE v END with literal values.
 	CaseBucket
+	// DateBucket is date_trunc(Field, Column) or EXTRACT(Field FROM
+	// Column) over a date or timestamp column with declared bounds.
+	DateBucket
+	// TextBucket is a text function of text columns (lower(city),
+	// substr(code, 1, 2), city || '/' || zone): public when every column
+	// it reads has a public value list, else chosen by key selection.
+	TextBucket
 )
 
 // Bucket is a computed group key whose possible values are public (they
@@ -46,6 +53,13 @@ type Bucket struct {
 	Whens []Expr
 	Thens []any
 	Else  any
+	// Field is a DateBucket's date_trunc unit or EXTRACT field, Trunc
+	// says which, and Type is the column's type (date or timestamp).
+	Field string
+	Trunc bool
+	Type  catalog.Type
+	// Fn is a TextBucket's function.
+	Fn *TextFn
 }
 
 // Values lists every value the key can take, in order.
@@ -68,9 +82,20 @@ func (b *Bucket) Values(t *catalog.Table) []any {
 			out = append(out, canonicalFloat(float64(k)*b.Width))
 		}
 		return out
+	case DateBucket:
+		return b.dateValues(t)
+	case TextBucket:
+		vals, ok := b.Fn.image(t)
+		if !ok {
+			return nil
+		}
+		return vals
 	}
 	var out []any
 	for _, v := range append(append([]any{}, b.Thens...), b.Else) {
+		if v == nil {
+			continue // no ELSE: NULL is no group
+		}
 		dup := false
 		for _, w := range out {
 			dup = dup || keyID([]any{w}) == keyID([]any{v})
@@ -134,6 +159,10 @@ func (g *sqlGen) keyExpr(k string) (string, error) {
 			return "", err
 		}
 		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE floor(%s) * %s END", col, q, lit(b.Width)), nil
+	case DateBucket:
+		return g.dateSQL(b.Column, b.Field, b.Trunc)
+	case TextBucket:
+		return g.textKeySQL(b)
 	}
 	var s strings.Builder
 	s.WriteString("CASE")
@@ -153,8 +182,11 @@ func isBucketExpr(n *pg.Node) bool {
 	if n == nil {
 		return false
 	}
+	if isTextFunc(n) {
+		return true
+	}
 	if fc := n.GetFuncCall(); fc != nil {
-		return funcName(fc) == "width_bucket"
+		return funcName(fc) == "width_bucket" || isDateFunc(funcName(fc))
 	}
 	if a := n.GetAExpr(); a != nil {
 		return a.Kind == pg.A_Expr_Kind_AEXPR_OP && opName(a) == "*"
@@ -206,6 +238,12 @@ func (p *parser) bucket(n *pg.Node) (*Bucket, error) {
 			return nil, refuse("%s over column %s (%s): want an int or float column", what, col.Name, col.Type)
 		}
 		return col, nil
+	}
+	if fc := n.GetFuncCall(); fc != nil && isDateFunc(funcName(fc)) {
+		return p.dateBucket(fc)
+	}
+	if isTextFunc(n) {
+		return p.textBucket(n)
 	}
 	if fc := n.GetFuncCall(); fc != nil {
 		if len(fc.Args) != 4 {
@@ -260,9 +298,6 @@ func (p *parser) bucket(n *pg.Node) (*Bucket, error) {
 	if ce.Arg != nil {
 		return nil, refuse("CASE bins are written CASE WHEN condition THEN value … ELSE value END")
 	}
-	if ce.Defresult == nil {
-		return nil, refuse("CASE bins need an ELSE value, so that every row has a bin")
-	}
 	b := &Bucket{Kind: CaseBucket}
 	kind := ""
 	value := func(node *pg.Node) (any, error) {
@@ -293,11 +328,15 @@ func (p *parser) bucket(n *pg.Node) (*Bucket, error) {
 		b.Whens = append(b.Whens, cond)
 		b.Thens = append(b.Thens, v)
 	}
-	v, err := value(ce.Defresult)
-	if err != nil {
-		return nil, err
+	if ce.Defresult != nil {
+		// Without ELSE, a row no arm takes has the key NULL, which is no
+		// group.
+		v, err := value(ce.Defresult)
+		if err != nil {
+			return nil, err
+		}
+		b.Else = v
 	}
-	b.Else = v
 	// Mixed int and float literals are all floats, as the engine's CASE
 	// result is.
 	anyFloat := false
@@ -347,15 +386,28 @@ func (p *parser) bucketOutput(n *pg.Node) (string, error) {
 			return name, nil
 		}
 	}
+	if b.Kind == TextBucket || b.Kind == DateBucket {
+		return "", refuse("the select-list expression %s is not in GROUP BY; group by the same expression (or by its position or alias)", b)
+	}
 	return "", refuse("the select-list expression is not in GROUP BY; group by the same expression (or by its position or alias)")
 }
 
 // bucketKind is the type family of a computed key's values.
 func (b *Bucket) kind() string {
+	if b.Kind == DateBucket && b.Trunc {
+		return string(b.Type)
+	}
+	if b.Kind == TextBucket {
+		return b.Fn.kind()
+	}
 	if b.Kind != CaseBucket {
 		return "number"
 	}
-	switch b.Else.(type) {
+	v := b.Else
+	if v == nil && len(b.Thens) > 0 {
+		v = b.Thens[0]
+	}
+	switch v.(type) {
 	case string:
 		return "text"
 	case bool:
@@ -410,6 +462,10 @@ func (b *Bucket) String() string {
 		return fmt.Sprintf("width_bucket(%s, %g, %g, %d)", b.Column, b.Lo, b.Hi, b.N)
 	case FloorBucket:
 		return fmt.Sprintf("floor(%s / %g) * %g", b.Column, b.Width, b.Width)
+	case DateBucket:
+		return dateString(b.Field, b.Column, b.Trunc)
+	case TextBucket:
+		return b.Fn.String()
 	}
 	return "CASE … END"
 }

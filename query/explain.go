@@ -252,8 +252,14 @@ func (p *Plan) describeKeys() string {
 	if len(p.Query.GroupBy) == 0 {
 		return "no GROUP BY: one group, the whole table"
 	}
-	return fmt.Sprintf("public value lists of %s (declared in the catalog): %d group(s), all released, including empty ones; no data decides which",
-		p.Query.keyNames(), len(p.Keys))
+	source := "declared in the catalog"
+	for _, b := range p.Query.Buckets {
+		if b.Kind == DateBucket || b.Kind == TextBucket {
+			source = "computed from the query and the catalog's bounds and value lists"
+		}
+	}
+	return fmt.Sprintf("public value lists of %s (%s): %d group(s), all released, including empty ones; no data decides which",
+		p.Query.keyNames(), source, len(p.Keys))
 }
 
 // Lines renders the explanation as text, one line per item, the way

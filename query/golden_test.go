@@ -17,7 +17,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 // testdata/golden/NAME.sql, so that a change in the rewriting shows up as a
 // readable diff. Run with -update to rewrite the files.
 func TestGoldenSQL(t *testing.T) {
-	cats := map[string]string{"test": "testdata/catalog.yaml", "examples": "../examples/catalog.yaml"}
+	cats := map[string]string{"test": "testdata/catalog.yaml", "examples": "../examples/catalog.yaml", "dates": "testdata/dates.yaml"}
 	tests := []struct {
 		name, catalog, sql string
 	}{
@@ -55,6 +55,12 @@ func TestGoldenSQL(t *testing.T) {
 		{"arithmetic_unit", "examples", "SELECT day, SUM(euros_spent * 2 - 1), AVG(LEAST(minutes_spent, 30)) FROM visits GROUP BY day"},
 		{"min_max", "examples", "SELECT sex, MIN(age), MAX(hours_per_week) FROM adult GROUP BY sex"},
 		{"where_narrows", "examples", "SELECT SUM(age) FROM adult WHERE age BETWEEN 30 AND 60"},
+		{"date_where", "dates", "SELECT COUNT(*) FROM events WHERE signup BETWEEN '2024-02-01' AND DATE '2024-03-01' AND seen < '2024-06-01 12:00:00'"},
+		{"date_trunc_month", "dates", "SELECT date_trunc('month', signup) AS m, COUNT(*), SUM(amount) FROM events GROUP BY m"},
+		{"extract_timestamp", "dates", "SELECT EXTRACT(hour FROM seen) AS h, date_trunc('week', seen) AS w, COUNT(*) FROM events WHERE seen < '2024-01-15' GROUP BY h, w"},
+		{"date_arithmetic", "dates", "SELECT SUM(signup - DATE '2024-01-01'), AVG(EXTRACT(month FROM signup)) FROM events"},
+		{"text_key", "test", "SELECT lower(city) AS c, COUNT(*) FROM people WHERE starts_with(trim(city), 'A') OR length(city) > 1 GROUP BY c"},
+		{"text_key_selection", "dates", "SELECT substr(upper(note), 1, 3) AS n, SUM(LEAST(length(note), 10)) FROM events GROUP BY n"},
 		{"count_distinct_values", "examples", "SELECT day, COUNT(DISTINCT euros_spent) FROM visits GROUP BY day"},
 		{"cte_merged", "examples", "WITH long AS (SELECT visitor_id, day, minutes_spent * 2 AS m2 FROM visits WHERE minutes_spent > 20) SELECT day, COUNT(*), SUM(m2) FROM long GROUP BY day"},
 		{"per_person", "examples", "WITH pp AS (SELECT visitor_id, COUNT(*) AS n, SUM(euros_spent) AS spent FROM visits GROUP BY visitor_id) SELECT width_bucket(n, 1, 8, 7) AS visits, COUNT(*), AVG(LEAST(spent, 100)) FROM pp GROUP BY visits"},

@@ -222,6 +222,9 @@ const (
 	ColumnRef
 	// OutputRef is an output of the query (HAVING only).
 	OutputRef
+	// Computed is a text function (Fn) or a date function (Part) of a
+	// row's columns (WHERE only).
+	Computed
 )
 
 // Operand is a leaf of an expression.
@@ -233,6 +236,15 @@ type Operand struct {
 	Column string
 	// Output indexes Query.Outputs for OutputRef.
 	Output int
+	// Type marks a date or timestamp literal (catalog.Date or
+	// catalog.Timestamp): Value is then its int64 days or microseconds
+	// since 1970-01-01, or, before it is checked against the column it is
+	// compared with, the text of DATE '…'. Empty for other literals.
+	Type catalog.Type
+	// Fn is the text function of a Computed operand.
+	Fn *TextFn
+	// Part is the date function of a Computed operand.
+	Part *DatePart
 }
 
 // Compare is Left Op Right with Op one of =, <>, <, <=, >, >=.
@@ -329,9 +341,17 @@ func operandString(o Operand, q *Query) string {
 		return o.Column
 	case OutputRef:
 		return q.Outputs[o.Output].Name
+	case Computed:
+		if o.Part != nil {
+			return dateString(o.Part.Field, o.Part.Column, o.Part.Trunc)
+		}
+		return o.Fn.String()
 	}
 	if s, ok := o.Value.(string); ok {
 		return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+	}
+	if o.Type.Temporal() {
+		return strings.ToUpper(string(o.Type)) + " '" + catalog.FormatValue(o.Type, o.Value) + "'"
 	}
 	return fmt.Sprint(o.Value)
 }

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgtype"
+
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/engine/engines"
@@ -44,7 +46,7 @@ import (
 const neighbourTimeout = 60 * time.Second
 
 // neighbourColumns is the header of the harness tables.
-const neighbourColumns = "pid,f,fz,i,t,u,b"
+const neighbourColumns = "pid,f,fz,i,t,u,b,dt,ts"
 
 // neighbourRows holds the harness data: every extreme value a file can
 // hold in each column type (NaN, ±Inf, ±0, ±MaxFloat64, the smallest
@@ -52,18 +54,18 @@ const neighbourColumns = "pid,f,fz,i,t,u,b"
 // text, NULL, long unicode). The first row holding fz is -0, so that the
 // engine meets -0 before 0 in that group, and without person 2 it does not.
 var neighbourRows = []string{
-	`2,-inf,-0,0,a,` + strings.Repeat("é☃𝄞", 200) + `,true`,
-	`1,nan,-0.0,9223372036854775807,a,,true`,
-	`1,inf,0,-9223372036854775808,b,x,false`,
-	`3,1.7976931348623157e308,1,100,b,x,true`,
-	`4,-1.7976931348623157e308,0,50,a,y,false`,
-	`4,-0,NaN,,,y,`,
-	`5,4.9e-324,inf,1e30,a,y,true`,
-	`6,,,,,,`,
-	`7,5,0,7,b,x,false`,
-	`7,-5,1,8,a,x,false`,
-	`7,1e-320,0,9,b,x,true`,
-	`8,0.25,-0,99,b,z,true`,
+	`2,-inf,-0,0,a,` + strings.Repeat("é☃𝄞", 200) + `,true,infinity,-infinity`,
+	`1,nan,-0.0,9223372036854775807,a,,true,-infinity,infinity`,
+	`1,inf,0,-9223372036854775808,b,x,false,0001-01-01,1684-01-01 00:00:00`,
+	`3,1.7976931348623157e308,1,100,b,x,true,5874897-12-31,290309-12-21 23:59:59.999999`,
+	`4,-1.7976931348623157e308,0,50,a,y,false,9999-12-31,9999-12-31 23:59:59.999999`,
+	`4,-0,NaN,,,y,,2024-02-30,not a time`,
+	`5,4.9e-324,inf,1e30,a,y,true,2024-02-29,2024-02-29 23:59:59`,
+	`6,,,,,,,,`,
+	`7,5,0,7,b,x,false,1969-12-31,1969-12-31 23:59:59.999999`,
+	`7,-5,1,8,a,x,false,2024-01-01,2024-01-01 00:00:00`,
+	`7,1e-320,0,9,b,x,true,2024-12-31,2024-12-31 23:59:59`,
+	`8,0.25,-0,99,b,z,true,2024-03-01,2024-03-01 00:00:00.5`,
 }
 
 // neighbourCatalog declares the two harness tables: people (a privacy
@@ -85,6 +87,8 @@ tables:
       t:   {type: text, values: [a, b, ""]}
       u:   {type: text}
       b:   {type: bool, values: [true, false]}
+      dt:  {type: date, lower: "2024-01-01", upper: "2024-12-31"}
+      ts:  {type: timestamp, lower: "2024-01-01 00:00:00", upper: "2024-12-31 23:59:59"}
   rows:
     source: data.csv
     columns: *cols
@@ -184,6 +188,29 @@ var neighbourBattery = []string{
 	"SELECT COUNT(*), SUM(y.i), COUNT(DISTINCT x.pid) FROM T x JOIN visits y ON x.pid = y.pid",
 	"SELECT x.t, COUNT(*), AVG(y.f) FROM T x LEFT JOIN visits y USING (pid) GROUP BY x.t",
 	"SELECT COUNT(*) FROM T x JOIN visits y ON x.t = y.t",
+	// Dates and timestamps: infinities, malformed values, dates beyond
+	// the bounds and beyond what a timestamp holds.
+	"SELECT COUNT(dt), COUNT(ts), COUNT(*) FILTER (WHERE dt > '2024-06-01') FROM T",
+	"SELECT COUNT(*) FROM T WHERE dt >= DATE '2024-03-01' OR ts < '2024-02-01 00:00:00' OR dt = '9999-12-31'",
+	"SELECT date_trunc('month', dt) AS m, COUNT(*), SUM(i) FROM T GROUP BY m",
+	"SELECT EXTRACT(dow FROM dt) AS w, EXTRACT(hour FROM ts) AS h, COUNT(*) FROM T GROUP BY w, h",
+	"SELECT date_trunc('day', ts) AS day, date_part('isodow', ts) AS w, COUNT(*) FROM T WHERE ts BETWEEN '2024-02-28' AND '2024-03-02' GROUP BY day, w",
+	"SELECT date_trunc('week', dt) AS w, date_trunc('minute', ts) AS m, COUNT(*) FROM T WHERE ts BETWEEN '2024-02-29 23:58:00' AND '2024-03-01 00:01:00' GROUP BY w, m",
+	"SELECT SUM(dt - DATE '2024-01-01'), AVG(EXTRACT(doy FROM dt)), SUM(EXTRACT(minute FROM ts)), MAX(EXTRACT(year FROM ts)) FROM T",
+	"SELECT dt, COUNT(*) FROM T GROUP BY dt",
+	"SELECT COUNT(*), SUM(dt - DATE '2024-01-01') FROM T WHERE dt + INTERVAL '2 weeks' <= '2024-03-01' AND ts - INTERVAL '36 hours' > TIMESTAMP '2023-12-01 00:00:00'",
+	"SELECT COUNT(*), SUM(i) FILTER (WHERE EXTRACT(hour FROM ts) < 12) FROM T WHERE EXTRACT(dow FROM dt) IN (0, 6) OR date_trunc('month', dt) = '2024-02-01'",
+	"SELECT COUNT(*), SUM(dt - (DATE '2024-12-31' - INTERVAL '1 year 1 month')) FROM T WHERE ts >= TIMESTAMP '2024-01-31 12:00:00' + INTERVAL '1 month'",
+	// Text functions: public images over value lists, key selection
+	// otherwise, lengths clamped.
+	"SELECT lower(t) AS l, upper(t) || '-' || t AS c, COUNT(*) FROM T GROUP BY l, c",
+	"SELECT concat(t, u) AS c, COUNT(*) FROM T GROUP BY c",
+	"SELECT substr(u, 2, 3) AS s3, COUNT(*) FROM T GROUP BY s3",
+	"SELECT starts_with(t, 'a') AS a, length(t) AS n, COUNT(*) FROM T GROUP BY a, n",
+	"SELECT COUNT(*) FROM T WHERE lower(u) = 'x' OR trim(u) LIKE '%☃%' OR starts_with(rtrim(ltrim(u)), '') AND length(u) > 3",
+	"SELECT SUM(length(t)), SUM(LEAST(length(u), 50)), AVG(CASE WHEN lower(u) IN ('x', 'y') THEN i END) FROM T",
+	"SELECT SUM(length(u)) FROM T",
+	"SELECT CASE WHEN f > 0 THEN 'pos' WHEN i > 50 THEN 'big' END AS sign, COUNT(*) FROM T GROUP BY sign",
 	// Distinct values of any column: the sensitivity of COUNT(*).
 	"SELECT COUNT(DISTINCT t), COUNT(DISTINCT i), COUNT(DISTINCT f) FROM T",
 	"SELECT fz, COUNT(DISTINCT u), SUM(i) FROM T GROUP BY fz",
@@ -272,7 +299,7 @@ func neighboursOn(t testing.TB, kind string) *neighbourFixture {
 }
 
 // neighbourTypes are the types of the harness columns (neighbourColumns).
-var neighbourTypes = []catalog.Type{catalog.Int, catalog.Float, catalog.Float, catalog.Int, catalog.Text, catalog.Text, catalog.Bool}
+var neighbourTypes = []catalog.Type{catalog.Int, catalog.Float, catalog.Float, catalog.Int, catalog.Text, catalog.Text, catalog.Bool, catalog.Date, catalog.Timestamp}
 
 // neighbourValues reads harness rows as a file engine does: an empty or
 // malformed field is NULL.
@@ -297,6 +324,28 @@ func neighbourValues(rows []string) [][]any {
 			case catalog.Bool:
 				if v, err := strconv.ParseBool(f); err == nil {
 					row[j] = v
+				}
+			case catalog.Date:
+				switch f {
+				case "infinity":
+					row[j] = pgtype.Date{InfinityModifier: pgtype.Infinity, Valid: true}
+				case "-infinity":
+					row[j] = pgtype.Date{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+				default:
+					if v, err := time.Parse("2006-01-02", f); err == nil {
+						row[j] = v
+					}
+				}
+			case catalog.Timestamp:
+				switch f {
+				case "infinity":
+					row[j] = pgtype.Timestamp{InfinityModifier: pgtype.Infinity, Valid: true}
+				case "-infinity":
+					row[j] = pgtype.Timestamp{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+				default:
+					if v, err := time.Parse("2006-01-02 15:04:05", f); err == nil {
+						row[j] = v
+					}
 				}
 			default:
 				row[j] = f

@@ -436,6 +436,12 @@ func (p *parser) target(n *pg.Node) error {
 		name := rt.Name
 		if name == "" {
 			name = "bin"
+			if fc := rt.Val.GetFuncCall(); fc != nil && (isDateFunc(funcName(fc)) || isTextFunc(rt.Val)) {
+				name = funcName(fc)
+				for i := 2; p.outputNamed(name); i++ {
+					name = funcName(fc) + "_" + strconv.Itoa(i)
+				}
+			}
 		}
 		p.q.Outputs = append(p.q.Outputs, Output{Name: name, Key: key})
 		return nil
@@ -705,6 +711,12 @@ func (p *parser) expr(n *pg.Node, having bool) (Expr, error) {
 			v := b.Boolval.Boolval
 			return Compare{Op: "=", Left: Operand{Kind: Literal, Value: v}, Right: Operand{Kind: Literal, Value: true}}, nil
 		}
+	case n.GetFuncCall() != nil && !having && funcName(n.GetFuncCall()) == "starts_with":
+		f, err := p.textFn(n, 0)
+		if err != nil {
+			return nil, err
+		}
+		return Compare{Op: "=", Left: Operand{Kind: Computed, Fn: f}, Right: Operand{Kind: Literal, Value: true}}, nil
 	case n.GetFuncCall() != nil && !having:
 		fc := n.GetFuncCall()
 		if _, ok := aggregateNames[funcName(fc)]; ok {
@@ -734,12 +746,20 @@ func (p *parser) aexpr(a *pg.A_Expr, having bool) (Expr, error) {
 		if !ok {
 			return nil, refuse("operator %s is not supported in conditions; use =, <>, <, <=, >, >=", op)
 		}
+		if !having {
+			if e, ok, err := p.shiftedCompare(a, norm); ok {
+				return e, err
+			}
+		}
 		l, err := p.operand(a.Lexpr, having)
 		if err != nil {
 			return nil, err
 		}
 		r, err := p.operand(a.Rexpr, having)
 		if err != nil {
+			return nil, err
+		}
+		if l, r, err = p.temporalOperands(l, r); err != nil {
 			return nil, err
 		}
 		if err := p.comparable(l, r); err != nil {
@@ -769,6 +789,9 @@ func (p *parser) aexpr(a *pg.A_Expr, having bool) (Expr, error) {
 			if v.Kind != Literal {
 				return nil, refuse("IN lists may hold only literal values")
 			}
+			if _, v, err = p.temporalOperands(arg, v); err != nil {
+				return nil, err
+			}
 			if err := p.comparable(arg, v); err != nil {
 				return nil, err
 			}
@@ -795,6 +818,12 @@ func (p *parser) aexpr(a *pg.A_Expr, having bool) (Expr, error) {
 		}
 		hi, err := p.operand(list.Items[1], having)
 		if err != nil {
+			return nil, err
+		}
+		if _, lo, err = p.temporalOperands(arg, lo); err != nil {
+			return nil, err
+		}
+		if _, hi, err = p.temporalOperands(arg, hi); err != nil {
 			return nil, err
 		}
 		if err := p.comparable(arg, lo); err != nil {
@@ -835,6 +864,25 @@ func (p *parser) operand(n *pg.Node, having bool) (Operand, error) {
 			return Operand{}, err
 		}
 		return Operand{Kind: ColumnRef, Column: col.Name}, nil
+	}
+	if isTextFunc(n) {
+		f, err := p.textFn(n, 0)
+		if err != nil {
+			return Operand{}, err
+		}
+		return Operand{Kind: Computed, Fn: f}, nil
+	}
+	if a := n.GetAExpr(); a != nil {
+		if o, ok, err := p.foldInterval(a); ok {
+			return o, err
+		}
+	}
+	if fc := n.GetFuncCall(); fc != nil && isDateFunc(funcName(fc)) {
+		field, col, trunc, err := p.dateArgs(fc)
+		if err != nil {
+			return Operand{}, err
+		}
+		return Operand{Kind: Computed, Part: &DatePart{Column: col.Name, Field: field, Trunc: trunc}}, nil
 	}
 	if fc := n.GetFuncCall(); fc != nil {
 		if aggregateNames[funcName(fc)] {
@@ -974,6 +1022,8 @@ func castConst(c *pg.A_Const, tn *pg.TypeName) (Operand, error) {
 			return Operand{}, refuse("cannot cast %q to a boolean", s)
 		}
 		return Operand{Kind: Literal, Value: b}, nil
+	case catalog.Date, catalog.Timestamp:
+		return temporalLiteral(typ, s)
 	}
 	return Operand{}, refuse("cast to %s is not supported", name)
 }
@@ -982,7 +1032,9 @@ func castConst(c *pg.A_Const, tn *pg.TypeName) (Operand, error) {
 func (p *parser) kindOf(o Operand) string {
 	switch o.Kind {
 	case ColumnRef:
-		switch p.table.Column(o.Column).Type {
+		switch t := p.table.Column(o.Column).Type; t {
+		case catalog.Date, catalog.Timestamp:
+			return string(t)
 		case catalog.Int, catalog.Float:
 			return "number"
 		case catalog.Text:
@@ -990,6 +1042,14 @@ func (p *parser) kindOf(o Operand) string {
 		case catalog.Bool:
 			return "bool"
 		}
+	case Computed:
+		if o.Part != nil {
+			if o.Part.Trunc {
+				return string(p.table.Column(o.Part.Column).Type)
+			}
+			return "number"
+		}
+		return o.Fn.kind()
 	case OutputRef:
 		out := p.q.Outputs[o.Output]
 		if out.Agg != nil || out.Post != nil {
@@ -998,7 +1058,9 @@ func (p *parser) kindOf(o Operand) string {
 		if b := p.q.Buckets[out.Key]; b != nil {
 			return b.kind()
 		}
-		switch p.table.Column(out.Key).Type {
+		switch t := p.table.Column(out.Key).Type; t {
+		case catalog.Date, catalog.Timestamp:
+			return string(t)
 		case catalog.Int, catalog.Float:
 			return "number"
 		case catalog.Text:
@@ -1007,6 +1069,9 @@ func (p *parser) kindOf(o Operand) string {
 			return "bool"
 		}
 	case Literal:
+		if o.Type.Temporal() {
+			return string(o.Type)
+		}
 		switch o.Value.(type) {
 		case int64, float64:
 			return "number"
@@ -1026,9 +1091,14 @@ func (p *parser) describe(o Operand) string {
 		return fmt.Sprintf("column %s (%s)", c.Name, c.Type)
 	case OutputRef:
 		return "output " + p.q.Outputs[o.Output].Name
+	case Computed:
+		return fmt.Sprintf("%s (%s)", operandString(o, nil), p.kindOf(o))
 	}
 	if s, ok := o.Value.(string); ok {
 		return fmt.Sprintf("text '%s'", s)
+	}
+	if o.Type.Temporal() {
+		return operandString(o, nil)
 	}
 	return fmt.Sprintf("%s %v", p.kindOf(o), o.Value)
 }
@@ -1197,10 +1267,13 @@ func (p *parser) like(a *pg.A_Expr, op string, having bool) (Expr, error) {
 		return nil, err
 	}
 	pat, isText := r.Value.(string)
-	if l.Kind != ColumnRef || r.Kind != Literal || !isText {
-		return nil, refuse("write column LIKE 'pattern', with a text column and a literal pattern")
+	if (l.Kind != ColumnRef && l.Kind != Computed) || r.Kind != Literal || !isText {
+		return nil, refuse("write column LIKE 'pattern', with a text column (or a text function of one) and a literal pattern")
 	}
-	if col := p.table.Column(l.Column); col == nil || col.Type != catalog.Text {
+	if l.Kind == Computed && p.kindOf(l) != "text" {
+		return nil, refuse("LIKE needs text; %s is %s", operandString(l, nil), p.kindOf(l))
+	}
+	if col := p.table.Column(l.Column); l.Kind == ColumnRef && (col == nil || col.Type != catalog.Text) {
 		return nil, refuse("LIKE needs a text column; %s is not one", l.Column)
 	}
 	if strings.Contains(pat, "\\") {
@@ -1228,6 +1301,10 @@ func castType(tn *pg.TypeName) (catalog.Type, string) {
 		return catalog.Text, name
 	case "bool", "boolean":
 		return catalog.Bool, name
+	case "date":
+		return catalog.Date, name
+	case "timestamp":
+		return catalog.Timestamp, name
 	}
 	return "", name
 }

@@ -239,6 +239,9 @@ func NewPlanDelta(q *Query, table *catalog.Table, epsilon, delta float64) (*Plan
 	}
 	p := &Plan{Query: q, Table: table, Epsilon: epsilon}
 	for _, b := range q.Buckets {
+		if err := b.checkCount(table); err != nil {
+			return nil, err
+		}
 		if n := len(b.Values(table)); n > MaxGroups {
 			return nil, refuse("GROUP BY %s gives %d bins: want at most %d", b, n, MaxGroups)
 		}

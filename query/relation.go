@@ -67,7 +67,7 @@ func narrowBounds(t *catalog.Table, where Expr) {
 	walk(where)
 	narrow := func(col string, op string, v any) {
 		c := t.Column(col)
-		if c == nil || !c.Bounded() || (c.Type != catalog.Int && c.Type != catalog.Float) {
+		if c == nil || !c.Bounded() || (c.Type != catalog.Int && c.Type != catalog.Float && !c.Type.Temporal()) {
 			return
 		}
 		x, ok := number(v)
@@ -75,7 +75,7 @@ func narrowBounds(t *catalog.Table, where Expr) {
 			return
 		}
 		lo, hi := *c.Lower, *c.Upper
-		isInt := c.Type == catalog.Int
+		isInt := c.Type == catalog.Int || c.Type.Temporal()
 		switch op {
 		case "=":
 			lo, hi = math.Max(lo, x), math.Min(hi, x)

@@ -118,6 +118,10 @@ func scalarRange(s Scalar, t *catalog.Table) (span, error) {
 	if err != nil {
 		return span{}, err
 	}
+	if tl, ok := s.(TextLength); ok && !out.finite() {
+		return span{}, refuse("%s has no upper bound: %s has no public value list; clamp it, e.g. LEAST(%s, 100), or declare `values:` for %s in the catalog",
+			tl.Fn, strings.Join(tl.Fn.columns(), ", "), tl.Fn, strings.Join(tl.Fn.columns(), ", "))
+	}
 	if !out.finite() {
 		return span{}, refuse("the expression %s has no finite bounds: its inputs include a column without declared bounds; clamp it with LEAST(GREATEST(x, low), high) or declare `lower:` and `upper:` in the catalog", scalarString(s))
 	}
@@ -152,10 +156,10 @@ func rawRange(s Scalar, t *catalog.Table) (span, error) {
 		if c == nil {
 			return span{}, fmt.Errorf("query: derived column reads unknown column %s", x.Column)
 		}
-		if c.Type != catalog.Int && c.Type != catalog.Float {
-			return span{}, refuse("column %s is %s: arithmetic needs an int or float column", c.Name, c.Type)
+		if c.Type != catalog.Int && c.Type != catalog.Float && c.Type != catalog.Date {
+			return span{}, refuse("column %s is %s: arithmetic needs an int, float or date column", c.Name, c.Type)
 		}
-		sp := span{lo: math.Inf(-1), hi: math.Inf(1), isInt: c.Type == catalog.Int, nullable: true}
+		sp := span{lo: math.Inf(-1), hi: math.Inf(1), isInt: c.Type != catalog.Float, nullable: true}
 		// A per-person count has a lower bound only (PreAggregate).
 		if c.Lower != nil {
 			sp.lo = *c.Lower
@@ -306,6 +310,10 @@ func rawRange(s Scalar, t *catalog.Table) (span, error) {
 			return span{}, refuse("%s is NULL in every case: nothing to aggregate", scalarString(s))
 		}
 		return checked(out)
+	case DatePart:
+		return datePartRange(x, t)
+	case TextLength:
+		return textLengthRange(x, t), nil
 	case Cast:
 		a, err := rawRange(x.Arg, t)
 		if err != nil {
@@ -367,6 +375,10 @@ func scalarString(s Scalar) string {
 		return b.String() + " END"
 	case Cast:
 		return "CAST(" + scalarString(x.Arg) + " AS " + string(x.Type) + ")"
+	case DatePart:
+		return dateString(x.Field, x.Column, x.Trunc)
+	case TextLength:
+		return x.Fn.String()
 	}
 	return "?"
 }
@@ -465,6 +477,11 @@ func (g *sqlGen) scalarSQL(s Scalar) (string, error) {
 			b.WriteString(" ELSE " + e)
 		}
 		return b.String() + " END", nil
+	case DatePart:
+		e, err := g.dateSQL(x.Column, x.Field, x.Trunc)
+		return "CAST(" + e + " AS " + dbl + ")", err
+	case TextLength:
+		return g.textLengthSQL(x)
 	case Cast:
 		a, err := g.scalarSQL(x.Arg)
 		if err != nil {
@@ -534,12 +551,18 @@ func (p *parser) scalar(n *pg.Node) (Scalar, error) {
 		if err != nil {
 			return nil, err
 		}
-		if col.Type != catalog.Int && col.Type != catalog.Float {
-			return nil, refuse("column %s is %s: an aggregated expression computes with int and float columns (compare other columns in a CASE WHEN or FILTER condition)", col.Name, col.Type)
+		if col.Type == catalog.Timestamp {
+			return nil, refuse("column %s is a timestamp: an aggregated expression computes with EXTRACT(field FROM %s) or date_trunc('unit', %s), not the timestamp itself", col.Name, col.Name, col.Name)
+		}
+		if col.Type != catalog.Int && col.Type != catalog.Float && col.Type != catalog.Date {
+			return nil, refuse("column %s is %s: an aggregated expression computes with int, float and date columns (compare other columns in a CASE WHEN or FILTER condition)", col.Name, col.Type)
 		}
 		return ColumnValue{Column: col.Name}, nil
 	}
 	if tc := n.GetTypeCast(); tc != nil {
+		if s, ok, err := dateConstant(tc); ok {
+			return s, err
+		}
 		arg, err := p.scalar(tc.Arg)
 		if err != nil {
 			return nil, err
@@ -551,6 +574,15 @@ func (p *parser) scalar(n *pg.Node) (Scalar, error) {
 		return nil, refuse("CAST to %q is not supported in an aggregated expression; cast to int or float", name)
 	}
 	if a := n.GetAExpr(); a != nil {
+		if o, ok, err := p.foldInterval(a); ok {
+			if err != nil {
+				return nil, err
+			}
+			if o.Type != catalog.Date {
+				return nil, refuse("timestamps cannot be computed with in an aggregated expression; use EXTRACT(field FROM ts) or date_trunc")
+			}
+			return Constant{Value: float64(o.Value.(int64)), Int: true}, nil
+		}
 		switch a.Kind {
 		case pg.A_Expr_Kind_AEXPR_OP:
 			return arith(a, "+-*/%", "in an aggregated expression", p.scalar)
@@ -619,6 +651,16 @@ func (p *parser) scalar(n *pg.Node) (Scalar, error) {
 		name := funcName(fc)
 		if aggregateNames[name] {
 			return nil, refuse("aggregates cannot be nested: %s inside another aggregate", strings.ToUpper(name))
+		}
+		if isDateFunc(name) {
+			return p.dateScalar(fc)
+		}
+		if name == "length" || name == "char_length" {
+			f, err := p.textFn(n, 0)
+			if err != nil {
+				return nil, err
+			}
+			return TextLength{Fn: f}, nil
 		}
 		want := map[string][2]int{"abs": {1, 1}, "floor": {1, 1}, "ceil": {1, 1}, "ceiling": {1, 1}, "round": {1, 2}}
 		n, ok := want[name]

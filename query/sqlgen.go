@@ -124,6 +124,13 @@ func walkColumns(e Expr, fn func(string)) bool {
 		if o.Kind == ColumnRef {
 			fn(o.Column)
 		}
+		if o.Kind == Computed && o.Part != nil {
+			fn(o.Part.Column)
+		} else if o.Kind == Computed {
+			for _, c := range o.Fn.columns() {
+				fn(c)
+			}
+		}
 	}
 	switch x := e.(type) {
 	case Compare:
@@ -570,6 +577,11 @@ func (g *sqlGen) operand(o Operand) (string, error) {
 		return g.colRef(o.Column), nil
 	case Literal:
 		return engine.Literal(g.d, o.Value)
+	case Computed:
+		if o.Part != nil {
+			return g.dateSQL(o.Part.Column, o.Part.Field, o.Part.Trunc)
+		}
+		return g.textSQL(o.Fn)
 	}
 	return "", fmt.Errorf("query: output reference in a row predicate")
 }

@@ -61,9 +61,13 @@ type Share struct {
 // column names, rows of values, for each value its interval ([low, high], or
 // nil for group keys and exact values), the cost and the budget left.
 type Response struct {
-	Columns []string        `json:"columns"`
-	Rows    [][]any         `json:"rows"`
-	CI      [][]*[2]float64 `json:"ci"`
+	Columns []string `json:"columns"`
+	// Types names, for each column that is a group key, its type as a
+	// catalog spells it (int, float, text, bool, date, timestamp); ""
+	// for the other columns. Empty when unknown.
+	Types []string        `json:"types,omitempty"`
+	Rows  [][]any         `json:"rows"`
+	CI    [][]*[2]float64 `json:"ci"`
 	// Confidence is the level of the intervals.
 	Confidence float64    `json:"confidence,omitempty"`
 	Cost       Pair       `json:"cost"`
@@ -99,6 +103,10 @@ type ColumnInfo struct {
 	Upper    *float64 `json:"upper,omitempty"`
 	Values   []string `json:"values,omitempty"`
 	Nullable bool     `json:"nullable,omitempty"`
+	// Range spells the bounds of a date or timestamp column as dates
+	// ("2024-01-01"); Lower and Upper then hold them as days (or
+	// microseconds) since 1970-01-01.
+	Range []string `json:"range,omitempty"`
 }
 
 // TableInfo is a table an analyst may query, as declared in the catalog.

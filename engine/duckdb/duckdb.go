@@ -222,6 +222,10 @@ func (e *Engine) RegisterFile(ctx context.Context, name, path, format string, co
 			src = c.Name
 		}
 		q := Dialect.QuoteIdent(src)
+		if c.Type == engine.Date || c.Type == engine.Timestamp {
+			sel[i] = temporal(q, stored[src], c.Type) + " AS " + Dialect.QuoteIdent(c.Name)
+			continue
+		}
 		want := Dialect.TypeName(c.Type)
 		expr := q
 		if stored[src] != want {
@@ -636,3 +640,19 @@ func (dialect) RoundToGrid(expr string, exp int) string {
 	return "(" + expr + " + CAST(" + c + " AS DOUBLE) - CAST(" + c + " AS DOUBLE))"
 }
 func (dialect) SupportsQualify() bool { return true }
+
+// temporal spells the read of a date or timestamp column q, stored as the
+// DuckDB type stored, as days or microseconds since 1970-01-01 (a BIGINT):
+// a value that does not parse, and ±infinity, read as NULL.
+func temporal(q, stored string, t engine.Type) string {
+	if t == engine.Date {
+		if stored != "DATE" {
+			q = "TRY_CAST(" + q + " AS DATE)"
+		}
+		return "CASE WHEN isfinite(" + q + ") THEN CAST(" + q + " - DATE '1970-01-01' AS BIGINT) END"
+	}
+	if stored != "TIMESTAMP" {
+		q = "TRY_CAST(" + q + " AS TIMESTAMP)"
+	}
+	return "CASE WHEN isfinite(" + q + ") THEN epoch_us(" + q + ") END"
+}

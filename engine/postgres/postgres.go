@@ -426,6 +426,19 @@ func project(col, base string, c engine.Column) (string, error) {
 			return "", err
 		}
 		return col, nil
+	case engine.Date:
+		if err := accept(base == "date", "date"); err != nil {
+			return "", err
+		}
+		// date − date is an integer; ±infinity reads as NULL.
+		return "CASE WHEN isfinite(" + col + ") THEN CAST(" + col + " - DATE '1970-01-01' AS bigint) END", nil
+	case engine.Timestamp:
+		if err := accept(base == "timestamp", "timestamp without time zone"); err != nil {
+			return "", err
+		}
+		// extract(epoch …) is an exact numeric; it is clamped to ±2^62
+		// before the cast, so that no timestamp can overflow a bigint.
+		return "CASE WHEN isfinite(" + col + ") THEN CAST(least(greatest(extract(epoch FROM " + col + ") * 1000000, -4611686018427387904), 4611686018427387904) AS bigint) END", nil
 	case engine.Text:
 		if err := accept(base == "text" || base == "varchar" || base == "bpchar" || base == "name",
 			"text, character varying or character"); err != nil {
@@ -447,6 +460,10 @@ func neutralName(t engine.Type) string {
 		return "float"
 	case engine.Boolean:
 		return "bool"
+	case engine.Date:
+		return "date"
+	case engine.Timestamp:
+		return "timestamp"
 	}
 	return "text"
 }

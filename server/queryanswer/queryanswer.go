@@ -55,7 +55,14 @@ func tableInfo(t *catalog.Table) server.TableInfo {
 	for _, c := range t.Columns {
 		ci := server.ColumnInfo{Name: c.Name, Type: string(c.Type), Lower: c.Lower, Upper: c.Upper, Nullable: c.Nullable}
 		for _, v := range c.Values {
+			if c.Type.Temporal() {
+				ci.Values = append(ci.Values, catalog.FormatValue(c.Type, v))
+				continue
+			}
 			ci.Values = append(ci.Values, valueText(v))
+		}
+		if c.Type.Temporal() && c.Bounded() {
+			ci.Range = []string{catalog.FormatValue(c.Type, int64(*c.Lower)), catalog.FormatValue(c.Type, int64(*c.Upper))}
 		}
 		ti.Columns = append(ti.Columns, ci)
 	}
@@ -160,6 +167,7 @@ func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Resp
 	}
 	resp := &server.Response{
 		Columns: res.Columns,
+		Types:   p.Plan.KeyTypes(),
 		Rows:    res.Rows,
 		CI:      make([][]*[2]float64, len(res.CI)),
 		Cost:    server.Pair{Epsilon: res.Cost.Epsilon, Delta: res.Cost.Delta},
@@ -229,6 +237,7 @@ func (a *Answerer) preview(p *query.Prepared, st ledger.Status) (*server.Respons
 		Table:      p.Plan.Table.Name,
 		DryRun:     true,
 		Confidence: p.Opts.Confidence,
+		Types:      p.Plan.KeyTypes(),
 	}
 	resp.Budget.Rule = string(st.Rule)
 	for _, o := range q.Outputs {

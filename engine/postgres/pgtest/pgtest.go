@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/dpstat/dpstat/catalog"
 )
@@ -226,8 +227,8 @@ func StopShared() {
 }
 
 // ParseCSV reads CSV rows with a header into typed values: int64,
-// float64 (nan, inf and -inf included), string or bool; an empty field is
-// NULL (nil).
+// float64 (nan, inf and -inf included), string, bool, or a date or
+// timestamp (time.Time, or infinity); an empty field is NULL (nil).
 func ParseCSV(body []byte, cols []Column) ([][]any, error) {
 	r := csv.NewReader(bytes.NewReader(body))
 	recs, err := r.ReadAll()
@@ -252,6 +253,18 @@ func ParseCSV(body []byte, cols []Column) ([][]any, error) {
 				row[i], err = strconv.ParseFloat(f, 64)
 			case catalog.Bool:
 				row[i], err = strconv.ParseBool(f)
+			case catalog.Date:
+				if f == "infinity" {
+					row[i] = pgtype.Date{InfinityModifier: pgtype.Infinity, Valid: true}
+				} else {
+					row[i], err = time.Parse("2006-01-02", f)
+				}
+			case catalog.Timestamp:
+				if f == "infinity" {
+					row[i] = pgtype.Timestamp{InfinityModifier: pgtype.Infinity, Valid: true}
+				} else {
+					row[i], err = time.Parse("2006-01-02 15:04:05", f)
+				}
 			default:
 				row[i] = f
 			}
@@ -301,7 +314,8 @@ func (p *Server) LoadRows(ctx context.Context, name string, cols []Column, rows 
 	names := make([]string, len(cols))
 	for i, c := range cols {
 		defs[i] = pgx.Identifier{c.Name}.Sanitize() + " " + map[catalog.Type]string{
-			catalog.Int: "bigint", catalog.Float: "double precision", catalog.Text: "text", catalog.Bool: "boolean"}[c.Type]
+			catalog.Int: "bigint", catalog.Float: "double precision", catalog.Text: "text", catalog.Bool: "boolean",
+			catalog.Date: "date", catalog.Timestamp: "timestamp"}[c.Type]
 		names[i] = c.Name
 	}
 	ident := pgx.Identifier{"public", name}.Sanitize()

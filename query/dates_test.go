@@ -1,0 +1,144 @@
+package query
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/engine/duckdb"
+)
+
+// TestDateAnswers checks dates and timestamps at ε = 1e20. events.csv:
+// signups 2024-01-15, 2024-02-29, 2024-03-01, 2023-12-31 (clamped to
+// 2024-01-01), NULL, infinity (read as NULL), 2025-06-01 (clamped to
+// 2024-12-31), a malformed value (NULL) and 2024-12-31; the timestamps
+// follow the same days.
+func TestDateAnswers(t *testing.T) {
+	svc, _, _ := newTestService(t, "testdata/dates.yaml")
+	tests := []struct{ name, sql, want string }{
+		{"count", "SELECT COUNT(*), COUNT(signup), COUNT(seen) FROM events", "9 6 6"},
+		{"where date literal", "SELECT COUNT(*) FROM events WHERE signup >= DATE '2024-03-01'", "3"},
+		{"where string", "SELECT COUNT(*) FROM events WHERE signup < '2024-02-01'", "2"},
+		{"where between", "SELECT COUNT(*) FROM events WHERE signup BETWEEN '2024-02-01' AND DATE '2024-03-01'", "2"},
+		{"where in", "SELECT COUNT(*) FROM events WHERE signup IN ('2024-02-29', '2024-12-31')", "2"},
+		{"where timestamp", "SELECT COUNT(*) FROM events WHERE seen >= TIMESTAMP '2024-03-01 00:00:00'", "3"},
+		{"where timestamp after a date's midnight", "SELECT COUNT(*) FROM events WHERE seen > DATE '2024-02-29'", "4"},
+		{"group by a listed date", "SELECT visit, COUNT(*) FROM events GROUP BY visit", "2024-03-01 2; 2024-03-02 1; 2024-03-03 0"},
+		{"having on a date key", "SELECT visit, COUNT(*) FROM events GROUP BY visit HAVING visit > '2024-03-01'", "2024-03-02 1; 2024-03-03 0"},
+		{"date_trunc month", "SELECT date_trunc('month', signup) AS m, COUNT(*) FROM events GROUP BY m",
+			"2024-01-01 2; 2024-02-01 1; 2024-03-01 1; 2024-04-01 0; 2024-05-01 0; 2024-06-01 0; 2024-07-01 0; 2024-08-01 0; 2024-09-01 0; 2024-10-01 0; 2024-11-01 0; 2024-12-01 2"},
+		{"date_trunc quarter", "SELECT date_trunc('quarter', signup), SUM(amount) FROM events GROUP BY 1", "2024-01-01 100; 2024-04-01 0; 2024-07-01 0; 2024-10-01 160"},
+		{"date_trunc narrowed by where", "SELECT date_trunc('week', signup) AS w, COUNT(*) FROM events WHERE signup BETWEEN '2024-02-26' AND '2024-03-10' GROUP BY w",
+			"2024-02-26 2; 2024-03-04 0"},
+		{"extract dow", "SELECT EXTRACT(dow FROM signup) AS d, COUNT(*) FROM events GROUP BY d", "0 0; 1 2; 2 2; 3 0; 4 1; 5 1; 6 0"},
+		{"date_part quarter", "SELECT date_part('quarter', signup) AS q, COUNT(*) FROM events GROUP BY q", "1 4; 2 0; 3 0; 4 2"},
+		{"extract month with a where", "SELECT EXTRACT(month FROM signup) AS m, COUNT(*) FROM events WHERE signup < '2024-03-15' GROUP BY m", "1 2; 2 1; 3 1"},
+		{"timestamp day", "SELECT date_trunc('day', seen) AS d, COUNT(*) FROM events WHERE seen >= '2024-02-29' AND seen < '2024-03-02' GROUP BY d",
+			"2024-02-29 00:00:00 1; 2024-03-01 00:00:00 1"},
+		{"extract hour", "SELECT EXTRACT(hour FROM seen) AS h, COUNT(*) FROM events GROUP BY h HAVING COUNT(*) > 0", "0 2; 8 1; 23 3"},
+		{"date_trunc hour", "SELECT date_trunc('hour', seen) AS h, COUNT(*) FROM events WHERE seen BETWEEN '2024-02-29 22:00:00' AND '2024-03-01 00:30:00' GROUP BY h",
+			"2024-02-29 22:00:00 0; 2024-02-29 23:00:00 1; 2024-03-01 00:00:00 1"},
+		{"sum of date differences", "SELECT SUM(signup - DATE '2024-01-01') FROM events", "863"},
+		{"avg of a date part", "SELECT AVG(EXTRACT(month FROM signup)), SUM(EXTRACT(hour FROM seen)) FROM events", "5.166667 77"},
+		{"year", "SELECT EXTRACT(year FROM signup), COUNT(*) FROM events GROUP BY 1", "2024 6"},
+		{"extract in where", "SELECT COUNT(*) FROM events WHERE EXTRACT(dow FROM signup) IN (1, 2) OR date_trunc('month', signup) = '2024-02-01'", "5"},
+		{"date_trunc in a filter", "SELECT COUNT(*) FILTER (WHERE date_trunc('quarter', seen) >= TIMESTAMP '2024-04-01 00:00:00') FROM events", "2"},
+		{"date minus interval", "SELECT COUNT(*) FROM events WHERE signup >= DATE '2024-03-31' - INTERVAL '1 month'", "4"},
+		{"months saturate", "SELECT COUNT(*) FROM events WHERE signup BETWEEN DATE '2024-01-31' + INTERVAL '1 month' AND DATE '2024-01-31' + INTERVAL '1 month 1 day'", "2"},
+		{"timestamp plus interval", "SELECT COUNT(*) FROM events WHERE seen > TIMESTAMP '2024-02-29 00:00:00' + INTERVAL '23 hours 59 minutes'", "4"},
+		{"column plus interval", "SELECT COUNT(*) FROM events WHERE signup + INTERVAL '1 week 1 day' > DATE '2024-03-09' AND '2024-03-01 00:00:00' <= seen - INTERVAL '1 hour'", "2"},
+		{"interval in an aggregate", "SELECT SUM(signup - (DATE '2024-12-31' - INTERVAL '1 year')) FROM events", "869"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.want == "" {
+				return
+			}
+			res, err := svc.Answer(context.Background(), tc.sql, exactOpts())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := formatRows(res.Rows); got != tc.want {
+				t.Errorf("%s\n got %s\nwant %s", tc.sql, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestDateRefusals checks that malformed dates and unsupported date
+// functions are refused, naming the value and what is accepted.
+func TestDateRefusals(t *testing.T) {
+	svc, _, _ := newTestService(t, "testdata/dates.yaml")
+	for _, tc := range []struct{ sql, want string }{
+		{"SELECT COUNT(*) FROM events WHERE signup > '2024-02-30'", "cannot read '2024-02-30' as a date: want YYYY-MM-DD"},
+		{"SELECT COUNT(*) FROM events WHERE signup > DATE 'soon'", "cannot read 'soon' as a date"},
+		{"SELECT COUNT(*) FROM events WHERE signup > 3", "cannot compare column signup (date) with number 3"},
+		{"SELECT COUNT(*) FROM events WHERE signup > TIMESTAMP '2024-01-01 10:00:00'", "compare it with a DATE literal, e.g. DATE '2024-01-01'"},
+		{"SELECT date_trunc('hour', signup), COUNT(*) FROM events GROUP BY 1", `date_trunc unit "hour" over date column signup is not supported; want one of year, quarter, month, week, day`},
+		{"SELECT EXTRACT(epoch FROM seen), COUNT(*) FROM events GROUP BY 1", `EXTRACT field "epoch" over timestamp column seen is not supported`},
+		{"SELECT date_trunc('month', visit), COUNT(*) FROM events GROUP BY 1", "needs declared bounds for visit"},
+		{"SELECT date_trunc('minute', seen), city, COUNT(*) FROM events GROUP BY 1, 2", "GROUP BY date_trunc('minute', seen), city gives more than 1000000 groups"},
+		{"SELECT SUM(signup) FROM events", "column signup is date"},
+		{"SELECT SUM(seen - seen) FROM events", "column seen is a timestamp"},
+		{"SELECT EXTRACT(month FROM city), COUNT(*) FROM events GROUP BY 1", "over column city (text): want a date or timestamp column"},
+		{"SELECT COUNT(*) FROM events WHERE signup > DATE '2024-01-01' + INTERVAL '1 fortnight'", "cannot read INTERVAL '1 fortnight': want a whole number and a unit"},
+		{"SELECT COUNT(*) FROM events WHERE signup > DATE '2024-01-01' + INTERVAL '3 hours'", "a date moves by whole days"},
+		{"SELECT COUNT(*) FROM events WHERE EXTRACT(month FROM signup) LIKE '1%'", "LIKE needs text; EXTRACT(month FROM signup) is number"},
+		{"SELECT COUNT(*) FROM events WHERE date_trunc('month', signup) = 3", "cannot compare date_trunc('month', signup) (date) with number 3"},
+		{"SELECT COUNT(*) FROM events WHERE EXTRACT(month FROM visit) = 3", "needs declared bounds for visit"},
+		{"SELECT COUNT(*) FROM events WHERE signup + INTERVAL '1 month' > DATE '2024-01-01'", "signup + INTERVAL '1 month': a column shifted by months or years is not supported"},
+		{"SELECT COUNT(*) FROM events WHERE amount + INTERVAL '1 day' > DATE '2024-01-01'", "INTERVAL is added to dates and timestamps; amount is not one"},
+		{"SELECT COUNT(*) FROM events WHERE signup + INTERVAL '1 day' > seen", "compare signup + INTERVAL '1 day' with a date literal"},
+		{"SELECT SUM(amount + INTERVAL '1 day') FROM events", "INTERVAL arithmetic is supported on DATE and TIMESTAMP literals only"},
+	} {
+		_, err := svc.Answer(context.Background(), tc.sql, exactOpts())
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error = %v, want one containing %q", tc.sql, err, tc.want)
+		}
+	}
+}
+
+// TestKeyTypes checks the types clients give the answer's key columns.
+func TestKeyTypes(t *testing.T) {
+	cat := loadCatalog(t, "testdata/dates.yaml")
+	p, err := Prepare(cat, duckdb.Dialect, "SELECT visit AS v, date_trunc('month', seen) AS m, EXTRACT(dow FROM signup) AS d, lower(city) AS c, COUNT(*) FROM events GROUP BY visit, m, d, c", exactOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(p.Plan.KeyTypes(), ","); got != "date,timestamp,int,text," {
+		t.Errorf("key types = %s", got)
+	}
+}
+
+// TestCalendar checks dpstat's calendar arithmetic against the time
+// package over days before and after 1970.
+func TestCalendar(t *testing.T) {
+	for d := int64(-800); d <= 800; d++ {
+		tm := time.Unix(d*86400, 0).UTC()
+		if got, want := isoDow(d), int64((int(tm.Weekday())+6)%7+1); got != want {
+			t.Fatalf("isoDow(%d) = %d, want %d", d, got, want)
+		}
+		if got := truncDay("week", d); time.Unix(got*86400, 0).UTC().Weekday() != time.Monday || d-got < 0 || d-got > 6 {
+			t.Fatalf("truncDay(week, %d) = %d", d, got)
+		}
+	}
+	for _, tc := range []struct {
+		from   string
+		months int64
+		want   string
+	}{
+		{"2024-01-31", 1, "2024-02-29"}, {"2023-01-31", 1, "2023-02-28"}, {"2024-03-31", -1, "2024-02-29"},
+		{"2024-05-31", 1, "2024-06-30"}, {"2024-12-15", 1, "2025-01-15"}, {"2024-01-15", -13, "2022-12-15"},
+		{"1969-12-31", 2, "1970-02-28"},
+	} {
+		d, err := catalog.ParseDate(tc.from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := catalog.FormatDate(addMonths(d, tc.months)); got != tc.want {
+			t.Errorf("%s + %d months = %s, want %s", tc.from, tc.months, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,6 @@
+-- SELECT substr(upper(note), 1, 3) AS n, SUM(LEAST(length(note), 10)) FROM events GROUP BY n
+WITH r AS (SELECT substr(translate("note", 'abcdefghijklmnopqrstuvwxyz', 'ABCDEFGHIJKLMNOPQRSTUVWXYZ'), 1, 3) AS k0, least(greatest(CAST(least(CAST(CAST(length("note") AS BIGINT) AS DOUBLE), CAST(10.0 AS DOUBLE)) AS BIGINT), 0), 10) AS v1, CAST(least(CAST(CAST(length("note") AS BIGINT) AS DOUBLE), CAST(10.0 AS DOUBLE)) AS BIGINT) AS v3 FROM "events" WHERE substr(translate("note", 'abcdefghijklmnopqrstuvwxyz', 'ABCDEFGHIJKLMNOPQRSTUVWXYZ'), 1, 3) IS NOT NULL)
+SELECT k0, count(*) AS s0, sum(v1) AS s1, count(*) AS s2, count(v3) AS s3 FROM r GROUP BY k0
+-- integer form
+WITH r AS (SELECT substr(translate("note", 'abcdefghijklmnopqrstuvwxyz', 'ABCDEFGHIJKLMNOPQRSTUVWXYZ'), 1, 3) AS k0, CASE WHEN CAST(least(CAST(CAST(length("note") AS BIGINT) AS DOUBLE), CAST(10.0 AS DOUBLE)) AS BIGINT) IS NULL THEN NULL ELSE least(greatest(CAST(least(CAST(CAST(length("note") AS BIGINT) AS DOUBLE), CAST(10.0 AS DOUBLE)) AS BIGINT), 0), 10) END AS v1 FROM "events" WHERE substr(translate("note", 'abcdefghijklmnopqrstuvwxyz', 'ABCDEFGHIJKLMNOPQRSTUVWXYZ'), 1, 3) IS NOT NULL)
+SELECT k0, count(*) AS s0, sum(v1) AS s1, count(*) AS s2, count(v1) AS s3 FROM r GROUP BY k0
