@@ -138,7 +138,10 @@ func extremeScores(counts []int64, bins int, extreme int, r float64) []float64 {
 // and group, at most Groups groups per person), with their own random
 // choices.
 func (p *Plan) HistogramSQL(d engine.Dialect, h int) (string, error) {
-	g := &sqlGen{d: d, p: p, form: CleanForm} // histograms read the view where NaN is NULL
+	g := newSQLGen(d, p, CleanForm) // histograms read the view where NaN is NULL
+	if err := g.checkJoins(); err != nil {
+		return "", err
+	}
 	hist := p.Histograms[h]
 	nk := len(p.Query.GroupBy)
 	keys := make([]string, nk)
@@ -169,11 +172,11 @@ func (p *Plan) HistogramSQL(d engine.Dialect, h int) (string, error) {
 	// Total for every value the column can hold: the value is clamped to
 	// the declared bounds (within ±2^53), so value − lower is finite, and
 	// the bin is clamped into [0, Bins] before the cast.
-	steps, err := engine.Divide(d, fmt.Sprintf("(least(greatest(%s, %s), %s) - %s)", col, lits[0], lits[1], lits[0]), hist.Step)
+	steps, err := engine.Divide(d, "("+g.clamp(col, lits[0], lits[1])+" - "+lits[0]+")", hist.Step)
 	if err != nil {
 		return "", err
 	}
-	bin := fmt.Sprintf("CAST(least(greatest(floor(%s), 0), %d) AS %s)", steps, hist.Bins, d.TypeName(engine.Integer32))
+	bin := "CAST(" + g.clamp("floor("+steps+")", "0", strconv.Itoa(hist.Bins)) + " AS " + d.TypeName(engine.Integer32) + ")"
 	cols = append(cols, bin+" AS b")
 	sm, sampler := d.(engine.Sampler)
 	if p.Bounded && sampler {
@@ -186,8 +189,10 @@ func (p *Plan) HistogramSQL(d engine.Dialect, h int) (string, error) {
 	conds = append(conds, col+" IS NOT NULL")
 	rows := "SELECT " + strings.Join(cols, ", ") + " FROM " + g.fromClause(p.Table.Name) + " WHERE " + strings.Join(conds, " AND ")
 	outKeys := strings.Join(append(append([]string{}, keys...), "b"), ", ")
+	st := g.newStages()
 	if !p.Bounded {
-		return "WITH r AS (" + rows + ")\nSELECT " + outKeys + ", count(*) AS c FROM r GROUP BY " + outKeys, nil
+		st.add("r", "", rows)
+		return st.finish("SELECT " + outKeys + ", count(*) AS c FROM " + st.from("r") + " GROUP BY " + outKeys), nil
 	}
 	var b strings.Builder
 	if sampler {
@@ -203,17 +208,25 @@ func (p *Plan) HistogramSQL(d engine.Dialect, h int) (string, error) {
 		b.WriteString("\nSELECT " + outKeys + ", count(*) AS c FROM kept GROUP BY " + outKeys)
 		return b.String(), nil
 	}
-	b.WriteString("WITH r AS (" + rows + "),\n")
-	b.WriteString("r_bounded AS (" + g.keepRandom("r", append([]string{"u"}, keys...), p.Contribution.RowsPerGroup) + ")")
-	from := "r_bounded"
-	if p.BoundGroups {
-		unitKeys := strings.Join(append([]string{"u"}, keys...), ", ")
-		b.WriteString(",\nunit_groups AS (SELECT " + unitKeys + " FROM r_bounded GROUP BY " + unitKeys + "),\n")
-		b.WriteString("unit_groups_bounded AS (" + g.keepRandom("unit_groups", []string{"u"}, p.Contribution.Groups) + ")")
-		from = "r_bounded JOIN unit_groups_bounded USING (" + unitKeys + ")"
+	unitKeyList := append([]string{"u"}, keys...)
+	unitKeys := strings.Join(unitKeyList, ", ")
+	st.add("r", "", rows)
+	st.add("r_bounded", "", g.keepRandom(st.from("r"), unitKeyList, append(append([]string{}, unitKeyList...), "b"), p.Contribution.RowsPerGroup))
+	from := st.from("r_bounded")
+	if lb, ok := d.(engine.LimitBy); ok && p.BoundGroups {
+		// Each (person, group) collects its kept bins into a list, at most
+		// L0 of a person's groups are kept by the hash of the group, and
+		// the list is unnested: the kept rows are read once.
+		st.add("unit_groups_bounded", "", "SELECT "+unitKeys+", "+lb.Collect("b")+" AS bs FROM "+from+" GROUP BY "+unitKeys+" "+
+			lb.KeepFirst(lb.RowKey(g.salt, unitKeyList), []string{"u"}, p.Contribution.Groups))
+		st.add("kept", "", "SELECT "+strings.Join(append(append([]string{}, keys...), lb.Unnest("bs")+" AS b"), ", ")+" FROM "+st.from("unit_groups_bounded"))
+		from = st.from("kept")
+	} else if p.BoundGroups {
+		st.add("unit_groups", "", "SELECT "+unitKeys+" FROM "+from+" GROUP BY "+unitKeys)
+		st.add("unit_groups_bounded", "", g.keepRandom(st.from("unit_groups"), []string{"u"}, unitKeyList, p.Contribution.Groups))
+		from = from + " JOIN " + st.from("unit_groups_bounded") + " USING (" + unitKeys + ")"
 	}
-	b.WriteString("\nSELECT " + outKeys + ", count(*) AS c FROM " + from + " GROUP BY " + outKeys)
-	return b.String(), nil
+	return st.finish("SELECT " + outKeys + ", count(*) AS c FROM " + from + " GROUP BY " + outKeys), nil
 }
 
 // ReadHistogram adds the engine's rows for histogram h to ex.

@@ -213,10 +213,13 @@ func SharedPostgres(t testing.TB) *Postgres {
 	return shared.pg
 }
 
-// StopShared stops the shared server if one was started.
+// StopShared stops the shared servers that were started.
 func StopShared() {
 	if shared.pg != nil {
 		shared.pg.Stop()
+	}
+	if sharedCH.ch != nil {
+		sharedCH.ch.Stop()
 	}
 }
 
