@@ -540,7 +540,7 @@ func splitRelation(rel, def string) (db, table string, err error) {
 
 // distributedRE parses Distributed(cluster, db, table[, sharding key[,
 // policy]]).
-var distributedRE = regexp.MustCompile(`^Distributed\(\s*'?([^,']+)'?\s*,\s*'?([^,']+)'?\s*,\s*'?([^,']+)'?\s*(?:,\s*(.+?))?\s*\)`)
+var distributedRE = regexp.MustCompile(`^Distributed\(\s*'?([^,']+)'?\s*,\s*'?([^,']+)'?\s*,\s*'?([^,']+)'?\s*(?:,\s*(.*))?\)`)
 
 // describeDistributed reads the cluster, local table and sharding key of
 // a Distributed table, and its number of shards.
@@ -555,7 +555,7 @@ func (e *Engine) describeDistributed(ctx context.Context, t *Table) error {
 		if i := strings.LastIndex(k, ", '"); i > 0 {
 			k = k[:i]
 		}
-		t.ShardingKey = k
+		t.ShardingKey = strings.TrimSpace(k)
 	}
 	row := e.conn.QueryRow(ctx, "SELECT toUInt64(uniqExact(shard_num)) FROM system.clusters WHERE cluster = "+Dialect.QuoteString(t.Cluster))
 	var n uint64

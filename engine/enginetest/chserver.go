@@ -39,6 +39,8 @@ type ClickHouse struct {
 	Ports []int
 	dir   string
 	procs []*exec.Cmd
+	bin   string
+	cred  *syscall.Credential
 
 	mu     sync.Mutex
 	loaded map[string]bool
@@ -71,7 +73,7 @@ func StartClickHouse(n int) (*ClickHouse, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &ClickHouse{dir: dir, loaded: map[string]bool{}}
+	c := &ClickHouse{dir: dir, bin: bin, loaded: map[string]bool{}}
 	var cred *syscall.Credential
 	if os.Geteuid() == 0 {
 		// The server refuses to run with files it does not own; run it
@@ -140,16 +142,12 @@ func StartClickHouse(n int) (*ClickHouse, error) {
 			filepath.Walk(sd, func(p string, _ os.FileInfo, _ error) error { return os.Chown(p, int(cred.Uid), int(cred.Gid)) })
 			os.Chown(dir, int(cred.Uid), int(cred.Gid))
 		}
-		cmd := exec.Command(bin, "--config-file="+filepath.Join(sd, "config.xml"))
-		cmd.Dir = sd
-		out, _ := os.Create(filepath.Join(dir, fmt.Sprintf("s%d.out", i)))
-		cmd.Stdout, cmd.Stderr = out, out
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true}
-		if err := cmd.Start(); err != nil {
+		c.cred = cred
+		c.procs = append(c.procs, nil)
+		if err := c.start(i); err != nil {
 			c.Stop()
-			return nil, fmt.Errorf("starting %s: %w", bin, err)
+			return nil, err
 		}
-		c.procs = append(c.procs, cmd)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -162,6 +160,48 @@ func StartClickHouse(n int) (*ClickHouse, error) {
 		}
 	}
 	return c, nil
+}
+
+// start starts server i.
+func (c *ClickHouse) start(i int) error {
+	sd := filepath.Join(c.dir, fmt.Sprintf("s%d", i))
+	cmd := exec.Command(c.bin, "--config-file="+filepath.Join(sd, "config.xml"))
+	cmd.Dir = sd
+	out, err := os.OpenFile(filepath.Join(c.dir, fmt.Sprintf("s%d.out", i)), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		out.Close()
+		return fmt.Errorf("starting %s: %w", c.bin, err)
+	}
+	c.procs[i] = cmd
+	return nil
+}
+
+// Halt stops server i at once (SIGKILL), keeping its data, as a crash
+// would; Resume starts it again on the same port.
+func (c *ClickHouse) Halt(i int) error {
+	p := c.procs[i]
+	if p == nil || p.Process == nil {
+		return fmt.Errorf("server %d is not running", i)
+	}
+	p.Process.Kill()
+	p.Wait()
+	c.procs[i] = nil
+	return nil
+}
+
+// Resume starts a halted server again and waits until it answers.
+func (c *ClickHouse) Resume(i int) error {
+	if err := c.start(i); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	return c.waitReady(ctx, i)
 }
 
 func (c *ClickHouse) waitReady(ctx context.Context, i int) error {
@@ -215,11 +255,14 @@ func (c *ClickHouse) Exec(ctx context.Context, stmts ...string) error {
 // Stop stops every server and removes the cluster's directory.
 func (c *ClickHouse) Stop() {
 	for _, p := range c.procs {
-		if p.Process != nil {
+		if p != nil && p.Process != nil {
 			p.Process.Signal(syscall.SIGTERM)
 		}
 	}
 	for _, p := range c.procs {
+		if p == nil {
+			continue
+		}
 		done := make(chan struct{})
 		go func() { p.Wait(); close(done) }()
 		select {
