@@ -253,6 +253,7 @@ func (g *sqlGen) generate() (string, error) {
 		cols = append(cols, e+" AS "+keys[i])
 	}
 	rowExprs := make([]string, len(p.Statistics)) // per-row input of each statistic ("" for COUNT(*))
+	exprOf := map[string]string{}                 // the expression of each per-row input
 	for i, st := range p.Statistics {
 		if st.Summand.Kind == NonNullCount {
 			continue
@@ -264,6 +265,7 @@ func (g *sqlGen) generate() (string, error) {
 		if e != "" {
 			rowExprs[i] = "v" + strconv.Itoa(i)
 			cols = append(cols, e+" AS "+rowExprs[i])
+			exprOf[rowExprs[i]] = e
 		}
 	}
 	// A count of non-NULL values reuses the fixed-point summand of the same
@@ -287,6 +289,7 @@ func (g *sqlGen) generate() (string, error) {
 			}
 			rowExprs[i] = "v" + strconv.Itoa(i)
 			cols = append(cols, e+" AS "+rowExprs[i])
+			exprOf[rowExprs[i]] = e
 		}
 	}
 	conds, err := g.conditions()
@@ -349,6 +352,22 @@ func (g *sqlGen) generate() (string, error) {
 	}
 
 	st := g.newStages()
+	if !p.Bounded && st.nested {
+		// One SELECT over the table, the per-row inputs written inside
+		// the aggregates: a distributed engine then aggregates on each
+		// shard and merges the partial aggregates.
+		for i, e := range rowExprs {
+			if e != "" {
+				rowExprs[i] = "(" + exprOf[e] + ")"
+			}
+		}
+		items := append(append([]string{}, cols[:nk]...), aggs(exact))
+		one := "SELECT " + strings.Join(items, ", ") + " FROM " + g.fromClause(table)
+		if len(conds) > 0 {
+			one += " WHERE " + strings.Join(conds, " AND ")
+		}
+		return one + groupBy(), nil
+	}
 	st.add("r", "", rows)
 	if !p.Bounded {
 		return st.finish("SELECT " + selectKeys + aggs(exact) + " FROM " + st.from("r") + groupBy()), nil

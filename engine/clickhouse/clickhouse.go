@@ -83,6 +83,10 @@ type Table struct {
 	// Distributed).
 	Shards     int
 	projection string
+	// columns maps each catalog column to its read of the server's
+	// column; nil when a server column's name could be taken for one of
+	// the generator's aliases (then the projection is always a subquery).
+	columns map[string]string
 }
 
 // Engine is a pool of read-only connections to one ClickHouse server. It
@@ -311,6 +315,9 @@ func (e *Engine) Query(ctx context.Context, text string, args ...any) (*engine.R
 func (e *Engine) withBindings(sql string) string {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
+	if out, ok := e.inlined(sql); ok {
+		return out
+	}
 	names := make([]string, 0, len(e.bound))
 	for name := range e.bound {
 		names = append(names, name)
@@ -345,6 +352,73 @@ func (e *Engine) withBindings(sql string) string {
 		}
 	}
 	return sql
+}
+
+// generatorAlias matches the names dpstat's statements give their own
+// columns and stages (u, k0, v1, s2, rk, h, b, c, bs, r, …): a table
+// column of such a name could be mistaken for one when the projection is
+// written into the statement's own SELECT, so such a table is always read
+// through a subquery.
+var generatorAlias = regexp.MustCompile(`^([kvst][0-9]+|u|r|rk|rn|h|b|c|bs|one|numbered|kept|thresholds|per_unit\w*|r_bounded|unit_groups\w*)$`)
+
+// inlined writes the projection of the one bound table a statement reads
+// (FROM "name", no JOIN) into the statement itself: FROM "name" becomes
+// FROM the server's table, and each of its columns "col" becomes the
+// expression that reads it. The SELECT that reads the table then reads it
+// directly, so a Distributed table's shards run that SELECT, aggregation
+// included, and send only its result (partial aggregates per group for a
+// statement without a privacy unit). ok is false when the statement joins,
+// or reads no bound table or several, or the table's columns cannot be
+// inlined.
+func (e *Engine) inlined(sql string) (string, bool) {
+	if strings.Contains(sql, "JOIN ") {
+		return "", false
+	}
+	var t *Table
+	var name string
+	for n, b := range e.bound {
+		if strings.Contains(sql, "FROM "+Dialect.QuoteIdent(n)) {
+			if t != nil {
+				return "", false
+			}
+			t, name = b, n
+		}
+	}
+	if t == nil || t.columns == nil {
+		return "", false
+	}
+	var b strings.Builder
+	for i := 0; i < len(sql); {
+		if sql[i] != '"' {
+			b.WriteByte(sql[i])
+			i++
+			continue
+		}
+		// A quoted identifier (string literals hold no double quote).
+		j, ident := i+1, strings.Builder{}
+		for j < len(sql) && sql[j] != '"' {
+			if sql[j] == '\\' && j+1 < len(sql) {
+				j++
+			}
+			ident.WriteByte(sql[j])
+			j++
+		}
+		if j >= len(sql) {
+			return "", false
+		}
+		id := ident.String()
+		expr, isCol := t.columns[id]
+		switch {
+		case id == name && strings.HasSuffix(b.String(), "FROM "):
+			b.WriteString(t.Relation)
+		case isCol && !strings.HasSuffix(b.String(), "."):
+			b.WriteString("(" + expr + ")")
+		default:
+			b.WriteString(sql[i : j+1])
+		}
+		i = j + 1
+	}
+	return b.String(), true
 }
 
 // convert turns a value scanned by the driver into one of the
@@ -468,6 +542,7 @@ func (e *Engine) BindTable(ctx context.Context, name, relation string, columns [
 	}
 	var errs []error
 	sel := make([]string, len(columns))
+	inline := map[string]string{}
 	for i, c := range columns {
 		r, ok := find(c.Name)
 		if !ok {
@@ -484,11 +559,20 @@ func (e *Engine) BindTable(ctx context.Context, name, relation string, columns [
 			continue
 		}
 		sel[i] = expr + " AS " + Dialect.QuoteIdent(c.Name)
+		if inline != nil {
+			inline[c.Name] = expr
+		}
+		if generatorAlias.MatchString(strings.ToLower(r.name)) || generatorAlias.MatchString(strings.ToLower(c.Name)) {
+			inline = nil
+		}
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
 	t.projection = "SELECT " + strings.Join(sel, ", ") + " FROM " + qualified
+	if inline != nil && len(inline) == len(columns) {
+		t.columns = inline
+	}
 	// The projection must compile and the user must be allowed to read
 	// the table; LIMIT 0 reads no row.
 	if err := e.conn.Exec(ctx, t.projection+" LIMIT 0"); err != nil {
@@ -650,6 +734,9 @@ func project(col, typ string, c engine.Column) (string, error) {
 		if err := accept(signed || small, "Int8, Int16, Int32, Int64, UInt8, UInt16 or UInt32 (a UInt64 can exceed Int64)"); err != nil {
 			return "", err
 		}
+		if base == "Int64" {
+			return col, nil // no conversion: the server's column as it is
+		}
 		return "CAST(" + col + " AS Nullable(Int64))", nil
 	case engine.Double:
 		if err := accept(isFloat || signed || small || base == "UInt64" || strings.HasPrefix(base, "Decimal"),
@@ -659,6 +746,9 @@ func project(col, typ string, c engine.Column) (string, error) {
 		// Adding 0 turns -0 into 0 (IEEE 754), so that they are one group
 		// key: ClickHouse groups by the bits of a Float64.
 		x := "CAST(" + col + " AS Nullable(Float64))"
+		if base == "Float64" {
+			x = col // no conversion: isNaN and + 0 read it as it is
+		}
 		if isFloat && !c.KeepNaN {
 			return "if(isNaN(" + x + "), CAST(NULL AS Nullable(Float64)), " + x + " + toFloat64(0))", nil
 		}
@@ -672,6 +762,9 @@ func project(col, typ string, c engine.Column) (string, error) {
 		if err := accept(base == "String" || strings.HasPrefix(base, "Enum8(") || strings.HasPrefix(base, "Enum16("),
 			"String or an Enum (FixedString pads its values with zero bytes: expose it through a view)"); err != nil {
 			return "", err
+		}
+		if base == "String" {
+			return col, nil
 		}
 		return "CAST(toString(" + col + ") AS Nullable(String))", nil
 	}
@@ -817,7 +910,8 @@ func (dialect) Extremum(f string, args []string) string {
 	conv := make([]string, len(args))
 	for i, a := range args {
 		conv[i] = a
-		if anyFloat && !floatLitRE.MatchString(a) {
+		isFloatExtremum := (strings.HasPrefix(a, "least(") || strings.HasPrefix(a, "greatest(")) && strings.Contains(a, "toFloat64(")
+		if anyFloat && !floatLitRE.MatchString(a) && !isFloatExtremum {
 			conv[i] = "CAST(" + a + " AS Nullable(Float64))"
 		}
 	}
