@@ -2,6 +2,7 @@ package clickhouse_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/big"
 	"os"
@@ -209,5 +210,18 @@ func TestUnreachableCostsNothing(t *testing.T) {
 	}
 	if _, err := svc.Answer(context.Background(), "SELECT COUNT(*) FROM people", opts); err != nil {
 		t.Errorf("after the server came back: %v", err)
+	}
+}
+
+// TestRefusedBeforeTheCharge: what ClickHouse cannot run (two joins in a
+// SELECT) is refused when the query is planned, before any charge.
+func TestRefusedBeforeTheCharge(t *testing.T) {
+	c := enginetest.SharedClickHouse(t)
+	svc, _ := enginetest.Service(t, c.Backend())
+	_, err := svc.Prepare("SELECT r.zone, COUNT(*) FROM visits v JOIN regions r ON v.region = r.region JOIN regions s ON v.region = s.region GROUP BY r.zone",
+		query.Options{Epsilon: 1, Confidence: 0.95, Analyst: "a"})
+	var refused *query.RefusedError
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "joins one table per SELECT") {
+		t.Fatalf("got %v, want a refusal saying ClickHouse joins one table per SELECT", err)
 	}
 }
