@@ -31,7 +31,8 @@ demo: build
 TEST_TOOLS = /usr/bin/chromium /usr/bin/psql /usr/bin/node /usr/bin/nodejs /usr/bin/python3 /usr/bin/javac \
 	/usr/share/java/postgresql.jar /usr/lib/python3/dist-packages/psycopg /usr/lib/python3/dist-packages/psycopg2 \
 	/usr/lib/python3/dist-packages/pandas /usr/lib/python3/dist-packages/sqlalchemy \
-	/usr/lib/python3/dist-packages/matplotlib /usr/lib/python3/dist-packages/pip
+	/usr/lib/python3/dist-packages/matplotlib /usr/lib/python3/dist-packages/pip \
+	/usr/sbin/clickhouse-server /usr/bin/clickhouse-client
 export DPSTAT_TEST_TOOLS := $(shell ls -ldL $(TEST_TOOLS) 2>/dev/null | cksum)
 
 # Tests run through internal/testsummary, which prints each package's

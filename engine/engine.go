@@ -222,10 +222,16 @@ func Literal(d Dialect, v any) (string, error) {
 		if !strings.ContainsAny(s, ".eE") {
 			s += ".0"
 		}
+		if fl, ok := d.(FloatLiterals); ok {
+			return fl.FloatLiteral(s), nil
+		}
 		return "CAST(" + s + " AS " + d.TypeName(Double) + ")", nil
 	case string:
 		return d.QuoteString(x), nil
 	case bool:
+		if b, ok := d.(BoolLiterals); ok {
+			return b.BoolLiteral(x), nil
+		}
 		if x {
 			return "TRUE", nil
 		}
@@ -319,4 +325,120 @@ func Divide(d Dialect, expr string, c float64) (string, error) {
 // smaller than 2^-1022 is 0, so that no value of expr makes it fail.
 func Square(d Dialect, expr string) string {
 	return flushTiny(d, expr, "*", expr, 0x1p-511)
+}
+
+// BoolLiterals is implemented by dialects without TRUE and FALSE literals
+// (ClickHouse before 21.x reads booleans as UInt8): Literal spells a bool
+// with BoolLiteral.
+type BoolLiterals interface {
+	// BoolLiteral spells true or false.
+	BoolLiteral(b bool) string
+}
+
+// Nested is implemented by dialects that have no WITH subqueries (common
+// table expressions): the query generator writes each stage of a
+// statement as a subquery in the FROM of the next, and reads a stage that
+// is used twice by writing it twice, so every random choice in such a
+// dialect must be a deterministic function of the row (LimitBy.RowKey).
+// Such a dialect also joins at most one table per SELECT.
+type Nested interface {
+	// OneJoin reports whether a SELECT may hold at most one JOIN.
+	OneJoin() bool
+}
+
+// LimitBy is implemented by dialects that keep n rows per key with a
+// clause after ORDER BY (ClickHouse's LIMIT n BY) instead of a
+// row_number() window. The random choice of rows is a keyed hash of each
+// row's values with a salt the generator draws afresh for every
+// statement: which rows of a person are kept then depends only on that
+// person's rows (rows that tie are equal in every value the statement
+// reads, so which of them is kept changes nothing), and a stage read
+// twice makes the same choice both times.
+type LimitBy interface {
+	// RowKey spells a 64-bit pseudo-random key of the values of exprs
+	// (NULL included, as a value of its own) and salt.
+	RowKey(salt uint64, exprs []string) string
+	// KeepFirst spells the clauses that, after a SELECT's FROM, WHERE
+	// and GROUP BY, keep at most n of its rows per distinct value of
+	// partition, those with the smallest key.
+	KeepFirst(key string, partition []string, n int64) string
+	// Collect spells an aggregate: the list of the non-NULL values of
+	// arg.
+	Collect(arg string) string
+	// Unnest spells a select-list item giving one row per element of a
+	// list.
+	Unnest(list string) string
+}
+
+// NullPropagating is implemented by dialects whose least and greatest
+// return NULL when any argument is NULL (SQL's standard reading), where
+// dpstat's SQL means the NULL-skipping least and greatest of DuckDB and
+// PostgreSQL: Least and Greatest spell those for every dialect.
+type NullPropagating interface {
+	// Extremum spells f ("least" or "greatest") of args skipping NULLs,
+	// converting arguments of different types as the dialect needs.
+	Extremum(f string, args []string) string
+}
+
+// FloatLiterals is implemented by dialects that spell a double literal
+// otherwise than CAST(text AS TypeName(Double)) (ClickHouse, whose
+// Nullable constants some functions refuse).
+type FloatLiterals interface {
+	// FloatLiteral spells the finite double written (by
+	// strconv.FormatFloat, with a decimal point or exponent) as text.
+	FloatLiteral(text string) string
+}
+
+// Least spells the least of args, skipping NULLs (NULL when all are).
+func Least(d Dialect, args ...string) string { return extremum(d, "least", args) }
+
+// Greatest spells the greatest of args, skipping NULLs (NULL when all
+// are).
+func Greatest(d Dialect, args ...string) string { return extremum(d, "greatest", args) }
+
+func extremum(d Dialect, f string, args []string) string {
+	if np, ok := d.(NullPropagating); ok && len(args) > 1 {
+		return np.Extremum(f, args)
+	}
+	return f + "(" + strings.Join(args, ", ") + ")"
+}
+
+// TruncatingCast is implemented by dialects whose cast of a double to an
+// integer truncates toward zero (ClickHouse) where dpstat's SQL means the
+// cast that rounds to the nearest integer (DuckDB, PostgreSQL): CastInt
+// spells the rounding cast for every dialect.
+type TruncatingCast interface {
+	// TruncatingCast marks the dialect; it is never called.
+	TruncatingCast()
+}
+
+// CastInt spells the cast of a double expression (finite, within the
+// integer type's range, or NULL) to the integer type t, rounding to the
+// nearest integer.
+func CastInt(d Dialect, expr string, t Type) string {
+	if _, ok := d.(TruncatingCast); ok {
+		// round() of a double ties to even in such a dialect, as
+		// PostgreSQL's cast; DuckDB's cast ties away from zero.
+		// Callers bound the result by the floor and ceiling either way.
+		return "CAST(round(" + expr + ") AS " + d.TypeName(t) + ")"
+	}
+	return "CAST(" + expr + " AS " + d.TypeName(t) + ")"
+}
+
+// NoNotBetween is implemented by dialects without x NOT BETWEEN a AND b
+// (ClickHouse 18.16): the generator writes NOT (x BETWEEN a AND b), which
+// means the same for every value, NULL included.
+type NoNotBetween interface {
+	// NoNotBetween marks the dialect; it is never called.
+	NoNotBetween()
+}
+
+// Describer is implemented by engines that can say, for EXPLAIN, how a
+// bound table is read (for a distributed table: how it is sharded and
+// where each person's contribution is bounded).
+type Describer interface {
+	// Describe returns lines about catalog table name, whose privacy
+	// unit is privacyUnit ("" for none); nil when there is nothing to
+	// say.
+	Describe(name, privacyUnit string) []string
 }

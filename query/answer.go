@@ -243,6 +243,9 @@ type Prepared struct {
 	// ExplainOnly is true when the statement was EXPLAIN <query>: Run
 	// returns the plan's description and neither reads data nor charges.
 	ExplainOnly bool
+	// EngineNotes says how the engine reads the table (engine.Describer),
+	// for EXPLAIN.
+	EngineNotes []string
 
 	dialect engine.Dialect
 }
@@ -259,7 +262,14 @@ func (p *Prepared) FormSQL(f Form) (string, error) {
 // Prepare parses, checks and plans a query and calibrates its noise. Every
 // refusal happens here, before any engine runs.
 func (s *Service) Prepare(sql string, opts Options) (*Prepared, error) {
-	return prepareWith(s.cat, s.eng.Dialect(), sql, opts, s.public)
+	p, err := prepareWith(s.cat, s.eng.Dialect(), sql, opts, s.public)
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := s.eng.(engine.Describer); ok {
+		p.EngineNotes = d.Describe(p.Plan.Table.Name, p.Plan.Table.PrivacyUnit)
+	}
+	return p, nil
 }
 
 // Prepare parses, checks and plans a query against a catalog for an

@@ -154,7 +154,7 @@ func (g *sqlGen) keyExpr(k string) (string, error) {
 		col := g.colRef(b.Column)
 		// greatest and least skip NULLs, so NULL is kept NULL explicitly
 		// (it then matches no bin).
-		q, err := engine.Divide(g.d, fmt.Sprintf("least(greatest(%s, %s), %s)", col, lit(*c.Lower), lit(*c.Upper)), b.Width)
+		q, err := engine.Divide(g.d, g.clamp(col, lit(*c.Lower), lit(*c.Upper)), b.Width)
 		if err != nil {
 			return "", err
 		}

@@ -126,7 +126,7 @@ func (p *Prepared) Explain() *Explanation {
 		SQL:          p.SQL,
 		HistogramSQL: p.HistogramSQL,
 		Form:         formName(p),
-		Notes:        append(plan.notes(), nonEmpty(p.Noise.Choice)...),
+		Notes:        append(append(plan.notes(), nonEmpty(p.Noise.Choice)...), p.EngineNotes...),
 		Groups:       len(plan.Keys),
 	}
 	e.Keys = plan.describeKeys()

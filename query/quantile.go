@@ -144,7 +144,10 @@ func extremeScores(counts []int64, bins int, extreme int, r float64) []float64 {
 // and group, at most Groups groups per person), with their own random
 // choices.
 func (p *Plan) HistogramSQL(d engine.Dialect, h int) (string, error) {
-	g := &sqlGen{d: d, p: p, form: CleanForm} // histograms read the view where NaN is NULL
+	g := newSQLGen(d, p, CleanForm) // histograms read the view where NaN is NULL
+	if err := g.checkJoins(); err != nil {
+		return "", err
+	}
 	hist := p.Histograms[h]
 	nk := len(p.Query.GroupBy)
 	keys := make([]string, nk)
@@ -192,16 +195,18 @@ func (p *Plan) HistogramSQL(d engine.Dialect, h int) (string, error) {
 	// per group.
 	final := func(from string) string {
 		if !hist.Distinct {
-			return "\nSELECT " + outKeys + ", count(*) AS c FROM " + from + " GROUP BY " + outKeys
+			return "SELECT " + outKeys + ", count(*) AS c FROM " + from + " GROUP BY " + outKeys
 		}
 		list := strings.Join(append(append([]string{}, keys...), "0 AS b", "count(DISTINCT b) AS c"), ", ")
 		if len(keys) == 0 {
-			return "\nSELECT " + list + " FROM " + from
+			return "SELECT " + list + " FROM " + from
 		}
-		return "\nSELECT " + list + " FROM " + from + " GROUP BY " + strings.Join(keys, ", ")
+		return "SELECT " + list + " FROM " + from + " GROUP BY " + strings.Join(keys, ", ")
 	}
+	st := g.newStages()
 	if !p.Bounded {
-		return "WITH r AS (" + rows + ")" + final("r"), nil
+		st.add("r", "", rows)
+		return st.finish(final(st.from("r"))), nil
 	}
 	var b strings.Builder
 	if sampler {
@@ -214,20 +219,28 @@ func (p *Plan) HistogramSQL(d engine.Dialect, h int) (string, error) {
 		from := g.keepGroups(&b, sm, list, "r GROUP BY "+unitKeys)
 		kept := strings.Join(append(append([]string{}, keys...), sm.Unnest("bs")+" AS b"), ", ")
 		b.WriteString(",\nkept AS (SELECT " + kept + " FROM " + from + ")")
-		b.WriteString(final("kept"))
+		b.WriteString("\n" + final("kept"))
 		return b.String(), nil
 	}
-	b.WriteString("WITH r AS (" + rows + "),\n")
-	b.WriteString("r_bounded AS (" + g.keepRandom("r", append([]string{"u"}, keys...), p.Contribution.RowsPerGroup) + ")")
-	from := "r_bounded"
-	if p.BoundGroups {
-		unitKeys := strings.Join(append([]string{"u"}, keys...), ", ")
-		b.WriteString(",\nunit_groups AS (SELECT " + unitKeys + " FROM r_bounded GROUP BY " + unitKeys + "),\n")
-		b.WriteString("unit_groups_bounded AS (" + g.keepRandom("unit_groups", []string{"u"}, p.Contribution.Groups) + ")")
-		from = "r_bounded JOIN unit_groups_bounded USING (" + unitKeys + ")"
+	unitKeyList := append([]string{"u"}, keys...)
+	unitKeys := strings.Join(unitKeyList, ", ")
+	st.add("r", "", rows)
+	st.add("r_bounded", "", g.keepRandom(st.from("r"), unitKeyList, append(append([]string{}, unitKeyList...), "b"), p.Contribution.RowsPerGroup))
+	from := st.from("r_bounded")
+	if lb, ok := d.(engine.LimitBy); ok && p.BoundGroups {
+		// Each (person, group) collects its kept values into a list, at
+		// most L0 of a person's groups are kept by the hash of the group,
+		// and the list is unnested: the kept rows are read once.
+		st.add("unit_groups_bounded", "", "SELECT "+unitKeys+", "+lb.Collect("b")+" AS bs FROM "+from+" GROUP BY "+unitKeys+" "+
+			lb.KeepFirst(lb.RowKey(g.salt, unitKeyList), []string{"u"}, p.Contribution.Groups))
+		st.add("kept", "", "SELECT "+strings.Join(append(append([]string{}, keys...), lb.Unnest("bs")+" AS b"), ", ")+" FROM "+st.from("unit_groups_bounded"))
+		from = st.from("kept")
+	} else if p.BoundGroups {
+		st.add("unit_groups", "", "SELECT "+unitKeys+" FROM "+from+" GROUP BY "+unitKeys)
+		st.add("unit_groups_bounded", "", g.keepRandom(st.from("unit_groups"), []string{"u"}, unitKeyList, p.Contribution.Groups))
+		from = from + " JOIN " + st.from("unit_groups_bounded") + " USING (" + unitKeys + ")"
 	}
-	b.WriteString(final(from))
-	return b.String(), nil
+	return st.finish(final(from)), nil
 }
 
 // bin spells the candidate bin of a histogram's column value.
@@ -244,11 +257,11 @@ func (g *sqlGen) bin(hist Histogram, col string) (string, error) {
 	// Total for every value the column can hold: the value is clamped to
 	// the declared bounds (within ±2^53), so value − lower is finite, and
 	// the bin is clamped into [0, Bins] before the cast.
-	steps, err := engine.Divide(d, fmt.Sprintf("(least(greatest(%s, %s), %s) - %s)", col, lits[0], lits[1], lits[0]), hist.Step)
+	steps, err := engine.Divide(d, "("+g.clamp(col, lits[0], lits[1])+" - "+lits[0]+")", hist.Step)
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("CAST(least(greatest(floor(%s), 0), %d) AS %s)", steps, hist.Bins, d.TypeName(engine.Integer32)), nil
+	return "CAST(" + g.clamp("floor("+steps+")", "0", strconv.Itoa(hist.Bins)) + " AS " + d.TypeName(engine.Integer32) + ")", nil
 }
 
 // ReadHistogram adds the engine's rows for histogram h to ex.

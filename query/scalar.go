@@ -454,6 +454,12 @@ func (g *sqlGen) scalarSQL(s Scalar) (string, error) {
 			}
 			parts[i] = sql
 		}
+		switch x.Func {
+		case "least":
+			return engine.Least(d, parts...), nil // NULL-skipping on every engine
+		case "greatest":
+			return engine.Greatest(d, parts...), nil
+		}
 		return x.Func + "(" + strings.Join(parts, ", ") + ")", nil
 	case Cond:
 		var b strings.Builder
@@ -489,7 +495,7 @@ func (g *sqlGen) scalarSQL(s Scalar) (string, error) {
 		}
 		if x.Type == catalog.Int {
 			// Within ±2^53 by the planner: the cast cannot fail.
-			return "CAST(CAST(" + a + " AS " + d.TypeName(engine.Integer) + ") AS " + dbl + ")", nil
+			return "CAST(" + engine.CastInt(d, a, engine.Integer) + " AS " + dbl + ")", nil
 		}
 		return a, nil
 	}

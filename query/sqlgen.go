@@ -1,8 +1,11 @@
 package query
 
 import (
+	cryptorand "crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -62,7 +65,7 @@ func (p *Plan) SQL(d engine.Dialect) (string, error) {
 
 // FormSQL is SQL in the given form.
 func (p *Plan) FormSQL(d engine.Dialect, f Form) (string, error) {
-	g := &sqlGen{d: d, p: p, form: f}
+	g := newSQLGen(d, p, f)
 	return g.generate()
 }
 
@@ -70,6 +73,72 @@ type sqlGen struct {
 	d    engine.Dialect
 	p    *Plan
 	form Form
+	// salt keys the row hashes of a LimitBy dialect; drawn afresh for
+	// every statement.
+	salt uint64
+}
+
+// newSQLGen starts the generation of one statement.
+func newSQLGen(d engine.Dialect, p *Plan, f Form) *sqlGen {
+	g := &sqlGen{d: d, p: p, form: f}
+	if _, ok := d.(engine.LimitBy); ok {
+		g.salt = newSalt()
+	}
+	return g
+}
+
+// newSalt draws a fresh secret salt for a statement's row hashes.
+func newSalt() uint64 {
+	var b [8]byte
+	if _, err := cryptorand.Read(b[:]); err != nil {
+		// crypto/rand does not fail on supported platforms; a fixed salt
+		// would still bound every contribution (see engine.LimitBy).
+		return 0x9e3779b97f4a7c15
+	}
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+// stages composes a statement from named stages: as WITH queries, or, for
+// a dialect without them (engine.Nested), as subqueries nested in the
+// FROM of the stage that reads them.
+type stages struct {
+	nested bool
+	defs   []string
+	ref    map[string]string
+}
+
+func (g *sqlGen) newStages() *stages {
+	_, nested := g.d.(engine.Nested)
+	return &stages{nested: nested, ref: map[string]string{}}
+}
+
+// add defines stage name as body (which reads earlier stages through
+// from); kw is a keyword between AS and the body ("" or MATERIALIZED).
+func (s *stages) add(name, kw, body string) {
+	if s.nested {
+		s.ref[name] = "(" + body + ") AS " + name
+		return
+	}
+	if kw != "" {
+		kw += " "
+	}
+	s.defs = append(s.defs, name+" AS "+kw+"("+body+")")
+}
+
+// from spells a read of stage name in a FROM clause.
+func (s *stages) from(name string) string {
+	if r, ok := s.ref[name]; ok {
+		return r
+	}
+	return name
+}
+
+// finish spells the statement whose last SELECT is final.
+func (s *stages) finish(final string) string {
+	if s.nested || len(s.defs) == 0 {
+		return final
+	}
+	return "WITH " + strings.Join(s.defs, ",\n") + "\n" + final
 }
 
 // rawFloatsOK reports whether FastForm may skip the NaN test: some
@@ -191,6 +260,7 @@ func (g *sqlGen) generate() (string, error) {
 		cols = append(cols, e+" AS "+keys[i])
 	}
 	rowExprs := make([]string, len(p.Statistics)) // per-row input of each statistic ("" for COUNT(*))
+	exprOf := map[string]string{}                 // the expression of each per-row input
 	for i, st := range p.Statistics {
 		if st.Summand.Kind == NonNullCount {
 			continue
@@ -202,6 +272,7 @@ func (g *sqlGen) generate() (string, error) {
 		if e != "" {
 			rowExprs[i] = "v" + strconv.Itoa(i)
 			cols = append(cols, e+" AS "+rowExprs[i])
+			exprOf[rowExprs[i]] = e
 		}
 	}
 	// A count of non-NULL values reuses the fixed-point summand of the same
@@ -225,6 +296,7 @@ func (g *sqlGen) generate() (string, error) {
 			}
 			rowExprs[i] = "v" + strconv.Itoa(i)
 			cols = append(cols, e+" AS "+rowExprs[i])
+			exprOf[rowExprs[i]] = e
 		}
 	}
 	conds, err := g.conditions()
@@ -236,6 +308,9 @@ func (g *sqlGen) generate() (string, error) {
 	}
 	// With a Sampler dialect, each row's random key for keeping at most L∞
 	// values per (person, group) (see sampled).
+	if err := g.checkJoins(); err != nil {
+		return "", err
+	}
 	_, sampler := g.d.(engine.Sampler)
 	if p.Bounded && sampler && p.samplesValues() {
 		cols = append(cols, g.d.Random()+" AS rk")
@@ -289,8 +364,26 @@ func (g *sqlGen) generate() (string, error) {
 		selectKeys += ", "
 	}
 
+	st := g.newStages()
+	if !p.Bounded && st.nested {
+		// One SELECT over the table, the per-row inputs written inside
+		// the aggregates: a distributed engine then aggregates on each
+		// shard and merges the partial aggregates.
+		for i, e := range rowExprs {
+			if e != "" {
+				rowExprs[i] = "(" + exprOf[e] + ")"
+			}
+		}
+		items := append(append([]string{}, cols[:nk]...), aggs(exact))
+		one := "SELECT " + strings.Join(items, ", ") + " FROM " + source
+		if len(conds) > 0 {
+			one += " WHERE " + strings.Join(conds, " AND ")
+		}
+		return one + groupBy(), nil
+	}
+	st.add("r", "", rows)
 	if !p.Bounded {
-		return "WITH r AS (" + rows + ")\nSELECT " + selectKeys + aggs(exact) + " FROM r" + groupBy(), nil
+		return st.finish("SELECT " + selectKeys + aggs(exact) + " FROM " + st.from("r") + groupBy()), nil
 	}
 
 	// Bounded: keep at most RowsPerGroup rows per (person, group), sum per
@@ -301,23 +394,36 @@ func (g *sqlGen) generate() (string, error) {
 	if sm, ok := g.d.(engine.Sampler); ok {
 		return g.sampled(sm, rows, keys, rowExprs, aggs, groupBy, selectKeys)
 	}
-	var b strings.Builder
-	b.WriteString("WITH r AS (" + rows + "),\n")
 	rowsFrom := "r"
 	if !p.onlyDistinctUnits() {
 		// Distinct units do not depend on how many rows a person has in a
 		// group, so only other statistics need the rows bounded.
-		b.WriteString("r_bounded AS (" + g.keepRandom("r", append([]string{"u"}, keys...), p.Contribution.RowsPerGroup) + "),\n")
+		rowCols := append([]string{"u"}, keys...)
+		for _, e := range rowExprs {
+			if e != "" && !slices.Contains(rowCols, e) {
+				rowCols = append(rowCols, e)
+			}
+		}
+		st.add("r_bounded", "", g.keepRandom(st.from("r"), append([]string{"u"}, keys...), rowCols, p.Contribution.RowsPerGroup))
 		rowsFrom = "r_bounded"
 	}
-	b.WriteString("per_unit AS (SELECT u, " + selectKeys + aggs(exact) + " FROM " + rowsFrom + groupBy("u") + ")")
+	st.add("per_unit", "", "SELECT u, "+selectKeys+aggs(exact)+" FROM "+st.from(rowsFrom)+groupBy("u"))
 	from := "per_unit"
 	if p.BoundGroups {
-		b.WriteString(",\nper_unit_bounded AS (" + g.keepRandom("per_unit", []string{"u"}, p.Contribution.Groups) + ")")
+		st.add("per_unit_bounded", "", g.keepRandom(st.from("per_unit"), []string{"u"}, append([]string{"u"}, keys...), p.Contribution.Groups))
 		from = "per_unit_bounded"
 	}
-	b.WriteString("\nSELECT " + selectKeys + aggs(g.resum) + " FROM " + from + groupBy())
-	return b.String(), nil
+	return st.finish("SELECT " + selectKeys + aggs(g.resum) + " FROM " + st.from(from) + groupBy()), nil
+}
+
+// checkJoins refuses, before anything runs, a join the dialect cannot
+// spell: a dialect with one JOIN per SELECT (engine.Nested) runs a query
+// joining at most one public table.
+func (g *sqlGen) checkJoins() error {
+	if n, ok := g.d.(engine.Nested); ok && n.OneJoin() && len(g.p.Query.Joins) > 1 {
+		return refuse("the %s engine joins one table per SELECT, and this query joins %d to %s; join one table (or ask the data owner for a view that joins the others)", g.d.Name(), len(g.p.Query.Joins), g.p.Table.Name)
+	}
+	return nil
 }
 
 // samplesValues reports whether a statistic reads values (a count of
@@ -450,7 +556,14 @@ func (g *sqlGen) conditions() ([]string, error) {
 // shifts), and the sensitivity the plan derives would no longer bound the
 // change. A cheaper order must keep that property (for example a hash of
 // the row with a secret salt).
-func (g *sqlGen) keepRandom(rel string, partition []string, limit int64) string {
+//
+// A LimitBy dialect orders by a keyed hash of the row's values hashed (the
+// columns of rel that the statement reads), with the statement's secret
+// salt (see engine.LimitBy).
+func (g *sqlGen) keepRandom(rel string, partition, hashed []string, limit int64) string {
+	if lb, ok := g.d.(engine.LimitBy); ok {
+		return "SELECT * FROM " + rel + " " + lb.KeepFirst(lb.RowKey(g.salt, hashed), partition, limit)
+	}
 	rn := "row_number() OVER (PARTITION BY " + strings.Join(partition, ", ") + " ORDER BY " + g.d.Random() + ")"
 	if g.d.SupportsQualify() {
 		return "SELECT * FROM " + rel + " QUALIFY " + rn + " <= " + strconv.FormatInt(limit, 10)
@@ -520,7 +633,6 @@ func (g *sqlGen) summand(s Summand) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	intType := g.d.TypeName(engine.Integer32)
 	nullable := func(e string) string {
 		if g.nullsClamped() {
 			return e
@@ -529,7 +641,7 @@ func (g *sqlGen) summand(s Summand) (string, error) {
 	}
 	if g.p.intColumn(s) {
 		if g.form != IntegerForm {
-			return nullable(fmt.Sprintf("least(greatest(%s, %d), %d)", col, s.Lower, s.Upper)), nil
+			return nullable(g.clamp(col, strconv.FormatInt(s.Lower, 10), strconv.FormatInt(s.Upper, 10))), nil
 		}
 		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE least(greatest(%s, %d), %d) END", col, col, s.Lower, s.Upper), nil
 	}
@@ -544,15 +656,21 @@ func (g *sqlGen) summand(s Summand) (string, error) {
 	if g.form != IntegerForm {
 		// Rounded onto the grid of 2^Exp in floating point (nearest, ties
 		// to even); scaled to grid steps in ReadExact.
-		return nullable(g.d.RoundToGrid(fmt.Sprintf("least(greatest(%s, %s), %s)", col, lo, hi), s.Exp)), nil
+		return nullable(g.d.RoundToGrid(g.clamp(col, lo, hi), s.Exp)), nil
 	}
 	// The cast to an integer rounds to nearest; plan.go bounds the result by
 	// the floor and ceiling of the scaled bounds, whatever the tie rule.
-	scaled, err := engine.Scale(g.d, fmt.Sprintf("least(greatest(%s, %s), %s)", col, lo, hi), math.Ldexp(1, -s.Exp))
+	scaled, err := engine.Scale(g.d, g.clamp(col, lo, hi), math.Ldexp(1, -s.Exp))
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE CAST(%s AS %s) END", col, scaled, intType), nil
+	return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE %s END", col, engine.CastInt(g.d, scaled, engine.Integer32)), nil
+}
+
+// clamp spells col clamped to [lo, hi] where a NULL becomes lo, as
+// DuckDB's NULL-skipping greatest and least do (engine.Greatest).
+func (g *sqlGen) clamp(col, lo, hi string) string {
+	return engine.Least(g.d, engine.Greatest(g.d, col, lo), hi)
 }
 
 func (g *sqlGen) inList(col string, values []any) (string, error) {
@@ -660,6 +778,9 @@ func (g *sqlGen) expr(e Expr) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		if _, ok := g.d.(engine.NoNotBetween); ok && x.Negate {
+			return "NOT (" + a + " BETWEEN " + lo + " AND " + hi + ")", nil
+		}
 		not := ""
 		if x.Negate {
 			not = "NOT "
@@ -684,7 +805,7 @@ func (g *sqlGen) squareSummand(s Summand) (string, error) {
 		}
 		lits[i] = l
 	}
-	d := fmt.Sprintf("(least(greatest(%s, %s), %s) - %s)", col, lits[0], lits[1], lits[2])
+	d := "(" + g.clamp(col, lits[0], lits[1]) + " - " + lits[2] + ")"
 	if g.form != IntegerForm {
 		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE %s END", col, g.d.RoundToGrid(engine.Square(g.d, d), s.Exp)), nil
 	}
@@ -692,7 +813,7 @@ func (g *sqlGen) squareSummand(s Summand) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE CAST(%s AS %s) END", col, scaled, g.d.TypeName(engine.Integer32)), nil
+	return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE %s END", col, engine.CastInt(g.d, scaled, engine.Integer32)), nil
 }
 
 // onlyDistinctUnits reports whether every statistic counts distinct units.

@@ -11,6 +11,7 @@ import (
 	"github.com/dpstat/dpstat/engine"
 
 	// Each engine registers itself under its kind.
+	_ "github.com/dpstat/dpstat/engine/clickhouse"
 	_ "github.com/dpstat/dpstat/engine/duckdb"
 	_ "github.com/dpstat/dpstat/engine/postgres"
 )

@@ -27,3 +27,12 @@ func TestPostgres(t *testing.T) {
 	enginetest.Run(t, enginetest.PostgresBackend(pg))
 	t.Run("forms", func(t *testing.T) { enginetest.RunForms(t, enginetest.PostgresBackend(pg)) })
 }
+
+// TestClickHouse runs the conformance suite on a two-shard ClickHouse
+// cluster started for the test, over Distributed tables sharded by the
+// privacy unit, connecting as a read-only user.
+func TestClickHouse(t *testing.T) {
+	c := enginetest.SharedClickHouse(t)
+	enginetest.Run(t, c.Backend())
+	t.Run("forms", func(t *testing.T) { enginetest.RunForms(t, c.Backend()) })
+}

@@ -34,8 +34,16 @@ func SharedPostgres(t testing.TB) *Postgres {
 	return pgtest.Shared(t)
 }
 
-// StopShared stops the shared server if one was started.
-func StopShared() { pgtest.StopShared() }
+// StopShared stops the shared servers that were started.
+func StopShared() {
+	pgtest.StopShared()
+	if sharedCH.ch != nil {
+		sharedCH.ch.Stop()
+	}
+}
+
+// freePort asks the system for a free TCP port on loopback.
+func freePort() (int, error) { return pgtest.FreePort() }
 
 // ParseCSV reads CSV rows with a header into typed values (see
 // pgtest.ParseCSV).

@@ -333,7 +333,7 @@ func TestOpenSaysWhy(t *testing.T) {
 		t.Errorf("unset password variable: %v", err)
 	}
 	_, err = engine.Open(ctx, engine.Spec{Kind: "oracle"})
-	if err == nil || !strings.Contains(err.Error(), `"oracle" is not known; want one of duckdb, postgres`) {
+	if err == nil || !strings.Contains(err.Error(), `"oracle" is not known; want one of clickhouse, duckdb, postgres`) {
 		t.Errorf("unknown kind: %v", err)
 	}
 }

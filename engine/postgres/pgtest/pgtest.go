@@ -92,7 +92,7 @@ func Start() (*Server, error) {
 			return nil, err
 		}
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -189,8 +189,8 @@ func (p *Server) Exec(ctx context.Context, stmts ...string) error {
 	return nil
 }
 
-// freePort asks the system for a free TCP port on loopback.
-func freePort() (int, error) {
+// FreePort asks the system for a free TCP port on loopback.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

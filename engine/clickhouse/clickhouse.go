@@ -1,0 +1,947 @@
+// Package clickhouse runs dpstat's generated SQL on a ClickHouse server or
+// cluster (tested on 18.16; the SQL it is given runs on current versions
+// too), over tables that stay where they are, through ClickHouse's native
+// protocol.
+//
+// dpstat never writes to the server: every statement runs with the
+// setting readonly = 2 (reads and settings only), or under a user whose
+// profile already sets it, and the user needs nothing beyond reading the
+// catalog's tables (docs/engines.md). Each statement has a time limit on
+// the server (max_execution_time) and is cancelled when its context ends.
+//
+// A catalog table is bound (BindTable) to a table of the server with a
+// projection that exposes only the declared columns, each converted to its
+// declared type without error for any value, with NaN in float columns
+// read as NULL; the projection is written into every statement as the
+// subquery the statement reads, so nothing is created on the server. A
+// Distributed table is read as a whole: its shards send the projected
+// rows, and the statement's bounding and aggregation run on the server
+// that dpstat is connected to (docs/scaling.md).
+package clickhouse
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"os"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	ch "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/shopspring/decimal"
+
+	"github.com/dpstat/dpstat/engine"
+)
+
+// DefaultStatementTimeout is a statement's time limit on the server when
+// the catalog sets none.
+const DefaultStatementTimeout = 10 * time.Minute
+
+// DefaultMaxConns is the size of the connection pool when the catalog sets
+// none.
+const DefaultMaxConns = 8
+
+// Options configures a connection to a ClickHouse server.
+type Options struct {
+	// DSN locates the server and database:
+	// clickhouse://user@host:9000/db (the native protocol), optionally
+	// with ?dial_timeout=10s&secure=true and other parameters of the
+	// driver. It never holds a password.
+	DSN string
+	// Password, when not empty, is the user's password.
+	Password string
+	// StatementTimeout stops a statement that runs longer on the server;
+	// zero means DefaultStatementTimeout.
+	StatementTimeout time.Duration
+	// MaxConns caps the connection pool; zero means DefaultMaxConns.
+	MaxConns int
+}
+
+// Table describes how a catalog table is bound to the server.
+type Table struct {
+	// Relation is the server's table, quoted: "db"."name".
+	Relation string
+	// Engine is the table's engine, e.g. MergeTree or Distributed.
+	Engine string
+	// EngineFull is the engine with its parameters, as system.tables
+	// says.
+	EngineFull string
+	// Cluster, RemoteTable and ShardingKey describe a Distributed table:
+	// its cluster, its local tables (db.name on each shard) and its
+	// sharding key expression ("" when it has none).
+	Cluster, RemoteTable, ShardingKey string
+	// Shards is the number of shards of Cluster (0 when not
+	// Distributed).
+	Shards     int
+	projection string
+	// columns maps each catalog column to its read of the server's
+	// column; nil when a server column's name could be taken for one of
+	// the generator's aliases (then the projection is always a subquery).
+	columns map[string]string
+}
+
+// Engine is a pool of read-only connections to one ClickHouse server. It
+// is safe for concurrent use.
+type Engine struct {
+	conn     driver.Conn
+	user, db string
+	settings ch.Settings
+	timeout  time.Duration
+
+	mu    sync.RWMutex
+	bound map[string]*Table
+}
+
+var (
+	_ engine.Engine = (*Engine)(nil)
+	_ engine.Binder = (*Engine)(nil)
+	_ engine.Pinger = (*Engine)(nil)
+)
+
+// init registers ClickHouse as the engine kind "clickhouse".
+func init() {
+	engine.Register("clickhouse", engine.Driver{Dialect: Dialect, Open: openSpec})
+}
+
+// openSpec opens the engine a catalog's `engine:` section describes.
+func openSpec(ctx context.Context, spec engine.Spec) (engine.Engine, error) {
+	if spec.Threads != 0 || spec.MemoryLimit != "" {
+		return nil, fmt.Errorf("clickhouse: threads (%d) and memory limit (%q) apply only to the embedded engine; leave them unset for a ClickHouse server, whose own settings govern them", spec.Threads, spec.MemoryLimit)
+	}
+	opts := Options{DSN: spec.DSN, StatementTimeout: spec.StatementTimeout, MaxConns: spec.MaxConns}
+	if spec.PasswordEnv != "" {
+		pw, ok := os.LookupEnv(spec.PasswordEnv)
+		if !ok {
+			return nil, fmt.Errorf("clickhouse: password_env %s: the environment variable is not set; set it to the password of the catalog's ClickHouse user", spec.PasswordEnv)
+		}
+		opts.Password = pw
+	}
+	return Open(ctx, opts)
+}
+
+// Open connects to the server, checks that it answers and that dpstat's
+// statements run read-only, and returns the engine.
+func Open(ctx context.Context, opts Options) (*Engine, error) {
+	if opts.StatementTimeout < 0 {
+		return nil, fmt.Errorf("clickhouse: statement timeout %v: want a positive duration (or zero for the default %v)", opts.StatementTimeout, DefaultStatementTimeout)
+	}
+	if opts.MaxConns < 0 {
+		return nil, fmt.Errorf("clickhouse: MaxConns = %d: want a positive number (or zero for the default %d)", opts.MaxConns, DefaultMaxConns)
+	}
+	if !strings.HasPrefix(opts.DSN, "clickhouse://") && !strings.HasPrefix(opts.DSN, "tcp://") {
+		return nil, fmt.Errorf("clickhouse: dsn %q: want a URL of the native protocol such as clickhouse://dpstat_reader@host:9000/db", opts.DSN)
+	}
+	cfg, err := ch.ParseDSN(opts.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse: dsn %q: %w; want a URL such as clickhouse://dpstat_reader@host:9000/db", opts.DSN, err)
+	}
+	if cfg.Auth.Password != "" {
+		return nil, fmt.Errorf("clickhouse: dsn %q holds a password; a catalog is shared and reviewed: put the password in an environment variable and name it with password_env", redact(opts.DSN))
+	}
+	if cfg.Protocol != ch.Native {
+		return nil, fmt.Errorf("clickhouse: dsn %q: dpstat speaks ClickHouse's native protocol only; want clickhouse://host:9000/db", opts.DSN)
+	}
+	if opts.Password != "" {
+		cfg.Auth.Password = opts.Password
+	}
+	if cfg.Auth.Username == "" {
+		cfg.Auth.Username = "default"
+	}
+	if cfg.Auth.Database == "" {
+		cfg.Auth.Database = "default"
+	}
+	if cfg.DialTimeout == 0 {
+		cfg.DialTimeout = 10 * time.Second
+	}
+	cfg.MaxOpenConns = DefaultMaxConns
+	if opts.MaxConns > 0 {
+		cfg.MaxOpenConns = min(opts.MaxConns, 1<<16)
+	}
+	cfg.MaxIdleConns = min(cfg.MaxOpenConns, 5)
+	cfg.ClientInfo.Products = append(cfg.ClientInfo.Products, struct{ Name, Version string }{"dpstat", "1"})
+	conn, err := ch.Open(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse: %w", err)
+	}
+	timeout := opts.StatementTimeout
+	if timeout == 0 {
+		timeout = DefaultStatementTimeout
+	}
+	e := &Engine{conn: conn, user: cfg.Auth.Username, db: cfg.Auth.Database, timeout: timeout, bound: map[string]*Table{}}
+	if err := conn.Ping(ctx); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("clickhouse: cannot reach database %q as user %q: %w", e.db, e.user, err)
+	}
+	// Read-only: a profile with readonly = 0 gets readonly = 2 for each
+	// statement (reads, and settings for that statement); readonly = 1
+	// forbids the settings dpstat needs.
+	ro, err := e.setting(ctx, nil, "readonly")
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("clickhouse: reading the setting readonly of user %q: %w", e.user, err)
+	}
+	e.settings = ch.Settings{
+		"max_execution_time": max(int(math.Ceil(timeout.Seconds())), 1),
+		"join_use_nulls":     1, // an unmatched LEFT JOIN row reads NULL, as in SQL
+	}
+	switch ro {
+	case "0":
+		e.settings["readonly"] = 2
+	case "2":
+	default:
+		conn.Close()
+		return nil, fmt.Errorf("clickhouse: user %q has readonly = %s, which also forbids the per-statement settings dpstat sets (max_execution_time, join_use_nulls); give the user a profile with readonly = 2", e.user, ro)
+	}
+	if ro, err = e.setting(ctx, e.settings, "readonly"); err != nil || ro != "2" {
+		conn.Close()
+		return nil, fmt.Errorf("clickhouse: statements are not read-only for user %q (readonly = %q, %v); dpstat needs readonly = 2 to take effect", e.user, ro, err)
+	}
+	return e, nil
+}
+
+// redact hides the password of a URL.
+func redact(dsn string) string {
+	return regexp.MustCompile(`(://[^:/@]*):[^@]*@`).ReplaceAllString(dsn, "$1:***@")
+}
+
+// setting reads a setting's value as the server applies it to a statement
+// with the given settings.
+func (e *Engine) setting(ctx context.Context, s ch.Settings, name string) (string, error) {
+	if s != nil {
+		ctx = ch.Context(ctx, ch.WithSettings(s))
+	}
+	row := e.conn.QueryRow(ctx, "SELECT value FROM system.settings WHERE name = "+Dialect.QuoteString(name))
+	var v string
+	if err := row.Scan(&v); err != nil {
+		return "", err
+	}
+	return v, nil
+}
+
+// Conn exposes the connection pool, for tests and benchmarks that run
+// plain SQL beside dpstat's (with Settings, still read-only).
+func (e *Engine) Conn() driver.Conn { return e.conn }
+
+// Settings returns the settings every statement of dpstat runs with.
+func (e *Engine) Settings() ch.Settings {
+	out := ch.Settings{}
+	for k, v := range e.settings {
+		out[k] = v
+	}
+	return out
+}
+
+// Dialect returns ClickHouse's dialect.
+func (e *Engine) Dialect() engine.Dialect { return Dialect }
+
+// Close closes every connection of the pool.
+func (e *Engine) Close() error { return e.conn.Close() }
+
+// Ping checks that the server answers, on a fresh connection when the
+// pooled ones were lost (the pool dials a new one by itself).
+func (e *Engine) Ping(ctx context.Context) error {
+	err := e.conn.Ping(ctx)
+	if err != nil && ctx.Err() == nil {
+		err = e.conn.Ping(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("clickhouse: database %q as user %q: %w", e.db, e.user, err)
+	}
+	return nil
+}
+
+// Bound returns how catalog table name is bound, or nil.
+func (e *Engine) Bound(name string) *Table {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if t := e.bound[name]; t != nil {
+		c := *t
+		return &c
+	}
+	return nil
+}
+
+// Query runs one statement read-only, with the engine's time limit, and
+// reads all of its rows; the statement is cancelled on the server when ctx
+// ends. The catalog tables it reads (FROM "name", JOIN "name") are read
+// through their bindings. Values are int64 (integers of every width that
+// fit), *big.Int (wider integers and the exact sums in Decimal), float64,
+// string, bool (UInt8, which dpstat's statements use only for booleans)
+// or nil.
+func (e *Engine) Query(ctx context.Context, text string, args ...any) (*engine.Rows, error) {
+	ctx = ch.Context(ctx, ch.WithSettings(e.settings))
+	rows, err := e.conn.Query(ctx, e.withBindings(text), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	types := rows.ColumnTypes()
+	out := &engine.Rows{Columns: rows.Columns()}
+	dest := make([]any, len(types))
+	for i, t := range types {
+		dest[i] = reflect.New(t.ScanType()).Interface()
+	}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		vals := make([]any, len(dest))
+		for i, d := range dest {
+			if vals[i], err = convert(reflect.ValueOf(d).Elem().Interface()); err != nil {
+				return nil, fmt.Errorf("clickhouse: column %s (%s): %w", out.Columns[i], types[i].DatabaseTypeName(), err)
+			}
+		}
+		out.Rows = append(out.Rows, vals)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// withBindings replaces each read of a bound catalog table, FROM "name"
+// or JOIN "name" (with or without an alias), by its projection. String
+// literals never hold a double quote in this dialect (QuoteString writes
+// it as \x22), so every such pattern is a table reference.
+func (e *Engine) withBindings(sql string) string {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if out, ok := e.inlined(sql); ok {
+		return out
+	}
+	names := make([]string, 0, len(e.bound))
+	for name := range e.bound {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		q := Dialect.QuoteIdent(name)
+		proj := "(" + e.bound[name].projection + ")"
+		for _, kw := range []string{"FROM ", "JOIN "} {
+			pat := kw + q
+			var b strings.Builder
+			rest := sql
+			for {
+				i := strings.Index(rest, pat)
+				if i < 0 {
+					b.WriteString(rest)
+					break
+				}
+				after := rest[i+len(pat):]
+				if strings.HasPrefix(after, `"`) { // a longer quoted name
+					b.WriteString(rest[:i+len(pat)])
+					rest = after
+					continue
+				}
+				b.WriteString(rest[:i] + kw + proj)
+				if !strings.HasPrefix(after, " AS ") {
+					b.WriteString(" AS " + q)
+				}
+				rest = after
+			}
+			sql = b.String()
+		}
+	}
+	return sql
+}
+
+// generatorAlias matches the names dpstat's statements give their own
+// columns and stages (u, k0, v1, s2, rk, h, b, c, bs, r, …): a table
+// column of such a name could be mistaken for one when the projection is
+// written into the statement's own SELECT, so such a table is always read
+// through a subquery.
+var generatorAlias = regexp.MustCompile(`^([kvst][0-9]+|u|r|rk|rn|h|b|c|bs|one|numbered|kept|thresholds|per_unit\w*|r_bounded|unit_groups\w*)$`)
+
+// inlined writes the projection of the one bound table a statement reads
+// (FROM "name", no JOIN) into the statement itself: FROM "name" becomes
+// FROM the server's table, and each of its columns "col" becomes the
+// expression that reads it. The SELECT that reads the table then reads it
+// directly, so a Distributed table's shards run that SELECT, aggregation
+// included, and send only its result (partial aggregates per group for a
+// statement without a privacy unit). ok is false when the statement joins,
+// or reads no bound table or several, or the table's columns cannot be
+// inlined.
+func (e *Engine) inlined(sql string) (string, bool) {
+	if strings.Contains(sql, "JOIN ") {
+		return "", false
+	}
+	var t *Table
+	var name string
+	for n, b := range e.bound {
+		if strings.Contains(sql, "FROM "+Dialect.QuoteIdent(n)) {
+			if t != nil {
+				return "", false
+			}
+			t, name = b, n
+		}
+	}
+	if t == nil || t.columns == nil {
+		return "", false
+	}
+	var b strings.Builder
+	for i := 0; i < len(sql); {
+		if sql[i] != '"' {
+			b.WriteByte(sql[i])
+			i++
+			continue
+		}
+		// A quoted identifier (string literals hold no double quote).
+		j, ident := i+1, strings.Builder{}
+		for j < len(sql) && sql[j] != '"' {
+			if sql[j] == '\\' && j+1 < len(sql) {
+				j++
+			}
+			ident.WriteByte(sql[j])
+			j++
+		}
+		if j >= len(sql) {
+			return "", false
+		}
+		id := ident.String()
+		expr, isCol := t.columns[id]
+		switch {
+		case id == name && strings.HasSuffix(b.String(), "FROM "):
+			b.WriteString(t.Relation)
+		case isCol && !strings.HasSuffix(b.String(), "."):
+			b.WriteString("(" + expr + ")")
+		default:
+			b.WriteString(sql[i : j+1])
+		}
+		i = j + 1
+	}
+	return b.String(), true
+}
+
+// convert turns a value scanned by the driver into one of the
+// engine-neutral Go types.
+func convert(v any) (any, error) {
+	rv := reflect.ValueOf(v)
+	for rv.IsValid() && rv.Kind() == reflect.Pointer {
+		if rv.IsNil() {
+			return nil, nil
+		}
+		rv = rv.Elem()
+	}
+	if !rv.IsValid() {
+		return nil, nil
+	}
+	switch x := rv.Interface().(type) {
+	case int64, float64, string, bool:
+		return x, nil
+	case int8:
+		return int64(x), nil
+	case int16:
+		return int64(x), nil
+	case int32:
+		return int64(x), nil
+	case uint8:
+		return x != 0, nil
+	case uint16:
+		return int64(x), nil
+	case uint32:
+		return int64(x), nil
+	case uint64:
+		if x <= math.MaxInt64 {
+			return int64(x), nil
+		}
+		return new(big.Int).SetUint64(x), nil
+	case float32:
+		return float64(x), nil
+	case big.Int:
+		return new(big.Int).Set(&x), nil
+	case decimal.Decimal:
+		return decimalInt(x)
+	}
+	return nil, fmt.Errorf("a value of Go type %s, which dpstat's statements do not produce", rv.Type())
+}
+
+// decimalInt converts a Decimal to the integer it holds, exactly.
+func decimalInt(d decimal.Decimal) (any, error) {
+	v := new(big.Int).Set(d.Coefficient())
+	exp := d.Exponent()
+	if exp >= 0 {
+		return v.Mul(v, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(exp)), nil)), nil
+	}
+	div := new(big.Int).Exp(big.NewInt(10), big.NewInt(-int64(exp)), nil)
+	q, r := new(big.Int).QuoRem(v, div, new(big.Int))
+	if r.Sign() != 0 {
+		return nil, fmt.Errorf("the decimal %s is not an integer; dpstat's statements return decimals only as exact integer sums", d)
+	}
+	return q, nil
+}
+
+// BindTable binds the catalog table name to relation, a table of the
+// server ("db.table", or "table" in the DSN's database), after checking
+// that it exists, that every declared column exists with a type that
+// converts to the declared one without error for every value, and that the
+// user may read it. Nothing is created on the server.
+func (e *Engine) BindTable(ctx context.Context, name, relation string, columns []engine.Column) error {
+	if len(columns) == 0 {
+		return fmt.Errorf("clickhouse: table %s declares no columns", name)
+	}
+	db, tbl, err := splitRelation(relation, e.db)
+	if err != nil {
+		return fmt.Errorf("clickhouse: table %s: source %q: %w", name, relation, err)
+	}
+	qualified := Dialect.QuoteIdent(db) + "." + Dialect.QuoteIdent(tbl)
+	ctx = ch.Context(ctx, ch.WithSettings(e.settings))
+	t := &Table{Relation: qualified}
+	row := e.conn.QueryRow(ctx, "SELECT engine, engine_full FROM system.tables WHERE database = "+Dialect.QuoteString(db)+" AND name = "+Dialect.QuoteString(tbl))
+	if err := row.Scan(&t.Engine, &t.EngineFull); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("clickhouse: table %s: source %q: no table of that name in database %s is visible to user %q; give a name such as db.visits", name, relation, db, e.user)
+		}
+		return fmt.Errorf("clickhouse: table %s: source %q: %w", name, relation, err)
+	}
+	if t.Engine == "Distributed" {
+		if err := e.describeDistributed(ctx, t); err != nil {
+			return fmt.Errorf("clickhouse: table %s: source %s: %w", name, qualified, err)
+		}
+	}
+	rows, err := e.conn.Query(ctx, "SELECT name, type FROM system.columns WHERE database = "+Dialect.QuoteString(db)+" AND table = "+Dialect.QuoteString(tbl))
+	if err != nil {
+		return fmt.Errorf("clickhouse: table %s: reading the columns of %s: %w", name, qualified, err)
+	}
+	type remoteColumn struct{ name, typ string }
+	var remote []remoteColumn
+	for rows.Next() {
+		var c remoteColumn
+		if err := rows.Scan(&c.name, &c.typ); err != nil {
+			rows.Close()
+			return fmt.Errorf("clickhouse: table %s: reading the columns of %s: %w", name, qualified, err)
+		}
+		remote = append(remote, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("clickhouse: table %s: reading the columns of %s: %w", name, qualified, err)
+	}
+	find := func(col string) (remoteColumn, bool) {
+		var folded []remoteColumn
+		for _, r := range remote {
+			if r.name == col {
+				return r, true
+			}
+			if strings.EqualFold(r.name, col) {
+				folded = append(folded, r)
+			}
+		}
+		if len(folded) == 1 {
+			return folded[0], true
+		}
+		return remoteColumn{}, false
+	}
+	var errs []error
+	sel := make([]string, len(columns))
+	inline := map[string]string{}
+	for i, c := range columns {
+		r, ok := find(c.Name)
+		if !ok {
+			have := make([]string, len(remote))
+			for j, r := range remote {
+				have[j] = r.name
+			}
+			errs = append(errs, fmt.Errorf("clickhouse: table %s: column %s does not exist in %s; it has: %s", name, c.Name, qualified, strings.Join(have, ", ")))
+			continue
+		}
+		expr, err := project(Dialect.QuoteIdent(r.name), r.typ, c)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("clickhouse: table %s: column %s of %s is %s: %w", name, c.Name, qualified, r.typ, err))
+			continue
+		}
+		sel[i] = expr + " AS " + Dialect.QuoteIdent(c.Name)
+		if inline != nil {
+			inline[c.Name] = expr
+		}
+		if generatorAlias.MatchString(strings.ToLower(r.name)) || generatorAlias.MatchString(strings.ToLower(c.Name)) {
+			inline = nil
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	t.projection = "SELECT " + strings.Join(sel, ", ") + " FROM " + qualified
+	if inline != nil && len(inline) == len(columns) {
+		t.columns = inline
+	}
+	// The projection must compile and the user must be allowed to read
+	// the table; LIMIT 0 reads no row.
+	if err := e.conn.Exec(ctx, t.projection+" LIMIT 0"); err != nil {
+		return fmt.Errorf("clickhouse: table %s: user %q cannot read %s: %w; the data owner allows the user to read the database (users.xml allow_databases, or GRANT SELECT ON %s TO %s)", name, e.user, qualified, err, qualified, e.user)
+	}
+	e.mu.Lock()
+	e.bound[name] = t
+	e.mu.Unlock()
+	return nil
+}
+
+// splitRelation splits "db.table" (either part may be quoted with double
+// quotes or backquotes) into its parts; a bare name is in database def.
+func splitRelation(rel, def string) (db, table string, err error) {
+	var parts []string
+	cur, quote := "", rune(0)
+	for _, r := range rel {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			cur += string(r)
+		case r == '"' || r == '`':
+			quote = r
+		case r == '.':
+			parts = append(parts, cur)
+			cur = ""
+		default:
+			cur += string(r)
+		}
+	}
+	parts = append(parts, cur)
+	if quote != 0 {
+		return "", "", fmt.Errorf("an unclosed quote; want db.table")
+	}
+	for _, p := range parts {
+		if p == "" {
+			return "", "", fmt.Errorf("an empty name; want db.table or table")
+		}
+	}
+	switch len(parts) {
+	case 1:
+		return def, parts[0], nil
+	case 2:
+		return parts[0], parts[1], nil
+	}
+	return "", "", fmt.Errorf("%d dotted parts; want db.table or table", len(parts))
+}
+
+// distributedRE parses Distributed(cluster, db, table[, sharding key[,
+// policy]]).
+var distributedRE = regexp.MustCompile(`^Distributed\(\s*'?([^,']+)'?\s*,\s*'?([^,']+)'?\s*,\s*'?([^,']+)'?\s*(?:,\s*(.*))?\)`)
+
+// describeDistributed reads the cluster, local table and sharding key of
+// a Distributed table, and its number of shards.
+func (e *Engine) describeDistributed(ctx context.Context, t *Table) error {
+	m := distributedRE.FindStringSubmatch(t.EngineFull)
+	if m == nil {
+		return fmt.Errorf("cannot read the Distributed engine's parameters from %q", t.EngineFull)
+	}
+	t.Cluster, t.RemoteTable = m[1], m[2]+"."+m[3]
+	if k := m[4]; k != "" {
+		// A storage policy may follow the key (current versions).
+		if i := strings.LastIndex(k, ", '"); i > 0 {
+			k = k[:i]
+		}
+		t.ShardingKey = strings.TrimSpace(k)
+	}
+	row := e.conn.QueryRow(ctx, "SELECT toUInt64(uniqExact(shard_num)) FROM system.clusters WHERE cluster = "+Dialect.QuoteString(t.Cluster))
+	var n uint64
+	if err := row.Scan(&n); err != nil {
+		return fmt.Errorf("reading the shards of cluster %s: %w", t.Cluster, err)
+	}
+	t.Shards = int(n)
+	return nil
+}
+
+// ShardedBy reports whether a Distributed table's sharding key is a
+// function of column col alone (col itself, or a hash of it), so that all
+// rows with one value of col are on one shard.
+func (t *Table) ShardedBy(col string) bool {
+	if t.ShardingKey == "" {
+		return false
+	}
+	k := strings.ReplaceAll(t.ShardingKey, " ", "")
+	for _, form := range []string{col, "`" + col + "`", `"` + col + `"`} {
+		if k == form {
+			return true
+		}
+		for _, h := range []string{"cityHash64", "sipHash64", "intHash64", "intHash32", "xxHash64", "murmurHash3_64", "farmHash64"} {
+			if k == h+"("+form+")" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Describe says how the catalog table name is read, for EXPLAIN: whether it
+// is Distributed, how it is sharded, and where the bounding runs.
+func (e *Engine) Describe(name, privacyUnit string) []string {
+	t := e.Bound(name)
+	if t == nil {
+		return nil
+	}
+	if t.Engine != "Distributed" {
+		return []string{fmt.Sprintf("engine: ClickHouse table %s (%s), read on one server", t.Relation, t.Engine)}
+	}
+	line := fmt.Sprintf("engine: ClickHouse Distributed table %s over %s on cluster %s (%d shards), sharding key %s", t.Relation, t.RemoteTable, t.Cluster, t.Shards, orNone(t.ShardingKey))
+	out := []string{line}
+	switch {
+	case privacyUnit == "":
+		out = append(out, "engine: no privacy unit: each shard filters and projects its rows, the server dpstat connects to aggregates them")
+	case t.ShardedBy(privacyUnit):
+		out = append(out, fmt.Sprintf("engine: sharded by the privacy unit %s, so each person's rows are on one shard; each shard filters and projects its rows and the server dpstat connects to bounds each person's contribution and aggregates (the projected rows of the query cross the network once)", privacyUnit))
+	default:
+		out = append(out, fmt.Sprintf("engine: not sharded by the privacy unit %s, so a person's rows may be on several shards; the answer is still exact: each shard filters and projects its rows and the server dpstat connects to bounds each person over all of them (the projected rows of the query cross the network once)", privacyUnit))
+	}
+	return out
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// typeRE strips the wrappers that do not change a column's values.
+var typeRE = regexp.MustCompile(`^(?:Nullable|LowCardinality)\((.*)\)$`)
+
+// baseType strips Nullable(...) and LowCardinality(...) from a type.
+func baseType(t string) string {
+	for {
+		m := typeRE.FindStringSubmatch(t)
+		if m == nil {
+			return t
+		}
+		t = m[1]
+	}
+}
+
+// project spells the read of a server column (quoted as col, of type typ)
+// as the declared engine-neutral type. Only conversions that succeed for
+// every value are accepted, so no row can make a later statement fail.
+func project(col, typ string, c engine.Column) (string, error) {
+	base := baseType(typ)
+	accept := func(ok bool, want string) error {
+		if ok {
+			return nil
+		}
+		return fmt.Errorf("declared %s: want %s (or a view that converts it)", neutralName(c.Type), want)
+	}
+	signed := base == "Int8" || base == "Int16" || base == "Int32" || base == "Int64"
+	small := base == "UInt8" || base == "UInt16" || base == "UInt32"
+	isFloat := base == "Float32" || base == "Float64"
+	switch c.Type {
+	case engine.Integer, engine.Integer32:
+		if err := accept(signed || small, "Int8, Int16, Int32, Int64, UInt8, UInt16 or UInt32 (a UInt64 can exceed Int64)"); err != nil {
+			return "", err
+		}
+		if base == "Int64" {
+			return col, nil // no conversion: the server's column as it is
+		}
+		return "CAST(" + col + " AS Nullable(Int64))", nil
+	case engine.Double:
+		if err := accept(isFloat || signed || small || base == "UInt64" || strings.HasPrefix(base, "Decimal"),
+			"Float64, Float32, an integer type or a Decimal"); err != nil {
+			return "", err
+		}
+		// Adding 0 turns -0 into 0 (IEEE 754), so that they are one group
+		// key: ClickHouse groups by the bits of a Float64.
+		x := "CAST(" + col + " AS Nullable(Float64))"
+		if base == "Float64" {
+			x = col // no conversion: isNaN and + 0 read it as it is
+		}
+		if isFloat && !c.KeepNaN {
+			return "if(isNaN(" + x + "), CAST(NULL AS Nullable(Float64)), " + x + " + toFloat64(0))", nil
+		}
+		return x + " + toFloat64(0)", nil
+	case engine.Boolean:
+		if err := accept(base == "UInt8" || base == "Bool", "UInt8 (0 false, anything else true) or Bool"); err != nil {
+			return "", err
+		}
+		return "CAST(" + col + " != 0 AS Nullable(UInt8))", nil
+	case engine.Text:
+		if err := accept(base == "String" || strings.HasPrefix(base, "Enum8(") || strings.HasPrefix(base, "Enum16("),
+			"String or an Enum (FixedString pads its values with zero bytes: expose it through a view)"); err != nil {
+			return "", err
+		}
+		if base == "String" {
+			return col, nil
+		}
+		return "CAST(toString(" + col + ") AS Nullable(String))", nil
+	}
+	return "", fmt.Errorf("declared type %d is not one a catalog declares", c.Type)
+}
+
+// neutralName names an engine-neutral type as catalogs spell it.
+func neutralName(t engine.Type) string {
+	switch t {
+	case engine.Integer, engine.Integer32:
+		return "int"
+	case engine.Double:
+		return "float"
+	case engine.Boolean:
+		return "bool"
+	}
+	return "text"
+}
+
+// Dialect is ClickHouse's SQL dialect, as versions 18.16 and later run
+// it: no WITH subqueries (engine.Nested), LIMIT n BY (engine.LimitBy),
+// exact sums in Decimal128, NULL-propagating least and greatest, casts that
+// truncate, booleans as UInt8.
+var Dialect engine.Dialect = dialect{}
+
+type dialect struct{}
+
+var (
+	_ engine.Nested          = dialect{}
+	_ engine.LimitBy         = dialect{}
+	_ engine.NullPropagating = dialect{}
+	_ engine.FloatLiterals   = dialect{}
+	_ engine.TruncatingCast  = dialect{}
+	_ engine.BoolLiterals    = dialect{}
+	_ engine.NoNotBetween    = dialect{}
+)
+
+func (dialect) Name() string { return "clickhouse" }
+
+// QuoteIdent wraps the name in double quotes, escaping backslashes and
+// double quotes with a backslash.
+func (dialect) QuoteIdent(name string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(name) + `"`
+}
+
+// QuoteString renders a string literal: backslashes and quotes are
+// escaped, and a double quote is written \x22, so that no literal holds a
+// double quote (Engine.Query relies on it).
+func (dialect) QuoteString(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`, `"`, `\x22`).Replace(s) + "'"
+}
+
+// TypeName spells every type Nullable: a CAST of NULL to a type that is
+// not Nullable fails in ClickHouse, and every arm of a CASE is evaluated
+// on every row.
+func (dialect) TypeName(t engine.Type) string {
+	switch t {
+	case engine.Integer:
+		return "Nullable(Int64)"
+	case engine.Double:
+		return "Nullable(Float64)"
+	case engine.Boolean:
+		return "Nullable(UInt8)"
+	case engine.Integer32:
+		return "Nullable(Int32)"
+	default:
+		return "Nullable(String)"
+	}
+}
+
+// ExactSum sums in Decimal128 with scale 0 (38 digits): ClickHouse's sum
+// of Int64 wraps around on overflow; 2^63 · 2^64 rows would be needed to
+// overflow this one.
+func (dialect) ExactSum(expr string) string { return "sum(toDecimal128(" + expr + ", 0))" }
+
+// GridSum is ClickHouse's sum of Float64, which adds in IEEE 754 doubles
+// (exact on the grid in any order, see engine.Dialect).
+func (dialect) GridSum(expr string) string { return "sum(" + expr + ")" }
+
+// RoundToGrid adds and subtracts 1.5·2^(52+exp) in Float64; ClickHouse
+// evaluates plus and minus as written.
+func (dialect) RoundToGrid(expr string, exp int) string {
+	c := strconv.FormatFloat(math.Ldexp(1.5, 52+exp), 'g', -1, 64)
+	if !strings.ContainsAny(c, ".eE") {
+		c += ".0"
+	}
+	return "(" + expr + " + CAST(" + c + " AS Float64) - CAST(" + c + " AS Float64))"
+}
+
+// Random is a uniform number in [0, 1) per row. dpstat's statements for
+// ClickHouse choose rows with RowKey instead.
+func (dialect) Random() string { return "(rand64() / 18446744073709551616.0)" }
+
+// SupportsQualify is false.
+func (dialect) SupportsQualify() bool { return false }
+
+// OneJoin is true: ClickHouse 18.16 runs one JOIN per SELECT.
+func (dialect) OneJoin() bool { return true }
+
+// RowKey hashes the salt and each value with cityHash64, a NULL as a
+// value of its own (isNull, then the value with NULL read as the type's
+// default).
+func (dialect) RowKey(salt uint64, exprs []string) string {
+	parts := []string{"toUInt64(" + strconv.FormatUint(salt, 10) + ")"}
+	for _, e := range exprs {
+		parts = append(parts, "isNull("+e+")", "assumeNotNull("+e+")")
+	}
+	return "cityHash64(" + strings.Join(parts, ", ") + ")"
+}
+
+// KeepFirst is ORDER BY key LIMIT n BY partition.
+func (dialect) KeepFirst(key string, partition []string, n int64) string {
+	return "ORDER BY " + key + " LIMIT " + strconv.FormatInt(n, 10) + " BY " + strings.Join(partition, ", ")
+}
+
+// Collect is groupArray, which skips NULLs.
+func (dialect) Collect(arg string) string { return "groupArray(" + arg + ")" }
+
+// Unnest is arrayJoin.
+func (dialect) Unnest(list string) string { return "arrayJoin(" + list + ")" }
+
+// BoolLiteral is 1 or 0.
+func (dialect) BoolLiteral(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// Extremum spells a NULL-skipping least or greatest: ClickHouse's return
+// NULL when an argument is NULL, and refuse to compare Int64 with Float64,
+// so when a Float64 literal is among the arguments every other argument is
+// read as Nullable(Float64) (as DuckDB converts them). A literal argument is
+// never NULL: f(coalesce(a, lit), lit) skips a NULL a; otherwise
+// f(coalesce(a, b), coalesce(b, a)) is b when a is NULL, a when b is, and
+// NULL when both are.
+func (dialect) Extremum(f string, args []string) string {
+	isLit := func(a string) bool { return floatLitRE.MatchString(a) || intLitRE.MatchString(a) }
+	anyFloat := false
+	for _, a := range args {
+		anyFloat = anyFloat || floatLitRE.MatchString(a)
+	}
+	conv := make([]string, len(args))
+	for i, a := range args {
+		conv[i] = a
+		isFloatExtremum := (strings.HasPrefix(a, "least(") || strings.HasPrefix(a, "greatest(")) && strings.Contains(a, "toFloat64(")
+		if anyFloat && !floatLitRE.MatchString(a) && !isFloatExtremum {
+			conv[i] = "CAST(" + a + " AS Nullable(Float64))"
+		}
+	}
+	out, outLit := conv[0], isLit(args[0])
+	for i, b := range conv[1:] {
+		switch {
+		case outLit && isLit(args[i+1]):
+			out = f + "(" + out + ", " + b + ")"
+		case isLit(args[i+1]):
+			out = f + "(coalesce(" + out + ", " + b + "), " + b + ")"
+		case outLit:
+			out = f + "(" + out + ", coalesce(" + b + ", " + out + "))"
+		default:
+			out = f + "(coalesce(" + out + ", " + b + "), coalesce(" + b + ", " + out + "))"
+		}
+		outLit = false
+	}
+	return out
+}
+
+var (
+	floatLitRE = regexp.MustCompile(`^toFloat64\([-+0-9.eE]+\)$`)
+	intLitRE   = regexp.MustCompile(`^-?[0-9]+$`)
+)
+
+// FloatLiteral is toFloat64(text), a constant that is not Nullable.
+func (dialect) FloatLiteral(text string) string { return "toFloat64(" + text + ")" }
+
+// TruncatingCast marks casts of Float64 to integers, which truncate.
+func (dialect) TruncatingCast() {}
+
+// NoNotBetween marks the missing NOT BETWEEN of 18.16.
+func (dialect) NoNotBetween() {}

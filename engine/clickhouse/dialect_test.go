@@ -1,0 +1,67 @@
+package clickhouse
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/dpstat/dpstat/engine"
+)
+
+// TestDialectSpellings: the spellings the generator relies on.
+func TestDialectSpellings(t *testing.T) {
+	d := Dialect
+	lit := func(v any) string {
+		s, err := engine.Literal(d, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	for _, c := range []struct{ name, got, want string }{
+		{"string with quotes and a backslash", lit(`a'b"c\d`), `'a\'b\x22c\\d'`},
+		{"identifier", d.QuoteIdent(`we"ird\`), `"we\"ird\\"`},
+		{"true", lit(true), "1"},
+		{"false", lit(false), "0"},
+		{"float", lit(1.5), "toFloat64(1.5)"},
+		{"int clamp skips NULL", engine.Least(d, engine.Greatest(d, `"v"`, "0"), "10"), `least(coalesce(greatest(coalesce("v", 0), 0), 10), 10)`},
+		{"float clamp converts the column", engine.Greatest(d, `"i"`, lit(-5.0)), `greatest(coalesce(CAST("i" AS Nullable(Float64)), toFloat64(-5.0)), toFloat64(-5.0))`},
+		{"two columns", engine.Least(d, `"a"`, `"b"`), `least(coalesce("a", "b"), coalesce("b", "a"))`},
+		{"rounding cast", engine.CastInt(d, "x", engine.Integer32), "CAST(round(x) AS Nullable(Int32))"},
+		{"row key", d.(engine.LimitBy).RowKey(7, []string{"u"}), "cityHash64(toUInt64(7), isNull(u), assumeNotNull(u))"},
+		{"keep first", d.(engine.LimitBy).KeepFirst("h", []string{"u", "k0"}, 2), "ORDER BY h LIMIT 2 BY u, k0"},
+		{"exact sum", d.ExactSum("x"), "sum(toDecimal128(x, 0))"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: got %s, want %s", c.name, c.got, c.want)
+		}
+	}
+	if strings.Contains(d.QuoteString(`"x"`), `"`) {
+		t.Errorf("a string literal holds a double quote: %s", d.QuoteString(`"x"`))
+	}
+}
+
+// TestBindingsInStatements: a bound table's reads are replaced by its
+// projection (as a subquery when the statement joins or the table cannot be
+// inlined), and nothing else is touched.
+func TestBindingsInStatements(t *testing.T) {
+	e := &Engine{bound: map[string]*Table{
+		"visits": {Relation: `"db"."visits_all"`, projection: `SELECT "pid" AS "pid", "v" AS "v" FROM "db"."visits_all"`,
+			columns: map[string]string{"pid": `"pid"`, "v": `if(isNaN("v"), NULL, "v" + toFloat64(0))`}},
+		"regions": {Relation: `"db"."regions"`, projection: `SELECT "r" AS "r" FROM "db"."regions"`},
+	}}
+	for _, c := range []struct{ name, sql, want string }{
+		{"inlined", `SELECT "pid" AS u, sum(("v")) AS s0 FROM "visits" WHERE "v" > 0 GROUP BY u`,
+			`SELECT ("pid") AS u, sum(((if(isNaN("v"), NULL, "v" + toFloat64(0))))) AS s0 FROM "db"."visits_all" WHERE (if(isNaN("v"), NULL, "v" + toFloat64(0))) > 0 GROUP BY u`},
+		{"a literal is not a name", `SELECT count(*) FROM "visits" WHERE "pid" = 'visits'`,
+			`SELECT count(*) FROM "db"."visits_all" WHERE ("pid") = 'visits'`},
+		{"joined: subqueries", `SELECT count(*) FROM "visits" AS "t0" JOIN "regions" AS "t1" ON "t0"."v" = "t1"."r"`,
+			`SELECT count(*) FROM (SELECT "pid" AS "pid", "v" AS "v" FROM "db"."visits_all") AS "t0" JOIN (SELECT "r" AS "r" FROM "db"."regions") AS "t1" ON "t0"."v" = "t1"."r"`},
+		{"not inlinable: subquery with its name", `SELECT count(*) FROM "regions"`,
+			`SELECT count(*) FROM (SELECT "r" AS "r" FROM "db"."regions") AS "regions"`},
+		{"a longer name is another table", `SELECT count(*) FROM "regions""x"`, `SELECT count(*) FROM "regions""x"`},
+	} {
+		if got := e.withBindings(c.sql); got != c.want {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,209 @@
+// Command benchch measures dpstat's SQL answering on a ClickHouse cluster
+// against the plain ClickHouse queries that compute the same exact
+// statistics, on a generated table (by default 10M rows: 1M persons with
+// 10 rows each), with and without per-person bounding, on one shard and on
+// two shards holding the same data. It starts two ClickHouse servers on
+// loopback in a temporary directory (as the engine tests do) and removes
+// them afterwards.
+//
+//	go run ./engine/clickhouse/internal/benchch -rows 10000000 -runs 5
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	ch "github.com/ClickHouse/clickhouse-go/v2"
+
+	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/engine/clickhouse"
+	"github.com/dpstat/dpstat/engine/enginetest"
+	"github.com/dpstat/dpstat/internal/benchdata"
+	"github.com/dpstat/dpstat/query"
+)
+
+func main() {
+	rows := flag.Int("rows", 10_000_000, "rows to generate (10 per person)")
+	runs := flag.Int("runs", 5, "runs per query; the median is reported")
+	only := flag.String("only", "", "run only the comparisons whose name contains this")
+	shards := flag.String("shards", "1,2", "the cluster sizes to measure: 1 (one_shard), 2 (two_shards)")
+	flag.Parse()
+	c, err := enginetest.StartClickHouse(2)
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = run(c, *only, *shards, *rows, *runs)
+	c.Stop() // before exiting, whatever happened
+	if err != nil {
+		log.Fatal(err)
+	}
+}
+
+// run generates the tables and prints every comparison.
+func run(c *enginetest.ClickHouse, only, shards string, rows, runs int) error {
+	ctx := context.Background()
+	start := time.Now()
+	if err := generate(ctx, c, rows); err != nil {
+		return err
+	}
+	fmt.Printf("generated %d rows on one shard and on two in %v\n", rows, time.Since(start).Round(time.Second))
+	eng, err := clickhouse.Open(ctx, clickhouse.Options{DSN: c.ReaderDSN()})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	var version string
+	if err := eng.Conn().QueryRow(ctx, "SELECT version()").Scan(&version); err != nil {
+		return err
+	}
+	fmt.Printf("machine: %s/%s, %d cores; ClickHouse %s, two servers on this machine; %d rows; %d runs, medians\n\n",
+		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), version, rows, runs)
+	for _, n := range strings.Split(shards, ",") {
+		if err := compare(ctx, eng, c, strings.TrimSpace(n), only, runs); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("peak resident memory of this process: %s\n", benchdata.PeakRSS())
+	return nil
+}
+
+// compare runs the comparisons on the Distributed table over n shards.
+func compare(ctx context.Context, eng *clickhouse.Engine, c *enginetest.ClickHouse, n, only string, runs int) error {
+	table := "default.bench_events_" + n
+	dir, err := os.MkdirTemp("", "dpstat-benchch-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "catalog.yaml")
+	text := fmt.Sprintf(`budget: {epsilon: 1e9}
+engine: {kind: clickhouse, dsn: %q}
+tables:
+  rows_as_people:
+    source: %s
+    columns: &cols
+      pid: {type: int}
+      grp: {type: int, values: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]}
+      v:   {type: float, lower: 0, upper: 100}
+      w:   {type: int, lower: 0, upper: 100}
+  events:
+    source: %s
+    privacy_unit: pid
+    max_groups_per_unit: 3
+    max_rows_per_group: 2
+    columns: *cols
+`, c.ReaderDSN(), table, table)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		return err
+	}
+	cat, err := catalog.Load(path)
+	if err != nil {
+		return err
+	}
+	svc, err := query.NewService(ctx, cat, eng, benchdata.NoLedger{})
+	if err != nil {
+		return err
+	}
+	opts := query.Options{Epsilon: 1, Confidence: 0.95, Analyst: "bench"}
+	settings := eng.Settings()
+	plain := func(sql string) func() error {
+		return func() error {
+			rows, err := eng.Conn().Query(ch.Context(ctx, ch.WithSettings(settings)), sql)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+			}
+			return rows.Err()
+		}
+	}
+	engineSQL := func(sql string) func() error {
+		return func() error {
+			_, err := eng.Query(ctx, sql)
+			return err
+		}
+	}
+	dp := func(sql string) func() error {
+		return func() error {
+			_, err := svc.Answer(ctx, sql, opts)
+			return err
+		}
+	}
+	const keys = "grp IN (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)"
+	oneRow := "SELECT grp, COUNT(*), SUM(v), AVG(v) FROM rows_as_people GROUP BY grp"
+	plainOneRow := "SELECT grp, count(), sum(least(greatest(v, 0), 100)), avg(least(greatest(v, 0), 100)) FROM " + table + " WHERE " + keys + " GROUP BY grp"
+	bounded := "SELECT grp, COUNT(*), SUM(v), AVG(v) FROM events GROUP BY grp"
+	plainBounded := `SELECT grp, sum(c), sum(s), sum(s) / sum(n) FROM (
+SELECT pid, grp, count() AS c, sum(v) AS s, count(v) AS n FROM (
+SELECT pid, grp, least(greatest(v, 0), 100) AS v FROM ` + table + ` WHERE ` + keys + ` ORDER BY rand() LIMIT 2 BY pid, grp)
+GROUP BY pid, grp ORDER BY rand() LIMIT 3 BY pid) GROUP BY grp`
+	prepOne, err := svc.Prepare(oneRow, opts)
+	if err != nil {
+		return err
+	}
+	prepBounded, err := svc.Prepare(bounded, opts)
+	if err != nil {
+		return err
+	}
+	type pair struct {
+		name      string
+		dp, plain func() error
+	}
+	pairs := []pair{
+		{"one row per person: COUNT, SUM, AVG GROUP BY public key", dp(oneRow), plain(plainOneRow)},
+		{"one row per person: dpstat's engine SQL alone vs the plain query", engineSQL(prepOne.SQL), plain(plainOneRow)},
+		{"per-person bounding (L0=3, Linf=2): COUNT, SUM, AVG GROUP BY public key", dp(bounded), plain(plainBounded)},
+		{"per-person bounding: dpstat's engine SQL alone vs the plain query", engineSQL(prepBounded.SQL), plain(plainBounded)},
+	}
+	fmt.Printf("== %s shard(s): %s\n\n", n, table)
+	for _, p := range pairs {
+		if only != "" && !strings.Contains(p.name, only) {
+			continue
+		}
+		tdp, tplain, err := benchdata.Compare(runs, p.dp, p.plain)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
+		benchdata.ReportOn(os.Stdout, "ClickHouse", p.name, tdp, tplain)
+		ratios := make([]float64, len(tdp))
+		for i := range tdp {
+			ratios[i] = float64(tdp[i]) / float64(tplain[i])
+		}
+		sort.Float64s(ratios)
+		fmt.Printf("  median of the per-pair ratios %.2f× (from %.2f× to %.2f×)\n\n", ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1])
+	}
+	return nil
+}
+
+// generate creates, on each server, the MergeTree tables bench_local_1
+// (server 0 only holds rows) and bench_local_2, and the Distributed tables
+// bench_events_1 over one_shard and bench_events_2 over two_shards
+// (sharded by cityHash64(pid)), and fills both with the same rows: row i
+// belongs to person i/10, with grp in 0..9, v in [0, 100) with two
+// decimals and w in 0..119, from fixed arithmetic on i.
+func generate(ctx context.Context, c *enginetest.ClickHouse, rows int) error {
+	cols := "(pid Int64, grp Int64, v Float64, w Int64) ENGINE = MergeTree ORDER BY pid"
+	if err := c.Exec(ctx,
+		"CREATE TABLE bench_local_1 "+cols,
+		"CREATE TABLE bench_local_2 "+cols,
+		"CREATE TABLE bench_events_1 AS bench_local_1 ENGINE = Distributed(one_shard, default, bench_local_1, cityHash64(pid))",
+		"CREATE TABLE bench_events_2 AS bench_local_2 ENGINE = Distributed(two_shards, default, bench_local_2, cityHash64(pid))"); err != nil {
+		return err
+	}
+	gen := fmt.Sprintf(`SELECT toInt64(intDiv(number, 10)), toInt64((number * 7919 + 13) %% 10), ((number * 104729 + 7) %% 10000) / 100.0, toInt64((number * 1299709 + 5) %% 120) FROM numbers(%d)`, rows)
+	for _, t := range []string{"bench_events_1", "bench_events_2"} {
+		if err := c.Client(ctx, 0, nil, "--insert_distributed_sync=1", "--query", "INSERT INTO "+t+" "+gen); err != nil {
+			return err
+		}
+	}
+	return c.Client(ctx, 0, nil, "--query", "OPTIMIZE TABLE bench_local_1 FINAL")
+}
