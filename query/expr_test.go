@@ -378,3 +378,41 @@ tables:
 		}
 	}
 }
+
+// TestExpressionsInConditions checks numeric expressions in WHERE, CASE and
+// FILTER conditions at ε = 1e20, over people.csv (ages 20, 30, NULL, 150
+// clamped to 100, 40; scores 1.5, NULL, 2.5, −10 clamped to 0, 3.25). As in
+// SQL, LEAST skips NULLs. As
+// inside aggregates, an expression reads the clamped values.
+func TestExpressionsInConditions(t *testing.T) {
+	svc, _, _ := newTestService(t, "testdata/catalog.yaml")
+	for _, tt := range []struct{ sql, want string }{
+		{"SELECT COUNT(*) FROM people WHERE age * 2 > 70", "2"},
+		{"SELECT COUNT(*) FROM people WHERE age + score >= 32", "2"},
+		{"SELECT COUNT(*) FROM people WHERE LEAST(age, 35) = 35", "3"},
+		{"SELECT COUNT(*) FROM people WHERE COALESCE(score, 0) < 2", "3"},
+		{"SELECT COUNT(*) FROM people WHERE CAST(score AS int) = 0", "1"},
+		{"SELECT COUNT(*) FROM people WHERE ABS(score - 2) <= 0.5", "2"},
+		{"SELECT COUNT(*) FROM people WHERE age % 20 = 0", "3"},
+		{"SELECT SUM(CASE WHEN age / 10 >= 3 THEN 1 ELSE 0 END), COUNT(*) FILTER (WHERE score * 4 = 13) FROM people", "3 1"},
+		{"SELECT COUNT(*) FROM people WHERE age * 2 BETWEEN 50 AND 90", "2"},
+		{"SELECT COUNT(*) FROM people WHERE age * 2 IN (40, 60)", "2"},
+	} {
+		res, err := svc.Answer(context.Background(), tt.sql, exactOpts())
+		if err != nil {
+			t.Fatalf("%s: %v", tt.sql, err)
+		}
+		if got := formatRows(res.Rows); got != tt.want {
+			t.Errorf("%s:\n got %s\nwant %s", tt.sql, got, tt.want)
+		}
+	}
+	for _, tt := range []struct{ sql, want string }{
+		{"SELECT COUNT(*) FROM people WHERE id * 2 > 3", "clamp"},
+		{"SELECT COUNT(*) FROM people WHERE age / (age - age) > 1", "divides by"},
+		{"SELECT COUNT(*) FROM people WHERE age * 2 = 'x'", "cannot compare"},
+	} {
+		if _, err := svc.Prepare(tt.sql, exactOpts()); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: got %v, want a refusal mentioning %q", tt.sql, err, tt.want)
+		}
+	}
+}

@@ -222,8 +222,8 @@ const (
 	ColumnRef
 	// OutputRef is an output of the query (HAVING only).
 	OutputRef
-	// Computed is a text function (Fn) or a date function (Part) of a
-	// row's columns (WHERE only).
+	// Computed is a text function (Fn), a date function (Part) or a
+	// numeric expression (Num) of a row's columns (WHERE only).
 	Computed
 )
 
@@ -245,6 +245,9 @@ type Operand struct {
 	Fn *TextFn
 	// Part is the date function of a Computed operand.
 	Part *DatePart
+	// Num is the numeric expression of a Computed operand: arithmetic
+	// over the row's values, clamped to their bounds as in an aggregate.
+	Num Scalar
 }
 
 // Compare is Left Op Right with Op one of =, <>, <, <=, >, >=.
@@ -344,6 +347,9 @@ func operandString(o Operand, q *Query) string {
 	case Computed:
 		if o.Part != nil {
 			return dateString(o.Part.Field, o.Part.Column, o.Part.Trunc)
+		}
+		if o.Num != nil {
+			return scalarString(o.Num)
 		}
 		return o.Fn.String()
 	}

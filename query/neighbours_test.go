@@ -211,6 +211,10 @@ var neighbourBattery = []string{
 	"SELECT SUM(length(t)), SUM(LEAST(length(u), 50)), AVG(CASE WHEN lower(u) IN ('x', 'y') THEN i END) FROM T",
 	"SELECT SUM(length(u)) FROM T",
 	"SELECT CASE WHEN f > 0 THEN 'pos' WHEN i > 50 THEN 'big' END AS sign, COUNT(*) FROM T GROUP BY sign",
+	// Numeric expressions in conditions, over clamped values.
+	"SELECT COUNT(*), SUM(i) FROM T WHERE i * 2 - f > 10 OR ABS(f) < 1",
+	"SELECT t, COUNT(*) FROM T WHERE COALESCE(i, 0) % 7 = 1 OR CAST(f AS int) BETWEEN -3 AND 3 GROUP BY t",
+	"SELECT SUM(CASE WHEN f / 3 > i THEN 1 ELSE 0 END), COUNT(*) FILTER (WHERE LEAST(i, f) IN (0, 5)) FROM T",
 	// Distinct values of any column: the sensitivity of COUNT(*).
 	"SELECT COUNT(DISTINCT t), COUNT(DISTINCT i), COUNT(DISTINCT f) FROM T",
 	"SELECT fz, COUNT(DISTINCT u), SUM(i) FROM T GROUP BY fz",

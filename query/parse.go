@@ -853,7 +853,7 @@ func (p *parser) operand(n *pg.Node, having bool) (Operand, error) {
 		if c := tc.Arg.GetAConst(); c != nil {
 			return castConst(c, tc.TypeName)
 		}
-		return Operand{}, refuse("casts are supported on literals only")
+		// A cast of a column is a numeric expression (below).
 	}
 	if having {
 		return p.outputRef(n)
@@ -884,10 +884,22 @@ func (p *parser) operand(n *pg.Node, having bool) (Operand, error) {
 		}
 		return Operand{Kind: Computed, Part: &DatePart{Column: col.Name, Field: field, Trunc: trunc}}, nil
 	}
-	if fc := n.GetFuncCall(); fc != nil {
-		if aggregateNames[funcName(fc)] {
-			return Operand{}, refuse("aggregates are not allowed in WHERE; use HAVING to filter the noisy results")
+	if fc := n.GetFuncCall(); fc != nil && aggregateNames[funcName(fc)] {
+		return Operand{}, refuse("aggregates are not allowed in WHERE; use HAVING to filter the noisy results")
+	}
+	if isNumericExpr(n) {
+		// Arithmetic over the row's values, as inside an aggregate: its
+		// inputs are clamped to their declared bounds, so it is total.
+		s, err := p.scalar(n)
+		if err != nil {
+			return Operand{}, err
 		}
+		if _, err := scalarRange(s, p.table); err != nil {
+			return Operand{}, err
+		}
+		return Operand{Kind: Computed, Num: s}, nil
+	}
+	if fc := n.GetFuncCall(); fc != nil {
 		return Operand{}, refuse("function %s is not supported in WHERE", funcName(fc))
 	}
 	if n.GetSubLink() != nil {
@@ -1047,6 +1059,9 @@ func (p *parser) kindOf(o Operand) string {
 			if o.Part.Trunc {
 				return string(p.table.Column(o.Part.Column).Type)
 			}
+			return "number"
+		}
+		if o.Num != nil {
 			return "number"
 		}
 		return o.Fn.kind()

@@ -776,3 +776,68 @@ func arith(a *pg.A_Expr, ops, where string, sub func(*pg.Node) (Scalar, error)) 
 	}
 	return Arith{Op: op, L: l, R: r}, nil
 }
+
+// scalarColumns lists the columns a scalar reads (with repeats).
+func scalarColumns(s Scalar) []string {
+	var out []string
+	var walk func(s Scalar)
+	walk = func(s Scalar) {
+		switch x := s.(type) {
+		case ColumnValue:
+			out = append(out, x.Column)
+		case DatePart:
+			out = append(out, x.Column)
+		case TextLength:
+			out = append(out, x.Fn.columns()...)
+		case Arith:
+			walk(x.L)
+			walk(x.R)
+		case Negate:
+			walk(x.Arg)
+		case Cast:
+			walk(x.Arg)
+		case Call:
+			for _, a := range x.Args {
+				walk(a)
+			}
+		case Cond:
+			for i, w := range x.Whens {
+				walkColumns(w, func(c string) { out = append(out, c) })
+				walk(x.Thens[i])
+			}
+			walk(x.Else)
+		}
+	}
+	walk(s)
+	return out
+}
+
+// isNumericExpr reports whether a condition's operand is a numeric
+// expression of the project stage (arithmetic, LEAST/GREATEST, COALESCE,
+// CASE, a numeric function or a cast of a non-literal), read by scalar.
+func isNumericExpr(n *pg.Node) bool {
+	switch {
+	case n.GetMinMaxExpr() != nil, n.GetCoalesceExpr() != nil, n.GetCaseExpr() != nil:
+		return true
+	case n.GetTypeCast() != nil:
+		return n.GetTypeCast().Arg.GetAConst() == nil
+	case n.GetAExpr() != nil:
+		a := n.GetAExpr()
+		if a.Kind == pg.A_Expr_Kind_AEXPR_NULLIF {
+			return true
+		}
+		if a.Kind != pg.A_Expr_Kind_AEXPR_OP {
+			return false
+		}
+		switch opName(a) {
+		case "+", "-", "*", "/", "%":
+			return true
+		}
+	case n.GetFuncCall() != nil:
+		switch funcName(n.GetFuncCall()) {
+		case "abs", "round", "floor", "ceil", "ceiling", "trunc":
+			return true
+		}
+	}
+	return false
+}

@@ -195,6 +195,10 @@ func walkColumns(e Expr, fn func(string)) bool {
 		}
 		if o.Kind == Computed && o.Part != nil {
 			fn(o.Part.Column)
+		} else if o.Kind == Computed && o.Num != nil {
+			for _, c := range scalarColumns(o.Num) {
+				fn(c)
+			}
 		} else if o.Kind == Computed {
 			for _, c := range o.Fn.columns() {
 				fn(c)
@@ -698,6 +702,9 @@ func (g *sqlGen) operand(o Operand) (string, error) {
 	case Computed:
 		if o.Part != nil {
 			return g.dateSQL(o.Part.Column, o.Part.Field, o.Part.Trunc)
+		}
+		if o.Num != nil {
+			return g.scalarSQL(o.Num)
 		}
 		return g.textSQL(o.Fn)
 	}

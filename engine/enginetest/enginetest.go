@@ -251,6 +251,7 @@ var Battery = []Case{
 			return nil
 		}},
 
+	{Name: "expressions in conditions", SQL: "SELECT COUNT(*), SUM(i) FROM extremes WHERE f * 2 - i > 3 OR ABS(f) < 1 OR i % 7 = 2", Want: "6 93"},
 	// Common table expressions (merged), per-person pre-aggregation (the
 	// heavy person is one row, with n = 300), distinct values of a column
 	// over the bounded rows.
