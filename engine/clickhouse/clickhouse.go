@@ -387,8 +387,19 @@ func (e *Engine) inlined(sql string) (string, bool) {
 	if t == nil || t.columns == nil {
 		return "", false
 	}
+	from := "FROM " + Dialect.QuoteIdent(name)
+	at := strings.Index(sql, from)
+	if strings.Count(sql, from) != 1 {
+		// A stage written twice: each copy is read through the projection.
+		return "", false
+	}
+	// Only the SELECT that reads the table is rewritten: the stages
+	// around it read their own columns, which may share a name with the
+	// table's.
+	start, end := selectSpan(sql, at)
 	var b strings.Builder
-	for i := 0; i < len(sql); {
+	b.WriteString(sql[:start])
+	for i := start; i < end; {
 		if sql[i] != '"' {
 			b.WriteByte(sql[i])
 			i++
@@ -396,29 +407,61 @@ func (e *Engine) inlined(sql string) (string, bool) {
 		}
 		// A quoted identifier (string literals hold no double quote).
 		j, ident := i+1, strings.Builder{}
-		for j < len(sql) && sql[j] != '"' {
-			if sql[j] == '\\' && j+1 < len(sql) {
+		for j < end && sql[j] != '"' {
+			if sql[j] == '\\' && j+1 < end {
 				j++
 			}
 			ident.WriteByte(sql[j])
 			j++
 		}
-		if j >= len(sql) {
+		if j >= end {
 			return "", false
 		}
 		id := ident.String()
 		expr, isCol := t.columns[id]
+		done := b.String()
 		switch {
-		case id == name && strings.HasSuffix(b.String(), "FROM "):
+		case id == name && strings.HasSuffix(done, "FROM "):
 			b.WriteString(t.Relation)
-		case isCol && !strings.HasSuffix(b.String(), "."):
+		case isCol && !strings.HasSuffix(done, ".") && !strings.HasSuffix(done, "AS "):
 			b.WriteString("(" + expr + ")")
 		default:
 			b.WriteString(sql[i : j+1])
 		}
 		i = j + 1
 	}
+	b.WriteString(sql[end:])
 	return b.String(), true
+}
+
+// selectSpan returns the bounds of the innermost parenthesized part of
+// sql that holds position at (the whole of sql when none does), skipping
+// string literals, whose parentheses are text.
+func selectSpan(sql string, at int) (start, end int) {
+	var opens []int
+	inString := false
+	for i := 0; i < len(sql); i++ {
+		c := sql[i]
+		switch {
+		case inString && c == '\\':
+			i++
+		case inString:
+			inString = c != '\''
+		case c == '\'':
+			inString = true
+		case c == '(':
+			opens = append(opens, i)
+		case c == ')' && len(opens) > 0:
+			if i > at && opens[len(opens)-1] < at {
+				return opens[len(opens)-1] + 1, i
+			}
+			opens = opens[:len(opens)-1]
+		}
+	}
+	if len(opens) > 0 && opens[len(opens)-1] < at {
+		return opens[len(opens)-1] + 1, len(sql)
+	}
+	return 0, len(sql)
 }
 
 // convert turns a value scanned by the driver into one of the
