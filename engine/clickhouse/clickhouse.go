@@ -1017,8 +1017,9 @@ const lastDay = 49672
 // dayNumber spells day (days since 1970-01-01, an integer or integral
 // Float64, or NULL) as a Nullable(Int64) clamped to the days a Date holds,
 // and as that Date. Clamping keeps every date function total (the date
-// functions of 18.16 wrap around outside the range); a column's values
-// are within it, so only a declared bound beyond it is moved.
+// functions of 18.16 wrap around outside the range): a declared bound
+// beyond it is moved into it, and a stored Date after 2105 (the type holds
+// days to 2149) reads as 2105-12-31.
 func dayNumber(day string) (n, date string) {
 	n = "CAST(least(greatest(" + day + ", 0), " + strconv.Itoa(lastDay) + ") AS Nullable(Int64))"
 	return n, "toDate(CAST(" + n + " AS Nullable(UInt16)))"
