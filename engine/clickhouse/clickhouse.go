@@ -387,51 +387,75 @@ func (e *Engine) inlined(sql string) (string, bool) {
 	if t == nil || t.columns == nil {
 		return "", false
 	}
+	// Only the SELECTs that read the table are rewritten (a stage read
+	// twice is written twice): the stages around them read their own
+	// columns, which may share a name with the table's.
 	from := "FROM " + Dialect.QuoteIdent(name)
-	at := strings.Index(sql, from)
-	if strings.Count(sql, from) != 1 {
-		// A stage written twice: each copy is read through the projection.
-		return "", false
+	type span struct{ start, end int }
+	var spans []span
+	for off := 0; ; {
+		i := strings.Index(sql[off:], from)
+		if i < 0 {
+			break
+		}
+		start, end := selectSpan(sql, off+i)
+		if len(spans) > 0 && start < spans[len(spans)-1].end {
+			return "", false // one inside the other
+		}
+		spans = append(spans, span{start, end})
+		off += i + len(from)
 	}
-	// Only the SELECT that reads the table is rewritten: the stages
-	// around it read their own columns, which may share a name with the
-	// table's.
-	start, end := selectSpan(sql, at)
 	var b strings.Builder
-	b.WriteString(sql[:start])
-	for i := start; i < end; {
-		if sql[i] != '"' {
-			b.WriteByte(sql[i])
+	last := 0
+	for _, sp := range spans {
+		b.WriteString(sql[last:sp.start])
+		if !t.inline(&b, sql[sp.start:sp.end], name) {
+			return "", false
+		}
+		last = sp.end
+	}
+	b.WriteString(sql[last:])
+	return b.String(), true
+}
+
+// inline writes sel, a SELECT that reads the table under the catalog name
+// name, to b with the server's table in its FROM and each column replaced
+// by the expression that reads it (not where it is an alias, after AS, or
+// qualified); false when sel is not as dpstat writes it.
+func (t *Table) inline(b *strings.Builder, sel, name string) bool {
+	begin := b.Len()
+	for i := 0; i < len(sel); {
+		if sel[i] != '"' {
+			b.WriteByte(sel[i])
 			i++
 			continue
 		}
 		// A quoted identifier (string literals hold no double quote).
 		j, ident := i+1, strings.Builder{}
-		for j < end && sql[j] != '"' {
-			if sql[j] == '\\' && j+1 < end {
+		for j < len(sel) && sel[j] != '"' {
+			if sel[j] == '\\' && j+1 < len(sel) {
 				j++
 			}
-			ident.WriteByte(sql[j])
+			ident.WriteByte(sel[j])
 			j++
 		}
-		if j >= end {
-			return "", false
+		if j >= len(sel) {
+			return false
 		}
 		id := ident.String()
 		expr, isCol := t.columns[id]
-		done := b.String()
+		done := b.String()[begin:]
 		switch {
 		case id == name && strings.HasSuffix(done, "FROM "):
 			b.WriteString(t.Relation)
 		case isCol && !strings.HasSuffix(done, ".") && !strings.HasSuffix(done, "AS "):
 			b.WriteString("(" + expr + ")")
 		default:
-			b.WriteString(sql[i : j+1])
+			b.WriteString(sel[i : j+1])
 		}
 		i = j + 1
 	}
-	b.WriteString(sql[end:])
-	return b.String(), true
+	return true
 }
 
 // selectSpan returns the bounds of the innermost parenthesized part of

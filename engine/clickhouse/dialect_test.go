@@ -63,6 +63,8 @@ func TestBindingsInStatements(t *testing.T) {
 			`SELECT count(*), max("v") FROM (SELECT ("pid") AS "pid", max((if(isNaN("v"), NULL, "v" + toFloat64(0)))) AS "v" FROM "db"."visits_all" WHERE (if(isNaN("v"), NULL, "v" + toFloat64(0))) > 0 AND ("pid") != ')' GROUP BY ("pid")) AS "t0" WHERE "v" IS NOT NULL`},
 		{"a stage written twice is read through the projection", `SELECT 1 FROM (SELECT "v" FROM "visits") AS a JOIN (SELECT "v" FROM "visits") AS b USING v`,
 			`SELECT 1 FROM (SELECT "v" FROM (SELECT "pid" AS "pid", "v" AS "v" FROM "db"."visits_all") AS "visits") AS a JOIN (SELECT "v" FROM (SELECT "pid" AS "pid", "v" AS "v" FROM "db"."visits_all") AS "visits") AS b USING v`},
+		{"a stage written twice is inlined twice", `SELECT count(*) FROM (SELECT "pid" AS u FROM "visits") AS a WHERE u IN (SELECT "pid" AS u FROM "visits" WHERE "pid" > 0)`,
+			`SELECT count(*) FROM (SELECT ("pid") AS u FROM "db"."visits_all") AS a WHERE u IN (SELECT ("pid") AS u FROM "db"."visits_all" WHERE ("pid") > 0)`},
 	} {
 		if got := e.withBindings(c.sql); got != c.want {
 			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
