@@ -442,3 +442,88 @@ type Describer interface {
 	// say.
 	Describe(name, privacyUnit string) []string
 }
+
+// DateSpeller is implemented by dialects whose date functions are not
+// SQL's date_trunc and EXTRACT over a DATE (ClickHouse): TruncDay and
+// DatePart spell them for every dialect. The day given is an integer or
+// integral double expression (or NULL): a number of days since 1970-01-01
+// that the caller has clamped to a column's declared bounds.
+type DateSpeller interface {
+	// TruncDay spells, as a 64-bit integer of days since 1970-01-01, the
+	// first day of the unit holding day: "year", "quarter", "month",
+	// "week" (ISO weeks, from Monday) or "day". It must be total.
+	TruncDay(unit, day string) string
+	// DatePart spells, as a 64-bit integer, the field of day: "year",
+	// "quarter", "month", "week" (the ISO week), "day" (of the month),
+	// "dow" (0 for Sunday to 6), "isodow" (1 for Monday to 7) or "doy".
+	// It must be total.
+	DatePart(field, day string) string
+}
+
+// TruncDay spells the first day of the unit holding day (see
+// DateSpeller); the standard spelling is date_trunc over a DATE.
+func TruncDay(d Dialect, unit, day string) string {
+	if s, ok := d.(DateSpeller); ok {
+		return s.TruncDay(unit, day)
+	}
+	native := "(DATE '1970-01-01' + CAST(" + day + " AS " + d.TypeName(Integer32) + "))"
+	return "CAST(CAST(date_trunc('" + unit + "', CAST(" + native + " AS TIMESTAMP)) AS DATE) - DATE '1970-01-01' AS " + d.TypeName(Integer) + ")"
+}
+
+// DatePart spells a field of day (see DateSpeller); the standard spelling
+// is EXTRACT over a DATE.
+func DatePart(d Dialect, field, day string) string {
+	if s, ok := d.(DateSpeller); ok {
+		return s.DatePart(field, day)
+	}
+	native := "(DATE '1970-01-01' + CAST(" + day + " AS " + d.TypeName(Integer32) + "))"
+	return "CAST(extract(" + field + " FROM " + native + ") AS " + d.TypeName(Integer) + ")"
+}
+
+// TextSpeller is implemented by dialects whose text functions are not
+// spelled as DuckDB's and PostgreSQL's (ClickHouse): TextFunc spells them
+// for every dialect.
+type TextSpeller interface {
+	// TextFunc spells the text function name over args, which are
+	// spelled already (see TextFunc for the meanings); ok is false for
+	// a function the dialect spells in the standard way.
+	TextFunc(name string, args []string) (sql string, ok bool)
+}
+
+// TextFunc spells a text function of dpstat's SQL over args (spelled
+// already), with the same answer on every engine: lower and upper change
+// the ASCII letters only; length counts code points, as a 64-bit
+// integer; trim, ltrim and rtrim remove spaces (U+0020) only; "||" is
+// NULL when an argument is, concat skips NULL arguments; starts_with
+// reports whether args[0] begins with args[1]; substr takes the string, a
+// first code point (from 1) and optionally a count (≥ 0), both decimal
+// integers. ok is false for any other name.
+func TextFunc(d Dialect, name string, args []string) (string, bool) {
+	if s, ok := d.(TextSpeller); ok {
+		if sql, ok := s.TextFunc(name, args); ok {
+			return sql, true
+		}
+	}
+	const upper, lower = "'ABCDEFGHIJKLMNOPQRSTUVWXYZ'", "'abcdefghijklmnopqrstuvwxyz'"
+	switch {
+	case name == "lower" && len(args) == 1:
+		return "translate(" + args[0] + ", " + upper + ", " + lower + ")", true
+	case name == "upper" && len(args) == 1:
+		return "translate(" + args[0] + ", " + lower + ", " + upper + ")", true
+	case name == "length" && len(args) == 1:
+		return "CAST(length(" + args[0] + ") AS " + d.TypeName(Integer) + ")", true
+	case name == "trim" && len(args) == 1:
+		return "ltrim(rtrim(" + args[0] + ", ' '), ' ')", true
+	case (name == "ltrim" || name == "rtrim") && len(args) == 1:
+		return name + "(" + args[0] + ", ' ')", true
+	case name == "||" && len(args) == 2:
+		return "(" + args[0] + " || " + args[1] + ")", true
+	case name == "concat" && len(args) > 0:
+		return "concat(" + strings.Join(args, ", ") + ")", true
+	case name == "starts_with" && len(args) == 2:
+		return "starts_with(" + args[0] + ", " + args[1] + ")", true
+	case name == "substr" && (len(args) == 2 || len(args) == 3):
+		return "substr(" + strings.Join(args, ", ") + ")", true
+	}
+	return "", false
+}

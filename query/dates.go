@@ -481,7 +481,7 @@ func (g *sqlGen) dateSQL(column, field string, trunc bool) (string, error) {
 		return "", fmt.Errorf("query: %s needs a bounded date or timestamp column", dateString(field, column, trunc))
 	}
 	col := g.colRef(column)
-	big, i32, dbl := d.TypeName(engine.Integer), d.TypeName(engine.Integer32), d.TypeName(engine.Double)
+	big, dbl := d.TypeName(engine.Integer), d.TypeName(engine.Double)
 	clamped := fmt.Sprintf("(CASE WHEN %s IS NULL THEN NULL ELSE least(greatest(%s, %d), %d) END)", col, col, int64(*c.Lower), int64(*c.Upper))
 	day := clamped
 	tod := ""
@@ -500,11 +500,10 @@ func (g *sqlGen) dateSQL(column, field string, trunc bool) (string, error) {
 		day = fmt.Sprintf("floor(%s / CAST(%d AS %s))", x, int64(catalog.MicrosPerDay), dbl)
 		tod = fmt.Sprintf("(%s - %s * CAST(%d AS %s))", x, day, int64(catalog.MicrosPerDay), dbl)
 	}
-	native := "(DATE '1970-01-01' + CAST(" + day + " AS " + i32 + "))"
 	var out string
 	switch {
 	case trunc:
-		out = fmt.Sprintf("CAST(CAST(date_trunc('%s', CAST(%s AS TIMESTAMP)) AS DATE) - DATE '1970-01-01' AS %s)", field, native, big)
+		out = engine.TruncDay(d, field, day)
 		if c.Type == catalog.Timestamp {
 			out = fmt.Sprintf("(%s * %d)", out, int64(catalog.MicrosPerDay))
 		}
@@ -513,7 +512,7 @@ func (g *sqlGen) dateSQL(column, field string, trunc bool) (string, error) {
 	case field == "minute":
 		out = fmt.Sprintf("(CAST(floor(%s / CAST(%d AS %s)) AS %s) %% 60)", tod, int64(microsPerMinute), dbl, big)
 	default:
-		out = fmt.Sprintf("CAST(extract(%s FROM %s) AS %s)", field, native, big)
+		out = engine.DatePart(d, field, day)
 	}
 	return out, nil
 }

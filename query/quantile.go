@@ -197,6 +197,18 @@ func (p *Plan) HistogramSQL(d engine.Dialect, h int) (string, error) {
 		if !hist.Distinct {
 			return "SELECT " + outKeys + ", count(*) AS c FROM " + from + " GROUP BY " + outKeys
 		}
+		if _, nested := d.(engine.Nested); nested {
+			// Such a dialect (ClickHouse) reads an alias anywhere in its
+			// SELECT: 0 AS b would be counted instead of the column b (and
+			// 0 is a UInt8, which reads as a bool).
+			inner := strings.Join(append(append([]string{}, keys...), "count(DISTINCT b) AS c"), ", ")
+			outer := strings.Join(append(append([]string{}, keys...), "CAST(0 AS "+d.TypeName(engine.Integer)+") AS b", "c"), ", ")
+			grouped := ""
+			if len(keys) > 0 {
+				grouped = " GROUP BY " + strings.Join(keys, ", ")
+			}
+			return "SELECT " + outer + " FROM (SELECT " + inner + " FROM " + from + grouped + ") AS distinct_values"
+		}
 		list := strings.Join(append(append([]string{}, keys...), "0 AS b", "count(DISTINCT b) AS c"), ", ")
 		if len(keys) == 0 {
 			return "SELECT " + list + " FROM " + from

@@ -349,29 +349,14 @@ func (g *sqlGen) textSQL(f *TextFn) (string, error) {
 		}
 		args[i] = s
 	}
-	const upper, lower = "'ABCDEFGHIJKLMNOPQRSTUVWXYZ'", "'abcdefghijklmnopqrstuvwxyz'"
-	switch f.Func {
-	case "lower":
-		return "translate(" + args[0] + ", " + upper + ", " + lower + ")", nil
-	case "upper":
-		return "translate(" + args[0] + ", " + lower + ", " + upper + ")", nil
-	case "length":
-		return "CAST(length(" + args[0] + ") AS " + g.d.TypeName(engine.Integer) + ")", nil
-	case "trim":
-		return "ltrim(rtrim(" + args[0] + ", ' '), ' ')", nil
-	case "ltrim", "rtrim":
-		return f.Func + "(" + args[0] + ", ' ')", nil
-	case "||":
-		return "(" + args[0] + " || " + args[1] + ")", nil
-	case "concat":
-		return "concat(" + strings.Join(args, ", ") + ")", nil
-	case "starts_with":
-		return "starts_with(" + args[0] + ", " + args[1] + ")", nil
-	case "substr":
-		if f.For < 0 {
-			return fmt.Sprintf("substr(%s, %d)", args[0], f.From), nil
+	if f.Func == "substr" {
+		args = append(args, strconv.FormatInt(f.From, 10))
+		if f.For >= 0 {
+			args = append(args, strconv.FormatInt(f.For, 10))
 		}
-		return fmt.Sprintf("substr(%s, %d, %d)", args[0], f.From, f.For), nil
+	}
+	if sql, ok := engine.TextFunc(g.d, f.Func, args); ok {
+		return sql, nil
 	}
 	return "", fmt.Errorf("query: unknown text function %s", f.Func)
 }

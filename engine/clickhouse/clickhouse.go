@@ -387,38 +387,105 @@ func (e *Engine) inlined(sql string) (string, bool) {
 	if t == nil || t.columns == nil {
 		return "", false
 	}
+	// Only the SELECTs that read the table are rewritten (a stage read
+	// twice is written twice): the stages around them read their own
+	// columns, which may share a name with the table's.
+	from := "FROM " + Dialect.QuoteIdent(name)
+	type span struct{ start, end int }
+	var spans []span
+	for off := 0; ; {
+		i := strings.Index(sql[off:], from)
+		if i < 0 {
+			break
+		}
+		start, end := selectSpan(sql, off+i)
+		if len(spans) > 0 && start < spans[len(spans)-1].end {
+			return "", false // one inside the other
+		}
+		spans = append(spans, span{start, end})
+		off += i + len(from)
+	}
 	var b strings.Builder
-	for i := 0; i < len(sql); {
-		if sql[i] != '"' {
-			b.WriteByte(sql[i])
+	last := 0
+	for _, sp := range spans {
+		b.WriteString(sql[last:sp.start])
+		if !t.inline(&b, sql[sp.start:sp.end], name) {
+			return "", false
+		}
+		last = sp.end
+	}
+	b.WriteString(sql[last:])
+	return b.String(), true
+}
+
+// inline writes sel, a SELECT that reads the table under the catalog name
+// name, to b with the server's table in its FROM and each column replaced
+// by the expression that reads it (not where it is an alias, after AS, or
+// qualified); false when sel is not as dpstat writes it.
+func (t *Table) inline(b *strings.Builder, sel, name string) bool {
+	begin := b.Len()
+	for i := 0; i < len(sel); {
+		if sel[i] != '"' {
+			b.WriteByte(sel[i])
 			i++
 			continue
 		}
 		// A quoted identifier (string literals hold no double quote).
 		j, ident := i+1, strings.Builder{}
-		for j < len(sql) && sql[j] != '"' {
-			if sql[j] == '\\' && j+1 < len(sql) {
+		for j < len(sel) && sel[j] != '"' {
+			if sel[j] == '\\' && j+1 < len(sel) {
 				j++
 			}
-			ident.WriteByte(sql[j])
+			ident.WriteByte(sel[j])
 			j++
 		}
-		if j >= len(sql) {
-			return "", false
+		if j >= len(sel) {
+			return false
 		}
 		id := ident.String()
 		expr, isCol := t.columns[id]
+		done := b.String()[begin:]
 		switch {
-		case id == name && strings.HasSuffix(b.String(), "FROM "):
+		case id == name && strings.HasSuffix(done, "FROM "):
 			b.WriteString(t.Relation)
-		case isCol && !strings.HasSuffix(b.String(), "."):
+		case isCol && !strings.HasSuffix(done, ".") && !strings.HasSuffix(done, "AS "):
 			b.WriteString("(" + expr + ")")
 		default:
-			b.WriteString(sql[i : j+1])
+			b.WriteString(sel[i : j+1])
 		}
 		i = j + 1
 	}
-	return b.String(), true
+	return true
+}
+
+// selectSpan returns the bounds of the innermost parenthesized part of
+// sql that holds position at (the whole of sql when none does), skipping
+// string literals, whose parentheses are text.
+func selectSpan(sql string, at int) (start, end int) {
+	var opens []int
+	inString := false
+	for i := 0; i < len(sql); i++ {
+		c := sql[i]
+		switch {
+		case inString && c == '\\':
+			i++
+		case inString:
+			inString = c != '\''
+		case c == '\'':
+			inString = true
+		case c == '(':
+			opens = append(opens, i)
+		case c == ')' && len(opens) > 0:
+			if i > at && opens[len(opens)-1] < at {
+				return opens[len(opens)-1] + 1, i
+			}
+			opens = opens[:len(opens)-1]
+		}
+	}
+	if len(opens) > 0 && opens[len(opens)-1] < at {
+		return opens[len(opens)-1] + 1, len(sql)
+	}
+	return 0, len(sql)
 }
 
 // convert turns a value scanned by the driver into one of the
@@ -767,6 +834,21 @@ func project(col, typ string, c engine.Column) (string, error) {
 			return col, nil
 		}
 		return "CAST(toString(" + col + ") AS Nullable(String))", nil
+	case engine.Date:
+		// A Date (Date32 on servers that have it) converts to its
+		// number of days since 1970-01-01.
+		if err := accept(base == "Date" || base == "Date32", "Date or Date32"); err != nil {
+			return "", err
+		}
+		return "CAST(" + col + " AS Nullable(Int64))", nil
+	case engine.Timestamp:
+		// A DateTime is a Unix time in seconds: it reads as the UTC
+		// time it denotes, whatever the column's or the server's time
+		// zone, in microseconds.
+		if err := accept(base == "DateTime" || strings.HasPrefix(base, "DateTime("), "DateTime (seconds; a DateTime64 through a view that converts it to DateTime)"); err != nil {
+			return "", err
+		}
+		return "(CAST(" + col + " AS Nullable(Int64)) * 1000000)", nil
 	}
 	return "", fmt.Errorf("declared type %d is not one a catalog declares", c.Type)
 }
@@ -780,6 +862,10 @@ func neutralName(t engine.Type) string {
 		return "float"
 	case engine.Boolean:
 		return "bool"
+	case engine.Date:
+		return "date"
+	case engine.Timestamp:
+		return "timestamp"
 	}
 	return "text"
 }
@@ -800,6 +886,8 @@ var (
 	_ engine.TruncatingCast  = dialect{}
 	_ engine.BoolLiterals    = dialect{}
 	_ engine.NoNotBetween    = dialect{}
+	_ engine.DateSpeller     = dialect{}
+	_ engine.TextSpeller     = dialect{}
 )
 
 func (dialect) Name() string { return "clickhouse" }
@@ -945,3 +1033,106 @@ func (dialect) TruncatingCast() {}
 
 // NoNotBetween marks the missing NOT BETWEEN of 18.16.
 func (dialect) NoNotBetween() {}
+
+// lastDay is 2105-12-31, the last day of ClickHouse 18.16's Date, in days
+// since 1970-01-01.
+const lastDay = 49672
+
+// dayNumber spells day (days since 1970-01-01, an integer or integral
+// Float64, or NULL) as a Nullable(Int64) clamped to the days a Date holds,
+// and as that Date. Clamping keeps every date function total (the date
+// functions of 18.16 wrap around outside the range): a declared bound
+// beyond it is moved into it, and a stored Date after 2105 (the type holds
+// days to 2149) reads as 2105-12-31.
+func dayNumber(day string) (n, date string) {
+	n = "CAST(least(greatest(" + day + ", 0), " + strconv.Itoa(lastDay) + ") AS Nullable(Int64))"
+	return n, "toDate(CAST(" + n + " AS Nullable(UInt16)))"
+}
+
+// TruncDay spells date_trunc with toStartOfYear, toStartOfQuarter and
+// toStartOfMonth, and the ISO week's Monday by subtracting the day of the
+// week (toMonday would leave the range at 1970-01-01).
+func (dialect) TruncDay(unit, day string) string {
+	n, date := dayNumber(day)
+	switch unit {
+	case "year":
+		return "CAST(toStartOfYear(" + date + ") AS Nullable(Int64))"
+	case "quarter":
+		return "CAST(toStartOfQuarter(" + date + ") AS Nullable(Int64))"
+	case "month":
+		return "CAST(toStartOfMonth(" + date + ") AS Nullable(Int64))"
+	case "week":
+		return "(" + n + " - (toDayOfWeek(" + date + ") - 1))"
+	}
+	return n
+}
+
+// DatePart spells EXTRACT with toYear, toQuarter, toMonth, toDayOfMonth
+// and toDayOfWeek (ISO: 1 for Monday); the day of the year and the ISO
+// week are computed from toStartOfYear (of the week's Thursday, for the
+// ISO week), by integer arithmetic.
+func (dialect) DatePart(field, day string) string {
+	n, date := dayNumber(day)
+	var x string
+	switch field {
+	case "year":
+		x = "toYear(" + date + ")"
+	case "quarter":
+		x = "toQuarter(" + date + ")"
+	case "month":
+		x = "toMonth(" + date + ")"
+	case "day":
+		x = "toDayOfMonth(" + date + ")"
+	case "isodow":
+		x = "toDayOfWeek(" + date + ")"
+	case "dow":
+		x = "(toDayOfWeek(" + date + ") % 7)"
+	case "doy":
+		x = "(" + n + " - CAST(toStartOfYear(" + date + ") AS Nullable(Int64)) + 1)"
+	case "week":
+		// The ISO week holds its Thursday; it is the Thursday's week of
+		// that Thursday's year.
+		thu, thuDate := dayNumber(n + " + 4 - toDayOfWeek(" + date + ")")
+		x = "(intDiv(" + thu + " - CAST(toStartOfYear(" + thuDate + ") AS Nullable(Int64)), 7) + 1)"
+	default:
+		return "CAST(NULL AS Nullable(Int64))"
+	}
+	return "CAST(" + x + " AS Nullable(Int64))"
+}
+
+// TextFunc spells lower and upper with ClickHouse's lower and upper, which
+// change the ASCII letters only (as the other engines' translate);
+// length with lengthUTF8, substr with substringUTF8 (code points); trims
+// with regular expressions that remove spaces only; concat with coalesce
+// of each argument to the empty string (ClickHouse's concat is NULL when an argument
+// is); starts_with by comparing the prefix's bytes.
+func (dialect) TextFunc(name string, args []string) (string, bool) {
+	switch {
+	case (name == "lower" || name == "upper") && len(args) == 1:
+		return name + "(" + args[0] + ")", true
+	case name == "length" && len(args) == 1:
+		return "CAST(lengthUTF8(" + args[0] + ") AS Nullable(Int64))", true
+	case name == "trim" && len(args) == 1:
+		return "replaceRegexpOne(replaceRegexpOne(" + args[0] + ", '^ +', ''), ' +$', '')", true
+	case name == "ltrim" && len(args) == 1:
+		return "replaceRegexpOne(" + args[0] + ", '^ +', '')", true
+	case name == "rtrim" && len(args) == 1:
+		return "replaceRegexpOne(" + args[0] + ", ' +$', '')", true
+	case name == "||" && len(args) == 2:
+		return "concat(" + args[0] + ", " + args[1] + ")", true
+	case name == "concat" && len(args) > 0:
+		parts := make([]string, 0, len(args)+1)
+		for _, a := range args {
+			parts = append(parts, "coalesce("+a+", '')")
+		}
+		if len(parts) == 1 {
+			parts = append(parts, "''")
+		}
+		return "concat(" + strings.Join(parts, ", ") + ")", true
+	case name == "starts_with" && len(args) == 2:
+		return "(substring(" + args[0] + ", 1, length(" + args[1] + ")) = " + args[1] + ")", true
+	case name == "substr" && (len(args) == 2 || len(args) == 3):
+		return "substringUTF8(" + strings.Join(args, ", ") + ")", true
+	}
+	return "", false
+}

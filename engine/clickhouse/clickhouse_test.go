@@ -86,6 +86,8 @@ func TestBindTable(t *testing.T) {
 		{"fs", engine.Text, "FixedString pads"},
 		{"b", engine.Boolean, ""},
 		{"s", engine.Boolean, "want UInt8"},
+		{"s", engine.Date, "want Date or Date32"},
+		{"i32", engine.Timestamp, "want DateTime"},
 		{"nosuch", engine.Integer, "does not exist in \"default\".\"bind_types\"; it has: i32, u64"},
 	} {
 		t.Run(fmt.Sprintf("%s/%d", tc.col, tc.typ), func(t *testing.T) {
@@ -101,6 +103,30 @@ func TestBindTable(t *testing.T) {
 	err := e.BindTable(ctx, "gone", "default.no_such_table", []engine.Column{{Name: "a", Type: engine.Integer}})
 	if err == nil || !strings.Contains(err.Error(), "no table of that name in database default") {
 		t.Errorf("missing table: %v", err)
+	}
+}
+
+// TestBindDates: a Date reads as its days since 1970-01-01 and a DateTime
+// (whatever its time zone) as the microseconds of the UTC time it
+// denotes.
+func TestBindDates(t *testing.T) {
+	c := enginetest.SharedClickHouse(t)
+	ctx := context.Background()
+	if err := c.Exec(ctx, "CREATE TABLE IF NOT EXISTS bind_dates (id Int64, d Date, dt DateTime('Europe/Paris'), nd Nullable(Date)) ENGINE = MergeTree ORDER BY id",
+		"INSERT INTO bind_dates SELECT 1, toDate('2024-03-01'), toDateTime(1709294400), NULL"); err != nil {
+		t.Fatal(err)
+	}
+	e := open(t, c, 0)
+	cols := []engine.Column{{Name: "d", Type: engine.Date}, {Name: "dt", Type: engine.Timestamp}, {Name: "nd", Type: engine.Date}}
+	if err := e.BindTable(ctx, "dates", "default.bind_dates", cols); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := e.Query(ctx, `SELECT "d", "dt", "nd" FROM "dates"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(rows.Rows), "[[19783 1709294400000000 <nil>]]"; got != want {
+		t.Errorf("got %s, want %s", got, want)
 	}
 }
 

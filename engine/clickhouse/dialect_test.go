@@ -59,9 +59,53 @@ func TestBindingsInStatements(t *testing.T) {
 		{"not inlinable: subquery with its name", `SELECT count(*) FROM "regions"`,
 			`SELECT count(*) FROM (SELECT "r" AS "r" FROM "db"."regions") AS "regions"`},
 		{"a longer name is another table", `SELECT count(*) FROM "regions""x"`, `SELECT count(*) FROM "regions""x"`},
+		{"only the stage that reads the table, not its aliases", `SELECT count(*), max("v") FROM (SELECT "pid" AS "pid", max("v") AS "v" FROM "visits" WHERE "v" > 0 AND "pid" != ')' GROUP BY "pid") AS "t0" WHERE "v" IS NOT NULL`,
+			`SELECT count(*), max("v") FROM (SELECT ("pid") AS "pid", max((if(isNaN("v"), NULL, "v" + toFloat64(0)))) AS "v" FROM "db"."visits_all" WHERE (if(isNaN("v"), NULL, "v" + toFloat64(0))) > 0 AND ("pid") != ')' GROUP BY ("pid")) AS "t0" WHERE "v" IS NOT NULL`},
+		{"a stage written twice is read through the projection", `SELECT 1 FROM (SELECT "v" FROM "visits") AS a JOIN (SELECT "v" FROM "visits") AS b USING v`,
+			`SELECT 1 FROM (SELECT "v" FROM (SELECT "pid" AS "pid", "v" AS "v" FROM "db"."visits_all") AS "visits") AS a JOIN (SELECT "v" FROM (SELECT "pid" AS "pid", "v" AS "v" FROM "db"."visits_all") AS "visits") AS b USING v`},
+		{"a stage written twice is inlined twice", `SELECT count(*) FROM (SELECT "pid" AS u FROM "visits") AS a WHERE u IN (SELECT "pid" AS u FROM "visits" WHERE "pid" > 0)`,
+			`SELECT count(*) FROM (SELECT ("pid") AS u FROM "db"."visits_all") AS a WHERE u IN (SELECT ("pid") AS u FROM "db"."visits_all" WHERE ("pid") > 0)`},
 	} {
 		if got := e.withBindings(c.sql); got != c.want {
 			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
 		}
 	}
+}
+
+// TestDateAndTextSpellings: the date and text functions are ClickHouse's,
+// over days clamped to the range of a Date.
+func TestDateAndTextSpellings(t *testing.T) {
+	d := Dialect
+	day := "CAST(least(greatest(x, 0), 49672) AS Nullable(Int64))"
+	date := "toDate(CAST(" + day + " AS Nullable(UInt16)))"
+	for _, c := range []struct{ name, got, want string }{
+		{"month", engine.TruncDay(d, "month", "x"), "CAST(toStartOfMonth(" + date + ") AS Nullable(Int64))"},
+		{"week", engine.TruncDay(d, "week", "x"), "(" + day + " - (toDayOfWeek(" + date + ") - 1))"},
+		{"day", engine.TruncDay(d, "day", "x"), day},
+		{"dow", engine.DatePart(d, "dow", "x"), "CAST((toDayOfWeek(" + date + ") % 7) AS Nullable(Int64))"},
+		{"year", engine.DatePart(d, "year", "x"), "CAST(toYear(" + date + ") AS Nullable(Int64))"},
+		{"lower changes ASCII letters only", mustText(t, d, "lower", "s"), "lower(s)"},
+		{"length in code points", mustText(t, d, "length", "s"), "CAST(lengthUTF8(s) AS Nullable(Int64))"},
+		{"trim spaces", mustText(t, d, "trim", "s"), "replaceRegexpOne(replaceRegexpOne(s, '^ +', ''), ' +$', '')"},
+		{"concat skips NULL", mustText(t, d, "concat", "a", "b"), "concat(coalesce(a, ''), coalesce(b, ''))"},
+		{"concat of one", mustText(t, d, "concat", "a"), "concat(coalesce(a, ''), '')"},
+		{"starts_with", mustText(t, d, "starts_with", "s", "'p'"), "(substring(s, 1, length('p')) = 'p')"},
+		{"substr", mustText(t, d, "substr", "s", "2", "3"), "substringUTF8(s, 2, 3)"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: got %s, want %s", c.name, c.got, c.want)
+		}
+	}
+	if _, ok := engine.TextFunc(d, "reverse", []string{"s"}); ok {
+		t.Error("an unknown text function was spelled")
+	}
+}
+
+func mustText(t *testing.T, d engine.Dialect, name string, args ...string) string {
+	t.Helper()
+	s, ok := engine.TextFunc(d, name, args)
+	if !ok {
+		t.Fatalf("%s is not spelled", name)
+	}
+	return s
 }

@@ -21,6 +21,7 @@ import (
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/dpstat/dpstat/catalog"
 )
@@ -326,8 +327,13 @@ func (c *ClickHouse) Backend() Backend {
 
 // LoadTable creates name_local (MergeTree) on every server and name
 // (Distributed over cluster) on every server, with the fixture's columns
-// (int as Int64, float as Float64, text as String, bool as UInt8, each
-// Nullable except the privacy unit), and fills it from the fixture's CSV.
+// (int as Int64, float as Float64, text as String, bool as UInt8, date as
+// Date, timestamp as DateTime, each Nullable except the privacy unit), and
+// fills it from the fixture's CSV. ClickHouse 18.16 holds dates and
+// timestamps from 1970 to 2105 only, timestamps to the second: a value
+// outside that range, or infinity, is stored as NULL (as the other engines
+// read infinity), and a timestamp is stored floored to its second (as a
+// data owner's DateTime column would hold it).
 // It does nothing when the table was loaded before.
 func (c *ClickHouse) LoadTable(ctx context.Context, name string, tb Table, cluster string) error {
 	c.mu.Lock()
@@ -349,7 +355,8 @@ func (c *ClickHouse) LoadTable(ctx context.Context, name string, tb Table, clust
 	}
 	defs := make([]string, len(tb.Columns))
 	for i, col := range tb.Columns {
-		typ := map[catalog.Type]string{catalog.Int: "Int64", catalog.Float: "Float64", catalog.Text: "String", catalog.Bool: "UInt8"}[col.Type]
+		typ := map[catalog.Type]string{catalog.Int: "Int64", catalog.Float: "Float64", catalog.Text: "String", catalog.Bool: "UInt8",
+			catalog.Date: "Date", catalog.Timestamp: "DateTime"}[col.Type]
 		if col.Name != unit {
 			typ = "Nullable(" + typ + ")"
 		}
@@ -389,6 +396,10 @@ func (c *ClickHouse) Insert(ctx context.Context, name string, cols []Column, row
 			switch x := v.(type) {
 			case nil:
 				b.WriteString("NULL")
+			case time.Time:
+				b.WriteString(temporalValue(x, cols[i].Type))
+			case pgtype.Date, pgtype.Timestamp:
+				b.WriteString("NULL") // infinity, which ClickHouse cannot hold
 			case bool:
 				b.WriteString(map[bool]string{true: "1", false: "0"}[x])
 			case int64:
@@ -408,6 +419,27 @@ func (c *ClickHouse) Insert(ctx context.Context, name string, cols []Column, row
 		b.WriteString(")")
 	}
 	return c.Client(ctx, 0, strings.NewReader(b.String()), "--insert_distributed_sync=1", "--query", "INSERT INTO "+name+" VALUES")
+}
+
+// ClickHouse 18.16's Date and DateTime hold the days and seconds from
+// 1970-01-01 to 2105-12-31.
+var (
+	chFirstDay = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	chLastDay  = time.Date(2105, 12, 31, 23, 59, 59, 0, time.UTC)
+)
+
+// temporalValue spells a fixture's date or timestamp (a time in UTC) as a
+// value of a Date or DateTime column: NULL outside the range ClickHouse
+// holds, a timestamp floored to its second, given as its Unix time so that
+// the server's time zone does not matter.
+func temporalValue(x time.Time, t catalog.Type) string {
+	if x.Before(chFirstDay) || x.After(chLastDay) {
+		return "NULL"
+	}
+	if t == catalog.Date {
+		return "toDate('" + x.Format("2006-01-02") + "')"
+	}
+	return "toDateTime(" + strconv.FormatInt(x.Unix(), 10) + ")"
 }
 
 // Client runs clickhouse-client against server i as the default user,
