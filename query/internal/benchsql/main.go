@@ -104,15 +104,17 @@ SELECT grp, sum(c), sum(s) FROM pb GROUP BY grp`, src)
 			continue
 		}
 		if *dpOnly {
-			var tdp []time.Duration
+			var tdp, cpu []time.Duration
 			for range *runs {
-				start := time.Now()
+				start, c := time.Now(), benchdata.CPUTime()
 				if err := p.dp(); err != nil {
 					log.Fatalf("%s: %v", p.name, err)
 				}
 				tdp = append(tdp, time.Since(start))
+				cpu = append(cpu, benchdata.CPUTime()-c)
 			}
-			fmt.Printf("%s\n  dpstat %v\n  dpstat runs %v\n\n", p.name, benchdata.Median(tdp).Round(time.Millisecond), benchdata.Rounded(tdp))
+			fmt.Printf("%s\n  dpstat %v (processor time %v)\n  dpstat runs %v\n  processor time %v\n\n", p.name,
+				benchdata.Median(tdp).Round(time.Millisecond), benchdata.Median(cpu).Round(time.Millisecond), benchdata.Rounded(tdp), benchdata.Rounded(cpu))
 			continue
 		}
 		tdp, tplain, err := benchdata.Compare(*runs, p.dp, p.plain)
