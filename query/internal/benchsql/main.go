@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/dpstat/dpstat/engine/duckdb"
 	"github.com/dpstat/dpstat/internal/benchdata"
@@ -27,6 +28,9 @@ func main() {
 	dir := flag.String("dir", benchdata.DefaultDir(), "where the generated data goes")
 	threads := flag.Int("threads", 0, "DuckDB threads (0 = one per core)")
 	only := flag.String("only", "", "run only the comparisons whose name contains this")
+	memLimit := flag.String("memory-limit", "", "DuckDB memory_limit, e.g. 8GB (empty: DuckDB's default, 80% of the machine's memory)")
+	dpOnly := flag.Bool("dp-only", false, "time only dpstat's side of each comparison, with no warm-up run (for tables too large to run the plain queries beside it)")
+	explain := flag.Bool("explain", false, "print the bounded query's generated SQL and DuckDB's EXPLAIN ANALYZE of it, then exit")
 	flag.Parse()
 	ctx := context.Background()
 
@@ -35,6 +39,11 @@ func main() {
 		log.Fatal(err)
 	}
 	defer b.Engine.Close()
+	if *memLimit != "" {
+		if _, err := b.Engine.DB().ExecContext(ctx, "SET memory_limit = "+duckdb.Dialect.QuoteString(*memLimit)); err != nil {
+			log.Fatal(err)
+		}
+	}
 	pq, svc := b.Parquet, b.Service
 	src := duckdb.Dialect.QuoteString(pq)
 	plain := func(sql string) func() error { return b.Plain(ctx, sql) }
@@ -64,6 +73,10 @@ SELECT grp, sum(c), sum(s), sum(s) / sum(n) FROM pb GROUP BY grp`, src)
 	if err != nil {
 		log.Fatal(err)
 	}
+	if *explain {
+		explainBounded(ctx, b, bounded)
+		return
+	}
 	// A cheaper statistic, for comparison: per-(person, group) aggregates
 	// with the count clamped to Linf and the sum to Linf·[lower, upper]
 	// (all rows summed, not a sample of Linf of them), then at most L0
@@ -84,10 +97,24 @@ SELECT grp, sum(c), sum(s) FROM pb GROUP BY grp`, src)
 		{"per-person bounding vs rows-per-group bounding only", dp(bounded), plain(plainRowsOnly)},
 		{"per-person bounding vs per-(person, group) clamped aggregates (a cheaper statistic)", dp(bounded), plain(clampedBounding)},
 	}
-	fmt.Printf("machine: %s/%s, %d cores, DuckDB threads %d; %d rows in %s; %d runs, medians\n\n",
-		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), *threads, *rows, pq, *runs)
+	fmt.Printf("machine: %s/%s, %d cores, DuckDB threads %d, memory limit %q; %d rows in %s; %d runs, medians\n\n",
+		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), *threads, *memLimit, *rows, pq, *runs)
 	for _, p := range pairs {
 		if *only != "" && !strings.Contains(p.name, *only) {
+			continue
+		}
+		if *dpOnly {
+			var tdp, cpu []time.Duration
+			for range *runs {
+				start, c := time.Now(), benchdata.CPUTime()
+				if err := p.dp(); err != nil {
+					log.Fatalf("%s: %v", p.name, err)
+				}
+				tdp = append(tdp, time.Since(start))
+				cpu = append(cpu, benchdata.CPUTime()-c)
+			}
+			fmt.Printf("%s\n  dpstat %v (processor time %v)\n  dpstat runs %v\n  processor time %v\n\n", p.name,
+				benchdata.Median(tdp).Round(time.Millisecond), benchdata.Median(cpu).Round(time.Millisecond), benchdata.Rounded(tdp), benchdata.Rounded(cpu))
 			continue
 		}
 		tdp, tplain, err := benchdata.Compare(*runs, p.dp, p.plain)
@@ -95,6 +122,29 @@ SELECT grp, sum(c), sum(s) FROM pb GROUP BY grp`, src)
 			log.Fatalf("%s: %v", p.name, err)
 		}
 		benchdata.Report(os.Stdout, p.name, tdp, tplain)
+	}
+	fmt.Printf("peak resident memory of the process (VmHWM): %s\n", benchdata.PeakRSS())
+}
+
+// explainBounded prints the engine SQL of dpstat's bounded query and
+// DuckDB's EXPLAIN ANALYZE of it (each operator's time and row count), to
+// see which stage grows faster than the data.
+func explainBounded(ctx context.Context, b *benchdata.Bench, bounded string) {
+	prep, err := b.Service.Prepare(bounded, query.Options{Epsilon: 1, Confidence: 0.95, Analyst: "bench"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%s\n\n", prep.SQL)
+	// A warm-up run (file cache, Parquet metadata), then the profiled one.
+	if err := b.Plain(ctx, prep.SQL)(); err != nil {
+		log.Fatal(err)
+	}
+	res, err := b.Engine.Query(ctx, "EXPLAIN ANALYZE "+prep.SQL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, row := range res.Rows {
+		fmt.Println(row[len(row)-1])
 	}
 	fmt.Printf("peak resident memory of the process (VmHWM): %s\n", benchdata.PeakRSS())
 }
