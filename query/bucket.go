@@ -33,6 +33,10 @@ const (
 	// substr(code, 1, 2), city || '/' || zone): public when every column
 	// it reads has a public value list, else chosen by key selection.
 	TextBucket
+	// RangeBucket is a numeric expression of whole numbers whose derived
+	// range [KLo, KHi] is bounded (LEAST(n, 10), age / 10 cast to int,
+	// x % 7): its values are the integers of that range.
+	RangeBucket
 )
 
 // Bucket is a computed group key whose possible values are public (they
@@ -60,6 +64,8 @@ type Bucket struct {
 	Type  catalog.Type
 	// Fn is a TextBucket's function.
 	Fn *TextFn
+	// Num is a RangeBucket's expression.
+	Num Scalar
 }
 
 // Values lists every value the key can take, in order.
@@ -72,6 +78,12 @@ func (b *Bucket) Values(t *catalog.Table) []any {
 		out := make([]any, 0, b.N+2)
 		for i := int64(0); i <= b.N+1; i++ {
 			out = append(out, i)
+		}
+		return out
+	case RangeBucket:
+		out := make([]any, 0, b.KHi-b.KLo+1)
+		for k := b.KLo; k <= b.KHi; k++ {
+			out = append(out, k)
 		}
 		return out
 	case FloorBucket:
@@ -163,6 +175,14 @@ func (g *sqlGen) keyExpr(k string) (string, error) {
 		return g.dateSQL(b.Column, b.Field, b.Trunc)
 	case TextBucket:
 		return g.textKeySQL(b)
+	case RangeBucket:
+		// Whole numbers within ±2^53 (checked when parsed): the cast
+		// cannot fail.
+		e, err := g.scalarSQL(b.Num)
+		if err != nil {
+			return "", err
+		}
+		return "CAST(" + e + " AS " + g.d.TypeName(engine.Integer) + ")", nil
 	}
 	var s strings.Builder
 	s.WriteString("CASE")
@@ -188,10 +208,10 @@ func isBucketExpr(n *pg.Node) bool {
 	if fc := n.GetFuncCall(); fc != nil {
 		return funcName(fc) == "width_bucket" || isDateFunc(funcName(fc))
 	}
-	if a := n.GetAExpr(); a != nil {
-		return a.Kind == pg.A_Expr_Kind_AEXPR_OP && opName(a) == "*"
+	if a := n.GetAExpr(); a != nil && a.Kind == pg.A_Expr_Kind_AEXPR_OP && opName(a) == "*" {
+		return true
 	}
-	return n.GetCaseExpr() != nil
+	return n.GetCaseExpr() != nil || isNumericExpr(n)
 }
 
 func opName(a *pg.A_Expr) string {
@@ -244,6 +264,9 @@ func (p *parser) bucket(n *pg.Node) (*Bucket, error) {
 	}
 	if isTextFunc(n) {
 		return p.textBucket(n)
+	}
+	if n.GetCaseExpr() == nil && isNumericExpr(n) && !isFloorBins(n) {
+		return p.rangeBucket(n)
 	}
 	if fc := n.GetFuncCall(); fc != nil {
 		if len(fc.Args) != 4 {
@@ -466,6 +489,8 @@ func (b *Bucket) String() string {
 		return dateString(b.Field, b.Column, b.Trunc)
 	case TextBucket:
 		return b.Fn.String()
+	case RangeBucket:
+		return scalarString(b.Num)
 	}
 	return "CASE … END"
 }
@@ -481,4 +506,40 @@ func (q *Query) keyNames() string {
 		}
 	}
 	return strings.Join(names, ", ")
+}
+
+// isFloorBins reports whether n is written floor(x / w) * w, the floor
+// bins (FloorBucket) rather than a RangeBucket.
+func isFloorBins(n *pg.Node) bool {
+	a := n.GetAExpr()
+	if a == nil || opName(a) != "*" {
+		return false
+	}
+	fc := a.Lexpr.GetFuncCall()
+	return fc != nil && funcName(fc) == "floor" && len(fc.Args) == 1 && fc.Args[0].GetAExpr() != nil && opName(fc.Args[0].GetAExpr()) == "/"
+}
+
+// rangeBucket reads a GROUP BY numeric expression of whole numbers whose
+// range, derived by interval arithmetic from the declared bounds, holds at
+// most MaxGroups integers: those integers are its public keys.
+func (p *parser) rangeBucket(n *pg.Node) (*Bucket, error) {
+	s, err := p.scalar(n)
+	if err != nil {
+		return nil, err
+	}
+	sp, err := scalarRange(s, p.table)
+	if err != nil {
+		return nil, err
+	}
+	text := scalarString(s)
+	if !sp.isInt {
+		return nil, refuse("GROUP BY %s: its values are not whole numbers, so they have no public list; group by floor(x / w) * w, width_bucket(x, low, high, n) or CAST(… AS int)", text)
+	}
+	if math.IsNaN(sp.lo) {
+		return nil, refuse("GROUP BY %s: the expression is always NULL", text)
+	}
+	if count := sp.hi - sp.lo + 1; count > MaxGroups {
+		return nil, refuse("GROUP BY %s: its range [%g, %g] holds %g values; want at most %d groups: clamp it with LEAST/GREATEST", text, sp.lo, sp.hi, count, MaxGroups)
+	}
+	return &Bucket{Kind: RangeBucket, Num: s, KLo: int64(sp.lo), KHi: int64(sp.hi)}, nil
 }

@@ -211,6 +211,10 @@ var neighbourBattery = []string{
 	"SELECT SUM(length(t)), SUM(LEAST(length(u), 50)), AVG(CASE WHEN lower(u) IN ('x', 'y') THEN i END) FROM T",
 	"SELECT SUM(length(u)) FROM T",
 	"SELECT CASE WHEN f > 0 THEN 'pos' WHEN i > 50 THEN 'big' END AS sign, COUNT(*) FROM T GROUP BY sign",
+	// GROUP BY whole-number expressions with a bounded range.
+	"SELECT LEAST(GREATEST(i, 0), 3) AS k, COUNT(*), SUM(f) FROM T GROUP BY k",
+	"SELECT i % 5 AS r, CAST(f AS int) AS c, COUNT(*) FROM T GROUP BY r, c",
+	"SELECT LEAST(n, 3) AS k, COUNT(*) FROM (SELECT pid, COUNT(*) AS n FROM T GROUP BY pid) s GROUP BY LEAST(n, 3)",
 	// Numeric expressions in conditions, over clamped values.
 	"SELECT COUNT(*), SUM(i) FROM T WHERE i * 2 - f > 10 OR ABS(f) < 1",
 	"SELECT t, COUNT(*) FROM T WHERE COALESCE(i, 0) % 7 = 1 OR CAST(f AS int) BETWEEN -3 AND 3 GROUP BY t",

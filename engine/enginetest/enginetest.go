@@ -251,6 +251,8 @@ var Battery = []Case{
 			return nil
 		}},
 
+	{Name: "whole-number keys", SQL: "SELECT i % 3 AS r, CAST(LEAST(GREATEST(f, -1), 1) AS int) AS c, COUNT(*) FROM extremes GROUP BY r, c",
+		Want: "-3 -1 0; -3 0 0; -3 1 0; -2 -1 0; -2 0 0; -2 1 0; -1 -1 2; -1 0 1; -1 1 0; 0 -1 0; 0 0 0; 0 1 2; 1 -1 1; 1 0 0; 1 1 1; 2 -1 1; 2 0 0; 2 1 0; 3 -1 0; 3 0 0; 3 1 0"},
 	{Name: "expressions in conditions", SQL: "SELECT COUNT(*), SUM(i) FROM extremes WHERE f * 2 - i > 3 OR ABS(f) < 1 OR i % 7 = 2", Want: "6 93"},
 	// Common table expressions (merged), per-person pre-aggregation (the
 	// heavy person is one row, with n = 300), distinct values of a column
