@@ -115,7 +115,7 @@ func (p *parser) selectStmt(s *pg.SelectStmt) (*Query, error) {
 		// SELECT DISTINCT a, b is the keys alone: GROUP BY a, b.
 		s.GroupClause, s.DistinctClause = distinctKeys(s.TargetList), nil
 	}
-	if err := p.mergeSubqueries(s, true); err != nil {
+	if err := p.mergeSubqueries(s, true, nil); err != nil {
 		return nil, err
 	}
 	if err := p.from(s.FromClause); err != nil {

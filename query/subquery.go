@@ -62,9 +62,16 @@ type fromItem struct {
 // mergeSubqueries rewrites s in place: every common table expression and
 // subquery in its FROM is merged into it. It refuses what cannot be merged.
 // Only the outermost query (top) may read a per-person pre-aggregation.
-func (p *parser) mergeSubqueries(s *pg.SelectStmt, top bool) error {
-	ctes := map[string]*pg.SelectStmt{}
+// outer holds the common table expressions of the enclosing queries,
+// already merged (s's own shadow them): each is merged once, and copied
+// where it is read.
+func (p *parser) mergeSubqueries(s *pg.SelectStmt, top bool, outer map[string]*pg.SelectStmt) error {
+	ctes := make(map[string]*pg.SelectStmt, len(outer))
+	for name, c := range outer {
+		ctes[name] = c
+	}
 	if w := s.WithClause; w != nil {
+		own := map[string]bool{}
 		if w.Recursive {
 			return refuse("WITH RECURSIVE is not supported: a recursive query's rows are not bounded per person; write the steps as separate common table expressions")
 		}
@@ -76,9 +83,10 @@ func (p *parser) mergeSubqueries(s *pg.SelectStmt, top bool) error {
 			if p.cat.Table(c.Ctename) != nil {
 				return refuse("WITH %s: the catalog has a table named %s; give the common table expression another name", c.Ctename, c.Ctename)
 			}
-			if _, dup := ctes[strings.ToLower(c.Ctename)]; dup {
+			if own[strings.ToLower(c.Ctename)] {
 				return refuse("WITH names %s twice; give each common table expression its own name", c.Ctename)
 			}
+			own[strings.ToLower(c.Ctename)] = true
 			sel := c.Ctequery.GetSelectStmt()
 			if sel == nil {
 				return refuse("WITH %s AS (…): only SELECT queries are allowed in a common table expression", c.Ctename)
@@ -95,17 +103,7 @@ func (p *parser) mergeSubqueries(s *pg.SelectStmt, top bool) error {
 				}
 			}
 			// A common table expression may read those before it.
-			if sel.WithClause != nil {
-				return refuse("WITH %s AS (WITH …): nested WITH is not supported; list the common table expressions in one WITH", c.Ctename)
-			}
-			sel.WithClause = &pg.WithClause{}
-			for name, prev := range ctes {
-				sel.WithClause.Ctes = append(sel.WithClause.Ctes, cteNode(name, prev))
-			}
-			if len(sel.WithClause.Ctes) == 0 {
-				sel.WithClause = nil
-			}
-			if err := p.mergeSubqueries(sel, false); err != nil {
+			if err := p.mergeSubqueries(sel, false, ctes); err != nil {
 				return err
 			}
 			ctes[strings.ToLower(c.Ctename)] = sel
@@ -280,13 +278,7 @@ func (p *parser) mergeFrom(n *pg.Node, ctes map[string]*pg.SelectStmt, items *[]
 			}
 		}
 		sel = proto.Clone(sel).(*pg.SelectStmt)
-		if sel.WithClause == nil && len(ctes) > 0 {
-			sel.WithClause = &pg.WithClause{}
-			for name, c := range ctes {
-				sel.WithClause.Ctes = append(sel.WithClause.Ctes, cteNode(name, c))
-			}
-		}
-		if err := p.mergeSubqueries(sel, false); err != nil {
+		if err := p.mergeSubqueries(sel, false, ctes); err != nil {
 			return nil, err
 		}
 		return p.subqueryItem(sel, alias, items, subs, nullable)
@@ -415,14 +407,6 @@ func (p *parser) subqueryItem(sel *pg.SelectStmt, alias string, items *[]fromIte
 func (sq *subquery) add(name string, expr *pg.Node) {
 	sq.names = append(sq.names, name)
 	sq.outputs[strings.ToLower(name)] = expr
-}
-
-// cteNode wraps a merged common table expression for a nested subquery.
-func cteNode(name string, sel *pg.SelectStmt) *pg.Node {
-	return &pg.Node{Node: &pg.Node_CommonTableExpr{CommonTableExpr: &pg.CommonTableExpr{
-		Ctename:  name,
-		Ctequery: &pg.Node{Node: &pg.Node_SelectStmt{SelectStmt: proto.Clone(sel).(*pg.SelectStmt)}},
-	}}}
 }
 
 // and joins two conditions with AND.

@@ -214,3 +214,28 @@ func TestPreAggregationContribution(t *testing.T) {
 		t.Errorf("contribution %+v, want the declared 7 groups × 10 rows", c)
 	}
 }
+
+// TestSubqueryGrowthIsBounded: a chain of common table expressions that
+// each use the previous column twice doubles the merged query at every
+// step; it is refused once the merged query passes MaxMergedNodes, and
+// each common table expression is merged once (so refusing it takes work
+// proportional to that bound, not to the chain's full size).
+func TestSubqueryGrowthIsBounded(t *testing.T) {
+	svc := subqueryService(t)
+	ctes := []string{"a0 AS (SELECT pid, euros AS x FROM visits)"}
+	for i := 1; i < 40; i++ {
+		ctes = append(ctes, fmt.Sprintf("a%d AS (SELECT pid, x * x AS x FROM a%d)", i, i-1))
+	}
+	sql := "WITH " + strings.Join(ctes, ", ") + " SELECT SUM(LEAST(GREATEST(x, 0), 1)) FROM a39"
+	if _, err := svc.Prepare(sql, exactOpts()); err == nil || !strings.Contains(err.Error(), "syntax nodes") {
+		t.Fatalf("a doubling chain of 40 common table expressions: got %v, want a refusal naming the merged size", err)
+	}
+	// A WITH inside a common table expression sees the outer ones.
+	res, err := svc.Answer(context.Background(), "WITH a AS (SELECT pid, euros FROM visits), b AS (WITH c AS (SELECT * FROM a WHERE euros > 10) SELECT * FROM c) SELECT COUNT(*) FROM b", exactOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := roundedRows(res.Rows); got != "4" {
+		t.Errorf("nested WITH: got %s, want 4", got)
+	}
+}
