@@ -799,7 +799,7 @@ func (p *Plan) notes() []string {
 		if len(pre.Keys) > 1 {
 			rows = "one row per person and " + strings.Join(pre.Keys, ", ") + ": the table's declared bounds apply to them"
 		}
-		n = append(n, fmt.Sprintf("reads a per-person pre-aggregation of %s grouped by %s (%s), %s; each output's bounds come from the plan (a count is at least 0; clamp with LEAST/GREATEST where there is no bound)",
+		n = append(n, fmt.Sprintf("reads a per-person pre-aggregation of %s grouped by %s (%s), %s; each output's bounds come from the plan (COUNT(*) is at least 1, COUNT(col) at least 0; clamp with LEAST/GREATEST where there is no bound)",
 			pre.Query.Table, strings.Join(pre.Keys, ", "), strings.Join(aggs, ", "), rows))
 	}
 	for _, j := range p.Query.Joins {

@@ -29,7 +29,7 @@ import (
 // bounds apply and the outer plan enforces them.
 //
 // The outputs' bounds come from the plan, never from the data: a count is
-// at least 0 and has no upper bound, a sum of values in [lo, hi] is at
+// at least 0 (COUNT(*): 1) and has no upper bound, a sum of values in [lo, hi] is at
 // least lo when lo ≥ 0 and at most hi when hi ≤ 0, an average, a minimum
 // and a maximum lie in [lo, hi]. An outer aggregate over an output without
 // both bounds is refused, naming what to clamp (LEAST/GREATEST).
@@ -233,8 +233,12 @@ func (pre *PreAggregate) outputColumn(c PreColumn, rel *catalog.Table) (*catalog
 	a := c.Agg
 	col := &catalog.Column{Name: c.Name, Type: catalog.Float, Nullable: true}
 	if a.Func == CountStar || a.Func == Count {
-		zero := 0.0
-		col.Type, col.Lower, col.Nullable = catalog.Int, &zero, false
+		// A group of the pre-aggregation has at least one row.
+		lo := 0.0
+		if a.Func == CountStar {
+			lo = 1
+		}
+		col.Type, col.Lower, col.Nullable = catalog.Int, &lo, false
 		return col, nil
 	}
 	arg := rel.Column(a.Column)

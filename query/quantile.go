@@ -327,7 +327,10 @@ func (p *Plan) onlyHistograms() bool {
 		return false
 	}
 	for _, r := range p.Releases {
-		if r.Kind != RankSelect {
+		// A quantile's rank selection, or a distinct count, reads only its
+		// own statement.
+		distinct := r.Kind == NoisyCount && p.Statistics[r.Stat].Summand.Kind == DistinctValues
+		if r.Kind != RankSelect && !distinct {
 			return false
 		}
 	}

@@ -144,7 +144,7 @@ func TestPreAggregation(t *testing.T) {
 		{"people", "WITH pp AS (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) SELECT COUNT(*) FROM pp", "5"},
 		{"clamped counts", "WITH pp AS (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) SELECT SUM(LEAST(n, 2)), AVG(LEAST(n, 10)) FROM pp", "7 1.6"},
 		{"histogram of visits per person", "SELECT width_bucket(n, 1, 4, 3) AS visits, COUNT(*) FROM (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) s GROUP BY 1", "0 0; 1 3; 2 1; 3 1; 4 0"},
-		{"range key", "SELECT LEAST(n, 2) AS visits, COUNT(*) FROM (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) s GROUP BY LEAST(n, 2)", "0 0; 1 3; 2 2"},
+		{"range key", "SELECT LEAST(n, 2) AS visits, COUNT(*) FROM (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) s GROUP BY LEAST(n, 2)", "1 3; 2 2"},
 		{"range key by alias", "SELECT CAST(LEAST(m, 59) / 20 AS int) AS band, COUNT(*) FROM (SELECT pid, MAX(euros) AS m FROM visits GROUP BY pid) s GROUP BY band", "0 1; 1 0; 2 1; 3 3"},
 		{"per-person sums", "SELECT SUM(LEAST(spent, 50)) FROM (SELECT pid, SUM(euros) AS spent FROM visits GROUP BY pid) s", "205"},
 		{"per-person max", "SELECT SUM(m) FROM (SELECT pid, MAX(euros) AS m FROM visits GROUP BY pid) s", "195"},
