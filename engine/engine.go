@@ -549,16 +549,16 @@ type ShardBounder interface {
 	// KeptRows spells an aggregate: the list of at most n rows, each the
 	// tuple of exprs, whose key is smallest.
 	KeptRows(key string, exprs []string, n int64) string
-	// KeptCount spells the number of non-NULL values of the i-th
-	// element (from 1) of the rows of a KeptRows list.
+	// KeptCount spells the number of non-NULL values of the i-th of the
+	// exprs (from 1) in the rows of a KeptRows list.
 	KeptCount(list string, i int) string
-	// KeptExactSum spells the exact sum of the i-th elements (64-bit
-	// integers) of the rows of a KeptRows list, in the type of ExactSum;
-	// NULL when none is non-NULL.
+	// KeptExactSum spells the exact sum of the i-th of the exprs (64-bit
+	// integers, from 1) in the rows of a KeptRows list, in the type of
+	// ExactSum; NULL when none is non-NULL.
 	KeptExactSum(list string, i int) string
-	// KeptGridSum spells the sum of the i-th elements (doubles on a grid,
-	// see GridSum) of the rows of a KeptRows list; NULL when none is
-	// non-NULL.
+	// KeptGridSum spells the sum of the i-th of the exprs (doubles on a
+	// grid, see GridSum; from 1) in the rows of a KeptRows list; NULL when
+	// none is non-NULL.
 	KeptGridSum(list string, i int) string
 	// PerShard spells the clause, after a whole statement, that makes
 	// each shard run the SELECT reading a distributed table to its end

@@ -987,7 +987,8 @@ func (dialect) KeptRows(key string, exprs []string, n int64) string {
 	return "arraySlice(arraySort(t -> t.1, groupArray(tuple(" + key + ", " + strings.Join(exprs, ", ") + "))), 1, " + strconv.FormatInt(n, 10) + ")"
 }
 
-// KeptCount counts the non-NULL i-th elements.
+// KeptCount counts the non-NULL values of the i-th expression (element
+// i+1 of each tuple, after the key).
 func (dialect) KeptCount(list string, i int) string {
 	return "toUInt64(arrayCount(t -> NOT isNull(t." + strconv.Itoa(i+1) + "), " + list + "))"
 }
