@@ -527,3 +527,42 @@ func TextFunc(d Dialect, name string, args []string) (string, bool) {
 	}
 	return "", false
 }
+
+// UnitSharder is implemented by engines that can tell whether a bound
+// table is distributed over shards by its privacy unit, so that all of a
+// person's rows are on one shard (a ClickHouse Distributed table whose
+// sharding key is the unit or a hash of it). The query generator then
+// bounds each person's contribution on the shards (ShardBounder).
+type UnitSharder interface {
+	// ShardedByUnit reports whether catalog table name is distributed by
+	// the column privacyUnit.
+	ShardedByUnit(name, privacyUnit string) bool
+}
+
+// ShardBounder is implemented by dialects that can run every per-person
+// stage of a statement on the shards of a table distributed by the privacy
+// unit (UnitSharder): one SELECT over the table keeps at most L∞ rows per
+// (person, group) in a list, aggregates them, and keeps at most L0 groups
+// per person (LimitBy.KeepFirst); each shard runs that SELECT to the end,
+// and only its per-(person, group) rows cross the network.
+type ShardBounder interface {
+	// KeptRows spells an aggregate: the list of at most n rows, each the
+	// tuple of exprs, whose key is smallest.
+	KeptRows(key string, exprs []string, n int64) string
+	// KeptCount spells the number of non-NULL values of the i-th of the
+	// exprs (from 1) in the rows of a KeptRows list.
+	KeptCount(list string, i int) string
+	// KeptExactSum spells the exact sum of the i-th of the exprs (64-bit
+	// integers, from 1) in the rows of a KeptRows list, in the type of
+	// ExactSum; NULL when none is non-NULL.
+	KeptExactSum(list string, i int) string
+	// KeptGridSum spells the sum of the i-th of the exprs (doubles on a
+	// grid, see GridSum; from 1) in the rows of a KeptRows list; NULL when
+	// none is non-NULL.
+	KeptGridSum(list string, i int) string
+	// PerShard spells the clause, after a whole statement, that makes
+	// each shard run the SELECT reading a distributed table to its end
+	// (its aggregation and row limits included), the server that
+	// received the statement only gathering the shards' rows.
+	PerShard() string
+}

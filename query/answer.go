@@ -269,6 +269,16 @@ func (s *Service) Prepare(sql string, opts Options) (*Prepared, error) {
 	if d, ok := s.eng.(engine.Describer); ok {
 		p.EngineNotes = d.Describe(p.Plan.Table.Name, p.Plan.Table.PrivacyUnit)
 	}
+	if us, ok := s.eng.(engine.UnitSharder); ok && p.Plan.Bounded && us.ShardedByUnit(p.Plan.Table.Name, p.Plan.Table.PrivacyUnit) {
+		// Each person's rows are on one shard: the statement bounds
+		// them there (Plan.PerShard).
+		p.Plan.PerShard = true
+		if p.SQL != "" {
+			if p.SQL, err = p.Plan.SQL(p.dialect); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return p, nil
 }
 

@@ -185,6 +185,11 @@ type Plan struct {
 	// table has a privacy unit); BoundGroups whether it must also limit the
 	// number of groups per person.
 	Bounded, BoundGroups bool
+	// PerShard is set when the table is distributed over shards by its
+	// privacy unit (engine.UnitSharder): the statement then bounds each
+	// person's contribution on the shards, where the dialect can
+	// (engine.ShardBounder).
+	PerShard bool
 	// Keys lists every group of the answer: the cross product of the
 	// GROUP BY columns' public value lists (one empty key without GROUP BY).
 	Keys [][]any

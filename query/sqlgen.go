@@ -398,6 +398,9 @@ func (g *sqlGen) generate() (string, error) {
 	if sm, ok := g.d.(engine.Sampler); ok {
 		return g.sampled(sm, rows, keys, rowExprs, aggs, groupBy, selectKeys)
 	}
+	if sb, ok := g.d.(engine.ShardBounder); ok && g.perShard(source) {
+		return g.shardBounded(sb, cols[:1+nk], conds, source, rowExprs, exprOf, aggs, selectKeys, keys)
+	}
 	rowsFrom := "r"
 	if !p.onlyDistinctUnits() {
 		// Distinct units do not depend on how many rows a person has in a
@@ -418,6 +421,73 @@ func (g *sqlGen) generate() (string, error) {
 		from = "per_unit_bounded"
 	}
 	return st.finish("SELECT " + selectKeys + aggs(g.resum) + " FROM " + st.from(from) + groupBy()), nil
+}
+
+// perShard reports whether the statement bounds each person on the
+// shards: the plan says the table is distributed by its privacy unit, the
+// dialect keeps rows per key with LIMIT BY, and the statement reads the
+// table alone and directly (source is its name).
+func (g *sqlGen) perShard(source string) bool {
+	_, lb := g.d.(engine.LimitBy)
+	return g.p.PerShard && lb && g.p.Bounded && len(g.p.Query.Joins) == 0 && g.p.Query.Pre == nil && !strings.ContainsAny(source, " (")
+}
+
+// shardBounded writes a bounded statement whose per-person stages are one
+// SELECT over the table (engine.ShardBounder): per (person, group), the
+// at most L∞ rows with the smallest row key (the rows keepRandom keeps)
+// are aggregated from a list; then at most L0 groups per person are kept
+// by the key keepRandom uses. The dialect's PerShard clause makes each
+// shard run that SELECT to its end: every person's rows are on one shard,
+// so each shard's (person, group) rows are the statement's. The
+// initiator only sums them per group.
+func (g *sqlGen) shardBounded(sb engine.ShardBounder, unitAndKeys, conds []string, source string, rowExprs []string, exprOf map[string]string, aggs func(func(int) string) string, selectKeys string, keys []string) (string, error) {
+	p := g.p
+	lb := g.d.(engine.LimitBy)
+	// The rows' values, in the order keepRandom hashes them.
+	hashed := append([]string{"u"}, keys...)
+	var vals []string
+	index := map[string]int{}
+	for _, e := range rowExprs {
+		if e == "" || slices.Contains(hashed, e) {
+			continue
+		}
+		if _, ok := index[e]; !ok {
+			vals = append(vals, "("+exprOf[e]+")")
+			index[e] = len(vals)
+		}
+	}
+	rowKey := lb.RowKey(g.salt, append(append([]string{}, hashed...), vals...))
+	list := sb.KeptRows(rowKey, append([]string{}, vals...), p.Contribution.RowsPerGroup)
+	L := strconv.FormatInt(p.Contribution.RowsPerGroup, 10)
+	perUnit := func(i int) string {
+		switch p.Statistics[i].Summand.Kind {
+		case RowCount:
+			return "least(count(*), " + L + ")"
+		case DistinctUnits:
+			return "1"
+		case DistinctValues:
+			return "0"
+		case NonNullCount:
+			return sb.KeptCount(list, index[rowExprs[i]])
+		}
+		if g.form != IntegerForm && p.gridSummed(i) {
+			return sb.KeptGridSum(list, index[rowExprs[i]])
+		}
+		return sb.KeptExactSum(list, index[rowExprs[i]])
+	}
+	inner := "SELECT " + strings.Join(unitAndKeys, ", ") + ", " + aggs(perUnit) + " FROM " + source
+	if len(conds) > 0 {
+		inner += " WHERE " + strings.Join(conds, " AND ")
+	}
+	inner += " GROUP BY " + strings.Join(hashed, ", ")
+	if p.BoundGroups {
+		inner += " " + lb.KeepFirst(lb.RowKey(g.salt, hashed), []string{"u"}, p.Contribution.Groups)
+	}
+	final := "SELECT " + selectKeys + aggs(g.resum) + " FROM (" + inner + ") AS per_unit_bounded"
+	if len(keys) > 0 {
+		final += " GROUP BY " + strings.Join(keys, ", ")
+	}
+	return final + sb.PerShard(), nil
 }
 
 // checkJoins refuses, before anything runs, a join the dialect cannot

@@ -16,7 +16,9 @@
 // subquery the statement reads, so nothing is created on the server. A
 // Distributed table is read as a whole: its shards send the projected
 // rows, and the statement's bounding and aggregation run on the server
-// that dpstat is connected to (docs/scaling.md).
+// that dpstat is connected to (docs/scaling.md), except on a Distributed
+// table sharded by the privacy unit (ShardedByUnit), where each shard
+// bounds the contributions of the persons it holds.
 package clickhouse
 
 import (
@@ -105,6 +107,9 @@ var (
 	_ engine.Engine = (*Engine)(nil)
 	_ engine.Binder = (*Engine)(nil)
 	_ engine.Pinger = (*Engine)(nil)
+
+	_ engine.UnitSharder  = (*Engine)(nil)
+	_ engine.ShardBounder = dialect{}
 )
 
 // init registers ClickHouse as the engine kind "clickhouse".
@@ -738,6 +743,15 @@ func (t *Table) ShardedBy(col string) bool {
 	return false
 }
 
+// ShardedByUnit reports whether catalog table name is bound to a
+// Distributed table whose sharding key is privacyUnit or a hash of it
+// (ShardedBy): each person's rows are then on one shard, and dpstat bounds
+// each person's contribution on the shards.
+func (e *Engine) ShardedByUnit(name, privacyUnit string) bool {
+	t := e.Bound(name)
+	return t != nil && privacyUnit != "" && t.Engine == "Distributed" && t.ShardedBy(privacyUnit)
+}
+
 // Describe says how the catalog table name is read, for EXPLAIN: whether it
 // is Distributed, how it is sharded, and where the bounding runs.
 func (e *Engine) Describe(name, privacyUnit string) []string {
@@ -754,7 +768,7 @@ func (e *Engine) Describe(name, privacyUnit string) []string {
 	case privacyUnit == "":
 		out = append(out, "engine: no privacy unit: each shard filters and projects its rows, the server dpstat connects to aggregates them")
 	case t.ShardedBy(privacyUnit):
-		out = append(out, fmt.Sprintf("engine: sharded by the privacy unit %s, so each person's rows are on one shard; each shard filters and projects its rows and the server dpstat connects to bounds each person's contribution and aggregates (the projected rows of the query cross the network once)", privacyUnit))
+		out = append(out, fmt.Sprintf("engine: sharded by the privacy unit %s, so each person's rows are on one shard; each shard filters its rows and bounds each person's contribution (at most L∞ rows per group, at most L0 groups), and only each person's bounded per-group sums cross the network, which the server dpstat connects to adds per group (a query that joins another table or pre-aggregates per person bounds on that server instead)", privacyUnit))
 	default:
 		out = append(out, fmt.Sprintf("engine: not sharded by the privacy unit %s, so a person's rows may be on several shards; the answer is still exact: each shard filters and projects its rows and the server dpstat connects to bounds each person over all of them (the projected rows of the query cross the network once)", privacyUnit))
 	}
@@ -967,6 +981,38 @@ func (dialect) RowKey(salt uint64, exprs []string) string {
 func (dialect) KeepFirst(key string, partition []string, n int64) string {
 	return "ORDER BY " + key + " LIMIT " + strconv.FormatInt(n, 10) + " BY " + strings.Join(partition, ", ")
 }
+
+// KeptRows sorts the rows' tuples by key and keeps the first n.
+func (dialect) KeptRows(key string, exprs []string, n int64) string {
+	return "arraySlice(arraySort(t -> t.1, groupArray(tuple(" + key + ", " + strings.Join(exprs, ", ") + "))), 1, " + strconv.FormatInt(n, 10) + ")"
+}
+
+// KeptCount counts the non-NULL values of the i-th expression (element
+// i+1 of each tuple, after the key).
+func (dialect) KeptCount(list string, i int) string {
+	return "toUInt64(arrayCount(t -> NOT isNull(t." + strconv.Itoa(i+1) + "), " + list + "))"
+}
+
+// KeptExactSum sums the high and low 32 bits of each value apart, in
+// 64 bits (at most 2^32 values of at most 2^31 in magnitude cannot
+// overflow), and joins them in a Decimal128: arraySum has no Decimal.
+func (dialect) KeptExactSum(list string, i int) string {
+	e := "t." + strconv.Itoa(i+1)
+	part := func(f string) string {
+		return "arraySum(arrayMap(t -> " + f + "(assumeNotNull(" + e + "), 4294967296), arrayFilter(t -> NOT isNull(" + e + "), " + list + ")))"
+	}
+	return "if(arrayExists(t -> NOT isNull(" + e + "), " + list + "), toDecimal128(" + part("intDiv") + ", 0) * toDecimal128(4294967296, 0) + toDecimal128(" + part("modulo") + ", 0), NULL)"
+}
+
+// KeptGridSum sums the non-NULL i-th elements as doubles.
+func (dialect) KeptGridSum(list string, i int) string {
+	e := "t." + strconv.Itoa(i+1)
+	return "if(arrayExists(t -> NOT isNull(" + e + "), " + list + "), arraySum(arrayMap(t -> assumeNotNull(" + e + "), arrayFilter(t -> NOT isNull(" + e + "), " + list + "))), NULL)"
+}
+
+// PerShard sets distributed_group_by_no_merge: each shard runs the
+// SELECT over a Distributed table to its end.
+func (dialect) PerShard() string { return " SETTINGS distributed_group_by_no_merge = 1" }
 
 // Collect is groupArray, which skips NULLs.
 func (dialect) Collect(arg string) string { return "groupArray(" + arg + ")" }

@@ -196,6 +196,38 @@ func TestExplainSaysHowTheTableIsSharded(t *testing.T) {
 	}
 }
 
+// TestBoundsOnTheShards: a bounded query over a Distributed table sharded
+// by the privacy unit runs its per-person stages on each shard (the
+// statement asks each shard to run its SELECT over the table to its end,
+// and that SELECT groups by person and keeps L0 groups per person), EXPLAIN
+// says so, and the generator writes the whole-cluster statement otherwise.
+func TestBoundsOnTheShards(t *testing.T) {
+	c := enginetest.SharedClickHouse(t)
+	svc, eng := enginetest.Service(t, c.Backend())
+	const sql = "SELECT g, COUNT(*), SUM(x) FROM visits GROUP BY g"
+	p, err := svc.Prepare("EXPLAIN "+sql, query.Options{Epsilon: 1, Confidence: 0.95, Analyst: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := strings.Join(p.Explain().Lines(), "\n"); !strings.Contains(text, "each shard filters its rows and bounds each person's contribution") {
+		t.Errorf("EXPLAIN does not say each shard bounds:\n%s", text)
+	}
+	if !p.Plan.PerShard || !strings.HasSuffix(p.SQL, " SETTINGS distributed_group_by_no_merge = 1") || !strings.Contains(p.SQL, "GROUP BY u, k0 ORDER BY") || !strings.Contains(p.SQL, " BY u)") {
+		t.Errorf("the statement does not bound on the shards:\n%s", p.SQL)
+	}
+	if s, ok := eng.(engine.UnitSharder); !ok || !s.ShardedByUnit("visits", "pid") || s.ShardedByUnit("people", "pid") || s.ShardedByUnit("visits", "g") {
+		t.Errorf("ShardedByUnit does not tell the tables sharded by their unit")
+	}
+	p.Plan.PerShard = false
+	whole, err := p.Plan.SQL(eng.Dialect())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(whole, "SETTINGS") {
+		t.Errorf("the whole-cluster statement asks the shards to run to the end:\n%s", whole)
+	}
+}
+
 // TestUnreachableCostsNothing: a server that went away refuses the query
 // before the charge, and the engine answers again once it is back.
 func TestUnreachableCostsNothing(t *testing.T) {

@@ -35,4 +35,5 @@ func TestClickHouse(t *testing.T) {
 	c := enginetest.SharedClickHouse(t)
 	enginetest.Run(t, c.Backend())
 	t.Run("forms", func(t *testing.T) { enginetest.RunForms(t, c.Backend()) })
+	t.Run("per shard", func(t *testing.T) { enginetest.RunPerShard(t, c.Backend()) })
 }

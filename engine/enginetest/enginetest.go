@@ -17,6 +17,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -503,6 +504,73 @@ func RunForms(t *testing.T, b Backend) {
 				t.Errorf("on %s the clean form gives %s, the integer form %s", b.Name, stats[0], stats[1])
 			}
 		})
+	}
+}
+
+// saltRE matches the secret salt of a statement's row keys
+// (engine.LimitBy.RowKey spells it as the first value hashed).
+var saltRE = regexp.MustCompile(`cityHash64\(toUInt64\([0-9]+\)`)
+
+// RunPerShard checks, on an engine whose tables are distributed by their
+// privacy unit (engine.UnitSharder), that every bounded battery query
+// bounds each person on the shards (its statement ends with the dialect's
+// engine.ShardBounder.PerShard clause) and that, in every form, it gives
+// the same exact statistics as the statement that bounds every person on
+// the server dpstat connects to, both with the same row-key salt.
+func RunPerShard(t *testing.T, b Backend) {
+	svc, eng := Service(t, b)
+	sb, ok := eng.Dialect().(engine.ShardBounder)
+	if !ok {
+		t.Fatalf("the %s dialect cannot bound persons on the shards", b.Name)
+	}
+	perShard := 0
+	for _, c := range Battery {
+		if c.Refused != "" {
+			continue
+		}
+		opts := query.Options{Epsilon: 1e20, Delta: c.Delta, Confidence: 0.95, Analyst: "conformance"}
+		p, err := svc.Prepare(c.SQL, opts)
+		if err != nil {
+			t.Fatalf("%s: %v", c.SQL, err)
+		}
+		if !p.Plan.Bounded || p.SQL == "" || len(p.Plan.Query.Joins) > 0 || p.Plan.Query.Pre != nil {
+			continue
+		}
+		t.Run(c.Name, func(t *testing.T) {
+			if !p.Plan.PerShard || !strings.HasSuffix(p.SQL, sb.PerShard()) {
+				t.Fatalf("%s: the statement does not bound on the shards:\n%s", c.SQL, p.SQL)
+			}
+			perShard++
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			for _, f := range []query.Form{p.Plan.FirstForm(), query.CleanForm, query.IntegerForm} {
+				var got []string
+				for _, shards := range []bool{true, false} {
+					p.Plan.PerShard = shards
+					text, err := p.Plan.FormSQL(eng.Dialect(), f)
+					if err != nil {
+						t.Fatal(err)
+					}
+					text = saltRE.ReplaceAllString(text, "cityHash64(toUInt64(12345)")
+					rows, err := eng.Query(ctx, text)
+					if err != nil {
+						t.Fatalf("%s form (per shard %v) on %s: %v\n%s", f, shards, b.Name, err, text)
+					}
+					ex, err := p.Plan.ReadExactForm(rows, f)
+					if err != nil {
+						t.Fatalf("reading the %s form on %s: %v", f, b.Name, err)
+					}
+					got = append(got, fmt.Sprint(ex.Keys, ex.Stats))
+				}
+				p.Plan.PerShard = true
+				if got[0] != got[1] {
+					t.Errorf("%s, %s form: per shard %s, on the initiator %s", c.SQL, f, got[0], got[1])
+				}
+			}
+		})
+	}
+	if perShard == 0 {
+		t.Errorf("no bounded battery query on %s", b.Name)
 	}
 }
 

@@ -154,6 +154,14 @@ GROUP BY pid, grp ORDER BY rand() LIMIT 3 BY pid) GROUP BY grp`
 	if err != nil {
 		return err
 	}
+	// The statement that bounds every person on the server dpstat
+	// connects to, as for a table not sharded by the privacy unit.
+	prepBounded.Plan.PerShard = false
+	wholeBounded, err := prepBounded.Plan.SQL(eng.Dialect())
+	if err != nil {
+		return err
+	}
+	prepBounded.Plan.PerShard = true
 	type pair struct {
 		name      string
 		dp, plain func() error
@@ -163,6 +171,7 @@ GROUP BY pid, grp ORDER BY rand() LIMIT 3 BY pid) GROUP BY grp`
 		{"one row per person: dpstat's engine SQL alone vs the plain query", engineSQL(prepOne.SQL), plain(plainOneRow)},
 		{"per-person bounding (L0=3, Linf=2): COUNT, SUM, AVG GROUP BY public key", dp(bounded), plain(plainBounded)},
 		{"per-person bounding: dpstat's engine SQL alone vs the plain query", engineSQL(prepBounded.SQL), plain(plainBounded)},
+		{"per-person bounding on each shard: dpstat's statement bounding on the shards vs bounding on the initiator", engineSQL(prepBounded.SQL), engineSQL(wholeBounded)},
 	}
 	fmt.Printf("== %s shard(s): %s\n\n", n, table)
 	for _, p := range pairs {
