@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -40,6 +41,24 @@ type Spec struct {
 	// MemoryLimit caps an embedded engine's memory, e.g. "2GB"; empty
 	// means the engine's default.
 	MemoryLimit string
+}
+
+// ServerPassword checks the spec of a server engine (name, e.g.
+// "postgres", and product, e.g. "PostgreSQL", for messages): the embedded
+// engine's settings are refused, and the password is read from the
+// environment variable PasswordEnv names ("" when it names none).
+func (s Spec) ServerPassword(name, product string) (string, error) {
+	if s.Threads != 0 || s.MemoryLimit != "" {
+		return "", fmt.Errorf("%s: threads (%d) and memory limit (%q) apply only to the embedded engine; leave them unset for a %s server, whose own settings govern them", name, s.Threads, s.MemoryLimit, product)
+	}
+	if s.PasswordEnv == "" {
+		return "", nil
+	}
+	pw, ok := os.LookupEnv(s.PasswordEnv)
+	if !ok {
+		return "", fmt.Errorf("%s: password_env %s: the environment variable is not set; set it to the password of the catalog's %s user", name, s.PasswordEnv, product)
+	}
+	return pw, nil
 }
 
 // kind is the spec's engine kind, with the default filled in.

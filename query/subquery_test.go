@@ -3,7 +3,6 @@ package query
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,28 +57,42 @@ tables:
 	return svc, rec
 }
 
-// roundedRows formats an answer's rows with numbers rounded to integers.
-func roundedRows(rows [][]any) string {
-	var out []string
-	for _, r := range rows {
-		var cells []string
-		for _, v := range r {
-			if f, ok := v.(float64); ok {
-				v = math.Round(f*1000) / 1000
+// answerCase is a query and the rows it must answer at ε = 1e20, as
+// formatRows prints them.
+type answerCase struct{ name, sql, want string }
+
+// checkAnswers answers every case with svc at ε = 1e20.
+func checkAnswers(t *testing.T, svc *Service, cases []answerCase) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := svc.Answer(context.Background(), tt.sql, exactOpts())
+			if err != nil {
+				t.Fatalf("%s: %v", tt.sql, err)
 			}
-			cells = append(cells, strings.TrimSuffix(fmt.Sprint(v), ".0"))
-		}
-		out = append(out, strings.Join(cells, " "))
+			if got := formatRows(res.Rows); got != tt.want {
+				t.Errorf("%s:\n got %s\nwant %s", tt.sql, got, tt.want)
+			}
+		})
 	}
-	return strings.Join(out, "; ")
+}
+
+// checkRefusals prepares every query with svc and wants a refusal whose
+// text holds the case's part.
+func checkRefusals(t *testing.T, svc *Service, cases []struct{ sql, want string }) {
+	t.Helper()
+	for _, tt := range cases {
+		_, err := svc.Prepare(tt.sql, exactOpts())
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s:\n got %v\nwant a refusal mentioning %q", tt.sql, err, tt.want)
+		}
+	}
 }
 
 // TestSubqueries checks common table expressions and subqueries in FROM at
 // ε = 1e20: each gives the answer of the query written without them.
 func TestSubqueries(t *testing.T) {
-	svc := subqueryService(t)
-	ctx := context.Background()
-	for _, tt := range []struct{ name, sql, want string }{
+	checkAnswers(t, subqueryService(t), []answerCase{
 		{"cte filter", "WITH big AS (SELECT * FROM visits WHERE euros >= 20) SELECT COUNT(*), SUM(euros) FROM big", "4 210"},
 		{"cte computed column", "WITH v AS (SELECT pid, euros * 2 AS twice FROM visits) SELECT SUM(twice) FROM v", "452"},
 		{"cte column names", "WITH v (p, e) AS (SELECT pid, euros FROM visits) SELECT SUM(e) FROM v", "226"},
@@ -96,23 +109,12 @@ func TestSubqueries(t *testing.T) {
 		{"star over a cte", "WITH a AS (SELECT pid, euros * 2 AS e2 FROM visits), b AS (SELECT * FROM a WHERE pid > 1) SELECT SUM(e2) FROM b", "332"},
 		{"qualified star", "SELECT SUM(e2), COUNT(*) FROM (SELECT a.* FROM (SELECT pid, euros * 2 AS e2 FROM visits) a WHERE pid > 1) b", "332 5"},
 		{"distinct people", "WITH v AS (SELECT pid FROM visits WHERE day = 1) SELECT COUNT(DISTINCT pid) FROM v", "3"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			res, err := svc.Answer(ctx, tt.sql, exactOpts())
-			if err != nil {
-				t.Fatalf("%s: %v", tt.sql, err)
-			}
-			if got := roundedRows(res.Rows); got != tt.want {
-				t.Errorf("%s:\n got %s\nwant %s", tt.sql, got, tt.want)
-			}
-		})
-	}
+	})
 }
 
 // TestSubqueryRefusals: what cannot be merged is refused, free, saying why.
 func TestSubqueryRefusals(t *testing.T) {
-	svc := subqueryService(t)
-	for _, tt := range []struct{ sql, want string }{
+	checkRefusals(t, subqueryService(t), []struct{ sql, want string }{
 		{"WITH RECURSIVE r AS (SELECT pid FROM visits) SELECT COUNT(*) FROM r", "RECURSIVE"},
 		{"WITH visits AS (SELECT * FROM payments) SELECT COUNT(*) FROM visits", "another name"},
 		{"SELECT COUNT(*) FROM (SELECT pid FROM visits LIMIT 3) s", "LIMIT"},
@@ -125,12 +127,7 @@ func TestSubqueryRefusals(t *testing.T) {
 		{"SELECT COUNT(*) FROM visits v LEFT JOIN (SELECT * FROM days WHERE weekend) d ON v.day = d.day", "outer join"},
 		{"SELECT COUNT(*) FROM (SELECT 1 AS one) s", "reads no catalog table"},
 		{"WITH a AS (SELECT day FROM visits) SELECT COUNT(*) FROM a JOIN days d ON a.day = d.day WHERE day = 1", "qualify"},
-	} {
-		_, err := svc.Prepare(tt.sql, exactOpts())
-		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("%s:\n got %v\nwant a refusal mentioning %q", tt.sql, err, tt.want)
-		}
-	}
+	})
 }
 
 // TestPreAggregation checks per-person pre-aggregation at ε = 1e20. As in
@@ -138,9 +135,7 @@ func TestSubqueryRefusals(t *testing.T) {
 // visits: person 1 has 3 visits (10, 20, 30), 2 has 1 (5), 3 has 2 (60,
 // 1), 4 has 1 (300, clamped to 100), 5 has 1 (NULL).
 func TestPreAggregation(t *testing.T) {
-	svc := subqueryService(t)
-	ctx := context.Background()
-	for _, tt := range []struct{ name, sql, want string }{
+	checkAnswers(t, subqueryService(t), []answerCase{
 		{"people", "WITH pp AS (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) SELECT COUNT(*) FROM pp", "5"},
 		{"clamped counts", "WITH pp AS (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) SELECT SUM(LEAST(n, 2)), AVG(LEAST(n, 10)) FROM pp", "7 1.6"},
 		{"histogram of visits per person", "SELECT width_bucket(n, 1, 4, 3) AS visits, COUNT(*) FROM (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) s GROUP BY 1", "0 0; 1 3; 2 1; 3 1; 4 0"},
@@ -154,24 +149,13 @@ func TestPreAggregation(t *testing.T) {
 		{"unit not selected", "SELECT COUNT(*) FROM (SELECT COUNT(*) AS n FROM visits GROUP BY pid) s", "5"},
 		{"inner keys", "SELECT day, COUNT(*) FROM (SELECT pid, day, COUNT(*) AS n FROM visits GROUP BY pid, day) s WHERE day <= 2 GROUP BY day", "1 3; 2 1; 3 0; 4 0; 5 0; 6 0; 7 0; 8 0; 9 0"},
 		{"expression inside", "SELECT SUM(LEAST(s, 100)) FROM (SELECT pid, SUM(euros * 2) AS s FROM visits GROUP BY pid) t", "410"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			res, err := svc.Answer(ctx, tt.sql, exactOpts())
-			if err != nil {
-				t.Fatalf("%s: %v", tt.sql, err)
-			}
-			if got := roundedRows(res.Rows); got != tt.want {
-				t.Errorf("%s:\n got %s\nwant %s", tt.sql, got, tt.want)
-			}
-		})
-	}
+	})
 }
 
 // TestPreAggregationRefusals: what a per-person pre-aggregation cannot do
 // is refused, free, saying what would be accepted.
 func TestPreAggregationRefusals(t *testing.T) {
-	svc := subqueryService(t)
-	for _, tt := range []struct{ sql, want string }{
+	checkRefusals(t, subqueryService(t), []struct{ sql, want string }{
 		{"SELECT SUM(n) FROM (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) s", "LEAST"},
 		{"SELECT AVG(n * 2) FROM (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) s", "clamp"},
 		{"SELECT COUNT(*) FROM (SELECT day, COUNT(*) AS n FROM visits GROUP BY day) s", "GROUP BY pid"},
@@ -183,12 +167,7 @@ func TestPreAggregationRefusals(t *testing.T) {
 		{"SELECT COUNT(*) FROM (SELECT pid, day AS d FROM visits GROUP BY pid, day % 2) s", "not expressions"},
 		{"WITH pp AS (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) SELECT COUNT(*) FROM pp JOIN days d ON pp.n = d.day", "read alone"},
 		{"WITH pp AS (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid), q AS (SELECT * FROM pp) SELECT COUNT(*) FROM q", "another subquery"},
-	} {
-		_, err := svc.Prepare(tt.sql, exactOpts())
-		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("%s:\n got %v\nwant a refusal mentioning %q", tt.sql, err, tt.want)
-		}
-	}
+	})
 }
 
 // TestPreAggregationContribution: with the privacy unit as the only inner
@@ -235,7 +214,7 @@ func TestSubqueryGrowthIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := roundedRows(res.Rows); got != "4" {
+	if got := formatRows(res.Rows); got != "4" {
 		t.Errorf("nested WITH: got %s, want 4", got)
 	}
 }

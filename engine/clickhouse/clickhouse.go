@@ -28,7 +28,6 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"os"
 	"reflect"
 	"regexp"
 	"sort"
@@ -119,17 +118,11 @@ func init() {
 
 // openSpec opens the engine a catalog's `engine:` section describes.
 func openSpec(ctx context.Context, spec engine.Spec) (engine.Engine, error) {
-	if spec.Threads != 0 || spec.MemoryLimit != "" {
-		return nil, fmt.Errorf("clickhouse: threads (%d) and memory limit (%q) apply only to the embedded engine; leave them unset for a ClickHouse server, whose own settings govern them", spec.Threads, spec.MemoryLimit)
+	pw, err := spec.ServerPassword("clickhouse", "ClickHouse")
+	if err != nil {
+		return nil, err
 	}
-	opts := Options{DSN: spec.DSN, StatementTimeout: spec.StatementTimeout, MaxConns: spec.MaxConns}
-	if spec.PasswordEnv != "" {
-		pw, ok := os.LookupEnv(spec.PasswordEnv)
-		if !ok {
-			return nil, fmt.Errorf("clickhouse: password_env %s: the environment variable is not set; set it to the password of the catalog's ClickHouse user", spec.PasswordEnv)
-		}
-		opts.Password = pw
-	}
+	opts := Options{DSN: spec.DSN, Password: pw, StatementTimeout: spec.StatementTimeout, MaxConns: spec.MaxConns}
 	return Open(ctx, opts)
 }
 

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -84,17 +83,11 @@ func init() {
 
 // openSpec opens the engine a catalog's `engine:` section describes.
 func openSpec(ctx context.Context, spec engine.Spec) (engine.Engine, error) {
-	if spec.Threads != 0 || spec.MemoryLimit != "" {
-		return nil, fmt.Errorf("postgres: threads (%d) and memory limit (%q) apply only to the embedded engine; leave them unset for a PostgreSQL server, whose own settings govern them", spec.Threads, spec.MemoryLimit)
+	pw, err := spec.ServerPassword("postgres", "PostgreSQL")
+	if err != nil {
+		return nil, err
 	}
-	opts := Options{DSN: spec.DSN, StatementTimeout: spec.StatementTimeout, MaxConns: spec.MaxConns}
-	if spec.PasswordEnv != "" {
-		pw, ok := os.LookupEnv(spec.PasswordEnv)
-		if !ok {
-			return nil, fmt.Errorf("postgres: password_env %s: the environment variable is not set; set it to the password of the catalog's database user", spec.PasswordEnv)
-		}
-		opts.Password = pw
-	}
+	opts := Options{DSN: spec.DSN, Password: pw, StatementTimeout: spec.StatementTimeout, MaxConns: spec.MaxConns}
 	return Open(ctx, opts)
 }
 
