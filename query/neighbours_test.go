@@ -233,6 +233,8 @@ var neighbourBattery = []string{
 	"SELECT t, COUNT(*), SUM(LEAST(n, 2)) FROM (SELECT pid, t, COUNT(i) AS n FROM T WHERE i > 0 GROUP BY pid, t) s GROUP BY t",
 	// Keys alone: the public list free, key selection with all of ε.
 	"SELECT t, b FROM T GROUP BY t, b",
+	"SELECT DISTINCT t, b FROM T",
+	"SELECT DISTINCT u FROM T",
 	"SELECT u FROM T GROUP BY u",
 	// Key selection, most common values, answer filters.
 	"SELECT u, COUNT(*) FROM T GROUP BY u",

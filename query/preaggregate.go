@@ -266,7 +266,7 @@ func (pre *PreAggregate) outputColumn(c PreColumn, rel *catalog.Table) (*catalog
 
 // preSQL renders the pre-aggregation as a subquery of the engine.
 func (g *sqlGen) preSQL(pre *PreAggregate) (string, error) {
-	ig := &sqlGen{d: g.d, p: &Plan{Query: pre.Query, Table: pre.Relation, Bounded: true}, form: CleanForm}
+	ig := newSQLGen(g.d, &Plan{Query: pre.Query, Table: pre.Relation, Bounded: true}, CleanForm)
 	var cols []string
 	for _, c := range pre.Columns {
 		if c.Key != "" {

@@ -53,10 +53,9 @@ type subquery struct {
 // fromItem is a table or subquery of the outer FROM, for resolving
 // unqualified column names.
 type fromItem struct {
-	alias   string
-	columns func(name string) bool
-	table   *catalog.Table
-	sub     *subquery
+	alias string
+	table *catalog.Table // nil for a subquery, or a name the catalog lacks
+	sub   *subquery
 }
 
 // mergeSubqueries rewrites s in place: every common table expression and
@@ -166,7 +165,7 @@ func (p *parser) mergeSubqueries(s *pg.SelectStmt, top bool, outer map[string]*p
 				if it.sub != nil && it.sub.outputs[strings.ToLower(parts[0])] != nil {
 					found = it.sub
 					in = append(in, it.alias)
-				} else if it.sub == nil && it.columns(parts[0]) {
+				} else if it.table != nil && it.table.Column(parts[0]) != nil {
 					in = append(in, it.alias)
 				}
 			}
@@ -299,7 +298,7 @@ func (p *parser) mergeFrom(n *pg.Node, ctes map[string]*pg.SelectStmt, items *[]
 			alias = rv.Alias.Aliasname
 		}
 		t := p.cat.Table(rv.Relname)
-		*items = append(*items, fromItem{alias: alias, table: t, columns: func(name string) bool { return t != nil && t.Column(name) != nil }})
+		*items = append(*items, fromItem{alias: alias, table: t})
 		return n, nil
 	}
 	return n, nil
