@@ -87,7 +87,7 @@ func Register(ctx context.Context, cat *catalog.Catalog, eng engine.Engine) erro
 			continue
 		}
 		// The same table with NaN left in float columns, for the fast form
-		// of sums (see Plan.SQL).
+		// of sums (see SQL).
 		for i := range cols {
 			cols[i].KeepNaN = true
 		}
@@ -256,7 +256,7 @@ func (p *Prepared) FormSQL(f Form) (string, error) {
 	if p.SQL == "" || f == p.Plan.FirstForm() {
 		return p.SQL, nil
 	}
-	return p.Plan.FormSQL(p.dialect, f)
+	return FormSQL(p.Plan, p.dialect, f)
 }
 
 // Prepare parses, checks and plans a query and calibrates its noise. Every
@@ -274,7 +274,7 @@ func (s *Service) Prepare(sql string, opts Options) (*Prepared, error) {
 		// them there (Plan.PerShard).
 		p.Plan.PerShard = true
 		if p.SQL != "" {
-			if p.SQL, err = p.Plan.SQL(p.dialect); err != nil {
+			if p.SQL, err = SQL(p.Plan, p.dialect); err != nil {
 				return nil, err
 			}
 		}
@@ -320,13 +320,13 @@ func prepareWith(cat *catalog.Catalog, d engine.Dialect, sql string, opts Option
 	if !plan.onlyHistograms() && !plan.publicKeysOnly() {
 		// Quantiles alone need only their histograms; public keys alone
 		// need nothing.
-		if text, err = plan.SQL(d); err != nil {
+		if text, err = SQL(plan, d); err != nil {
 			return nil, err
 		}
 	}
 	prep := &Prepared{Plan: plan, Noise: nz, SQL: text, Opts: opts, ExplainOnly: explain, dialect: d}
 	for h := range plan.Histograms {
-		hs, err := plan.HistogramSQL(d, h)
+		hs, err := HistogramSQL(plan, d, h)
 		if err != nil {
 			return nil, err
 		}
@@ -747,7 +747,7 @@ func (p *Prepared) Release(exact *Exact) (*Result, error) {
 	if q.Limit >= 0 && q.Limit < int64(len(res.Rows)) {
 		res.Rows, res.CI = res.Rows[:q.Limit], res.CI[:q.Limit]
 	}
-	plan.renderTemporalKeys(res)
+	renderTemporalKeys(plan, res)
 	dropHidden(res, q)
 	// Mechanisms are listed in release order, which follows the aggregates.
 	res.Split = p.Noise.split()

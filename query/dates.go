@@ -582,7 +582,7 @@ func dateConstant(tc *pg.TypeCast) (Scalar, bool, error) {
 
 // renderTemporalKeys spells the released keys of date and timestamp
 // columns, and of their truncations, as dates and timestamps.
-func (p *Plan) renderTemporalKeys(res *Result) {
+func renderTemporalKeys(p *Plan, res *Result) {
 	q := p.Query
 	for i, o := range q.Outputs {
 		if !o.IsKey() {

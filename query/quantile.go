@@ -143,7 +143,7 @@ func extremeScores(counts []int64, bins int, extreme int, r float64) []float64 {
 // bounded as for the main statement (at most RowsPerGroup rows per person
 // and group, at most Groups groups per person), with their own random
 // choices.
-func (p *Plan) HistogramSQL(d engine.Dialect, h int) (string, error) {
+func HistogramSQL(p *Plan, d engine.Dialect, h int) (string, error) {
 	g := newSQLGen(d, p, CleanForm) // histograms read the view where NaN is NULL
 	if err := g.checkJoins(); err != nil {
 		return "", err

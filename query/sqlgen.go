@@ -59,12 +59,12 @@ func (p *Plan) FirstForm() Form {
 // are quoted and literals rendered by the dialect. Its result has one row
 // per non-empty group: the key columns k0, k1, … then the statistics s0,
 // s1, … (counts; sums, see Form; a sum of no values is NULL).
-func (p *Plan) SQL(d engine.Dialect) (string, error) {
-	return p.FormSQL(d, p.FirstForm())
+func SQL(p *Plan, d engine.Dialect) (string, error) {
+	return FormSQL(p, d, p.FirstForm())
 }
 
 // FormSQL is SQL in the given form.
-func (p *Plan) FormSQL(d engine.Dialect, f Form) (string, error) {
+func FormSQL(p *Plan, d engine.Dialect, f Form) (string, error) {
 	g := newSQLGen(d, p, f)
 	return g.generate()
 }

@@ -219,7 +219,7 @@ func TestBoundsOnTheShards(t *testing.T) {
 		t.Errorf("ShardedByUnit does not tell the tables sharded by their unit")
 	}
 	p.Plan.PerShard = false
-	whole, err := p.Plan.SQL(eng.Dialect())
+	whole, err := query.SQL(p.Plan, eng.Dialect())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -547,7 +547,7 @@ func RunPerShard(t *testing.T, b Backend) {
 				var got []string
 				for _, shards := range []bool{true, false} {
 					p.Plan.PerShard = shards
-					text, err := p.Plan.FormSQL(eng.Dialect(), f)
+					text, err := query.FormSQL(p.Plan, eng.Dialect(), f)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -157,7 +157,7 @@ GROUP BY pid, grp ORDER BY rand() LIMIT 3 BY pid) GROUP BY grp`
 	// The statement that bounds every person on the server dpstat
 	// connects to, as for a table not sharded by the privacy unit.
 	prepBounded.Plan.PerShard = false
-	wholeBounded, err := prepBounded.Plan.SQL(eng.Dialect())
+	wholeBounded, err := query.SQL(prepBounded.Plan, eng.Dialect())
 	if err != nil {
 		return err
 	}
