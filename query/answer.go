@@ -350,6 +350,7 @@ type EngineError struct {
 	Err error
 }
 
+// Error says what the engine reported.
 func (e *EngineError) Error() string {
 	if errors.Is(e.Err, context.Canceled) || errors.Is(e.Err, context.DeadlineExceeded) {
 		return fmt.Sprintf("the query on table %s was stopped before it finished (%v); its cost had been charged as release %d", e.Table, e.Err, e.ReleaseID)
@@ -943,6 +944,8 @@ func compareValues(a, b any) int {
 	return strings.Compare(fmt.Sprint(a), fmt.Sprint(b))
 }
 
+// number reads an engine's or a released value as a float64; false when it
+// is not a number.
 func number(v any) (float64, bool) {
 	switch x := v.(type) {
 	case int64:

@@ -125,11 +125,11 @@ func TestFeasible(t *testing.T) {
 		in, want Interval
 		lo, hi   float64
 	}{
-		{Interval{-3, 9}, Interval{0, 9}, 0, inf},
-		{Interval{2, 9}, Interval{2, 9}, 0, inf},
-		{Interval{-9, -2}, Interval{0, 0}, 0, inf},
-		{Interval{-9, 4}, Interval{-9, 0}, -inf, 0},
-		{Interval{3, 9}, Interval{0, 0}, -inf, 0},
+		{Interval{Low: -3, High: 9}, Interval{Low: 0, High: 9}, 0, inf},
+		{Interval{Low: 2, High: 9}, Interval{Low: 2, High: 9}, 0, inf},
+		{Interval{Low: -9, High: -2}, Interval{Low: 0, High: 0}, 0, inf},
+		{Interval{Low: -9, High: 4}, Interval{Low: -9, High: 0}, -inf, 0},
+		{Interval{Low: 3, High: 9}, Interval{Low: 0, High: 0}, -inf, 0},
 	} {
 		if got := feasible(c.in, c.lo, c.hi); got != c.want {
 			t.Errorf("feasible(%v, %v, %v) = %v, want %v", c.in, c.lo, c.hi, got, c.want)

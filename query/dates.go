@@ -50,6 +50,7 @@ var (
 		"dow": true, "isodow": true, "doy": true, "hour": false, "minute": false}
 )
 
+// Microseconds in an hour and in a minute, the units of timestamps.
 const (
 	microsPerHour   = 3_600_000_000
 	microsPerMinute = 60_000_000
@@ -70,6 +71,8 @@ func temporalLiteral(t catalog.Type, s string) (Operand, error) {
 	return Operand{Kind: Literal, Value: v, Type: t}, nil
 }
 
+// parseTemporal reads a date ("2024-01-31") or timestamp literal of type t
+// as days or microseconds since 1970-01-01.
 func parseTemporal(t catalog.Type, s string) (int64, error) {
 	if t == catalog.Date {
 		d, err := catalog.ParseDate(s)

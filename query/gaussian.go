@@ -16,12 +16,14 @@ const MinGaussianAggregates = 2
 // gaussianSum adapts mechanism.Gaussian to the noise stage.
 type gaussianSum struct{ *mechanism.Gaussian }
 
+// Scale is the noise's standard deviation.
 func (g gaussianSum) Scale() float64 { return g.Sigma() }
 
 // gaussianCount releases counts with Gaussian noise rounded to an integer
 // (post-processing).
 type gaussianCount struct{ *mechanism.Gaussian }
 
+// Release adds Gaussian noise to x and rounds it to an integer.
 func (g gaussianCount) Release(x int64) int64 {
 	v, err := g.Gaussian.Release(float64(x))
 	if err != nil {
@@ -30,6 +32,7 @@ func (g gaussianCount) Release(x int64) int64 {
 	return int64(math.Round(v))
 }
 
+// Scale is the noise's standard deviation.
 func (g gaussianCount) Scale() float64 { return g.Sigma() }
 
 // Interval is the Gaussian's half-width plus the rounding to an integer.

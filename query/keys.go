@@ -120,6 +120,7 @@ type UnknownKeyError struct {
 	Key []any
 }
 
+// Error reports an unknown group without its key, which may be data.
 func (e *UnknownKeyError) Error() string {
 	return "internal error: the engine returned a group that is not one of the query's groups"
 }

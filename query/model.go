@@ -338,6 +338,8 @@ func (q *Query) String() string {
 	return b.String()
 }
 
+// operandString spells an operand of a condition as SQL, naming columns and
+// outputs as the query does.
 func operandString(o Operand, q *Query) string {
 	switch o.Kind {
 	case ColumnRef:
@@ -362,6 +364,7 @@ func operandString(o Operand, q *Query) string {
 	return fmt.Sprint(o.Value)
 }
 
+// exprString spells a condition as SQL, for EXPLAIN and messages.
 func exprString(e Expr, q *Query) string {
 	switch x := e.(type) {
 	case Compare:

@@ -163,6 +163,8 @@ func (p *Plan) nullSteps(s Summand) int64 {
 	return int64(math.Ldexp(r, -s.Exp))
 }
 
+// toBig reads an engine's exact integer (a count or a sum in grid steps) as
+// a big.Int, whatever integer or decimal type the driver returns.
 func toBig(v any) (*big.Int, error) {
 	switch x := v.(type) {
 	case nil:

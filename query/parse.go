@@ -19,8 +19,10 @@ type RefusedError struct {
 	Reason string
 }
 
+// Error says that the query is refused, and why.
 func (e *RefusedError) Error() string { return "query refused: " + e.Reason }
 
+// refuse returns a RefusedError with the formatted reason.
 func refuse(format string, args ...any) error {
 	return &RefusedError{Reason: fmt.Sprintf(format, args...)}
 }

@@ -160,7 +160,7 @@ func TestConcurrentIdenticalQueries(t *testing.T) {
 func TestAnswerRoundTrip(t *testing.T) {
 	in := &Result{Columns: []string{"k", "b", "n", "x", "z"},
 		Rows: [][]any{{"A", true, int64(-3), 1.25, nil}},
-		CI:   [][]*Interval{{nil, nil, {-4, -2}, {1, 1.5}, nil}}, Confidence: 0.9}
+		CI:   [][]*Interval{{nil, nil, {Low: -4, High: -2}, {Low: 1, High: 1.5}, nil}}, Confidence: 0.9}
 	b, err := encodeAnswer(in)
 	if err != nil {
 		t.Fatal(err)
