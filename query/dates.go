@@ -176,6 +176,18 @@ func (p *parser) dateArgs(fc *pg.FuncCall) (string, *catalog.Column, bool, error
 	}
 	field := strings.ToLower(sv.Sval.Sval)
 	cr := fc.Args[1].GetColumnRef()
+	if a := fc.Args[1].GetAExpr(); cr == nil && a != nil && a.Lexpr.GetColumnRef() != nil && isInterval(a.Rexpr) {
+		text := ""
+		if sv, ok := a.Rexpr.GetTypeCast().Arg.GetAConst().GetVal().(*pg.A_Const_Sval); ok {
+			text = sv.Sval.Sval
+		}
+		col := ""
+		if f := a.Lexpr.GetColumnRef().Fields; len(f) > 0 && f[len(f)-1].GetString_() != nil {
+			col = f[len(f)-1].GetString_().Sval
+		}
+		return "", nil, false, refuse("%s of %s %s INTERVAL '%s' is not supported: date functions take a date or timestamp column, as in %s; apply it to %s and shift the literals it is compared with instead",
+			strings.ToUpper(name), col, opName(a), text, form, col)
+	}
 	if cr == nil {
 		return "", nil, false, refuse("%s: the second argument must be a date or timestamp column, as in %s", strings.ToUpper(name), form)
 	}

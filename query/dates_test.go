@@ -177,5 +177,6 @@ func TestDateQuantiles(t *testing.T) {
 		{"SELECT MAX(signup) - MIN(signup) FROM events", "MAX(signup) is a date: select it as a column of its own"},
 		{"SELECT SUM(signup) FROM events", "SUM needs an int or float column (MIN, MAX and MEDIAN also take date and timestamp columns)"},
 		{"SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY city) FROM events", "want an int, float, date or timestamp column"},
+		{"SELECT date_trunc('month', signup + INTERVAL '1 month') AS m, COUNT(*) FROM events GROUP BY m", "DATE_TRUNC of signup + INTERVAL '1 month' is not supported: date functions take a date or timestamp column"},
 	})
 }
