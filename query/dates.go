@@ -1024,3 +1024,12 @@ func temporalValue(t catalog.Type, x float64) string {
 	}
 	return catalog.FormatValue(t, int64(math.Min(hi, math.Max(lo, math.Round(x)))))
 }
+
+// gridValue spells a candidate of an aggregate's quantile grid for
+// EXPLAIN: a date or timestamp for a temporal aggregate, else the number.
+func (p *Plan) gridValue(a Aggregate, x float64) string {
+	if t := aggTemporal(&a, p.Query.Derived, p.Table); t != "" {
+		return temporalValue(t, x)
+	}
+	return strconv.FormatFloat(x, 'g', -1, 64)
+}

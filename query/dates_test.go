@@ -167,6 +167,15 @@ func TestDateQuantiles(t *testing.T) {
 		{"days are still numbers", "SELECT MIN(signup - DATE '2024-01-01'), MAX(EXTRACT(month FROM signup)) FROM events", "0 12"},
 		{"shift inside arithmetic", "SELECT SUM((signup + INTERVAL '1 day') - DATE '2024-01-01') FROM events", "869"},
 	})
+	res, err := svc.Answer(context.Background(), "EXPLAIN SELECT MIN(signup), MEDIAN(seen + INTERVAL '1 hour') FROM events", exactOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"366 candidates in [2024-01-01, 2024-12-31]", "1025 candidates in [2024-01-01 01:00:00, 2025-01-01 00:59:59]"} {
+		if got := formatRows(res.Rows); !strings.Contains(got, want) {
+			t.Errorf("EXPLAIN lacks %q:\n%s", want, got)
+		}
+	}
 	checkRefusals(t, svc, []struct{ sql, want string }{
 		{"SELECT MIN(visit) FROM events", "MIN(visit) needs declared bounds"}, {"SELECT MIN(visit) FILTER (WHERE amount > 3) FROM events", "MIN, MAX and quantiles of visit need declared bounds"},
 		{"SELECT MIN(signup + INTERVAL '1 month') FROM events", "signup + INTERVAL '1 month': a column shifted by months or years is not supported"},
