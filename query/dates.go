@@ -1033,3 +1033,18 @@ func (p *Plan) gridValue(a Aggregate, x float64) string {
 	}
 	return strconv.FormatFloat(x, 'g', -1, 64)
 }
+
+// checkTemporalArg refuses SUM, AVG and the variances of an expression
+// whose values are dates (signup + 7, date_trunc('month', signup)): a
+// sum of dates means nothing, as for a date column itself. COUNT, MIN,
+// MAX and quantiles take them.
+func (p *parser) checkTemporalArg(f AggFunc, name string, s Scalar) error {
+	if f == Count || f == Quantile {
+		return nil
+	}
+	if t := scalarTemporal(s, p.table); t != "" {
+		return refuse("%s(%s): the expression is a %s, which is not summed or averaged; use MIN, MAX or MEDIAN of it, or a number of days, e.g. %s(signup - DATE '2024-01-01')",
+			strings.ToUpper(name), scalarString(s), t, strings.ToUpper(name))
+	}
+	return nil
+}

@@ -185,6 +185,8 @@ func TestDateQuantiles(t *testing.T) {
 		{"SELECT MIN(amount + INTERVAL '1 day') FROM events", "amount + INTERVAL '1 day': INTERVAL is added to dates and timestamps; column amount is int"},
 		{"SELECT MAX(signup) - MIN(signup) FROM events", "MAX(signup) is a date: select it as a column of its own"},
 		{"SELECT SUM(signup) FROM events", "SUM needs an int or float column (MIN, MAX and MEDIAN also take date and timestamp columns)"},
+		{"SELECT AVG(signup + INTERVAL '1 day') FROM events", "AVG((signup + 1)): the expression is a date, which is not summed or averaged"},
+		{"SELECT SUM(date_trunc('month', signup)) FROM events", "SUM(date_trunc('month', signup)): the expression is a date"},
 		{"SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY city) FROM events", "want an int, float, date or timestamp column"},
 		{"SELECT date_trunc('month', signup + INTERVAL '1 month') AS m, COUNT(*) FROM events GROUP BY m", "DATE_TRUNC of signup + INTERVAL '1 month' is not supported: date functions take a date or timestamp column"},
 	})

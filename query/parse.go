@@ -594,6 +594,9 @@ func (p *parser) aggregate(fc *pg.FuncCall) (Aggregate, error) {
 		if err != nil {
 			return Aggregate{}, err
 		}
+		if err := p.checkTemporalArg(f, name, s); err != nil {
+			return Aggregate{}, err
+		}
 		return p.filtered(fc, f, s, extreme)
 	}
 	col, err := p.columnRef(cr)
