@@ -191,3 +191,14 @@ func TestDateQuantiles(t *testing.T) {
 		{"SELECT date_trunc('month', signup + INTERVAL '1 month') AS m, COUNT(*) FROM events GROUP BY m", "DATE_TRUNC of signup + INTERVAL '1 month' is not supported: date functions take a date or timestamp column"},
 	})
 }
+
+// TestPerPersonDates checks that a person's MIN or MAX of a date, in a
+// per-person pre-aggregation, is a date to the outer query: compared with
+// date literals, truncated, and released as a date.
+func TestPerPersonDates(t *testing.T) {
+	svc := neighbours(t).services["people"]["D"]
+	checkAnswers(t, svc, []answerCase{
+		{"where and max", "WITH s AS (SELECT pid, MIN(dt) AS first FROM people GROUP BY pid) SELECT MAX(first), COUNT(*) FROM s WHERE first > '2024-03-01'", "2024-12-31 2"},
+		{"days", "WITH s AS (SELECT pid, MAX(dt) AS last FROM people GROUP BY pid) SELECT SUM(last - DATE '2024-01-01') FROM s", "1214"},
+	})
+}

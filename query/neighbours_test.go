@@ -204,6 +204,7 @@ var neighbourBattery = []string{
 	"SELECT MIN(dt), MAX(ts), MEDIAN(dt), percentile_cont(0.9) WITHIN GROUP (ORDER BY ts) FROM T WHERE dt > '2024-02-01'",
 	"SELECT t, MIN(dt + INTERVAL '1 week'), MAX(ts - INTERVAL '90 minutes') FILTER (WHERE i > 0) FROM T GROUP BY t",
 	"SELECT b, MIN(dt) AS m FROM T GROUP BY b HAVING MIN(dt) < '2024-06-01' ORDER BY m",
+	"WITH s AS (SELECT pid, MIN(dt) AS first, MAX(ts) AS last FROM T GROUP BY pid) SELECT date_trunc('quarter', last) AS q, MEDIAN(first), COUNT(*) FROM s WHERE first > '2024-01-15' GROUP BY q",
 	// Text functions: public images over value lists, key selection
 	// otherwise, lengths clamped.
 	"SELECT lower(t) AS l, upper(t) || '-' || t AS c, COUNT(*) FROM T GROUP BY l, c",
