@@ -593,19 +593,10 @@ func dateConstant(tc *pg.TypeCast) (Scalar, bool, error) {
 }
 
 // renderTemporalKeys spells the released keys of date and timestamp
-// columns, and of their truncations, as dates and timestamps, and the
-// released MIN, MAX and quantiles of dates and timestamps likewise.
+// columns, and of their truncations, as dates and timestamps.
 func (p *Plan) renderTemporalKeys(res *Result) {
 	q := p.Query
 	for i, o := range q.Outputs {
-		if t := aggTemporal(o.Agg, q.Derived, p.Table); t != "" && o.Post == nil {
-			for _, row := range res.Rows {
-				if v, ok := row[i].(float64); ok {
-					row[i] = temporalValue(t, v)
-				}
-			}
-			continue
-		}
 		if !o.IsKey() {
 			continue
 		}
@@ -623,6 +614,22 @@ func (p *Plan) renderTemporalKeys(res *Result) {
 		for _, row := range res.Rows {
 			if v, ok := row[i].(int64); ok {
 				row[i] = catalog.FormatValue(t, v)
+			}
+		}
+	}
+}
+
+// renderTemporalAggregates spells the released MIN, MAX and quantiles of
+// dates and timestamps (days or microseconds since 1970-01-01) as dates
+// and timestamps, once HAVING and ORDER BY have compared them as numbers.
+func renderTemporalAggregates(p *Plan, res *Result) {
+	q := p.Query
+	for i, o := range q.Outputs {
+		if t := aggTemporal(o.Agg, q.Derived, p.Table); t != "" && o.Post == nil {
+			for _, row := range res.Rows {
+				if v, ok := row[i].(float64); ok {
+					row[i] = temporalValue(t, v)
+				}
 			}
 		}
 	}
