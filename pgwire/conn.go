@@ -549,6 +549,17 @@ func (ss *session) shape(resp *server.Response, sql string) *description {
 			if counts[j] {
 				oid = oidInt8
 			}
+			// MIN, MAX and quantiles of dates and timestamps are released
+			// as such; their intervals stay numbers (days or microseconds
+			// since 1970-01-01).
+			if len(resp.Types) == len(resp.Columns) {
+				switch resp.Types[j] {
+				case "date":
+					oid = oidDate
+				case "timestamp":
+					oid = oidTimestamp
+				}
+			}
 			d.cols = append(d.cols, column{name, oid})
 			if ss.intervals {
 				d.cols = append(d.cols, column{name + "_low", oidFloat8}, column{name + "_high", oidFloat8})

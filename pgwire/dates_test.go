@@ -3,6 +3,9 @@ package pgwire
 import (
 	"encoding/binary"
 	"testing"
+
+	"github.com/dpstat/dpstat/server"
+	"github.com/dpstat/dpstat/server/servertest"
 )
 
 // TestEncodeTemporal checks released date and timestamp keys in both
@@ -23,5 +26,17 @@ func TestEncodeTemporal(t *testing.T) {
 	}
 	if _, err := encode("soon", oidDate, 1); err == nil {
 		t.Error("a value that is not a date was encoded")
+	}
+}
+
+// TestShapeTemporalAggregate checks that a released MIN of a date is
+// typed date and its interval columns stay numbers.
+func TestShapeTemporalAggregate(t *testing.T) {
+	ss := &session{s: &Server{opts: Options{Answerer: &servertest.Answerer{}}}, intervals: true}
+	resp := &server.Response{Columns: []string{"min_signup"}, Types: []string{"date"},
+		Rows: [][]any{{"2024-01-15"}}, CI: [][]*[2]float64{{{19723, 20088}}}}
+	d := ss.shape(resp, "SELECT MIN(signup) FROM events")
+	if len(d.cols) != 3 || d.cols[0].oid != oidDate || d.cols[1].oid != oidFloat8 {
+		t.Errorf("columns %+v: want a date and two float8 interval ends", d.cols)
 	}
 }

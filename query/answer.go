@@ -741,6 +741,7 @@ func (p *Prepared) Release(exact *Exact) (*Result, error) {
 		}
 		res.Rows, res.CI = rows, ci
 	}
+	renderTemporalAggregates(plan, res)
 	if q.Offset > 0 {
 		off := min(q.Offset, int64(len(res.Rows)))
 		res.Rows, res.CI = res.Rows[off:], res.CI[off:]

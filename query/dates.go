@@ -100,7 +100,7 @@ func (p *parser) temporalOf(o Operand) catalog.Type {
 	case OutputRef:
 		out := p.q.Outputs[o.Output]
 		if !out.IsKey() {
-			return ""
+			return aggTemporal(out.Agg, p.q.Derived, p.table)
 		}
 		if b := p.q.Buckets[out.Key]; b != nil {
 			if b.Kind == DateBucket && b.Trunc {
@@ -179,6 +179,18 @@ func (p *parser) dateArgs(fc *pg.FuncCall) (string, *catalog.Column, bool, error
 	}
 	field := strings.ToLower(sv.Sval.Sval)
 	cr := fc.Args[1].GetColumnRef()
+	if a := fc.Args[1].GetAExpr(); cr == nil && a != nil && a.Lexpr.GetColumnRef() != nil && isInterval(a.Rexpr) {
+		text := ""
+		if sv, ok := a.Rexpr.GetTypeCast().Arg.GetAConst().GetVal().(*pg.A_Const_Sval); ok {
+			text = sv.Sval.Sval
+		}
+		col := ""
+		if f := a.Lexpr.GetColumnRef().Fields; len(f) > 0 && f[len(f)-1].GetString_() != nil {
+			col = f[len(f)-1].GetString_().Sval
+		}
+		return "", nil, false, refuse("%s of %s %s INTERVAL '%s' is not supported: date functions take a date or timestamp column, as in %s; apply it to %s and shift the literals it is compared with instead",
+			strings.ToUpper(name), col, opName(a), text, form, col)
+	}
 	if cr == nil {
 		return "", nil, false, refuse("%s: the second argument must be a date or timestamp column, as in %s", strings.ToUpper(name), form)
 	}
@@ -580,7 +592,7 @@ func dateConstant(tc *pg.TypeCast) (Scalar, bool, error) {
 	if err != nil {
 		return nil, true, err
 	}
-	return Constant{Value: float64(d), Int: true}, true, nil
+	return Constant{Value: float64(d), Int: true, Type: catalog.Date}, true, nil
 }
 
 // renderTemporalKeys spells the released keys of date and timestamp
@@ -605,6 +617,22 @@ func renderTemporalKeys(p *Plan, res *Result) {
 		for _, row := range res.Rows {
 			if v, ok := row[i].(int64); ok {
 				row[i] = catalog.FormatValue(t, v)
+			}
+		}
+	}
+}
+
+// renderTemporalAggregates spells the released MIN, MAX and quantiles of
+// dates and timestamps (days or microseconds since 1970-01-01) as dates
+// and timestamps, once HAVING and ORDER BY have compared them as numbers.
+func renderTemporalAggregates(p *Plan, res *Result) {
+	q := p.Query
+	for i, o := range q.Outputs {
+		if t := aggTemporal(o.Agg, q.Derived, p.Table); t != "" && o.Post == nil {
+			for _, row := range res.Rows {
+				if v, ok := row[i].(float64); ok {
+					row[i] = temporalValue(t, v)
+				}
 			}
 		}
 	}
@@ -729,7 +757,8 @@ func addMonths(d, n int64) int64 {
 }
 
 // KeyTypes names the catalog type of each visible output that is a group
-// key ("date", "timestamp", "int", "text", …), and "" for aggregates,
+// key ("date", "timestamp", "int", "text", …) or a MIN, MAX or quantile
+// of a date or timestamp ("date", "timestamp"), and "" for other aggregates,
 // computed outputs and keys whose type is best read from their values
 // (numeric bins), in the order of the answer's columns. Clients type
 // their result columns by it.
@@ -739,7 +768,7 @@ func (p *Plan) KeyTypes() []string {
 		if o.Hidden {
 			continue
 		}
-		t := ""
+		t := string(aggTemporal(o.Agg, p.Query.Derived, p.Table))
 		if o.IsKey() {
 			if b := p.Query.Buckets[o.Key]; b != nil {
 				switch {
@@ -832,4 +861,200 @@ func (p *parser) shiftedCompare(a *pg.A_Expr, op string) (Expr, bool, error) {
 		return Compare{Op: op, Left: col, Right: lit}, true, nil
 	}
 	return Compare{Op: op, Left: lit, Right: col}, true, nil
+}
+
+// MIN, MAX, MEDIAN and percentile_cont of a date or timestamp are
+// released as for numbers: the exponential mechanism over a public grid of
+// the column's declared range of days or microseconds (an integer grid when
+// the range has at most QuantileBins values), the selected candidate
+// rounded to a whole day or microsecond and spelled as a date or timestamp
+// (renderTemporal). Their argument may be the column shifted by a fixed
+// INTERVAL of days, weeks (or, for a timestamp, hours, minutes, seconds):
+// a derived column whose bounds are the declared ones shifted by the
+// interval, which must stay within the dates (timestamps) dpstat reads.
+
+// quantileArg reads the argument of MIN, MAX, MEDIAN or percentile_cont
+// when it is a date or timestamp column, or one shifted by an INTERVAL
+// (col ± INTERVAL '…'); ok is false for any other argument.
+func (p *parser) quantileArg(n *pg.Node) (Scalar, bool, error) {
+	if cr := n.GetColumnRef(); cr != nil {
+		col, err := p.columnRef(cr)
+		if err != nil || !col.Type.Temporal() {
+			return nil, false, nil
+		}
+		if !col.Bounded() {
+			return nil, true, refuse("MIN, MAX and quantiles of %s need declared bounds: declare `lower:` and `upper:` for %s in the catalog (e.g. lower: \"2024-01-01\")", col.Name, col.Name)
+		}
+		return ColumnValue{Column: col.Name}, true, nil
+	}
+	if a := n.GetAExpr(); a != nil {
+		return p.shiftedScalar(a, true)
+	}
+	return nil, false, nil
+}
+
+// shiftedScalar reads col ± INTERVAL '…' of a bounded date or timestamp
+// column as the column plus a number of days (microseconds); ok is false
+// when a is not a column plus or minus an interval. Months and years are
+// refused (a month is not a fixed number of days), as is a timestamp
+// outside the argument of MIN, MAX or a quantile (timestamp is false).
+func (p *parser) shiftedScalar(a *pg.A_Expr, timestamp bool) (Scalar, bool, error) {
+	op := opName(a)
+	if a.Kind != pg.A_Expr_Kind_AEXPR_OP || (op != "+" && op != "-") || a.Lexpr.GetColumnRef() == nil || !isInterval(a.Rexpr) {
+		return nil, false, nil
+	}
+	col, err := p.columnRef(a.Lexpr.GetColumnRef())
+	if err != nil {
+		return nil, true, err
+	}
+	tc := a.Rexpr.GetTypeCast()
+	text := ""
+	if sv, ok := tc.Arg.GetAConst().GetVal().(*pg.A_Const_Sval); ok {
+		text = sv.Sval.Sval
+	}
+	expr := fmt.Sprintf("%s %s INTERVAL '%s'", col.Name, op, text)
+	if !col.Type.Temporal() {
+		return nil, true, refuse("%s: INTERVAL is added to dates and timestamps; column %s is %s", expr, col.Name, col.Type)
+	}
+	if col.Type == catalog.Timestamp && !timestamp {
+		return nil, true, refuse("%s: a shifted timestamp is supported as the whole argument of MIN, MAX, MEDIAN or percentile_cont only; elsewhere use EXTRACT(field FROM %s) or date_trunc", expr, col.Name)
+	}
+	months, micros, err := parseInterval(text)
+	if err != nil || len(tc.TypeName.Typmods) > 0 {
+		return nil, true, refuse("cannot read INTERVAL '%s': want a whole number and a unit, several separated by spaces, e.g. INTERVAL '30 days' (units: week, day, hour, minute, second)", text)
+	}
+	if months != 0 {
+		return nil, true, refuse("%s: a column shifted by months or years is not supported in an aggregate; shift it by days or weeks, e.g. INTERVAL '30 days'", expr)
+	}
+	shift, lo, hi := micros, int64(catalog.MinTimestamp), int64(catalog.MaxTimestamp)
+	if col.Type == catalog.Date {
+		if micros%catalog.MicrosPerDay != 0 {
+			return nil, true, refuse("%s: a date moves by whole days; use days or weeks", expr)
+		}
+		shift, lo, hi = micros/catalog.MicrosPerDay, catalog.MinDate, catalog.MaxDate
+	}
+	if !col.Bounded() {
+		return nil, true, refuse("%s needs declared bounds for %s: declare `lower:` and `upper:` (e.g. lower: \"2024-01-01\")", expr, col.Name)
+	}
+	if op == "-" {
+		shift = -shift
+	}
+	if l, u := int64(*col.Lower)+shift, int64(*col.Upper)+shift; l < lo || u > hi {
+		return nil, true, refuse("%s leaves the %ss dpstat reads (%s to %s) over the declared range of %s", expr, col.Type,
+			catalog.FormatValue(col.Type, lo), catalog.FormatValue(col.Type, hi), col.Name)
+	}
+	if shift < 0 {
+		return Arith{Op: "-", L: ColumnValue{Column: col.Name}, R: Constant{Value: float64(-shift), Int: true}}, true, nil
+	}
+	return Arith{Op: "+", L: ColumnValue{Column: col.Name}, R: Constant{Value: float64(shift), Int: true}}, true, nil
+}
+
+// scalarTemporal is the date or timestamp type of a derived value over the
+// columns of t: a temporal column, a DATE literal, a truncation, one
+// shifted by a number (date + n, date − n), or a CASE, LEAST, GREATEST or
+// COALESCE of values of one temporal type; "" for a number (date − date
+// is a number of days).
+func scalarTemporal(s Scalar, t *catalog.Table) catalog.Type {
+	switch x := s.(type) {
+	case ColumnValue:
+		if c := t.Column(x.Column); c != nil && c.Type.Temporal() {
+			return c.Type
+		}
+	case Constant:
+		return x.Type
+	case DatePart:
+		if c := t.Column(x.Column); c != nil && x.Trunc {
+			return c.Type
+		}
+	case Arith:
+		l, r := scalarTemporal(x.L, t), scalarTemporal(x.R, t)
+		switch {
+		case (x.Op == "+" || x.Op == "-") && l != "" && r == "":
+			return l
+		case x.Op == "+" && l == "" && r != "":
+			return r
+		}
+	case Cond:
+		args := append([]Scalar{}, x.Thens...)
+		if x.Else != nil {
+			args = append(args, x.Else)
+		}
+		return commonTemporal(args, t)
+	case Call:
+		switch x.Func {
+		case "least", "greatest", "coalesce":
+			return commonTemporal(x.Args, t)
+		case "nullif":
+			if len(x.Args) > 0 {
+				return scalarTemporal(x.Args[0], t)
+			}
+		}
+	}
+	return ""
+}
+
+// commonTemporal is the temporal type every value of args has, or "".
+func commonTemporal(args []Scalar, t *catalog.Table) catalog.Type {
+	var out catalog.Type
+	for i, a := range args {
+		at := scalarTemporal(a, t)
+		if at == "" || (i > 0 && at != out) {
+			return ""
+		}
+		out = at
+	}
+	return out
+}
+
+// aggTemporal is the date or timestamp type of an aggregate's released
+// value: MIN, MAX, MEDIAN and percentile_cont of a temporal column or
+// expression; "" for a number.
+func aggTemporal(a *Aggregate, derived map[string]*Derived, t *catalog.Table) catalog.Type {
+	if a == nil || a.Func != Quantile {
+		return ""
+	}
+	if dv := derived[a.Column]; dv != nil {
+		return scalarTemporal(dv.Expr, t)
+	}
+	if c := t.Column(a.Column); c != nil && c.Type.Temporal() {
+		return c.Type
+	}
+	return ""
+}
+
+// temporalValue rounds a released day or microsecond count to a whole
+// one within the values dpstat reads and spells it.
+func temporalValue(t catalog.Type, x float64) string {
+	lo, hi := float64(catalog.MinTimestamp), float64(catalog.MaxTimestamp)
+	if t == catalog.Date {
+		lo, hi = catalog.MinDate, catalog.MaxDate
+	}
+	if math.IsNaN(x) {
+		x = lo
+	}
+	return catalog.FormatValue(t, int64(math.Min(hi, math.Max(lo, math.Round(x)))))
+}
+
+// gridValue spells a candidate of an aggregate's quantile grid for
+// EXPLAIN: a date or timestamp for a temporal aggregate, else the number.
+func (p *Plan) gridValue(a Aggregate, x float64) string {
+	if t := aggTemporal(&a, p.Query.Derived, p.Table); t != "" {
+		return temporalValue(t, x)
+	}
+	return strconv.FormatFloat(x, 'g', -1, 64)
+}
+
+// checkTemporalArg refuses SUM, AVG and the variances of an expression
+// whose values are dates (signup + 7, date_trunc('month', signup)): a
+// sum of dates means nothing, as for a date column itself. COUNT, MIN,
+// MAX and quantiles take them.
+func (p *parser) checkTemporalArg(f AggFunc, name string, s Scalar) error {
+	if f == Count || f == Quantile {
+		return nil
+	}
+	if t := scalarTemporal(s, p.table); t != "" {
+		return refuse("%s(%s): the expression is a %s, which is not summed or averaged; use MIN, MAX or MEDIAN of it, or a number of days, e.g. %s(signup - DATE '2024-01-01')",
+			strings.ToUpper(name), scalarString(s), t, strings.ToUpper(name))
+	}
+	return nil
 }

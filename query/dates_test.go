@@ -91,7 +91,7 @@ func TestDateRefusals(t *testing.T) {
 		{"SELECT COUNT(*) FROM events WHERE signup + INTERVAL '1 month' > DATE '2024-01-01'", "signup + INTERVAL '1 month': a column shifted by months or years is not supported"},
 		{"SELECT COUNT(*) FROM events WHERE amount + INTERVAL '1 day' > DATE '2024-01-01'", "INTERVAL is added to dates and timestamps; amount is not one"},
 		{"SELECT COUNT(*) FROM events WHERE signup + INTERVAL '1 day' > seen", "compare signup + INTERVAL '1 day' with a date literal"},
-		{"SELECT SUM(amount + INTERVAL '1 day') FROM events", "INTERVAL arithmetic is supported on DATE and TIMESTAMP literals only"},
+		{"SELECT SUM(amount + INTERVAL '1 day') FROM events", "INTERVAL is added to dates and timestamps; column amount is int"},
 	} {
 		_, err := svc.Answer(context.Background(), tc.sql, exactOpts())
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -141,4 +141,64 @@ func TestCalendar(t *testing.T) {
 			t.Errorf("%s + %d months = %s, want %s", tc.from, tc.months, got, tc.want)
 		}
 	}
+}
+
+// TestDateQuantiles checks MIN, MAX, MEDIAN and percentile_cont of dates
+// and timestamps at ε = 1e20: released over the declared range of days
+// (microseconds) and spelled as dates (timestamps). The clamped signups
+// are 2024-01-01, 2024-01-15, 2024-02-29, 2024-03-01 and 2024-12-31
+// twice (ids 9 and 7).
+func TestDateQuantiles(t *testing.T) {
+	svc, _, _ := newTestService(t, "testdata/dates.yaml")
+	checkAnswers(t, svc, []answerCase{
+		{"min max", "SELECT MIN(signup), MAX(signup) FROM events", "2024-01-01 2024-12-31"},
+		{"timestamp min max", "SELECT MIN(seen), MAX(seen) FROM events", "2024-01-01 00:00:00 2024-12-31 23:59:59"},
+		{"median", "SELECT MEDIAN(signup) FROM events WHERE id <> 9", "2024-02-29"},
+		{"percentile", "SELECT percentile_cont(0.25) WITHIN GROUP (ORDER BY signup) FROM events", "2024-01-15"},
+		{"narrowed by where", "SELECT MIN(signup) FROM events WHERE signup > '2024-02-01'", "2024-02-29"},
+		{"grouped, having, order", "SELECT city, MIN(signup) AS first FROM events GROUP BY city HAVING MIN(signup) < '2024-02-01' ORDER BY first",
+			"Nice 2024-01-01; Paris 2024-01-15"},
+		{"having a date literal", "SELECT city, MAX(signup) FROM events GROUP BY city HAVING MAX(signup) >= DATE '2024-12-31'", "Lyon 2024-12-31; Nice 2024-12-31"},
+		{"filter", "SELECT MAX(signup) FILTER (WHERE city = 'Paris'), COUNT(*) FROM events", "2024-03-01 9"},
+		{"shifted by days", "SELECT MIN(signup + INTERVAL '7 days'), MAX(signup - INTERVAL '1 week') FROM events", "2024-01-08 2024-12-24"},
+		{"shifted percentile", "SELECT percentile_cont(0.25) WITHIN GROUP (ORDER BY signup + INTERVAL '1 day') FROM events", "2024-01-16"},
+		{"shifted timestamp", "SELECT MIN(seen + INTERVAL '1 hour 30 minutes'), MAX(seen - INTERVAL '1 day') FROM events", "2024-01-01 01:30:00 2024-12-30 23:59:59"},
+		{"case of dates", "SELECT MAX(CASE WHEN city = 'Paris' THEN signup ELSE DATE '2024-01-02' END) FROM events", "2024-03-01"},
+		{"days are still numbers", "SELECT MIN(signup - DATE '2024-01-01'), MAX(EXTRACT(month FROM signup)) FROM events", "0 12"},
+		{"shift inside arithmetic", "SELECT SUM((signup + INTERVAL '1 day') - DATE '2024-01-01') FROM events", "869"},
+	})
+	res, err := svc.Answer(context.Background(), "EXPLAIN SELECT MIN(signup), MEDIAN(seen + INTERVAL '1 hour') FROM events", exactOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"366 candidates in [2024-01-01, 2024-12-31]", "1025 candidates in [2024-01-01 01:00:00, 2025-01-01 00:59:59]"} {
+		if got := formatRows(res.Rows); !strings.Contains(got, want) {
+			t.Errorf("EXPLAIN lacks %q:\n%s", want, got)
+		}
+	}
+	checkRefusals(t, svc, []struct{ sql, want string }{
+		{"SELECT MIN(visit) FROM events", "MIN(visit) needs declared bounds"}, {"SELECT MIN(visit) FILTER (WHERE amount > 3) FROM events", "MIN, MAX and quantiles of visit need declared bounds"},
+		{"SELECT MIN(signup + INTERVAL '1 month') FROM events", "signup + INTERVAL '1 month': a column shifted by months or years is not supported"},
+		{"SELECT MIN(signup + INTERVAL '2 hours') FROM events", "signup + INTERVAL '2 hours': a date moves by whole days"},
+		{"SELECT MIN(signup + INTERVAL '900000 weeks') FROM events", "leaves the dates dpstat reads (0001-01-01 to 9999-12-31)"},
+		{"SELECT SUM(seen + INTERVAL '1 hour') FROM events", "a shifted timestamp is supported as the whole argument of MIN, MAX, MEDIAN or percentile_cont only"},
+		{"SELECT MIN(amount + INTERVAL '1 day') FROM events", "amount + INTERVAL '1 day': INTERVAL is added to dates and timestamps; column amount is int"},
+		{"SELECT MAX(signup) - MIN(signup) FROM events", "MAX(signup) is a date: select it as a column of its own"},
+		{"SELECT SUM(signup) FROM events", "SUM needs an int or float column (MIN, MAX and MEDIAN also take date and timestamp columns)"},
+		{"SELECT AVG(signup + INTERVAL '1 day') FROM events", "AVG((signup + 1)): the expression is a date, which is not summed or averaged"},
+		{"SELECT SUM(date_trunc('month', signup)) FROM events", "SUM(date_trunc('month', signup)): the expression is a date"},
+		{"SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY city) FROM events", "want an int, float, date or timestamp column"},
+		{"SELECT date_trunc('month', signup + INTERVAL '1 month') AS m, COUNT(*) FROM events GROUP BY m", "DATE_TRUNC of signup + INTERVAL '1 month' is not supported: date functions take a date or timestamp column"},
+	})
+}
+
+// TestPerPersonDates checks that a person's MIN or MAX of a date, in a
+// per-person pre-aggregation, is a date to the outer query: compared with
+// date literals, truncated, and released as a date.
+func TestPerPersonDates(t *testing.T) {
+	svc := neighbours(t).services["people"]["D"]
+	checkAnswers(t, svc, []answerCase{
+		{"where and max", "WITH s AS (SELECT pid, MIN(dt) AS first FROM people GROUP BY pid) SELECT MAX(first), COUNT(*) FROM s WHERE first > '2024-03-01'", "2024-12-31 2"},
+		{"days", "WITH s AS (SELECT pid, MAX(dt) AS last FROM people GROUP BY pid) SELECT SUM(last - DATE '2024-01-01') FROM s", "1214"},
+	})
 }

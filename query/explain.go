@@ -235,12 +235,12 @@ func (n *Noise) halfWidth(j int, confidence float64) (float64, string) {
 			if a.Aggregate.Extreme > 0 {
 				end, side = "largest", "top"
 			}
-			return 0, fmt.Sprintf("never the exact value: the exponential mechanism aims at the value of rank %s from the %s, so with probability %g the released value lies between the %s value and the value of rank %s from the %s, on a grid of %d candidates in [%g, %g]; the interval shown is the declared range",
-				fmtG(rank), side, ExtremeConfidence, end, fmtG(2*rank), side, h.Bins+1, h.Lower, h.Upper)
+			return 0, fmt.Sprintf("never the exact value: the exponential mechanism aims at the value of rank %s from the %s, so with probability %g the released value lies between the %s value and the value of rank %s from the %s, on a grid of %d candidates in [%s, %s]; the interval shown is the declared range",
+				fmtG(rank), side, ExtremeConfidence, end, fmtG(2*rank), side, h.Bins+1, n.plan.gridValue(a.Aggregate, h.Lower), n.plan.gridValue(a.Aggregate, h.Upper))
 		}
 		t := n.selects[a.Releases[0]].UtilityBound(h.Bins+1, 1-confidence)
-		return 0, fmt.Sprintf("the released value's rank is within ±%s of q·n (n values in the group) on a grid of %d candidates in [%g, %g]; the interval shown is the declared range",
-			fmtG(t), h.Bins+1, h.Lower, h.Upper)
+		return 0, fmt.Sprintf("the released value's rank is within ±%s of q·n (n values in the group) on a grid of %d candidates in [%s, %s]; the interval shown is the declared range",
+			fmtG(t), h.Bins+1, n.plan.gridValue(a.Aggregate, h.Lower), n.plan.gridValue(a.Aggregate, h.Upper))
 	}
 	return 0, "depends on the data"
 }

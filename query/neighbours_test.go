@@ -201,6 +201,10 @@ var neighbourBattery = []string{
 	"SELECT COUNT(*), SUM(dt - DATE '2024-01-01') FROM T WHERE dt + INTERVAL '2 weeks' <= '2024-03-01' AND ts - INTERVAL '36 hours' > TIMESTAMP '2023-12-01 00:00:00'",
 	"SELECT COUNT(*), SUM(i) FILTER (WHERE EXTRACT(hour FROM ts) < 12) FROM T WHERE EXTRACT(dow FROM dt) IN (0, 6) OR date_trunc('month', dt) = '2024-02-01'",
 	"SELECT COUNT(*), SUM(dt - (DATE '2024-12-31' - INTERVAL '1 year 1 month')) FROM T WHERE ts >= TIMESTAMP '2024-01-31 12:00:00' + INTERVAL '1 month'",
+	"SELECT MIN(dt), MAX(ts), MEDIAN(dt), percentile_cont(0.9) WITHIN GROUP (ORDER BY ts) FROM T WHERE dt > '2024-02-01'",
+	"SELECT t, MIN(dt + INTERVAL '1 week'), MAX(ts - INTERVAL '90 minutes') FILTER (WHERE i > 0) FROM T GROUP BY t",
+	"SELECT b, MIN(dt) AS m FROM T GROUP BY b HAVING MIN(dt) < '2024-06-01' ORDER BY m",
+	"WITH s AS (SELECT pid, MIN(dt) AS first, MAX(ts) AS last FROM T GROUP BY pid) SELECT date_trunc('quarter', last) AS q, MEDIAN(first), COUNT(*) FROM s WHERE first > '2024-01-15' GROUP BY q",
 	// Text functions: public images over value lists, key selection
 	// otherwise, lengths clamped.
 	"SELECT lower(t) AS l, upper(t) || '-' || t AS c, COUNT(*) FROM T GROUP BY l, c",

@@ -569,6 +569,15 @@ func (p *parser) aggregate(fc *pg.FuncCall) (Aggregate, error) {
 		return Aggregate{Func: CountStar}, nil
 	}
 	cr := arg.GetColumnRef()
+	if f == Quantile && (cr == nil || fc.AggFilter != nil) {
+		// A date or timestamp, or one shifted by an INTERVAL (dates.go).
+		if s, ok, err := p.quantileArg(arg); ok {
+			if err != nil {
+				return Aggregate{}, err
+			}
+			return p.filtered(fc, f, s, extreme)
+		}
+	}
 	if cr == nil || fc.AggFilter != nil {
 		// An expression, or a column under FILTER: a derived column.
 		if f == Count && cr != nil {
@@ -587,6 +596,9 @@ func (p *parser) aggregate(fc *pg.FuncCall) (Aggregate, error) {
 		if err != nil {
 			return Aggregate{}, err
 		}
+		if err := p.checkTemporalArg(f, name, s); err != nil {
+			return Aggregate{}, err
+		}
 		return p.filtered(fc, f, s, extreme)
 	}
 	col, err := p.columnRef(cr)
@@ -594,8 +606,8 @@ func (p *parser) aggregate(fc *pg.FuncCall) (Aggregate, error) {
 		return Aggregate{}, err
 	}
 	if f != Count {
-		if col.Type != catalog.Int && col.Type != catalog.Float {
-			return Aggregate{}, refuse("%s(%s): column %s is %s; %s needs an int or float column", strings.ToUpper(name), col.Name, col.Name, col.Type, strings.ToUpper(name))
+		if col.Type != catalog.Int && col.Type != catalog.Float && !(f == Quantile && col.Type.Temporal()) {
+			return Aggregate{}, refuse("%s(%s): column %s is %s; %s needs an int or float column (MIN, MAX and MEDIAN also take date and timestamp columns)", strings.ToUpper(name), col.Name, col.Name, col.Type, strings.ToUpper(name))
 		}
 		if !col.Bounded() {
 			return Aggregate{}, refuse("%s(%s) needs declared bounds: declare `lower:` and `upper:` for column %s in the catalog, or clamp it: %s(LEAST(GREATEST(%s, low), high))", strings.ToUpper(name), col.Name, col.Name, strings.ToUpper(name), col.Name)
@@ -1070,6 +1082,9 @@ func (p *parser) kindOf(o Operand) string {
 	case OutputRef:
 		out := p.q.Outputs[o.Output]
 		if out.Agg != nil || out.Post != nil {
+			if t := aggTemporal(out.Agg, p.q.Derived, p.table); t != "" && out.Post == nil {
+				return string(t)
+			}
 			return "number"
 		}
 		if b := p.q.Buckets[out.Key]; b != nil {

@@ -46,7 +46,10 @@ func (p *parser) percentile(fc *pg.FuncCall) (Aggregate, error) {
 		return Aggregate{}, refuse("percentile_cont ... (ORDER BY col DESC) is not supported; use percentile_cont(1 − q) with ascending order")
 	}
 	if sb.Node.GetColumnRef() == nil || fc.AggFilter != nil {
-		s, err := p.scalar(sb.Node)
+		s, ok, err := p.quantileArg(sb.Node)
+		if !ok {
+			s, err = p.scalar(sb.Node)
+		}
 		if err != nil {
 			return Aggregate{}, err
 		}
@@ -58,8 +61,8 @@ func (p *parser) percentile(fc *pg.FuncCall) (Aggregate, error) {
 	if err != nil {
 		return Aggregate{}, err
 	}
-	if col.Type != catalog.Int && col.Type != catalog.Float {
-		return Aggregate{}, refuse("percentile_cont over column %s (%s): want an int or float column", col.Name, col.Type)
+	if col.Type != catalog.Int && col.Type != catalog.Float && !col.Type.Temporal() {
+		return Aggregate{}, refuse("percentile_cont over column %s (%s): want an int, float, date or timestamp column", col.Name, col.Type)
 	}
 	if !col.Bounded() {
 		return Aggregate{}, refuse("percentile_cont over %s needs declared bounds: declare `lower:` and `upper:` for column %s in the catalog", col.Name, col.Name)

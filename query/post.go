@@ -62,6 +62,9 @@ func (p *parser) post(n *pg.Node) (Scalar, error) {
 			if err != nil {
 				return nil, err
 			}
+			if t := aggTemporal(&agg, p.q.Derived, p.table); t != "" {
+				return nil, refuse("%s is a %s: select it as a column of its own, not inside an expression over aggregates", agg, t)
+			}
 			return OutputValue{Output: p.aggOutput(agg)}, nil
 		}
 		want, ok := postFuncs[name]

@@ -257,8 +257,8 @@ func (pre *PreAggregate) outputColumn(c PreColumn, rel *catalog.Table) (*catalog
 		}
 	default: // AVG, MIN, MAX
 		col.Lower, col.Upper = &lo, &hi
-		if a.Func != Avg && arg.Type == catalog.Int {
-			col.Type = catalog.Int
+		if a.Func != Avg && (arg.Type == catalog.Int || arg.Type.Temporal()) {
+			col.Type = arg.Type // a person's MIN or MAX of a date is a date
 		}
 	}
 	return col, nil

@@ -13,8 +13,8 @@ import (
 
 // QuantileBins is the most candidate values a quantile chooses among, plus
 // one: candidates are Lower + i·(Upper − Lower)/QuantileBins for i = 0 …
-// QuantileBins, or every integer of the declared range for an int column
-// whose range is at most QuantileBins wide.
+// QuantileBins, or every integer of the declared range for an int, date or
+// timestamp column whose range is at most QuantileBins wide.
 const QuantileBins = 1024
 
 // Histogram is the statistic a quantile selects from: per group, the
@@ -49,7 +49,7 @@ func newHistogram(col *catalog.Column) Histogram {
 	switch {
 	case hi == lo:
 		h.Bins, h.Step = 0, 1
-	case col.Type == catalog.Int && hi-lo <= QuantileBins:
+	case (col.Type == catalog.Int || col.Type.Temporal()) && hi-lo <= QuantileBins:
 		h.Bins, h.Step = int(hi-lo), 1
 	default:
 		h.Bins, h.Step = QuantileBins, (hi-lo)/QuantileBins

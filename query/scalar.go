@@ -39,6 +39,9 @@ type Constant struct {
 	Value float64
 	// Int is true for an integer literal.
 	Int bool
+	// Type is catalog.Date for a DATE literal (Value is its days since
+	// 1970-01-01), "" for a number.
+	Type catalog.Type
 }
 
 // Arith is L Op R, Op one of + - * / %.
@@ -156,7 +159,7 @@ func rawRange(s Scalar, t *catalog.Table) (span, error) {
 		if c == nil {
 			return span{}, fmt.Errorf("query: derived column reads unknown column %s", x.Column)
 		}
-		if c.Type != catalog.Int && c.Type != catalog.Float && c.Type != catalog.Date {
+		if c.Type != catalog.Int && c.Type != catalog.Float && !c.Type.Temporal() {
 			return span{}, refuse("column %s is %s: arithmetic needs an int, float or date column", c.Name, c.Type)
 		}
 		sp := span{lo: math.Inf(-1), hi: math.Inf(1), isInt: c.Type != catalog.Float, nullable: true}
@@ -580,6 +583,9 @@ func (p *parser) scalar(n *pg.Node) (Scalar, error) {
 		return nil, refuse("CAST to %q is not supported in an aggregated expression; cast to int or float", name)
 	}
 	if a := n.GetAExpr(); a != nil {
+		if s, ok, err := p.shiftedScalar(a, false); ok {
+			return s, err
+		}
 		if o, ok, err := p.foldInterval(a); ok {
 			if err != nil {
 				return nil, err
@@ -587,7 +593,7 @@ func (p *parser) scalar(n *pg.Node) (Scalar, error) {
 			if o.Type != catalog.Date {
 				return nil, refuse("timestamps cannot be computed with in an aggregated expression; use EXTRACT(field FROM ts) or date_trunc")
 			}
-			return Constant{Value: float64(o.Value.(int64)), Int: true}, nil
+			return Constant{Value: float64(o.Value.(int64)), Int: true, Type: catalog.Date}, nil
 		}
 		switch a.Kind {
 		case pg.A_Expr_Kind_AEXPR_OP:

@@ -63,8 +63,10 @@ type Share struct {
 type Response struct {
 	Columns []string `json:"columns"`
 	// Types names, for each column that is a group key, its type as a
-	// catalog spells it (int, float, text, bool, date, timestamp); ""
-	// for the other columns. Empty when unknown.
+	// catalog spells it (int, float, text, bool, date, timestamp), and
+	// "date" or "timestamp" for a MIN, MAX or quantile of one (its
+	// interval stays in days or microseconds since 1970-01-01); "" for
+	// the other columns. Empty when unknown.
 	Types []string        `json:"types,omitempty"`
 	Rows  [][]any         `json:"rows"`
 	CI    [][]*[2]float64 `json:"ci"`

@@ -8,7 +8,9 @@
 // The ε is split equally among the measurements: one share per numeric
 // column (half for a coarse histogram of powers of ten, a quarter for each
 // bound chosen among the readable numbers of the range it finds), one per
-// text column (its key selection, which also takes an equal share of δ)
+// date or timestamp column (half for a coarse histogram of the years
+// 1900 to 2100, a quarter for each bound chosen among the first days of
+// the months of the years it finds), one per text column (its key selection, which also takes an equal share of δ)
 // and, with a privacy unit, one for the contribution bounds (half for
 // groups per person, half for rows per group). Bool columns and the
 // privacy unit itself need no estimate.
@@ -23,8 +25,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/dpstat/dpstat/accounting"
+	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/mechanism"
 	"github.com/dpstat/dpstat/query"
@@ -76,10 +80,11 @@ const (
 // Plan is a suggestion's measurements and their cost, known before any data
 // is read.
 type Plan struct {
-	Opts    Options
-	numeric []int // indexes of Columns
-	text    []int
-	unit    bool
+	Opts     Options
+	numeric  []int // indexes of Columns
+	temporal []int
+	text     []int
+	unit     bool
 	// Share is each measurement's ε; DeltaShare each text column's δ.
 	Share, DeltaShare float64
 	// Cost is what Run spends: the sequential composition of every
@@ -107,6 +112,8 @@ func NewPlan(o Options) (*Plan, error) {
 		switch c.Type {
 		case engine.Integer, engine.Double:
 			p.numeric = append(p.numeric, i)
+		case engine.Date, engine.Timestamp:
+			p.temporal = append(p.temporal, i)
 		case engine.Text:
 			p.text = append(p.text, i)
 		}
@@ -119,12 +126,12 @@ func NewPlan(o Options) (*Plan, error) {
 		return nil, fmt.Errorf("--privacy-unit %q: no such column; want one of %s", o.PrivacyUnit, strings.Join(names, ", "))
 	}
 	p.unit = o.PrivacyUnit != ""
-	n := len(p.numeric) + len(p.text)
+	n := len(p.numeric) + len(p.temporal) + len(p.text)
 	if p.unit {
 		n++
 	}
 	if n == 0 {
-		return nil, fmt.Errorf("%s has no numeric or text column to estimate: nothing to suggest", o.Data)
+		return nil, fmt.Errorf("%s has no numeric, date, timestamp or text column to estimate: nothing to suggest", o.Data)
 	}
 	p.Share = share(o.Epsilon, n)
 	if len(p.text) > 0 {
@@ -132,6 +139,9 @@ func NewPlan(o Options) (*Plan, error) {
 	}
 	var costs []accounting.Cost
 	for range p.numeric {
+		costs = append(costs, accounting.Pure(p.Share/2), accounting.Pure(p.Share/4), accounting.Pure(p.Share/4))
+	}
+	for range p.temporal {
 		costs = append(costs, accounting.Pure(p.Share/2), accounting.Pure(p.Share/4), accounting.Pure(p.Share/4))
 	}
 	for range p.text {
@@ -154,6 +164,9 @@ func NewPlan(o Options) (*Plan, error) {
 	var parts []string
 	if len(p.numeric) > 0 {
 		parts = append(parts, fmt.Sprintf("%d numeric column(s) × ε=%s (half for the coarse histogram, a quarter per bound)", len(p.numeric), fmtG(p.Share)))
+	}
+	if len(p.temporal) > 0 {
+		parts = append(parts, fmt.Sprintf("%d date or timestamp column(s) × ε=%s (half for the coarse histogram of years, a quarter per bound)", len(p.temporal), fmtG(p.Share)))
 	}
 	if len(p.text) > 0 {
 		parts = append(parts, fmt.Sprintf("%d text column(s) × ε=%s, δ=%s (key selection)", len(p.text), fmtG(p.Share), fmtG(p.DeltaShare)))
@@ -195,7 +208,8 @@ type Suggestion struct {
 // Column is one column's suggestion.
 type Column struct {
 	engine.Column
-	// Lower and Upper are the suggested bounds (numeric columns).
+	// Lower and Upper are the suggested bounds (numeric columns; days or
+	// microseconds since 1970 for date and timestamp columns).
 	Lower, Upper *float64
 	// Values is the suggested public list (text columns with few values).
 	Values []string
@@ -279,6 +293,11 @@ func (p *Plan) Run(ctx context.Context, eng Engine) (*Suggestion, error) {
 		}
 		c.Note = fmt.Sprintf("%s, [%s, %s]; fine: the 1st and 99th percentiles %s by the exponential mechanism over the %d readable numbers in that range, ε=%s each (ε=%s in all)",
 			how, fmtG(lo), fmtG(hi), per, len(grid), fmtG(p.Share/4), fmtG(p.Share))
+	}
+	for _, i := range p.temporal {
+		if err := p.temporalBounds(ctx, eng, &s.Columns[i], unitFilter); err != nil {
+			return nil, fmt.Errorf("column %s: %w", s.Columns[i].Name, err)
+		}
 	}
 	var groupCol string
 	for _, i := range p.text {
@@ -605,7 +624,8 @@ tables:
 	}
 	b.WriteString("    columns:\n")
 	for _, c := range s.Columns {
-		typ := map[engine.Type]string{engine.Integer: "int", engine.Double: "float", engine.Text: "text", engine.Boolean: "bool"}[c.Type]
+		typ := map[engine.Type]string{engine.Integer: "int", engine.Double: "float", engine.Text: "text", engine.Boolean: "bool",
+			engine.Date: "date", engine.Timestamp: "timestamp"}[c.Type]
 		from := ""
 		if c.Source != "" && c.Source != c.Name {
 			from = "from: " + quote(c.Source) + ", "
@@ -614,7 +634,14 @@ tables:
 			fmt.Fprintf(&b, "      # %s: %s\n", c.Name, c.Note)
 		}
 		extra := ""
-		if c.Lower != nil {
+		switch {
+		case c.Lower != nil && (c.Type == engine.Date || c.Type == engine.Timestamp):
+			t := catalog.Date
+			if c.Type == engine.Timestamp {
+				t = catalog.Timestamp
+			}
+			extra = fmt.Sprintf(", lower: %s, upper: %s", quote(catalog.FormatValue(t, int64(*c.Lower))), quote(catalog.FormatValue(t, int64(*c.Upper))))
+		case c.Lower != nil:
 			extra = fmt.Sprintf(", lower: %s, upper: %s", strconv.FormatFloat(*c.Lower, 'g', -1, 64), strconv.FormatFloat(*c.Upper, 'g', -1, 64))
 		}
 		if len(c.Values) > 0 {
@@ -653,4 +680,99 @@ func quote(s string) string {
 	}
 	b.WriteByte('"')
 	return b.String()
+}
+
+// temporalBounds estimates the bounds of a date or timestamp column c in
+// the two stages of a numeric column's. Coarse: a DP histogram of the
+// years from 1900 to 2100 (geometric noise, ε = Share/2), the first and
+// last years that clearly have values. Fine: the 1st percentile of the
+// rows (or of each person's earliest value) and the 99th (of each
+// person's latest) by the exponential mechanism over the first days of
+// the months of those years, ε = Share/4 each. The upper bound is the last
+// day (second) of the month chosen, so that it holds that month's values.
+// The bounds are DP releases: no value is read as a bound.
+func (p *Plan) temporalBounds(ctx context.Context, eng Engine, c *Column, unitFilter string) error {
+	d := eng.Dialect()
+	x := d.QuoteIdent(c.Name)
+	lowFrom := fmt.Sprintf("SELECT %s AS x FROM %s WHERE %s%s IS NOT NULL", x, view, unitFilter, x)
+	highFrom := lowFrom
+	histFrom, histSens := lowFrom, int64(1)
+	per := "of the rows"
+	if p.unit {
+		u := d.QuoteIdent(p.Opts.PrivacyUnit)
+		lowFrom = fmt.Sprintf("SELECT min(%s) AS x FROM %s WHERE %s%s IS NOT NULL GROUP BY %s", x, view, unitFilter, x, u)
+		highFrom = fmt.Sprintf("SELECT max(%s) AS x FROM %s WHERE %s%s IS NOT NULL GROUP BY %s", x, view, unitFilter, x, u)
+		histFrom, histSens = lowFrom+" UNION ALL "+highFrom, 2
+		per = "of each person's earliest (lower) and latest (upper) value"
+	}
+	unit := int64(1)
+	if c.Type == engine.Timestamp {
+		unit = catalog.MicrosPerDay
+	}
+	day := func(y int, m time.Month) float64 { return float64(catalog.DaysOf(y, m, 1) * unit) }
+	// Bin i holds the values of year firstYear + i.
+	const firstYear, lastYear = 1900, 2100
+	var sel []string
+	for y := firstYear; y <= lastYear; y++ {
+		sel = append(sel, fmt.Sprintf("count(*) FILTER (WHERE x >= %s AND x < %s)", sqlNumber(day(y, time.January)), sqlNumber(day(y+1, time.January))))
+	}
+	rows, err := eng.Query(ctx, fmt.Sprintf("WITH v AS (%s) SELECT %s FROM v", histFrom, strings.Join(sel, ", ")))
+	if err != nil {
+		return err
+	}
+	if len(rows.Rows) != 1 || len(rows.Rows[0]) != len(sel) {
+		return fmt.Errorf("suggest: engine returned %d rows for a histogram, want 1", len(rows.Rows))
+	}
+	m, err := mechanism.NewGeometric(mechanism.GeometricOptions{Epsilon: p.Share / 2, Sensitivity: histSens, Source: p.Opts.Rand})
+	if err != nil {
+		return err
+	}
+	tau, _ := query.KeyThreshold(m.Scale(), int64(len(sel)), 1, 0.01)
+	first, last := -1, -1
+	for i, v := range rows.Rows[0] {
+		n, err := toInt(v)
+		if err != nil {
+			return err
+		}
+		if m.Release(n) >= tau {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	how := fmt.Sprintf("coarse: DP histogram of the years %d to %d (geometric noise, ε=%s), the first and last years that clearly have values", firstYear, lastYear, fmtG(p.Share/2))
+	if first < 0 {
+		c.Note = how + ": no year clearly has values, so no bounds are suggested; declare lower and upper from your knowledge of the domain"
+		return nil
+	}
+	var grid []float64
+	for y := firstYear + first; y <= firstYear+last; y++ {
+		for mo := time.January; mo <= time.December; mo++ {
+			grid = append(grid, day(y, mo))
+		}
+	}
+	lc, err := p.quantile(ctx, eng, lowFrom, grid, LowerQ, p.Share/4)
+	if err != nil {
+		return err
+	}
+	uc, err := p.quantile(ctx, eng, highFrom, grid, UpperQ, p.Share/4)
+	if err != nil {
+		return err
+	}
+	lower, upper := int64(lc)/unit, int64(uc)/unit
+	if lower > upper {
+		lower, upper = upper, lower
+	}
+	// The end of the upper bound's month (post-processing).
+	y, mo, _ := catalog.DateOf(upper)
+	end := catalog.DaysOf(y, mo+1, 1)
+	lo, hi := float64(lower*unit), float64(end*unit-1)
+	if c.Type == engine.Timestamp {
+		hi = float64(end*unit - 1_000_000)
+	}
+	c.Lower, c.Upper = &lo, &hi
+	c.Note = fmt.Sprintf("%s, %d to %d; fine: the 1st and 99th percentiles %s by the exponential mechanism over the first days of the %d months of those years, ε=%s each (ε=%s in all); the upper bound is the end of its month",
+		how, firstYear+first, firstYear+last, per, len(grid), fmtG(p.Share/4), fmtG(p.Share))
+	return nil
 }

@@ -60,6 +60,22 @@ func TestNewPlan(t *testing.T) {
 	}
 }
 
+// TestNewPlanDates checks that date and timestamp columns are estimated
+// (their bounds as DP quantiles) and charged like numeric ones.
+func TestNewPlanDates(t *testing.T) {
+	cols := []engine.Column{{Name: "signup", Type: engine.Date}, {Name: "seen", Type: engine.Timestamp}}
+	p, err := NewPlan(Options{Data: "d.csv", Columns: cols, Epsilon: 1, Delta: 1e-6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Share != 0.5 || len(p.temporal) != 2 || p.Cost.Epsilon > 1 || p.Cost.Delta != 0 {
+		t.Errorf("share %v, %d temporal columns, cost %v: want 0.5, 2 and at most ε=1, δ=0", p.Share, len(p.temporal), p.Cost)
+	}
+	if !strings.Contains(p.Split, "2 date or timestamp column(s) × ε=0.5") {
+		t.Errorf("split %q", p.Split)
+	}
+}
+
 // TestShare checks that n shares never add up to more than the total, in
 // exact arithmetic.
 func TestShare(t *testing.T) {

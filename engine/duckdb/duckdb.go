@@ -570,6 +570,11 @@ func neutralType(t string) engine.Type {
 		return engine.Integer
 	case t == "DOUBLE" || t == "FLOAT" || t == "REAL" || strings.HasPrefix(t, "DECIMAL"):
 		return engine.Double
+	case t == "DATE":
+		return engine.Date
+	case t == "TIMESTAMP" || t == "TIMESTAMP_S" || t == "TIMESTAMP_MS" || t == "TIMESTAMP_NS" || t == "DATETIME":
+		// Without a time zone only: a TIMESTAMP WITH TIME ZONE stays text.
+		return engine.Timestamp
 	default:
 		return engine.Text
 	}

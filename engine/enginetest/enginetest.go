@@ -289,6 +289,11 @@ var Battery = []Case{
 	{Name: "timestamp parts", SQL: "SELECT date_trunc('hour', seen) AS h, SUM(EXTRACT(minute FROM seen)), COUNT(*) FROM events WHERE seen BETWEEN '2024-02-29 22:00:00' AND '2024-03-01 00:30:00' GROUP BY h", Want: "2024-02-29 22:00:00 0 0; 2024-02-29 23:00:00 59 1; 2024-03-01 00:00:00 0 1"},
 	{Name: "timestamp hours and days", SQL: "SELECT EXTRACT(hour FROM seen) AS h, COUNT(*) FROM events GROUP BY h HAVING COUNT(*) > 0", Want: "0 2; 8 1; 23 3"},
 	{Name: "date functions in conditions", SQL: "SELECT COUNT(*), COUNT(*) FILTER (WHERE date_trunc('quarter', seen) >= TIMESTAMP '2024-04-01 00:00:00') FROM events WHERE EXTRACT(dow FROM signup) IN (1, 2) OR date_trunc('month', signup) = '2024-02-01'", Want: "5 2"},
+	// MIN, MAX and quantiles of dates and timestamps, over the clamped
+	// values, released as dates and timestamps; shifted by an INTERVAL.
+	{Name: "date MIN, MAX and quantiles", SQL: "SELECT MIN(signup), MAX(signup), percentile_cont(0.25) WITHIN GROUP (ORDER BY signup), MIN(seen), MAX(seen) FROM events", Want: "2024-01-01 2024-12-31 2024-01-15 2024-01-01 00:00:00 2024-12-31 23:59:59"},
+	{Name: "shifted date MIN", SQL: "SELECT city, MIN(signup + INTERVAL '7 days'), MAX(signup - INTERVAL '1 week') FROM events GROUP BY city", Want: "Paris 2024-01-22 2024-02-23; Lyon 2024-03-07 2024-12-24; Nice 2024-01-08 2024-12-24"},
+	{Name: "shifted timestamp MIN", SQL: "SELECT MIN(seen + INTERVAL '1 hour'), MAX(seen - INTERVAL '1 day') FROM events", Want: "2024-01-01 01:00:00 2024-12-30 23:59:59"},
 	// Go lists the values of date keys as the engines compute them: every
 	// day of three years (a leap year, ISO weeks 52 and 53 across new
 	// year) lands in a released group (a key outside the list would fail

@@ -331,11 +331,14 @@ tables:
 `, src, table, yamlString(src))
 	names := columnNames(cols)
 	for i, c := range cols {
-		typ := map[engine.Type]string{engine.Integer: "int", engine.Double: "float", engine.Text: "text", engine.Boolean: "bool"}[c.Type]
+		typ := map[engine.Type]string{engine.Integer: "int", engine.Double: "float", engine.Text: "text", engine.Boolean: "bool",
+			engine.Date: "date", engine.Timestamp: "timestamp"}[c.Type]
 		hint := ""
 		switch c.Type {
 		case engine.Integer, engine.Double:
 			hint = "  # add lower: and upper: to allow SUM and AVG"
+		case engine.Date, engine.Timestamp:
+			hint = `  # add lower: and upper: (e.g. "2024-01-01") to allow date_trunc, EXTRACT, MIN and MAX`
 		case engine.Text:
 			hint = "  # add values: [...] (a public list) to allow GROUP BY"
 		}

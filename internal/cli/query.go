@@ -312,6 +312,24 @@ func formatPlain(v any) string {
 	return fmt.Sprint(v)
 }
 
+// temporalInterval spells the interval of a released date or timestamp
+// (a MIN, MAX or quantile of one), held in days or microseconds since
+// 1970-01-01, as dates or timestamps; ok is false for any other value.
+func temporalInterval(v any, iv *query.Interval) (string, bool) {
+	s, ok := v.(string)
+	if !ok {
+		return "", false
+	}
+	t := catalog.Date
+	if _, err := catalog.ParseDate(s); err != nil {
+		if _, err := catalog.ParseTimestamp(s); err != nil {
+			return "", false
+		}
+		t = catalog.Timestamp
+	}
+	return "[" + catalog.FormatValue(t, int64(math.Round(iv.Low))) + ", " + catalog.FormatValue(t, int64(math.Round(iv.High))) + "]", true
+}
+
 // formatNoisy prints a noisy value with the decimals its interval warrants.
 func formatNoisy(v any, half float64) string {
 	f, ok := v.(float64)
@@ -346,6 +364,10 @@ func writeQueryTable(w io.Writer, r *query.Result) error {
 	for i, row := range r.Rows {
 		for j, v := range row {
 			if iv := r.CI[i][j]; iv != nil {
+				if _, ok := temporalInterval(v, iv); ok {
+					lopsided[j] = true // a date's interval is its range
+					continue
+				}
 				x, _ := toFloat(v)
 				below, above := x-iv.Low, iv.High-x
 				lopsided[j] = lopsided[j] || math.Abs(below-above) > 0.1*(math.Abs(below)+math.Abs(above))
@@ -372,6 +394,10 @@ func writeQueryTable(w io.Writer, r *query.Result) error {
 			}
 			x, _ := toFloat(v)
 			half := math.Max(x-iv.Low, iv.High-x)
+			if span, ok := temporalInterval(v, iv); ok {
+				cells = append(cells, fmt.Sprint(v), span)
+				continue
+			}
 			if lopsided[j] {
 				w := (iv.High - iv.Low) / 2
 				cells = append(cells, formatNoisy(v, w), "["+formatNoisy(iv.Low, w)+", "+formatNoisy(iv.High, w)+"]")

@@ -2,10 +2,12 @@ package cli
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dpstat/dpstat/catalog"
 )
@@ -138,5 +140,69 @@ func TestCatalogSuggestRefusals(t *testing.T) {
 	}
 	if _, err := os.Stat(led); err == nil {
 		t.Errorf("a refused suggestion created the ledger")
+	}
+}
+
+// TestCatalogSuggestDates checks that columns DuckDB reads as DATE and
+// TIMESTAMP are suggested as date and timestamp columns, with bounds that
+// are DP estimates on the public grid of month starts (at a large ε, near
+// the 1st and 99th percentiles), and that the file answers a query over
+// them.
+func TestCatalogSuggestDates(t *testing.T) {
+	for _, unit := range [][]string{nil, {"--privacy-unit", "id"}} {
+		dir := t.TempDir()
+		var b strings.Builder
+		b.WriteString("id,signup,seen,note\n")
+		for i := 0; i < 400; i++ {
+			// Days from 2023-03-10 on, one a day; times through the day.
+			d := time.Date(2023, 3, 10+i, 0, 0, 0, 0, time.UTC)
+			fmt.Fprintf(&b, "%d,%s,%s,n\n", i, d.Format("2006-01-02"), d.Add(time.Duration(i%24)*time.Hour).Format("2006-01-02 15:04:05"))
+		}
+		data := filepath.Join(dir, "events.csv")
+		if err := os.WriteFile(data, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "catalog.yaml")
+		args := append([]string{"catalog", "suggest", data, "--epsilon", "1000", "--ledger", filepath.Join(dir, "ledger.db"), "-o", out}, unit...)
+		if _, stderr, code := runCLI(args...); code != 0 {
+			t.Fatalf("suggest exited %d: %s", code, stderr)
+		}
+		text, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"signup: {type: date, lower: \"2023-", "seen: {type: timestamp, lower: \"2023-",
+			"# signup: coarse: DP histogram of the years", "2023 to 2024; fine", "date or timestamp column(s)"} {
+			if !strings.Contains(string(text), want) {
+				t.Errorf("file lacks %q:\n%s", want, text)
+			}
+		}
+		if _, stderr, code := runCLI("catalog", "check", out); code != 0 {
+			t.Fatalf("catalog check exited %d: %s\n%s", code, stderr, text)
+		}
+		// The values run from 2023-03-10 to 2024-04-12: the lower bound is
+		// a month start at most that of the 1st percentile (ranks tie
+		// before the first value), the upper the end of a month from the
+		// 99th percentile's to the end of the last year with values.
+		cat, err := catalog.Load(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, col := range []string{"signup", "seen"} {
+			c := cat.Table("events").Column(col)
+			day := func(y int, m time.Month, d int) float64 { return float64(catalog.DaysOf(y, m, d)) }
+			lo, hi := *c.Lower, *c.Upper
+			if col == "seen" {
+				lo, hi = lo/catalog.MicrosPerDay, math.Floor(hi/catalog.MicrosPerDay)
+			}
+			if lo < day(2023, 1, 1) || lo > day(2023, 3, 1) || hi < day(2024, 4, 30) || hi > day(2024, 12, 31) {
+				t.Errorf("%s bounds [%v, %v]: want a lower from 2023-01-01 to 2023-03-01, an upper from 2024-04-30 to 2024-12-31\n%s", col, *c.Lower, *c.Upper, text)
+			}
+		}
+		stdout, stderr, code := runCLI("query", "--catalog", out, "--ledger", filepath.Join(dir, "analysts.db"),
+			"SELECT date_trunc('year', signup) AS y, COUNT(*) FROM events GROUP BY y")
+		if code != 0 || !strings.Contains(stdout, "2024-01-01") {
+			t.Errorf("query on the suggested catalog exited %d:\n%s%s", code, stdout, stderr)
+		}
 	}
 }
