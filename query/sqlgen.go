@@ -543,7 +543,6 @@ func (g *sqlGen) sampled(sm engine.Sampler, rows string, keys, rowExprs []string
 	p := g.p
 	L := p.Contribution.RowsPerGroup
 	var b strings.Builder
-	b.WriteString("WITH r AS (" + rows + "),\n")
 	perUnit := func(i int) string {
 		switch p.Statistics[i].Summand.Kind {
 		case RowCount:
@@ -558,9 +557,51 @@ func (g *sqlGen) sampled(sm engine.Sampler, rows string, keys, rowExprs []string
 			return sm.ListSum(sm.SmallestN(rowExprs[i], "rk", L))
 		}
 	}
-	from := g.keepGroups(&b, sm, selectKeys+aggs(perUnit), "r"+groupBy("u"))
+	list, source := selectKeys+aggs(perUnit), "r"+groupBy("u")
+	if p.samplesValues() {
+		list, source = g.splitPairs(&b, sm, rows, keys, rowExprs, aggs, groupBy, selectKeys, perUnit)
+	} else {
+		b.WriteString("WITH r AS (" + rows + "),\n")
+	}
+	from := g.keepGroups(&b, sm, list, source)
 	b.WriteString("\nSELECT " + selectKeys + aggs(g.resum) + " FROM " + from + groupBy())
 	return b.String(), nil
+}
+
+// splitPairs writes the stages that give the sampled bounding its
+// (person, group) aggregates without a list per pair: SmallestN's lists
+// are held in memory until the statement ends (the engine cannot spill
+// them), so they are made only for the pairs with more than L∞ rows.
+// pairs aggregates every (person, group) with plain aggregates, which
+// spill; a pair with at most L∞ rows keeps all of its values, which its
+// plain aggregates give exactly as perUnit would (NULL where perUnit's
+// list is empty); the rows of the other pairs are read again and
+// aggregated by perUnit. It returns what keepGroups reads: the columns
+// after "u, " and their source, each pair once.
+func (g *sqlGen) splitPairs(b *strings.Builder, sm engine.Sampler, rows string, keys, rowExprs []string, aggs func(func(int) string) string, groupBy func(...string) string, selectKeys string, perUnit func(int) string) (string, string) {
+	p := g.p
+	L := strconv.FormatInt(p.Contribution.RowsPerGroup, 10)
+	all := func(i int) string {
+		switch p.Statistics[i].Summand.Kind {
+		case RowCount, DistinctUnits, DistinctValues:
+			return perUnit(i)
+		case NonNullCount:
+			return "nullif(count(" + rowExprs[i] + "), 0)"
+		default:
+			return g.sum(i, rowExprs[i])
+		}
+	}
+	cols := make([]string, len(p.Statistics))
+	for i := range cols {
+		cols[i] = "s" + strconv.Itoa(i)
+	}
+	list := selectKeys + strings.Join(cols, ", ")
+	pairKey := strings.Join(append([]string{"u"}, keys...), ", ")
+	// r is spelled twice, not as a WITH query read twice, so that it is
+	// never materialized: each read takes the rows from the table.
+	b.WriteString("WITH pairs AS " + sm.Materialized() + " (SELECT u, " + selectKeys + "count(*) AS n, " + aggs(all) + " FROM (" + rows + ") AS r" + groupBy("u") + "),\n")
+	b.WriteString("sampled AS (SELECT u, " + selectKeys + aggs(perUnit) + " FROM (" + rows + ") AS r JOIN (SELECT " + pairKey + " FROM pairs WHERE n > " + L + ") AS heavy USING (" + pairKey + ")" + groupBy("u") + "),\n")
+	return list, "(SELECT u, " + list + " FROM pairs WHERE n <= " + L + " UNION ALL SELECT u, " + list + " FROM sampled) AS pairs_kept"
 }
 
 // keepGroups writes the per-person stage of the sampled bounding: the
