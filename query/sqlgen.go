@@ -527,7 +527,8 @@ func (g *sqlGen) resum(i int) string {
 //   - per (person, group): COUNT(*) counts at most L∞ rows; a sum or a
 //     count of values reads the at most L∞ non-NULL values with the
 //     smallest random key of their row (a uniform random subset), and
-//     SmallestN keeps them without a sort;
+//     SmallestN keeps them without a sort (for the pairs with more than
+//     L∞ rows: splitPairs);
 //   - per person: each (person, group) gets a random key h; t is the
 //     (L0+1)-th smallest h of the person, and the groups with h < t are
 //     kept (all of them when the person has at most L0). At most L0 values
@@ -569,9 +570,11 @@ func (g *sqlGen) sampled(sm engine.Sampler, rows string, keys, rowExprs []string
 }
 
 // splitPairs writes the stages that give the sampled bounding its
-// (person, group) aggregates without a list per pair: SmallestN's lists
-// are held in memory until the statement ends (the engine cannot spill
-// them), so they are made only for the pairs with more than L∞ rows.
+// (person, group) aggregates without a list per pair: DuckDB spills an
+// aggregate's hash table but keeps the lists of SmallestN in memory, so
+// that a list per pair made large tables fail under a memory limit (see
+// docs/scaling.md); the lists are made only for the pairs with more than
+// L∞ rows.
 // pairs aggregates every (person, group) with plain aggregates, which
 // spill; a pair with at most L∞ rows keeps all of its values, which its
 // plain aggregates give exactly as perUnit would (NULL where perUnit's
