@@ -527,7 +527,8 @@ func (g *sqlGen) resum(i int) string {
 //   - per (person, group): COUNT(*) counts at most L∞ rows; a sum or a
 //     count of values reads the at most L∞ non-NULL values with the
 //     smallest random key of their row (a uniform random subset), and
-//     SmallestN keeps them without a sort;
+//     SmallestN keeps them without a sort (only for the kept pairs with
+//     more than L∞ rows: splitPairs);
 //   - per person: each (person, group) gets a random key h; t is the
 //     (L0+1)-th smallest h of the person, and the groups with h < t are
 //     kept (all of them when the person has at most L0). At most L0 values
@@ -543,7 +544,6 @@ func (g *sqlGen) sampled(sm engine.Sampler, rows string, keys, rowExprs []string
 	p := g.p
 	L := p.Contribution.RowsPerGroup
 	var b strings.Builder
-	b.WriteString("WITH r AS (" + rows + "),\n")
 	perUnit := func(i int) string {
 		switch p.Statistics[i].Summand.Kind {
 		case RowCount:
@@ -558,9 +558,52 @@ func (g *sqlGen) sampled(sm engine.Sampler, rows string, keys, rowExprs []string
 			return sm.ListSum(sm.SmallestN(rowExprs[i], "rk", L))
 		}
 	}
+	if p.samplesValues() {
+		return g.splitPairs(&b, sm, rows, keys, rowExprs, aggs, groupBy, selectKeys, perUnit), nil
+	}
+	b.WriteString("WITH r AS (" + rows + "),\n")
 	from := g.keepGroups(&b, sm, selectKeys+aggs(perUnit), "r"+groupBy("u"))
 	b.WriteString("\nSELECT " + selectKeys + aggs(g.resum) + " FROM " + from + groupBy())
 	return b.String(), nil
+}
+
+// splitPairs writes the sampled bounding of a plan that sums or counts
+// values without a list per (person, group): DuckDB spills an
+// aggregate's hash table but keeps the lists of SmallestN in memory, so
+// that a list per pair made large tables fail under a memory limit (see
+// docs/scaling.md). Every pair is aggregated with plain aggregates, which
+// spill, and its row count n; at most L0 pairs per person are kept as
+// keepGroups keeps them; a kept pair with at most L∞ rows keeps all of its
+// values, which its plain aggregates give exactly as perUnit would (NULL
+// where perUnit's list is empty); the rows of the other kept pairs are
+// read again and aggregated by perUnit, with lists.
+func (g *sqlGen) splitPairs(b *strings.Builder, sm engine.Sampler, rows string, keys, rowExprs []string, aggs func(func(int) string) string, groupBy func(...string) string, selectKeys string, perUnit func(int) string) string {
+	p := g.p
+	L := strconv.FormatInt(p.Contribution.RowsPerGroup, 10)
+	all := func(i int) string {
+		switch p.Statistics[i].Summand.Kind {
+		case RowCount, DistinctUnits, DistinctValues:
+			return perUnit(i)
+		case NonNullCount:
+			return "nullif(count(" + rowExprs[i] + "), 0)"
+		default:
+			return g.sum(i, rowExprs[i])
+		}
+	}
+	cols := make([]string, len(p.Statistics))
+	for i := range cols {
+		cols[i] = "s" + strconv.Itoa(i)
+	}
+	list := "u, " + selectKeys + strings.Join(cols, ", ")
+	pairKey := strings.Join(append([]string{"u"}, keys...), ", ")
+	// The rows are spelled twice, not as a WITH query read twice, so that
+	// they are never materialized: each read takes them from the table.
+	b.WriteString("WITH ")
+	from := g.keepGroups(b, sm, selectKeys+"count(*) AS n, "+aggs(all), "("+rows+") AS r"+groupBy("u"))
+	b.WriteString(",\nkept AS " + sm.Materialized() + " (SELECT * FROM " + from + "),\n")
+	b.WriteString("sampled AS (SELECT u, " + selectKeys + aggs(perUnit) + " FROM (" + rows + ") AS r JOIN (SELECT " + pairKey + " FROM kept WHERE n > " + L + ") AS heavy USING (" + pairKey + ")" + groupBy("u") + ")\n")
+	b.WriteString("SELECT " + selectKeys + aggs(g.resum) + " FROM (SELECT " + list + " FROM kept WHERE n <= " + L + " UNION ALL SELECT " + list + " FROM sampled) AS kept_values" + groupBy())
+	return b.String()
 }
 
 // keepGroups writes the per-person stage of the sampled bounding: the

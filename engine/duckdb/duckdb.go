@@ -624,10 +624,12 @@ func (dialect) ListCount(list string) string { return "list_count(" + list + ")"
 // Unnest is DuckDB's unnest.
 func (dialect) Unnest(list string) string { return "unnest(" + list + ")" }
 
-// NthSmallest sorts the column's values into a list and indexes it; an
-// index past the end is NULL.
+// NthSmallest keeps the column's n smallest values, in ascending order,
+// with min's count form and indexes the list; an index past the end is
+// NULL. Its state holds n values, where list(col) would hold every value.
 func (dialect) NthSmallest(col string, n int64) string {
-	return "list_sort(list(" + col + "))[" + strconv.FormatInt(n, 10) + "]"
+	k := strconv.FormatInt(n, 10)
+	return "min(" + col + ", " + k + ")[" + k + "]"
 }
 
 // Materialized is DuckDB's AS MATERIALIZED.

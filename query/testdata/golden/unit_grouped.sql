@@ -1,18 +1,21 @@
 -- SELECT day, COUNT(*), AVG(minutes_spent) FROM visits GROUP BY day
-WITH r AS (SELECT "visitor_id" AS u, "day" AS k0, CASE WHEN "minutes_spent" IS NULL THEN NULL ELSE (least(greatest("minutes_spent", CAST(0.0 AS DOUBLE)), CAST(60.0 AS DOUBLE)) + CAST(4.02653184e+08 AS DOUBLE) - CAST(4.02653184e+08 AS DOUBLE)) END AS v1, random() AS rk FROM "visits$raw" WHERE "visitor_id" IS NOT NULL AND "day" IN (1, 2, 3, 4, 5, 6, 7)),
-per_unit AS MATERIALIZED (SELECT u, k0, least(count(*), 1) AS s0, list_sum(min_by(v1, rk, 1)) AS s1, list_count(min_by(v1, rk, 1)) AS s2, random() AS h FROM r GROUP BY u, k0),
-thresholds AS (SELECT u, list_sort(list(h))[4] AS t FROM per_unit GROUP BY u),
-per_unit_bounded AS (SELECT per_unit.* FROM per_unit JOIN thresholds ON per_unit.u = thresholds.u WHERE t IS NULL OR h < t)
-SELECT k0, sum(s0) AS s0, sum(s1) AS s1, sum(s2) AS s2 FROM per_unit_bounded GROUP BY k0
+WITH per_unit AS MATERIALIZED (SELECT u, k0, count(*) AS n, least(count(*), 1) AS s0, sum(v1) AS s1, nullif(count(v1), 0) AS s2, random() AS h FROM (SELECT "visitor_id" AS u, "day" AS k0, CASE WHEN "minutes_spent" IS NULL THEN NULL ELSE (least(greatest("minutes_spent", CAST(0.0 AS DOUBLE)), CAST(60.0 AS DOUBLE)) + CAST(4.02653184e+08 AS DOUBLE) - CAST(4.02653184e+08 AS DOUBLE)) END AS v1, random() AS rk FROM "visits$raw" WHERE "visitor_id" IS NOT NULL AND "day" IN (1, 2, 3, 4, 5, 6, 7)) AS r GROUP BY u, k0),
+thresholds AS (SELECT u, min(h, 4)[4] AS t FROM per_unit GROUP BY u),
+per_unit_bounded AS (SELECT per_unit.* FROM per_unit JOIN thresholds ON per_unit.u = thresholds.u WHERE t IS NULL OR h < t),
+kept AS MATERIALIZED (SELECT * FROM per_unit_bounded),
+sampled AS (SELECT u, k0, least(count(*), 1) AS s0, list_sum(min_by(v1, rk, 1)) AS s1, list_count(min_by(v1, rk, 1)) AS s2 FROM (SELECT "visitor_id" AS u, "day" AS k0, CASE WHEN "minutes_spent" IS NULL THEN NULL ELSE (least(greatest("minutes_spent", CAST(0.0 AS DOUBLE)), CAST(60.0 AS DOUBLE)) + CAST(4.02653184e+08 AS DOUBLE) - CAST(4.02653184e+08 AS DOUBLE)) END AS v1, random() AS rk FROM "visits$raw" WHERE "visitor_id" IS NOT NULL AND "day" IN (1, 2, 3, 4, 5, 6, 7)) AS r JOIN (SELECT u, k0 FROM kept WHERE n > 1) AS heavy USING (u, k0) GROUP BY u, k0)
+SELECT k0, sum(s0) AS s0, sum(s1) AS s1, sum(s2) AS s2 FROM (SELECT u, k0, s0, s1, s2 FROM kept WHERE n <= 1 UNION ALL SELECT u, k0, s0, s1, s2 FROM sampled) AS kept_values GROUP BY k0
 -- clean form
-WITH r AS (SELECT "visitor_id" AS u, "day" AS k0, CASE WHEN "minutes_spent" IS NULL THEN NULL ELSE (least(greatest("minutes_spent", CAST(0.0 AS DOUBLE)), CAST(60.0 AS DOUBLE)) + CAST(4.02653184e+08 AS DOUBLE) - CAST(4.02653184e+08 AS DOUBLE)) END AS v1, random() AS rk FROM "visits" WHERE "visitor_id" IS NOT NULL AND "day" IN (1, 2, 3, 4, 5, 6, 7)),
-per_unit AS MATERIALIZED (SELECT u, k0, least(count(*), 1) AS s0, list_sum(min_by(v1, rk, 1)) AS s1, list_count(min_by(v1, rk, 1)) AS s2, random() AS h FROM r GROUP BY u, k0),
-thresholds AS (SELECT u, list_sort(list(h))[4] AS t FROM per_unit GROUP BY u),
-per_unit_bounded AS (SELECT per_unit.* FROM per_unit JOIN thresholds ON per_unit.u = thresholds.u WHERE t IS NULL OR h < t)
-SELECT k0, sum(s0) AS s0, sum(s1) AS s1, sum(s2) AS s2 FROM per_unit_bounded GROUP BY k0
+WITH per_unit AS MATERIALIZED (SELECT u, k0, count(*) AS n, least(count(*), 1) AS s0, sum(v1) AS s1, nullif(count(v1), 0) AS s2, random() AS h FROM (SELECT "visitor_id" AS u, "day" AS k0, CASE WHEN "minutes_spent" IS NULL THEN NULL ELSE (least(greatest("minutes_spent", CAST(0.0 AS DOUBLE)), CAST(60.0 AS DOUBLE)) + CAST(4.02653184e+08 AS DOUBLE) - CAST(4.02653184e+08 AS DOUBLE)) END AS v1, random() AS rk FROM "visits" WHERE "visitor_id" IS NOT NULL AND "day" IN (1, 2, 3, 4, 5, 6, 7)) AS r GROUP BY u, k0),
+thresholds AS (SELECT u, min(h, 4)[4] AS t FROM per_unit GROUP BY u),
+per_unit_bounded AS (SELECT per_unit.* FROM per_unit JOIN thresholds ON per_unit.u = thresholds.u WHERE t IS NULL OR h < t),
+kept AS MATERIALIZED (SELECT * FROM per_unit_bounded),
+sampled AS (SELECT u, k0, least(count(*), 1) AS s0, list_sum(min_by(v1, rk, 1)) AS s1, list_count(min_by(v1, rk, 1)) AS s2 FROM (SELECT "visitor_id" AS u, "day" AS k0, CASE WHEN "minutes_spent" IS NULL THEN NULL ELSE (least(greatest("minutes_spent", CAST(0.0 AS DOUBLE)), CAST(60.0 AS DOUBLE)) + CAST(4.02653184e+08 AS DOUBLE) - CAST(4.02653184e+08 AS DOUBLE)) END AS v1, random() AS rk FROM "visits" WHERE "visitor_id" IS NOT NULL AND "day" IN (1, 2, 3, 4, 5, 6, 7)) AS r JOIN (SELECT u, k0 FROM kept WHERE n > 1) AS heavy USING (u, k0) GROUP BY u, k0)
+SELECT k0, sum(s0) AS s0, sum(s1) AS s1, sum(s2) AS s2 FROM (SELECT u, k0, s0, s1, s2 FROM kept WHERE n <= 1 UNION ALL SELECT u, k0, s0, s1, s2 FROM sampled) AS kept_values GROUP BY k0
 -- integer form
-WITH r AS (SELECT "visitor_id" AS u, "day" AS k0, CASE WHEN "minutes_spent" IS NULL THEN NULL ELSE CAST(least(greatest("minutes_spent", CAST(0.0 AS DOUBLE)), CAST(60.0 AS DOUBLE)) * CAST(1.6777216e+07 AS DOUBLE) AS INTEGER) END AS v1, random() AS rk FROM "visits" WHERE "visitor_id" IS NOT NULL AND "day" IN (1, 2, 3, 4, 5, 6, 7)),
-per_unit AS MATERIALIZED (SELECT u, k0, least(count(*), 1) AS s0, list_sum(min_by(v1, rk, 1)) AS s1, list_count(min_by(v1, rk, 1)) AS s2, random() AS h FROM r GROUP BY u, k0),
-thresholds AS (SELECT u, list_sort(list(h))[4] AS t FROM per_unit GROUP BY u),
-per_unit_bounded AS (SELECT per_unit.* FROM per_unit JOIN thresholds ON per_unit.u = thresholds.u WHERE t IS NULL OR h < t)
-SELECT k0, sum(s0) AS s0, sum(s1) AS s1, sum(s2) AS s2 FROM per_unit_bounded GROUP BY k0
+WITH per_unit AS MATERIALIZED (SELECT u, k0, count(*) AS n, least(count(*), 1) AS s0, sum(v1) AS s1, nullif(count(v1), 0) AS s2, random() AS h FROM (SELECT "visitor_id" AS u, "day" AS k0, CASE WHEN "minutes_spent" IS NULL THEN NULL ELSE CAST(least(greatest("minutes_spent", CAST(0.0 AS DOUBLE)), CAST(60.0 AS DOUBLE)) * CAST(1.6777216e+07 AS DOUBLE) AS INTEGER) END AS v1, random() AS rk FROM "visits" WHERE "visitor_id" IS NOT NULL AND "day" IN (1, 2, 3, 4, 5, 6, 7)) AS r GROUP BY u, k0),
+thresholds AS (SELECT u, min(h, 4)[4] AS t FROM per_unit GROUP BY u),
+per_unit_bounded AS (SELECT per_unit.* FROM per_unit JOIN thresholds ON per_unit.u = thresholds.u WHERE t IS NULL OR h < t),
+kept AS MATERIALIZED (SELECT * FROM per_unit_bounded),
+sampled AS (SELECT u, k0, least(count(*), 1) AS s0, list_sum(min_by(v1, rk, 1)) AS s1, list_count(min_by(v1, rk, 1)) AS s2 FROM (SELECT "visitor_id" AS u, "day" AS k0, CASE WHEN "minutes_spent" IS NULL THEN NULL ELSE CAST(least(greatest("minutes_spent", CAST(0.0 AS DOUBLE)), CAST(60.0 AS DOUBLE)) * CAST(1.6777216e+07 AS DOUBLE) AS INTEGER) END AS v1, random() AS rk FROM "visits" WHERE "visitor_id" IS NOT NULL AND "day" IN (1, 2, 3, 4, 5, 6, 7)) AS r JOIN (SELECT u, k0 FROM kept WHERE n > 1) AS heavy USING (u, k0) GROUP BY u, k0)
+SELECT k0, sum(s0) AS s0, sum(s1) AS s1, sum(s2) AS s2 FROM (SELECT u, k0, s0, s1, s2 FROM kept WHERE n <= 1 UNION ALL SELECT u, k0, s0, s1, s2 FROM sampled) AS kept_values GROUP BY k0

@@ -1,12 +1,15 @@
 -- SELECT COUNT(*), SUM(euros_spent) FROM visits
-WITH r AS (SELECT "visitor_id" AS u, CASE WHEN "euros_spent" IS NULL THEN NULL ELSE (least(greatest("euros_spent", CAST(0.0 AS DOUBLE)), CAST(60.0 AS DOUBLE)) + CAST(4.02653184e+08 AS DOUBLE) - CAST(4.02653184e+08 AS DOUBLE)) END AS v1, random() AS rk FROM "visits$raw" WHERE "visitor_id" IS NOT NULL),
-per_unit AS (SELECT u, least(count(*), 1) AS s0, list_sum(min_by(v1, rk, 1)) AS s1, list_count(min_by(v1, rk, 1)) AS s2 FROM r GROUP BY u)
-SELECT sum(s0) AS s0, sum(s1) AS s1, sum(s2) AS s2 FROM per_unit
+WITH per_unit AS (SELECT u, count(*) AS n, least(count(*), 1) AS s0, sum(v1) AS s1, nullif(count(v1), 0) AS s2 FROM (SELECT "visitor_id" AS u, CASE WHEN "euros_spent" IS NULL THEN NULL ELSE (least(greatest("euros_spent", CAST(0.0 AS DOUBLE)), CAST(60.0 AS DOUBLE)) + CAST(4.02653184e+08 AS DOUBLE) - CAST(4.02653184e+08 AS DOUBLE)) END AS v1, random() AS rk FROM "visits$raw" WHERE "visitor_id" IS NOT NULL) AS r GROUP BY u),
+kept AS MATERIALIZED (SELECT * FROM per_unit),
+sampled AS (SELECT u, least(count(*), 1) AS s0, list_sum(min_by(v1, rk, 1)) AS s1, list_count(min_by(v1, rk, 1)) AS s2 FROM (SELECT "visitor_id" AS u, CASE WHEN "euros_spent" IS NULL THEN NULL ELSE (least(greatest("euros_spent", CAST(0.0 AS DOUBLE)), CAST(60.0 AS DOUBLE)) + CAST(4.02653184e+08 AS DOUBLE) - CAST(4.02653184e+08 AS DOUBLE)) END AS v1, random() AS rk FROM "visits$raw" WHERE "visitor_id" IS NOT NULL) AS r JOIN (SELECT u FROM kept WHERE n > 1) AS heavy USING (u) GROUP BY u)
+SELECT sum(s0) AS s0, sum(s1) AS s1, sum(s2) AS s2 FROM (SELECT u, s0, s1, s2 FROM kept WHERE n <= 1 UNION ALL SELECT u, s0, s1, s2 FROM sampled) AS kept_values
 -- clean form
-WITH r AS (SELECT "visitor_id" AS u, CASE WHEN "euros_spent" IS NULL THEN NULL ELSE (least(greatest("euros_spent", CAST(0.0 AS DOUBLE)), CAST(60.0 AS DOUBLE)) + CAST(4.02653184e+08 AS DOUBLE) - CAST(4.02653184e+08 AS DOUBLE)) END AS v1, random() AS rk FROM "visits" WHERE "visitor_id" IS NOT NULL),
-per_unit AS (SELECT u, least(count(*), 1) AS s0, list_sum(min_by(v1, rk, 1)) AS s1, list_count(min_by(v1, rk, 1)) AS s2 FROM r GROUP BY u)
-SELECT sum(s0) AS s0, sum(s1) AS s1, sum(s2) AS s2 FROM per_unit
+WITH per_unit AS (SELECT u, count(*) AS n, least(count(*), 1) AS s0, sum(v1) AS s1, nullif(count(v1), 0) AS s2 FROM (SELECT "visitor_id" AS u, CASE WHEN "euros_spent" IS NULL THEN NULL ELSE (least(greatest("euros_spent", CAST(0.0 AS DOUBLE)), CAST(60.0 AS DOUBLE)) + CAST(4.02653184e+08 AS DOUBLE) - CAST(4.02653184e+08 AS DOUBLE)) END AS v1, random() AS rk FROM "visits" WHERE "visitor_id" IS NOT NULL) AS r GROUP BY u),
+kept AS MATERIALIZED (SELECT * FROM per_unit),
+sampled AS (SELECT u, least(count(*), 1) AS s0, list_sum(min_by(v1, rk, 1)) AS s1, list_count(min_by(v1, rk, 1)) AS s2 FROM (SELECT "visitor_id" AS u, CASE WHEN "euros_spent" IS NULL THEN NULL ELSE (least(greatest("euros_spent", CAST(0.0 AS DOUBLE)), CAST(60.0 AS DOUBLE)) + CAST(4.02653184e+08 AS DOUBLE) - CAST(4.02653184e+08 AS DOUBLE)) END AS v1, random() AS rk FROM "visits" WHERE "visitor_id" IS NOT NULL) AS r JOIN (SELECT u FROM kept WHERE n > 1) AS heavy USING (u) GROUP BY u)
+SELECT sum(s0) AS s0, sum(s1) AS s1, sum(s2) AS s2 FROM (SELECT u, s0, s1, s2 FROM kept WHERE n <= 1 UNION ALL SELECT u, s0, s1, s2 FROM sampled) AS kept_values
 -- integer form
-WITH r AS (SELECT "visitor_id" AS u, CASE WHEN "euros_spent" IS NULL THEN NULL ELSE CAST(least(greatest("euros_spent", CAST(0.0 AS DOUBLE)), CAST(60.0 AS DOUBLE)) * CAST(1.6777216e+07 AS DOUBLE) AS INTEGER) END AS v1, random() AS rk FROM "visits" WHERE "visitor_id" IS NOT NULL),
-per_unit AS (SELECT u, least(count(*), 1) AS s0, list_sum(min_by(v1, rk, 1)) AS s1, list_count(min_by(v1, rk, 1)) AS s2 FROM r GROUP BY u)
-SELECT sum(s0) AS s0, sum(s1) AS s1, sum(s2) AS s2 FROM per_unit
+WITH per_unit AS (SELECT u, count(*) AS n, least(count(*), 1) AS s0, sum(v1) AS s1, nullif(count(v1), 0) AS s2 FROM (SELECT "visitor_id" AS u, CASE WHEN "euros_spent" IS NULL THEN NULL ELSE CAST(least(greatest("euros_spent", CAST(0.0 AS DOUBLE)), CAST(60.0 AS DOUBLE)) * CAST(1.6777216e+07 AS DOUBLE) AS INTEGER) END AS v1, random() AS rk FROM "visits" WHERE "visitor_id" IS NOT NULL) AS r GROUP BY u),
+kept AS MATERIALIZED (SELECT * FROM per_unit),
+sampled AS (SELECT u, least(count(*), 1) AS s0, list_sum(min_by(v1, rk, 1)) AS s1, list_count(min_by(v1, rk, 1)) AS s2 FROM (SELECT "visitor_id" AS u, CASE WHEN "euros_spent" IS NULL THEN NULL ELSE CAST(least(greatest("euros_spent", CAST(0.0 AS DOUBLE)), CAST(60.0 AS DOUBLE)) * CAST(1.6777216e+07 AS DOUBLE) AS INTEGER) END AS v1, random() AS rk FROM "visits" WHERE "visitor_id" IS NOT NULL) AS r JOIN (SELECT u FROM kept WHERE n > 1) AS heavy USING (u) GROUP BY u)
+SELECT sum(s0) AS s0, sum(s1) AS s1, sum(s2) AS s2 FROM (SELECT u, s0, s1, s2 FROM kept WHERE n <= 1 UNION ALL SELECT u, s0, s1, s2 FROM sampled) AS kept_values
