@@ -543,8 +543,9 @@ type UnitSharder interface {
 // stage of a statement on the shards of a table distributed by the privacy
 // unit (UnitSharder): one SELECT over the table keeps at most L∞ rows per
 // (person, group) in a list, aggregates them, and keeps at most L0 groups
-// per person (LimitBy.KeepFirst); each shard runs that SELECT to the end,
-// and only its per-(person, group) rows cross the network.
+// per person (LimitBy.KeepFirst), and a second level sums them per group
+// (ShardGroups); each shard runs both to the end, and only its per-group
+// partial sums cross the network.
 type ShardBounder interface {
 	// KeptRows spells an aggregate: the list of at most n rows, each the
 	// tuple of exprs, whose key is smallest.
@@ -560,9 +561,16 @@ type ShardBounder interface {
 	// grid, see GridSum; from 1) in the rows of a KeptRows list; NULL when
 	// none is non-NULL.
 	KeptGridSum(list string, i int) string
+	// ShardGroups spells a SELECT over the distributed table source
+	// (rows filtered by where, "" for all) that each shard runs to its
+	// end, returning perGroup computed on that shard's rows alone: one row
+	// per group, the columns keys (their expressions over source are
+	// keyExprs) and sums. perGroup is a SELECT whose innermost SELECT
+	// reads source.
+	ShardGroups(source, where string, keyExprs, keys, sums []string, perGroup string) string
 	// PerShard spells the clause, after a whole statement, that makes
 	// each shard run the SELECT reading a distributed table to its end
-	// (its aggregation and row limits included), the server that
-	// received the statement only gathering the shards' rows.
+	// (ShardGroups), the server that received the statement only
+	// gathering the shards' rows.
 	PerShard() string
 }

@@ -1003,9 +1003,54 @@ func (dialect) KeptGridSum(list string, i int) string {
 	return "if(arrayExists(t -> NOT isNull(" + e + "), " + list + "), arraySum(arrayMap(t -> assumeNotNull(" + e + "), arrayFilter(t -> NOT isNull(" + e + "), " + list + "))), NULL)"
 }
 
+// ShardGroups joins the table's rows on each shard to perGroup, whose
+// innermost SELECT reads the same Distributed table: with
+// distributed_product_mode = 'local' (PerShard) a shard reads its local
+// table there, so perGroup's sums are that shard's. ClickHouse sends a
+// Distributed table's shards only the SELECT that reads it, and a join
+// subquery of that SELECT goes with it: the join is how the per-group
+// level runs on the shards (a subquery in FROM would run on the server
+// dpstat connects to). The rows join perGroup's one row per group by
+// the keys (encoded as isNull and assumeNotNull, since a NULL key
+// matches nothing) and any() takes the group's sums. The rows are read
+// once more for this, their keys only: a scan per shard, far cheaper
+// than the bounding.
+func (dialect) ShardGroups(source, where string, keyExprs, keys, sums []string, perGroup string) string {
+	var left, right, using, outKeys, outSums []string
+	for i, k := range keys {
+		n, v := "kn"+strconv.Itoa(i), "kv"+strconv.Itoa(i)
+		left = append(left, "isNull("+keyExprs[i]+") AS "+n, "assumeNotNull("+keyExprs[i]+") AS "+v)
+		right = append(right, "isNull("+k+") AS "+n, "assumeNotNull("+k+") AS "+v, k)
+		using = append(using, n, v)
+		outKeys = append(outKeys, k)
+	}
+	for _, s := range sums {
+		right = append(right, s)
+		outSums = append(outSums, "any("+s+") AS "+s)
+	}
+	if len(keys) == 0 {
+		// One row of sums: every row of the shard joins it.
+		q := "SELECT " + strings.Join(outSums, ", ") + " FROM " + source + " CROSS JOIN (" + perGroup + ") AS per_group"
+		if where != "" {
+			q += " WHERE " + where
+		}
+		return q
+	}
+	q := "SELECT " + strings.Join(append(append(left, outKeys...), outSums...), ", ") + " FROM " + source +
+		" ANY INNER JOIN (SELECT " + strings.Join(right, ", ") + " FROM (" + perGroup + ")) AS per_group USING " + strings.Join(using, ", ")
+	if where != "" {
+		q += " WHERE " + where
+	}
+	return q + " GROUP BY " + strings.Join(append(using, outKeys...), ", ")
+}
+
 // PerShard sets distributed_group_by_no_merge: each shard runs the
-// SELECT over a Distributed table to its end.
-func (dialect) PerShard() string { return " SETTINGS distributed_group_by_no_merge = 1" }
+// SELECT over a Distributed table to its end; and
+// distributed_product_mode = 'local': a shard reads its local table in
+// the join subquery of ShardGroups.
+func (dialect) PerShard() string {
+	return " SETTINGS distributed_group_by_no_merge = 1, distributed_product_mode = 'local'"
+}
 
 // Collect is groupArray, which skips NULLs.
 func (dialect) Collect(arg string) string { return "groupArray(" + arg + ")" }
