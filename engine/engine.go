@@ -425,6 +425,26 @@ func CastInt(d Dialect, expr string, t Type) string {
 	return "CAST(" + expr + " AS " + d.TypeName(t) + ")"
 }
 
+// HalfEvenRound is implemented by dialects whose round() of a double ties
+// to even (PostgreSQL's rint): Round spells dpstat's ROUND, which ties
+// away from zero on every engine, as DuckDB's round and Go's math.Round.
+type HalfEvenRound interface {
+	// HalfEvenRound marks the dialect; it is never called.
+	HalfEvenRound()
+}
+
+// Round spells ROUND(expr) of a double expression: the nearest whole
+// number, halves away from zero. Where round() ties to even it is
+// trunc(expr) plus the sign of expr when the fraction, expr - trunc(expr)
+// (exact in doubles), is at least one half.
+func Round(d Dialect, expr string) string {
+	if _, ok := d.(HalfEvenRound); ok {
+		t := "trunc(" + expr + ")"
+		return "(" + t + " + CASE WHEN abs(" + expr + " - " + t + ") >= 0.5 THEN sign(" + expr + ") ELSE 0 END)"
+	}
+	return "round(" + expr + ")"
+}
+
 // NoNotBetween is implemented by dialects without x NOT BETWEEN a AND b
 // (ClickHouse 18.16): the generator writes NOT (x BETWEEN a AND b), which
 // means the same for every value, NULL included.
