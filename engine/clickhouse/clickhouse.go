@@ -761,7 +761,7 @@ func (e *Engine) Describe(name, privacyUnit string) []string {
 	case privacyUnit == "":
 		out = append(out, "engine: no privacy unit: each shard filters and projects its rows, the server dpstat connects to aggregates them")
 	case t.ShardedBy(privacyUnit):
-		out = append(out, fmt.Sprintf("engine: sharded by the privacy unit %s, so each person's rows are on one shard; each shard filters its rows and bounds each person's contribution (at most L∞ rows per group, at most L0 groups), and only each person's bounded per-group sums cross the network, which the server dpstat connects to adds per group (a query that joins another table or pre-aggregates per person bounds on that server instead)", privacyUnit))
+		out = append(out, fmt.Sprintf("engine: sharded by the privacy unit %s, so each person's rows are on one shard; each shard filters its rows and bounds each person's contribution (at most L∞ rows per group, at most L0 groups), then sums them per group, and only each shard's per-group partial sums cross the network, which the server dpstat connects to adds (a query that joins another table or pre-aggregates per person bounds on that server instead)", privacyUnit))
 	default:
 		out = append(out, fmt.Sprintf("engine: not sharded by the privacy unit %s, so a person's rows may be on several shards; the answer is still exact: each shard filters and projects its rows and the server dpstat connects to bounds each person over all of them (the projected rows of the query cross the network once)", privacyUnit))
 	}
