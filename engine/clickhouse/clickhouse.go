@@ -357,7 +357,7 @@ func (e *Engine) withBindings(sql string) string {
 // column of such a name could be mistaken for one when the projection is
 // written into the statement's own SELECT, so such a table is always read
 // through a subquery.
-var generatorAlias = regexp.MustCompile(`^([kvst][0-9]+|u|r|rk|rn|h|b|c|bs|one|numbered|kept|thresholds|per_unit\w*|r_bounded|unit_groups\w*)$`)
+var generatorAlias = regexp.MustCompile(`^([kvst][0-9]+|k[nv][0-9]+|u|r|rk|rn|h|b|c|bs|one|numbered|kept|thresholds|per_unit\w*|per_group|per_shard|r_bounded|unit_groups\w*)$`)
 
 // inlined writes the projection of the one bound table a statement reads
 // (FROM "name", no JOIN) into the statement itself: FROM "name" becomes
