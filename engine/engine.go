@@ -425,6 +425,26 @@ func CastInt(d Dialect, expr string, t Type) string {
 	return "CAST(" + expr + " AS " + d.TypeName(t) + ")"
 }
 
+// HalfEvenRound is implemented by dialects whose round() of a double ties
+// to even (PostgreSQL's rint): Round spells dpstat's ROUND, which ties
+// away from zero on every engine, as DuckDB's round and Go's math.Round.
+type HalfEvenRound interface {
+	// HalfEvenRound marks the dialect; it is never called.
+	HalfEvenRound()
+}
+
+// Round spells ROUND(expr) of a double expression: the nearest whole
+// number, halves away from zero. Where round() ties to even it is
+// trunc(expr) plus the sign of expr when the fraction, expr - trunc(expr)
+// (exact in doubles), is at least one half.
+func Round(d Dialect, expr string) string {
+	if _, ok := d.(HalfEvenRound); ok {
+		t := "trunc(" + expr + ")"
+		return "(" + t + " + CASE WHEN abs(" + expr + " - " + t + ") >= 0.5 THEN sign(" + expr + ") ELSE 0 END)"
+	}
+	return "round(" + expr + ")"
+}
+
 // NoNotBetween is implemented by dialects without x NOT BETWEEN a AND b
 // (ClickHouse 18.16): the generator writes NOT (x BETWEEN a AND b), which
 // means the same for every value, NULL included.
@@ -543,8 +563,9 @@ type UnitSharder interface {
 // stage of a statement on the shards of a table distributed by the privacy
 // unit (UnitSharder): one SELECT over the table keeps at most L∞ rows per
 // (person, group) in a list, aggregates them, and keeps at most L0 groups
-// per person (LimitBy.KeepFirst); each shard runs that SELECT to the end,
-// and only its per-(person, group) rows cross the network.
+// per person (LimitBy.KeepFirst), and a second level sums them per group
+// (ShardGroups); each shard runs both to the end, and only its per-group
+// partial sums cross the network.
 type ShardBounder interface {
 	// KeptRows spells an aggregate: the list of at most n rows, each the
 	// tuple of exprs, whose key is smallest.
@@ -560,9 +581,16 @@ type ShardBounder interface {
 	// grid, see GridSum; from 1) in the rows of a KeptRows list; NULL when
 	// none is non-NULL.
 	KeptGridSum(list string, i int) string
+	// ShardGroups spells a SELECT over the distributed table source
+	// (rows filtered by where, "" for all) that each shard runs to its
+	// end, returning perGroup computed on that shard's rows alone: one row
+	// per group, the columns keys (their expressions over source are
+	// keyExprs) and sums. perGroup is a SELECT whose innermost SELECT
+	// reads source.
+	ShardGroups(source, where string, keyExprs, keys, sums []string, perGroup string) string
 	// PerShard spells the clause, after a whole statement, that makes
 	// each shard run the SELECT reading a distributed table to its end
-	// (its aggregation and row limits included), the server that
-	// received the statement only gathering the shards' rows.
+	// (ShardGroups), the server that received the statement only
+	// gathering the shards' rows.
 	PerShard() string
 }

@@ -447,7 +447,7 @@ func (g *sqlGen) scalarSQL(s Scalar) (string, error) {
 			if err != nil {
 				return "", err
 			}
-			return engine.Divide(d, "round("+scaled+")", p10)
+			return engine.Divide(d, engine.Round(d, scaled), p10)
 		}
 		parts := make([]string, len(x.Args))
 		for i, a := range x.Args {
@@ -462,6 +462,8 @@ func (g *sqlGen) scalarSQL(s Scalar) (string, error) {
 			return engine.Least(d, parts...), nil // NULL-skipping on every engine
 		case "greatest":
 			return engine.Greatest(d, parts...), nil
+		case "round":
+			return engine.Round(d, parts[0]), nil
 		}
 		return x.Func + "(" + strings.Join(parts, ", ") + ")", nil
 	case Cond:

@@ -438,8 +438,9 @@ func (g *sqlGen) perShard(source string) bool {
 // are aggregated from a list; then at most L0 groups per person are kept
 // by the key keepRandom uses. The dialect's PerShard clause makes each
 // shard run that SELECT to its end: every person's rows are on one shard,
-// so each shard's (person, group) rows are the statement's. The
-// initiator only sums them per group.
+// so each shard's (person, group) rows are the statement's. Each shard
+// also sums them per group (engine.ShardBounder.ShardGroups), and the
+// initiator sums the shards' per-group partial sums.
 func (g *sqlGen) shardBounded(sb engine.ShardBounder, unitAndKeys, conds []string, source string, rowExprs []string, exprOf map[string]string, aggs func(func(int) string) string, selectKeys string, keys []string) (string, error) {
 	p := g.p
 	lb := g.d.(engine.LimitBy)
@@ -483,11 +484,21 @@ func (g *sqlGen) shardBounded(sb engine.ShardBounder, unitAndKeys, conds []strin
 	if p.BoundGroups {
 		inner += " " + lb.KeepFirst(lb.RowKey(g.salt, hashed), []string{"u"}, p.Contribution.Groups)
 	}
-	final := "SELECT " + selectKeys + aggs(g.resum) + " FROM (" + inner + ") AS per_unit_bounded"
+	groupBy := ""
 	if len(keys) > 0 {
-		final += " GROUP BY " + strings.Join(keys, ", ")
+		groupBy = " GROUP BY " + strings.Join(keys, ", ")
 	}
-	return final + sb.PerShard(), nil
+	perGroup := "SELECT " + selectKeys + aggs(g.resum) + " FROM (" + inner + ") AS per_unit_bounded" + groupBy
+	sums := make([]string, len(p.Statistics))
+	for i := range sums {
+		sums[i] = "s" + strconv.Itoa(i)
+	}
+	keyExprs := make([]string, len(keys))
+	for i, c := range unitAndKeys[1:] {
+		keyExprs[i] = strings.TrimSuffix(c, " AS "+keys[i])
+	}
+	perShard := sb.ShardGroups(source, strings.Join(conds, " AND "), keyExprs, keys, sums, perGroup)
+	return "SELECT " + selectKeys + aggs(g.resum) + " FROM (" + perShard + ") AS per_shard" + groupBy + sb.PerShard(), nil
 }
 
 // checkJoins refuses, before anything runs, a join the dialect cannot

@@ -357,7 +357,7 @@ func (e *Engine) withBindings(sql string) string {
 // column of such a name could be mistaken for one when the projection is
 // written into the statement's own SELECT, so such a table is always read
 // through a subquery.
-var generatorAlias = regexp.MustCompile(`^([kvst][0-9]+|u|r|rk|rn|h|b|c|bs|one|numbered|kept|thresholds|per_unit\w*|r_bounded|unit_groups\w*)$`)
+var generatorAlias = regexp.MustCompile(`^([kvst][0-9]+|k[nv][0-9]+|u|r|rk|rn|h|b|c|bs|one|numbered|kept|thresholds|per_unit\w*|per_group|per_shard|r_bounded|unit_groups\w*)$`)
 
 // inlined writes the projection of the one bound table a statement reads
 // (FROM "name", no JOIN) into the statement itself: FROM "name" becomes
@@ -761,7 +761,7 @@ func (e *Engine) Describe(name, privacyUnit string) []string {
 	case privacyUnit == "":
 		out = append(out, "engine: no privacy unit: each shard filters and projects its rows, the server dpstat connects to aggregates them")
 	case t.ShardedBy(privacyUnit):
-		out = append(out, fmt.Sprintf("engine: sharded by the privacy unit %s, so each person's rows are on one shard; each shard filters its rows and bounds each person's contribution (at most L∞ rows per group, at most L0 groups), and only each person's bounded per-group sums cross the network, which the server dpstat connects to adds per group (a query that joins another table or pre-aggregates per person bounds on that server instead)", privacyUnit))
+		out = append(out, fmt.Sprintf("engine: sharded by the privacy unit %s, so each person's rows are on one shard; each shard filters its rows and bounds each person's contribution (at most L∞ rows per group, at most L0 groups), then sums them per group, and only each shard's per-group partial sums cross the network, which the server dpstat connects to adds (a query that joins another table or pre-aggregates per person bounds on that server instead)", privacyUnit))
 	default:
 		out = append(out, fmt.Sprintf("engine: not sharded by the privacy unit %s, so a person's rows may be on several shards; the answer is still exact: each shard filters and projects its rows and the server dpstat connects to bounds each person over all of them (the projected rows of the query cross the network once)", privacyUnit))
 	}
@@ -1003,9 +1003,54 @@ func (dialect) KeptGridSum(list string, i int) string {
 	return "if(arrayExists(t -> NOT isNull(" + e + "), " + list + "), arraySum(arrayMap(t -> assumeNotNull(" + e + "), arrayFilter(t -> NOT isNull(" + e + "), " + list + "))), NULL)"
 }
 
+// ShardGroups joins the table's rows on each shard to perGroup, whose
+// innermost SELECT reads the same Distributed table: with
+// distributed_product_mode = 'local' (PerShard) a shard reads its local
+// table there, so perGroup's sums are that shard's. ClickHouse sends a
+// Distributed table's shards only the SELECT that reads it, and a join
+// subquery of that SELECT goes with it: the join is how the per-group
+// level runs on the shards (a subquery in FROM would run on the server
+// dpstat connects to). The rows join perGroup's one row per group by
+// the keys (encoded as isNull and assumeNotNull, since a NULL key
+// matches nothing) and any() takes the group's sums. The rows are read
+// once more for this, their keys only: a scan per shard, far cheaper
+// than the bounding.
+func (dialect) ShardGroups(source, where string, keyExprs, keys, sums []string, perGroup string) string {
+	var left, right, using, outKeys, outSums []string
+	for i, k := range keys {
+		n, v := "kn"+strconv.Itoa(i), "kv"+strconv.Itoa(i)
+		left = append(left, "isNull("+keyExprs[i]+") AS "+n, "assumeNotNull("+keyExprs[i]+") AS "+v)
+		right = append(right, "isNull("+k+") AS "+n, "assumeNotNull("+k+") AS "+v, k)
+		using = append(using, n, v)
+		outKeys = append(outKeys, k)
+	}
+	for _, s := range sums {
+		right = append(right, s)
+		outSums = append(outSums, "any("+s+") AS "+s)
+	}
+	if len(keys) == 0 {
+		// One row of sums: every row of the shard joins it.
+		q := "SELECT " + strings.Join(outSums, ", ") + " FROM " + source + " CROSS JOIN (" + perGroup + ") AS per_group"
+		if where != "" {
+			q += " WHERE " + where
+		}
+		return q
+	}
+	q := "SELECT " + strings.Join(append(append(left, outKeys...), outSums...), ", ") + " FROM " + source +
+		" ANY INNER JOIN (SELECT " + strings.Join(right, ", ") + " FROM (" + perGroup + ")) AS per_group USING " + strings.Join(using, ", ")
+	if where != "" {
+		q += " WHERE " + where
+	}
+	return q + " GROUP BY " + strings.Join(append(using, outKeys...), ", ")
+}
+
 // PerShard sets distributed_group_by_no_merge: each shard runs the
-// SELECT over a Distributed table to its end.
-func (dialect) PerShard() string { return " SETTINGS distributed_group_by_no_merge = 1" }
+// SELECT over a Distributed table to its end; and
+// distributed_product_mode = 'local': a shard reads its local table in
+// the join subquery of ShardGroups.
+func (dialect) PerShard() string {
+	return " SETTINGS distributed_group_by_no_merge = 1, distributed_product_mode = 'local'"
+}
 
 // Collect is groupArray, which skips NULLs.
 func (dialect) Collect(arg string) string { return "groupArray(" + arg + ")" }
@@ -1024,7 +1069,7 @@ func (dialect) BoolLiteral(b bool) string {
 // Extremum spells a NULL-skipping least or greatest: ClickHouse's return
 // NULL when an argument is NULL, and refuse to compare Int64 with Float64,
 // so when a Float64 literal is among the arguments every other argument is
-// read as Nullable(Float64) (as DuckDB converts them). A literal argument is
+// read as Float64 (as DuckDB converts them; Nullable(Float64) when it is). A literal argument is
 // never NULL: f(coalesce(a, lit), lit) skips a NULL a; otherwise
 // f(coalesce(a, b), coalesce(b, a)) is b when a is NULL, a when b is, and
 // NULL when both are.
@@ -1039,7 +1084,13 @@ func (dialect) Extremum(f string, args []string) string {
 		conv[i] = a
 		isFloatExtremum := (strings.HasPrefix(a, "least(") || strings.HasPrefix(a, "greatest(")) && strings.Contains(a, "toFloat64(")
 		if anyFloat && !floatLitRE.MatchString(a) && !isFloatExtremum {
-			conv[i] = "CAST(" + a + " AS Nullable(Float64))"
+			// toFloat64 keeps a column that cannot be NULL out of
+			// Nullable, whose arithmetic costs about a third more over
+			// a clamped sum; a Nullable argument stays Nullable.
+			conv[i] = "toFloat64(" + a + ")"
+			if a == "NULL" {
+				conv[i] = "CAST(NULL AS Nullable(Float64))"
+			}
 		}
 	}
 	out, outLit := conv[0], isLit(args[0])

@@ -24,7 +24,7 @@ func TestDialectSpellings(t *testing.T) {
 		{"false", lit(false), "0"},
 		{"float", lit(1.5), "toFloat64(1.5)"},
 		{"int clamp skips NULL", engine.Least(d, engine.Greatest(d, `"v"`, "0"), "10"), `least(coalesce(greatest(coalesce("v", 0), 0), 10), 10)`},
-		{"float clamp converts the column", engine.Greatest(d, `"i"`, lit(-5.0)), `greatest(coalesce(CAST("i" AS Nullable(Float64)), toFloat64(-5.0)), toFloat64(-5.0))`},
+		{"float clamp converts the column", engine.Greatest(d, `"i"`, lit(-5.0)), `greatest(coalesce(toFloat64("i"), toFloat64(-5.0)), toFloat64(-5.0))`},
 		{"two columns", engine.Least(d, `"a"`, `"b"`), `least(coalesce("a", "b"), coalesce("b", "a"))`},
 		{"rounding cast", engine.CastInt(d, "x", engine.Integer32), "CAST(round(x) AS Nullable(Int32))"},
 		{"row key", d.(engine.LimitBy).RowKey(7, []string{"u"}), "cityHash64(toUInt64(7), isNull(u), assumeNotNull(u))"},

@@ -535,3 +535,9 @@ func (dialect) SupportsQualify() bool { return false }
 func (dialect) StrictUnderflow() {}
 
 var _ engine.StrictUnderflow = dialect{}
+
+// HalfEvenRound marks PostgreSQL's round(double precision), which ties to
+// even (rint); engine.Round then spells ROUND with halves away from zero.
+func (dialect) HalfEvenRound() {}
+
+var _ engine.HalfEvenRound = dialect{}

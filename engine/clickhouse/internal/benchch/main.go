@@ -162,6 +162,14 @@ GROUP BY pid, grp ORDER BY rand() LIMIT 3 BY pid) GROUP BY grp`
 		return err
 	}
 	prepBounded.Plan.PerShard = true
+	// The previous per-shard statement: each shard bounds its persons
+	// and sends its per-(person, group) rows, which the initiator sums
+	// per group (the per-group level of today's statement, run on the
+	// initiator).
+	gathering, err := perGroupLevel(prepBounded.SQL)
+	if err != nil {
+		return err
+	}
 	type pair struct {
 		name      string
 		dp, plain func() error
@@ -172,6 +180,7 @@ GROUP BY pid, grp ORDER BY rand() LIMIT 3 BY pid) GROUP BY grp`
 		{"per-person bounding (L0=3, Linf=2): COUNT, SUM, AVG GROUP BY public key", dp(bounded), plain(plainBounded)},
 		{"per-person bounding: dpstat's engine SQL alone vs the plain query", engineSQL(prepBounded.SQL), plain(plainBounded)},
 		{"per-person bounding on each shard: dpstat's statement bounding on the shards vs bounding on the initiator", engineSQL(prepBounded.SQL), engineSQL(wholeBounded)},
+		{"per-group partial sums on each shard: dpstat's statement vs gathering the shards' per-(person, group) rows", engineSQL(prepBounded.SQL), engineSQL(gathering)},
 	}
 	fmt.Printf("== %s shard(s): %s\n\n", n, table)
 	for _, p := range pairs {
@@ -215,4 +224,21 @@ func generate(ctx context.Context, c *enginetest.ClickHouse, rows int) error {
 		}
 	}
 	return c.Client(ctx, 0, nil, "--query", "OPTIMIZE TABLE bench_local_1 FINAL")
+}
+
+// perGroupLevel returns, from a statement bounding on the shards, the
+// statement that gathers each shard's bounded per-(person, group) rows and
+// sums them per group on the initiator: the per-group SELECT that each
+// shard runs in today's statement (its join subquery), run alone.
+func perGroupLevel(sql string) (string, error) {
+	const open, end = "AS kv0, k0, ", ")) AS per_group USING"
+	i, j := strings.Index(sql, open), strings.LastIndex(sql, end)
+	if i < 0 || j < 0 {
+		return "", fmt.Errorf("the per-shard statement has no per-group join subquery: %.200s", sql)
+	}
+	k := strings.Index(sql[i:], " FROM (")
+	if k < 0 || i+k+len(" FROM (") > j {
+		return "", fmt.Errorf("the per-shard statement's join subquery reads no SELECT: %.200s", sql[i:])
+	}
+	return sql[i+k+len(" FROM ("):j] + " SETTINGS distributed_group_by_no_merge = 1", nil
 }
