@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/dpstat/dpstat/engine"
+	"github.com/dpstat/dpstat/query/dpplan"
+	"github.com/dpstat/dpstat/query/ir"
 	"github.com/dpstat/dpstat/random"
 )
 
@@ -91,7 +93,7 @@ func TestExactCountDistinct(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := toBig(truth.Rows[0][0])
+	want, _ := ir.ToBig(truth.Rows[0][0])
 	if got := res.Rows[0][0].(int64); got != want.Int64() {
 		t.Fatalf("COUNT(DISTINCT visitor_id) = %d, want %d", got, want.Int64())
 	}
@@ -144,8 +146,8 @@ func TestQuantileUtilityBound(t *testing.T) {
 	}
 	counts := exact.Hist[0][0]
 	h := p.Plan.Histograms[0]
-	scores := quantileScores(counts, h.Bins, 0.5)
-	bound := p.Noise.selects[0].UtilityBound(h.Bins+1, 0.05)
+	scores := dpplan.QuantileScores(counts, h.Bins, 0.5)
+	bound := p.Noise.Selects[0].UtilityBound(h.Bins+1, 0.05)
 	misses := 0
 	const runs = 400
 	for range runs {

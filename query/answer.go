@@ -17,6 +17,10 @@ import (
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/ledger"
+	"github.com/dpstat/dpstat/query/dpplan"
+	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/query/parse"
+	"github.com/dpstat/dpstat/query/sqlgen"
 	"github.com/dpstat/dpstat/random"
 )
 
@@ -41,7 +45,7 @@ type Service struct {
 	// sums, so that their next queries go straight to IntegerForm instead
 	// of running twice.
 	mu    sync.Mutex
-	forms map[string]Form
+	forms map[string]dpplan.Form
 	// flights holds a channel per repeat-safe query being answered now,
 	// closed when it is done, so that an identical query waits for its
 	// stored answer instead of paying again.
@@ -49,7 +53,7 @@ type Service struct {
 	log     *slog.Logger
 	// public holds the facts of the catalog's public tables, read when
 	// the service starts.
-	public map[string]*PublicFacts
+	public map[string]*ir.PublicFacts
 }
 
 // NewService registers every table of the catalog with the engine (which
@@ -61,7 +65,7 @@ func NewService(ctx context.Context, cat *catalog.Catalog, eng engine.Engine, le
 	if err := Register(ctx, cat, eng); err != nil {
 		return nil, err
 	}
-	public, err := readPublicFacts(ctx, cat, eng)
+	public, err := ir.ReadPublicFacts(ctx, cat, eng)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +95,7 @@ func Register(ctx context.Context, cat *catalog.Catalog, eng engine.Engine) erro
 		for i := range cols {
 			cols[i].KeepNaN = true
 		}
-		if err := expose(ctx, eng, t, rawView(t.Name), cols); err != nil {
+		if err := expose(ctx, eng, t, sqlgen.RawView(t.Name), cols); err != nil {
 			return err
 		}
 	}
@@ -115,10 +119,6 @@ func expose(ctx context.Context, eng engine.Engine, t *catalog.Table, name strin
 	}
 	return reg.RegisterFile(ctx, name, t.Source, t.Format, cols)
 }
-
-// rawView names the view of a table whose float columns keep their NaNs.
-// "$" cannot occur in a catalog's table names, so it names no other table.
-func rawView(table string) string { return table + "$raw" }
 
 func engineType(t catalog.Type) engine.Type {
 	switch t {
@@ -161,16 +161,16 @@ type Options struct {
 
 func (o Options) validate() error {
 	if math.IsNaN(o.Epsilon) || math.IsInf(o.Epsilon, 0) || o.Epsilon <= 0 {
-		return refuse("epsilon = %v: want a finite number > 0", o.Epsilon)
+		return ir.Refuse("epsilon = %v: want a finite number > 0", o.Epsilon)
 	}
 	if math.IsNaN(o.Delta) || o.Delta < 0 || o.Delta >= 1 {
-		return refuse("delta = %v: want a number in [0, 1)", o.Delta)
+		return ir.Refuse("delta = %v: want a number in [0, 1)", o.Delta)
 	}
 	if math.IsNaN(o.Confidence) || o.Confidence <= 0 || o.Confidence >= 1 {
-		return refuse("confidence = %v: want a number strictly between 0 and 1, e.g. 0.95", o.Confidence)
+		return ir.Refuse("confidence = %v: want a number strictly between 0 and 1, e.g. 0.95", o.Confidence)
 	}
 	if strings.TrimSpace(o.Analyst) == "" {
-		return refuse("analyst name is empty")
+		return ir.Refuse("analyst name is empty")
 	}
 	return nil
 }
@@ -184,13 +184,13 @@ type Result struct {
 	Rows [][]any
 	// CI holds, for each cell of Rows, the interval of a noisy value or nil
 	// for a group key.
-	CI [][]*Interval
+	CI [][]*dpplan.Interval
 	// Confidence is the level of the intervals.
 	Confidence float64
 	// Cost is what the query was charged.
 	Cost accounting.Cost
 	// Split says how the query's ε was divided among its aggregates.
-	Split []Share
+	Split []dpplan.Share
 	// Budget is the analyst's budget on the table after the charge.
 	Budget BudgetState
 	// ReleaseID identifies the charge in the ledger.
@@ -205,15 +205,6 @@ type Result struct {
 	// zero and nothing was charged; OriginalCost is what it cost then.
 	Repeated     bool
 	OriginalCost accounting.Cost
-}
-
-// Share is one aggregate's part of the query's ε.
-type Share struct {
-	Column  string  `json:"column"`
-	Epsilon float64 `json:"epsilon"`
-	// Delta is the share of δ (key selection only).
-	Delta      float64         `json:"delta,omitempty"`
-	Mechanisms []MechanismInfo `json:"mechanisms"`
 }
 
 // BudgetState is the analyst's budget after a query.
@@ -231,8 +222,8 @@ type BudgetState struct {
 // Prepared is a checked query ready to run: its plan, its noise and its
 // engine SQL. Nothing has run and nothing has been charged.
 type Prepared struct {
-	Plan  *Plan
-	Noise *Noise
+	Plan  *dpplan.Plan
+	Noise *dpplan.Noise
 	// SQL is the statement of the plan's first form (see Form); FormSQL
 	// spells the later ones, which run only when the data needs them.
 	SQL  string
@@ -252,11 +243,11 @@ type Prepared struct {
 
 // FormSQL is the engine statement of the prepared query in form f: SQL for
 // the first form, generated on demand for the later ones. Empty when SQL is.
-func (p *Prepared) FormSQL(f Form) (string, error) {
+func (p *Prepared) FormSQL(f dpplan.Form) (string, error) {
 	if p.SQL == "" || f == p.Plan.FirstForm() {
 		return p.SQL, nil
 	}
-	return FormSQL(p.Plan, p.dialect, f)
+	return sqlgen.FormSQL(p.Plan, p.dialect, f)
 }
 
 // Prepare parses, checks and plans a query and calibrates its noise. Every
@@ -274,7 +265,7 @@ func (s *Service) Prepare(sql string, opts Options) (*Prepared, error) {
 		// them there (Plan.PerShard).
 		p.Plan.PerShard = true
 		if p.SQL != "" {
-			if p.SQL, err = SQL(p.Plan, p.dialect); err != nil {
+			if p.SQL, err = sqlgen.SQL(p.Plan, p.dialect); err != nil {
 				return nil, err
 			}
 		}
@@ -291,7 +282,7 @@ func Prepare(cat *catalog.Catalog, d engine.Dialect, sql string, opts Options) (
 	return prepareWith(cat, d, sql, opts, nil)
 }
 
-func prepareWith(cat *catalog.Catalog, d engine.Dialect, sql string, opts Options, public map[string]*PublicFacts) (*Prepared, error) {
+func prepareWith(cat *catalog.Catalog, d engine.Dialect, sql string, opts Options, public map[string]*ir.PublicFacts) (*Prepared, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
@@ -299,7 +290,7 @@ func prepareWith(cat *catalog.Catalog, d engine.Dialect, sql string, opts Option
 	if err != nil {
 		return nil, err
 	}
-	q, err := parseWith(sql, cat, public)
+	q, err := parse.ParseWith(sql, cat, public)
 	if err != nil {
 		return nil, err
 	}
@@ -307,7 +298,7 @@ func prepareWith(cat *catalog.Catalog, d engine.Dialect, sql string, opts Option
 	if q.Relation != nil {
 		table = q.Relation
 	}
-	plan, err := NewPlanDelta(q, table, opts.Epsilon, opts.Delta)
+	plan, err := dpplan.NewPlanDelta(q, table, opts.Epsilon, opts.Delta)
 	if err != nil {
 		return nil, err
 	}
@@ -315,18 +306,18 @@ func prepareWith(cat *catalog.Catalog, d engine.Dialect, sql string, opts Option
 	if err != nil {
 		return nil, err
 	}
-	nz = plan.chooseNoise(nz, opts.Source, opts.Delta, opts.Confidence)
+	nz = plan.ChooseNoise(nz, opts.Source, opts.Delta, opts.Confidence)
 	text := ""
-	if !plan.onlyHistograms() && !plan.publicKeysOnly() {
+	if !plan.OnlyHistograms() && !plan.PublicKeysOnly() {
 		// Quantiles alone need only their histograms; public keys alone
 		// need nothing.
-		if text, err = SQL(plan, d); err != nil {
+		if text, err = sqlgen.SQL(plan, d); err != nil {
 			return nil, err
 		}
 	}
 	prep := &Prepared{Plan: plan, Noise: nz, SQL: text, Opts: opts, ExplainOnly: explain, dialect: d}
 	for h := range plan.Histograms {
-		hs, err := HistogramSQL(plan, d, h)
+		hs, err := sqlgen.HistogramSQL(plan, d, h)
 		if err != nil {
 			return nil, err
 		}
@@ -403,10 +394,10 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 		}
 		return res, nil
 	}
-	if p.Plan.publicKeysOnly() {
+	if p.Plan.PublicKeysOnly() {
 		// The keys of public value lists, with nothing else: public
 		// information, released without reading data or charging.
-		res, err := p.Release(&Exact{Stats: make([][]*big.Int, len(p.Plan.Keys))})
+		res, err := p.Release(&dpplan.Exact{Stats: make([][]*big.Int, len(p.Plan.Keys))})
 		if err != nil {
 			return nil, err
 		}
@@ -591,24 +582,24 @@ func (s *Service) logger() *slog.Logger {
 // in the table, or no census of it (engine.NaNCensus), skips FastForm, a group too
 // large for double sums sends the query to IntegerForm. A table found to
 // have such groups is remembered, so that its next queries start there.
-func (s *Service) exact(ctx context.Context, p *Prepared) (*Exact, error) {
+func (s *Service) exact(ctx context.Context, p *Prepared) (*dpplan.Exact, error) {
 	if p.SQL == "" {
 		// Quantiles alone: their histograms have their own statements.
 		rows := &engine.Rows{Columns: make([]string, len(p.Plan.Query.GroupBy)+len(p.Plan.Statistics))}
-		return p.Plan.ReadExactForm(rows, CleanForm)
+		return p.Plan.ReadExactForm(rows, dpplan.CleanForm)
 	}
 	table := p.Plan.Table.Name
 	s.mu.Lock()
 	f := max(p.Plan.FirstForm(), s.forms[table])
 	s.mu.Unlock()
-	if f == FastForm {
+	if f == dpplan.FastForm {
 		// Only a census taken earlier, and still valid, lets a query skip
 		// the NaN test; without one the query reads the clean view.
 		census, ok := s.eng.(engine.NaNCensus)
 		if !ok {
-			f = CleanForm
-		} else if nan, known := census.KnownNaN(rawView(table)); nan || !known {
-			f = CleanForm
+			f = dpplan.CleanForm
+		} else if nan, known := census.KnownNaN(sqlgen.RawView(table)); nan || !known {
+			f = dpplan.CleanForm
 		}
 	}
 	for {
@@ -621,15 +612,15 @@ func (s *Service) exact(ctx context.Context, p *Prepared) (*Exact, error) {
 			return nil, err
 		}
 		ex, err := p.Plan.ReadExactForm(rows, f)
-		if !errors.Is(err, ErrGroupTooLarge) || f == IntegerForm {
+		if !errors.Is(err, dpplan.ErrGroupTooLarge) || f == dpplan.IntegerForm {
 			return ex, err
 		}
-		f = IntegerForm
+		f = dpplan.IntegerForm
 		s.mu.Lock()
 		if s.forms == nil {
-			s.forms = map[string]Form{}
+			s.forms = map[string]dpplan.Form{}
 		}
-		s.forms[table] = IntegerForm
+		s.forms[table] = dpplan.IntegerForm
 		s.mu.Unlock()
 	}
 }
@@ -664,16 +655,16 @@ func newRequestID() string {
 // values (AVG, HAVING, ORDER BY, LIMIT) into a Result. It must be called
 // only after the cost has been charged; it is separate so that tests can
 // re-noise one engine result many times.
-func (p *Prepared) Release(exact *Exact) (*Result, error) {
+func (p *Prepared) Release(exact *dpplan.Exact) (*Result, error) {
 	plan, q := p.Plan, p.Plan.Query
 	keys := plan.Keys
 	if plan.Selection != nil {
-		exact = p.Noise.selectKeys(exact)
+		exact = p.Noise.SelectKeys(exact)
 		keys = exact.Keys
 	}
 	if plan.TopK != nil {
 		var err error
-		if exact, keys, err = p.Noise.selectTopK(exact, keys); err != nil {
+		if exact, keys, err = p.Noise.SelectTopK(exact, keys); err != nil {
 			return nil, err
 		}
 	}
@@ -695,7 +686,7 @@ func (p *Prepared) Release(exact *Exact) (*Result, error) {
 	}
 	for g, key := range keys {
 		row := make([]any, len(q.Outputs))
-		ci := make([]*Interval, len(q.Outputs))
+		ci := make([]*dpplan.Interval, len(q.Outputs))
 		for i, o := range q.Outputs {
 			switch {
 			case o.Post != nil:
@@ -711,8 +702,8 @@ func (p *Prepared) Release(exact *Exact) (*Result, error) {
 		}
 		for i, o := range q.Outputs {
 			if o.Post != nil {
-				v := evalPost(o.Post, row, ci)
-				row[i], ci[i] = v.value(), v.interval()
+				v := dpplan.EvalPost(o.Post, row, ci)
+				row[i], ci[i] = v.Value(), v.Interval()
 			}
 		}
 		if q.Having != nil && !evalHaving(q.Having, row) {
@@ -728,14 +719,14 @@ func (p *Prepared) Release(exact *Exact) (*Result, error) {
 		}
 		sort.SliceStable(idx, func(a, b int) bool {
 			for _, t := range q.OrderBy {
-				c := compareValues(res.Rows[idx[a]][t.Output], res.Rows[idx[b]][t.Output])
+				c := ir.CompareValues(res.Rows[idx[a]][t.Output], res.Rows[idx[b]][t.Output])
 				if c != 0 {
 					return (c < 0) != t.Desc
 				}
 			}
 			return false
 		})
-		rows, ci := make([][]any, len(idx)), make([][]*Interval, len(idx))
+		rows, ci := make([][]any, len(idx)), make([][]*dpplan.Interval, len(idx))
 		for i, k := range idx {
 			rows[i], ci[i] = res.Rows[k], res.CI[k]
 		}
@@ -752,20 +743,20 @@ func (p *Prepared) Release(exact *Exact) (*Result, error) {
 	renderTemporalKeys(plan, res)
 	dropHidden(res, q)
 	// Mechanisms are listed in release order, which follows the aggregates.
-	res.Split = p.Noise.split()
-	res.Notes = plan.notes()
+	res.Split = p.Noise.Split()
+	res.Notes = plan.Notes()
 	if p.Noise.Choice != "" {
 		res.Notes = append(res.Notes, p.Noise.Choice)
 	}
 	if plan.Selection != nil {
-		res.Notes = append(res.Notes, p.Noise.describeSelection())
+		res.Notes = append(res.Notes, p.Noise.DescribeSelection())
 	}
 	if plan.TopK != nil {
-		res.Notes = append(res.Notes, p.Noise.describeTopK(plan.candidates()))
+		res.Notes = append(res.Notes, p.Noise.DescribeTopK(plan.Candidates()))
 	}
 	for _, o := range q.Outputs {
 		if o.Post != nil {
-			res.Notes = append(res.Notes, describePost(o, q, p.Opts.Confidence))
+			res.Notes = append(res.Notes, dpplan.DescribePost(o, q, p.Opts.Confidence))
 		}
 	}
 	return res, nil
@@ -773,7 +764,7 @@ func (p *Prepared) Release(exact *Exact) (*Result, error) {
 
 // dropHidden removes the hidden outputs (aggregates only a computed output
 // reads) from a result, once HAVING, ORDER BY and LIMIT have used them.
-func dropHidden(res *Result, q *Query) {
+func dropHidden(res *Result, q *ir.Query) {
 	var keep []int
 	for i, o := range q.Outputs {
 		if !o.Hidden {
@@ -789,7 +780,7 @@ func dropHidden(res *Result, q *Query) {
 	}
 	res.Columns = cols
 	for r := range res.Rows {
-		row, ci := make([]any, 0, len(keep)), make([]*Interval, 0, len(keep))
+		row, ci := make([]any, 0, len(keep)), make([]*dpplan.Interval, 0, len(keep))
 		for _, i := range keep {
 			row, ci = append(row, res.Rows[r][i]), append(ci, res.CI[r][i])
 		}
@@ -797,74 +788,17 @@ func dropHidden(res *Result, q *Query) {
 	}
 }
 
-// notes explains the answer's construction.
-func (p *Plan) notes() []string {
-	var n []string
-	if pre := p.Query.Pre; pre != nil {
-		var aggs []string
-		for _, c := range pre.Columns {
-			if c.Agg != nil {
-				aggs = append(aggs, c.Name+" = "+c.Agg.String())
-			}
-		}
-		rows := "one row per person, so each row is a person and no bounding is needed"
-		if len(pre.Keys) > 1 {
-			rows = "one row per person and " + strings.Join(pre.Keys, ", ") + ": the table's declared bounds apply to them"
-		}
-		n = append(n, fmt.Sprintf("reads a per-person pre-aggregation of %s grouped by %s (%s), %s; each output's bounds come from the plan (COUNT(*) is at least 1, COUNT(col) at least 0; clamp with LEAST/GREATEST where there is no bound)",
-			pre.Query.Table, strings.Join(pre.Keys, ", "), strings.Join(aggs, ", "), rows))
-	}
-	for _, j := range p.Query.Joins {
-		kind := "joined"
-		if j.Left {
-			kind = "left-joined"
-		}
-		var on []string
-		for _, e := range j.On {
-			on = append(on, e[0]+" = "+e[1])
-		}
-		if j.Private {
-			n = append(n, fmt.Sprintf("%s with %s on %s, a table about the same people: every joined row is one person's, and each person's joined rows are bounded as above", kind, j.Table, strings.Join(on, " AND ")))
-			continue
-		}
-		n = append(n, fmt.Sprintf("%s with public table %s on %s (public: its values are read from the data at no cost)", kind, j.Table, strings.Join(on, " AND ")))
-	}
-	if len(p.Query.Joins) > 0 && !p.Bounded && p.Query.JoinRows > 1 {
-		n = append(n, fmt.Sprintf("each row is a person and the joins turn a row into at most %d rows: every sensitivity counts %d rows in each of %d groups", p.Query.JoinRows, p.Query.JoinRows, p.Query.JoinRows))
-	}
-	if g := p.Contribution.People(); g > 1 {
-		n = append(n, fmt.Sprintf("groups of %d people are protected together (group_size): every sensitivity is multiplied by %d", g, g))
-	}
-	if p.Bounded {
-		n = append(n, fmt.Sprintf("each %s contributes at most %d row(s) per group and to at most %d group(s), chosen at random",
-			p.Table.PrivacyUnit, p.Contribution.RowsPerGroup, p.Contribution.Groups))
-	}
-	for _, a := range p.Aggregates {
-		switch a.Aggregate.Func {
-		case Sum:
-			n = append(n, fmt.Sprintf("%s: values clamped to [%g, %g], missing values excluded", a.Aggregate, a.Lower, a.Upper))
-		case Avg:
-			n = append(n, fmt.Sprintf("%s: noisy centred sum / noisy count, values clamped to [%g, %g]; the midpoint %g is reported where the noisy count is not positive",
-				a.Aggregate, a.Lower, a.Upper, a.Lower+(a.Upper-a.Lower)/2))
-		}
-	}
-	if len(p.Query.GroupBy) > 0 && p.Selection == nil && p.TopK == nil {
-		n = append(n, "every group of the public value lists is released, including groups with no rows")
-	}
-	return n
-}
-
 // evalHaving evaluates a HAVING condition on a noisy answer row.
-func evalHaving(e Expr, row []any) bool {
-	val := func(o Operand) any {
-		if o.Kind == OutputRef {
+func evalHaving(e ir.Expr, row []any) bool {
+	val := func(o ir.Operand) any {
+		if o.Kind == ir.OutputRef {
 			return row[o.Output]
 		}
 		return o.Value
 	}
 	switch x := e.(type) {
-	case Compare:
-		c := compareValues(val(x.Left), val(x.Right))
+	case ir.Compare:
+		c := ir.CompareValues(val(x.Left), val(x.Right))
 		switch x.Op {
 		case "=":
 			return c == 0
@@ -879,86 +813,35 @@ func evalHaving(e Expr, row []any) bool {
 		case ">=":
 			return c >= 0
 		}
-	case And:
+	case ir.And:
 		for _, a := range x.Args {
 			if !evalHaving(a, row) {
 				return false
 			}
 		}
 		return true
-	case Or:
+	case ir.Or:
 		for _, a := range x.Args {
 			if evalHaving(a, row) {
 				return true
 			}
 		}
 		return false
-	case Not:
+	case ir.Not:
 		return !evalHaving(x.Arg, row)
-	case In:
+	case ir.In:
 		v := val(x.Arg)
 		found := false
 		for _, w := range x.Values {
-			found = found || compareValues(v, val(w)) == 0
+			found = found || ir.CompareValues(v, val(w)) == 0
 		}
 		return found != x.Negate
-	case IsNull:
+	case ir.IsNull:
 		return (val(x.Arg) == nil) != x.Negate
-	case Between:
+	case ir.Between:
 		v := val(x.Arg)
-		in := compareValues(v, val(x.Low)) >= 0 && compareValues(v, val(x.High)) <= 0
+		in := ir.CompareValues(v, val(x.Low)) >= 0 && ir.CompareValues(v, val(x.High)) <= 0
 		return in != x.Negate
 	}
 	return false
-}
-
-// compareValues orders two answer values: numbers numerically, strings and
-// booleans naturally.
-func compareValues(a, b any) int {
-	if fa, ok := number(a); ok {
-		if fb, ok := number(b); ok {
-			switch {
-			case fa < fb:
-				return -1
-			case fa > fb:
-				return 1
-			}
-			return 0
-		}
-	}
-	switch x := a.(type) {
-	case string:
-		if y, ok := b.(string); ok {
-			return strings.Compare(x, y)
-		}
-	case bool:
-		if y, ok := b.(bool); ok {
-			switch {
-			case x == y:
-				return 0
-			case !x:
-				return -1
-			}
-			return 1
-		}
-	}
-	return strings.Compare(fmt.Sprint(a), fmt.Sprint(b))
-}
-
-// number reads an engine's or a released value as a float64; false when it
-// is not a number.
-func number(v any) (float64, bool) {
-	switch x := v.(type) {
-	case int64:
-		return float64(x), true
-	case float64:
-		return x, true
-	}
-	return 0, false
-}
-
-// publicKeysOnly reports whether the query releases only the keys of
-// public value lists: no aggregate, no key selection, no most common values.
-func (p *Plan) publicKeysOnly() bool {
-	return len(p.Releases) == 0 && p.Selection == nil && p.TopK == nil && len(p.Query.GroupBy) > 0
 }

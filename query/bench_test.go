@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/dpstat/dpstat/engine/duckdb"
+	"github.com/dpstat/dpstat/query/dpplan"
 )
 
 // BenchmarkPrepare measures the fixed cost of a query before the engine:
@@ -27,7 +28,7 @@ func BenchmarkRelease(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ex := &Exact{}
+	ex := &dpplan.Exact{}
 	for range p.Plan.Keys {
 		row := make([]*big.Int, len(p.Plan.Statistics))
 		for i := range row {
@@ -83,13 +84,5 @@ func BenchmarkPrepareSubqueries(b *testing.B) {
 				}
 			}
 		})
-	}
-}
-
-// BenchmarkAverageExact times one AVG interval by test inversion (Adult's
-// ages at a third of ε = 1, a group of 311 people).
-func BenchmarkAverageExact(b *testing.B) {
-	for i := 0; i < b.N; i++ {
-		averageExact(311*(38.6-53.5)+float64(i%97), 311+float64(i%7), 219, 1.0/(1<<14), 6, 0.05, 17, 90)
 	}
 }

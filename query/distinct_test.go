@@ -1,6 +1,8 @@
 package query
 
-import "testing"
+import (
+	"testing"
+)
 
 // TestCountDistinctValues checks COUNT(DISTINCT col) of columns other than
 // the privacy unit at ε = 1e20, with and without a privacy unit, and its

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dpstat/dpstat/query/ir"
 )
 
 // row formats an answer row for comparison: numbers rounded to 1e-6.
@@ -209,8 +211,8 @@ tables:
 				b := answer(fmt.Sprintf(tt.sql, "heavy"))
 				var l1 float64
 				for i := range a {
-					x, _ := number(a[i][tt.col])
-					y, _ := number(b[i][tt.col])
+					x, _ := ir.Number(a[i][tt.col])
+					y, _ := ir.Number(b[i][tt.col])
 					d := math.Abs(x - y)
 					if d > tt.perGroup+1e-6 {
 						t.Errorf("group %d moved by %g, more than the bound %g", i, d, tt.perGroup)

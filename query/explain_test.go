@@ -5,6 +5,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/dpstat/dpstat/query/dpplan"
+	"github.com/dpstat/dpstat/query/ir"
 )
 
 // TestExplainChargesNothingAndMatchesRun checks that EXPLAIN neither runs
@@ -66,7 +69,7 @@ func TestExplainChargesNothingAndMatchesRun(t *testing.T) {
 			// census of the table, or when the data needs it) one of the
 			// later forms EXPLAIN describes on its "sums:" line.
 			shown := eng.queries[0] == ex.SQL
-			for f := p.Plan.FirstForm() + 1; f <= IntegerForm; f++ {
+			for f := p.Plan.FirstForm() + 1; f <= dpplan.IntegerForm; f++ {
 				shown = shown || (ex.Form != "" && eng.queries[0] == formSQL(t, p, f))
 			}
 			if !shown {
@@ -89,7 +92,7 @@ func TestExplainRefusals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := svc.Answer(context.Background(), tt.sql, exactOpts())
-			var re *RefusedError
+			var re *ir.RefusedError
 			if !errors.As(err, &re) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("got %v, want a refusal mentioning %q", err, tt.want)
 			}

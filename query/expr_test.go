@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dpstat/dpstat/engine/duckdb"
+	"github.com/dpstat/dpstat/query/ir"
 )
 
 // TestExactExpressions checks aggregates of expressions, FILTER, MIN and
@@ -56,7 +57,7 @@ func TestExactExpressions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, ok := number(res.Rows[0][0])
+			got, ok := ir.Number(res.Rows[0][0])
 			if !ok || got < tt.lo-1e-6 || got > tt.hi+1e-6 || math.IsNaN(got) {
 				t.Fatalf("%s = %v, want [%g, %g]", tt.sql, res.Rows[0][0], tt.lo, tt.hi)
 			}
@@ -140,7 +141,7 @@ func TestPostProcessing(t *testing.T) {
 					}
 					continue
 				}
-				got, ok := number(v)
+				got, ok := ir.Number(v)
 				if !ok || math.Abs(got-w) > 1e-6*math.Max(1, math.Abs(w)) {
 					t.Errorf("column %d = %v, want %g", i, v, w)
 				}
@@ -214,7 +215,7 @@ func TestLike(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tt.sql, err)
 		}
-		if got, _ := number(res.Rows[0][0]); math.Abs(got-tt.want) > 1e-6 {
+		if got, _ := ir.Number(res.Rows[0][0]); math.Abs(got-tt.want) > 1e-6 {
 			t.Errorf("%s = %v, want %g", tt.sql, res.Rows[0][0], tt.want)
 		}
 	}
@@ -363,10 +364,10 @@ tables:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := number(res.Rows[0][0]); n != 4 {
+	if n, _ := ir.Number(res.Rows[0][0]); n != 4 {
 		t.Errorf("COUNT = %v, want 4", res.Rows[0][0])
 	}
-	if s, _ := number(res.Rows[0][1]); math.Abs(s-32) > 1e-6 {
+	if s, _ := ir.Number(res.Rows[0][1]); math.Abs(s-32) > 1e-6 {
 		t.Errorf("SUM = %v, want 32", res.Rows[0][1])
 	}
 	for _, sql := range []string{

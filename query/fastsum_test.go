@@ -16,6 +16,9 @@ import (
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/engine/duckdb"
 	"github.com/dpstat/dpstat/internal/stattest"
+	"github.com/dpstat/dpstat/query/dpplan"
+	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/query/sqlgen"
 )
 
 // sumsCatalog writes a table with NULLs, NaN, infinities, values outside
@@ -85,7 +88,7 @@ tables:
 }
 
 // formSQL is p's statement in form f.
-func formSQL(t testing.TB, p *Prepared, f Form) string {
+func formSQL(t testing.TB, p *Prepared, f dpplan.Form) string {
 	t.Helper()
 	text, err := p.FormSQL(f)
 	if err != nil {
@@ -118,22 +121,22 @@ func TestFormsAgree(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
 		sql   string
-		first Form
+		first dpplan.Form
 	}{
-		{"SELECT SUM(x) FROM flat", FastForm},
-		{"SELECT SUM(y), AVG(y) FROM flat", CleanForm},
-		{"SELECT g, COUNT(*), SUM(x), AVG(x), SUM(y) FROM flat GROUP BY g", FastForm},
-		{"SELECT g, VAR_POP(x), STDDEV(y) FROM flat GROUP BY g", FastForm},
-		{"SELECT COUNT(x) FROM flat", FastForm},
-		{"SELECT SUM(x) FROM flat WHERE y > 0", FastForm},
-		{"SELECT SUM(y) FROM flat WHERE x > 0", CleanForm},
-		{"SELECT g, SUM(x), AVG(y) FROM units GROUP BY g", FastForm},
-		{"SELECT SUM(x), VAR_SAMP(x) FROM units", FastForm},
-		{"SELECT y, COUNT(*), SUM(x) FROM flat GROUP BY y", FastForm},
-		{"SELECT g, COUNT(*), SUM(x), AVG(x), SUM(y) FROM finite GROUP BY g", FastForm},
-		{"SELECT SUM(x), VAR_SAMP(x), AVG(y) FROM finite_units", FastForm},
-		{"SELECT g, AVG(x) FROM finite_units WHERE y IS NULL OR y < 3 GROUP BY g", FastForm},
-		{"SELECT width_bucket(y, -5, 7, 3) AS b, SUM(x) FROM finite GROUP BY b", CleanForm},
+		{"SELECT SUM(x) FROM flat", dpplan.FastForm},
+		{"SELECT SUM(y), AVG(y) FROM flat", dpplan.CleanForm},
+		{"SELECT g, COUNT(*), SUM(x), AVG(x), SUM(y) FROM flat GROUP BY g", dpplan.FastForm},
+		{"SELECT g, VAR_POP(x), STDDEV(y) FROM flat GROUP BY g", dpplan.FastForm},
+		{"SELECT COUNT(x) FROM flat", dpplan.FastForm},
+		{"SELECT SUM(x) FROM flat WHERE y > 0", dpplan.FastForm},
+		{"SELECT SUM(y) FROM flat WHERE x > 0", dpplan.CleanForm},
+		{"SELECT g, SUM(x), AVG(y) FROM units GROUP BY g", dpplan.FastForm},
+		{"SELECT SUM(x), VAR_SAMP(x) FROM units", dpplan.FastForm},
+		{"SELECT y, COUNT(*), SUM(x) FROM flat GROUP BY y", dpplan.FastForm},
+		{"SELECT g, COUNT(*), SUM(x), AVG(x), SUM(y) FROM finite GROUP BY g", dpplan.FastForm},
+		{"SELECT SUM(x), VAR_SAMP(x), AVG(y) FROM finite_units", dpplan.FastForm},
+		{"SELECT g, AVG(x) FROM finite_units WHERE y IS NULL OR y < 3 GROUP BY g", dpplan.FastForm},
+		{"SELECT width_bucket(y, -5, 7, 3) AS b, SUM(x) FROM finite GROUP BY b", dpplan.CleanForm},
 	}
 	for _, tt := range tests {
 		t.Run(tt.sql, func(t *testing.T) {
@@ -147,23 +150,23 @@ func TestFormsAgree(t *testing.T) {
 			if p.SQL != formSQL(t, p, tt.first) {
 				t.Errorf("SQL is not the first form's statement")
 			}
-			read := func(f Form) (*Exact, error) {
+			read := func(f dpplan.Form) (*dpplan.Exact, error) {
 				rows, err := eng.Query(ctx, formSQL(t, p, f))
 				if err != nil {
 					t.Fatal(err)
 				}
 				return p.Plan.ReadExactForm(rows, f)
 			}
-			want, err := read(IntegerForm)
+			want, err := read(dpplan.IntegerForm)
 			if err != nil {
 				t.Fatal(err)
 			}
 			finite := strings.HasPrefix(p.Plan.Table.Name, "finite")
-			if nan, err := eng.HasNaN(ctx, rawView(p.Plan.Table.Name)); err != nil || nan == finite {
+			if nan, err := eng.HasNaN(ctx, sqlgen.RawView(p.Plan.Table.Name)); err != nil || nan == finite {
 				t.Errorf("census of %s: NaN %v (%v), want %v", p.Plan.Table.Name, nan, err, !finite)
 			}
-			for f := tt.first; f < IntegerForm; f++ {
-				if f == FastForm && !finite {
+			for f := tt.first; f < dpplan.IntegerForm; f++ {
+				if f == dpplan.FastForm && !finite {
 					continue // the service does not run it on this table
 				}
 				got, err := read(f)
@@ -180,7 +183,7 @@ func TestFormsAgree(t *testing.T) {
 }
 
 // byKey renders exact statistics sorted by group.
-func byKey(ex *Exact) string {
+func byKey(ex *dpplan.Exact) string {
 	lines := make([]string, len(ex.Stats))
 	for g, st := range ex.Stats {
 		key := ""
@@ -200,9 +203,9 @@ func byKey(ex *Exact) string {
 // answer from the integer form, exactly, and go straight to it for the next
 // query on the table.
 func TestLargeGroupsUseIntegerForm(t *testing.T) {
-	saved := exactDoubleSum
-	defer func() { exactDoubleSum = saved }()
-	exactDoubleSum = big.NewInt(1 << 13)
+	saved := dpplan.ExactDoubleSum
+	defer func() { dpplan.ExactDoubleSum = saved }()
+	dpplan.ExactDoubleSum = big.NewInt(1 << 13)
 
 	svc, rec, led := newTestService(t, "testdata/catalog.yaml")
 	res, err := svc.Answer(context.Background(), "SELECT SUM(score), AVG(age) FROM people", exactOpts())
@@ -281,7 +284,7 @@ func TestWindowBoundingAgrees(t *testing.T) {
 		"SELECT percentile_cont(0.9) WITHIN GROUP (ORDER BY y) FROM finite_units",
 	} {
 		t.Run(sql, func(t *testing.T) {
-			var got [2]*Exact
+			var got [2]*dpplan.Exact
 			for i, d := range []engine.Dialect{duckdb.Dialect, windowDialect{duckdb.Dialect}} {
 				p, err := Prepare(cat, d, sql, Options{Epsilon: 1, Confidence: 0.95, Analyst: "a"})
 				if err != nil {
@@ -292,11 +295,11 @@ func TestWindowBoundingAgrees(t *testing.T) {
 				}
 				rows := &engine.Rows{Columns: make([]string, len(p.Plan.Query.GroupBy)+len(p.Plan.Statistics))}
 				if p.SQL != "" {
-					if rows, err = eng.Query(ctx, formSQL(t, p, CleanForm)); err != nil {
+					if rows, err = eng.Query(ctx, formSQL(t, p, dpplan.CleanForm)); err != nil {
 						t.Fatal(err)
 					}
 				}
-				if got[i], err = p.Plan.ReadExactForm(rows, CleanForm); err != nil {
+				if got[i], err = p.Plan.ReadExactForm(rows, dpplan.CleanForm); err != nil {
 					t.Fatal(err)
 				}
 				for h, hs := range p.HistogramSQL {
@@ -359,7 +362,7 @@ tables:
 		}
 		kept := 0
 		for g, row := range res.Rows {
-			s, _ := number(row[1])
+			s, _ := ir.Number(row[1])
 			if s := int(math.Round(s)); s != 0 {
 				kept++
 				groups[g]++

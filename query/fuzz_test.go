@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dpstat/dpstat/engine/duckdb"
+	"github.com/dpstat/dpstat/query/ir"
 )
 
 // fuzzPlanTimeout bounds planning one fuzzed query: parsing, planning,
@@ -41,13 +42,13 @@ func FuzzPlan(f *testing.F) {
 			t.Fatalf("planning %q did not end within %v", sql, fuzzPlanTimeout)
 		}
 		if err != nil {
-			var re *RefusedError
+			var re *ir.RefusedError
 			if !errors.As(err, &re) {
 				t.Fatalf("%q: not a refusal: %T %v", sql, err, err)
 			}
 			return
 		}
-		if p.SQL == "" && len(p.HistogramSQL) == 0 && !p.ExplainOnly && !p.Plan.publicKeysOnly() {
+		if p.SQL == "" && len(p.HistogramSQL) == 0 && !p.ExplainOnly && !p.Plan.PublicKeysOnly() {
 			t.Fatalf("%q: planned without engine SQL", sql)
 		}
 	})

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/dpstat/dpstat/engine/duckdb"
+	"github.com/dpstat/dpstat/query/dpplan"
+	"github.com/dpstat/dpstat/query/ir"
 	"github.com/dpstat/dpstat/random"
 )
 
@@ -27,8 +29,8 @@ func TestGaussianChoice(t *testing.T) {
 		t.Fatalf("Gaussian not chosen: %q", p.Noise.Choice)
 	}
 	c := p.Noise.Cost
-	if c.Epsilon != 1 || c.Delta != 1e-6 || zcdpToEpsilon(c.Rho, 1e-6) > 1 {
-		t.Fatalf("cost %v: ρ converts to ε=%v", c, zcdpToEpsilon(c.Rho, 1e-6))
+	if c.Epsilon != 1 || c.Delta != 1e-6 || dpplan.ZcdpToEpsilon(c.Rho, 1e-6) > 1 {
+		t.Fatalf("cost %v: ρ converts to ε=%v", c, dpplan.ZcdpToEpsilon(c.Rho, 1e-6))
 	}
 	found := false
 	for _, n := range p.Explain().Notes {
@@ -67,7 +69,7 @@ func TestGaussianExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := p.Plan.newGaussianNoise(nil, 1e-6)
+	g, err := p.Plan.NewGaussianNoise(nil, 1e-6)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,8 +95,8 @@ func TestGaussianExact(t *testing.T) {
 	}
 	for i := range res.Rows {
 		for j := range res.Rows[i] {
-			a, _ := number(res.Rows[i][j])
-			b, _ := number(want.Rows[i][j])
+			a, _ := ir.Number(res.Rows[i][j])
+			b, _ := ir.Number(want.Rows[i][j])
 			if math.Abs(a-b) > 1e-6*math.Max(1, math.Abs(b)) {
 				t.Errorf("row %d col %d: Gaussian %v, exact %v", i, j, res.Rows[i][j], want.Rows[i][j])
 			}
@@ -129,7 +131,7 @@ func TestGaussianCountVariance(t *testing.T) {
 		t.Fatal(err)
 	}
 	ci := p.Plan.Aggregates[0].Releases[0]
-	sigma := p.Noise.counts[ci].Scale()
+	sigma := p.Noise.Counts[ci].Scale()
 	st := p.Plan.Releases[ci].Stat
 	var sum, sq float64
 	n, covered := 0, 0

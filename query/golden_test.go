@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dpstat/dpstat/engine/duckdb"
+	"github.com/dpstat/dpstat/query/dpplan"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -76,7 +77,7 @@ func TestGoldenSQL(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := "-- " + tt.sql + "\n" + p.SQL + "\n"
-			for f := p.Plan.FirstForm() + 1; f <= IntegerForm; f++ {
+			for f := p.Plan.FirstForm() + 1; f <= dpplan.IntegerForm; f++ {
 				if formSQL(t, p, f) != "" && formSQL(t, p, f) != formSQL(t, p, f-1) {
 					got += fmt.Sprintf("-- %v form\n%s\n", f, formSQL(t, p, f))
 				}

@@ -130,7 +130,7 @@ func TestGroupSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, r := range ga.Plan.Releases {
-		if x, y := ga.Plan.l2(r), gb.Plan.l2(gb.Plan.Releases[i]); y != 3*x {
+		if x, y := ga.Plan.L2(r), gb.Plan.L2(gb.Plan.Releases[i]); y != 3*x {
 			t.Errorf("release %d: L2 sensitivity %v with group_size 3, %v without", i, y, x)
 		}
 	}
@@ -140,10 +140,10 @@ func TestGroupSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sel := ks.Noise.sel
-	if ks.Plan.Selection.Sensitivity != 3 || math.Abs(sel.ReleaseProbability(3)-sel.single) > 1e-15 || sel.single > 1e-6/3 {
+	sel := ks.Noise.Sel
+	if ks.Plan.Selection.Sensitivity != 3 || math.Abs(sel.ReleaseProbability(3)-sel.Single) > 1e-15 || sel.Single > 1e-6/3 {
 		t.Errorf("household key selection: sensitivity %d, P(release | 3 people) = %v, single = %v",
-			ks.Plan.Selection.Sensitivity, sel.ReleaseProbability(3), sel.single)
+			ks.Plan.Selection.Sensitivity, sel.ReleaseProbability(3), sel.Single)
 	}
 	for _, bad := range []string{"0", "-2", "2000000"} {
 		dir := t.TempDir()

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/dpstat/dpstat/engine/duckdb"
+	"github.com/dpstat/dpstat/query/dpplan"
+	"github.com/dpstat/dpstat/query/ir"
 	"github.com/dpstat/dpstat/random"
 )
 
@@ -62,7 +64,7 @@ func TestKeySelectionExact(t *testing.T) {
 			t.Fatalf("%d keys released, want %d", len(res.Rows), len(truth.Rows))
 		}
 		for i, r := range res.Rows {
-			want, _ := toBig(truth.Rows[i][2])
+			want, _ := ir.ToBig(truth.Rows[i][2])
 			if r[0] != truth.Rows[i][0] || r[1] != truth.Rows[i][1] || r[2].(int64) != want.Int64() {
 				t.Errorf("row %d = %v, want %v", i, r, truth.Rows[i])
 			}
@@ -126,8 +128,8 @@ func TestKeySelectionBudget(t *testing.T) {
 			if got := p.Plan.Selection.Release >= 0; got != tt.byCount {
 				t.Errorf("selection by the count = %v, want %v", got, tt.byCount)
 			}
-			if p.Noise.sel.m.Scale() < tt.scale*(1-1e-9) {
-				t.Errorf("selection noise scale %v is below Δ/ε = %v", p.Noise.sel.m.Scale(), tt.scale)
+			if p.Noise.Sel.M.Scale() < tt.scale*(1-1e-9) {
+				t.Errorf("selection noise scale %v is below Δ/ε = %v", p.Noise.Sel.M.Scale(), tt.scale)
 			}
 			ex := p.Explain()
 			if want := map[bool]string{true: "by the query's own count", false: "separate noisy count"}[tt.byCount]; !strings.Contains(ex.Keys, want) {
@@ -175,17 +177,17 @@ func TestKeySelectionProbability(t *testing.T) {
 			if ks == nil || ks.Sensitivity != tt.l0 || (ks.Release >= 0) != tt.byCount {
 				t.Fatalf("selection %+v, want sensitivity %d, by the count %v", ks, tt.l0, tt.byCount)
 			}
-			sel := p.Noise.sel
-			if sel.single > tt.delta/float64(tt.l0) {
-				t.Fatalf("one-person release probability %v exceeds δ/L0 = %v", sel.single, tt.delta/float64(tt.l0))
+			sel := p.Noise.Sel
+			if sel.Single > tt.delta/float64(tt.l0) {
+				t.Fatalf("one-person release probability %v exceeds δ/L0 = %v", sel.Single, tt.delta/float64(tt.l0))
 			}
-			if got := sel.ReleaseProbability(ks.MaxCount); math.Abs(got-sel.single) > 1e-12 {
-				t.Fatalf("ReleaseProbability(%d) = %v, single = %v", ks.MaxCount, got, sel.single)
+			if got := sel.ReleaseProbability(ks.MaxCount); math.Abs(got-sel.Single) > 1e-12 {
+				t.Fatalf("ReleaseProbability(%d) = %v, single = %v", ks.MaxCount, got, sel.Single)
 			}
 			// One engine result, reused: keys whose selecting count is the
 			// most one person gives, then 2, 5 and 5000.
 			counts := []int64{ks.MaxCount, 2, 5, 5000}
-			ex := &Exact{}
+			ex := &dpplan.Exact{}
 			for i, n := range counts {
 				ex.Keys = append(ex.Keys, []any{int64(i)})
 				st := make([]*big.Int, len(p.Plan.Statistics))
@@ -198,14 +200,14 @@ func TestKeySelectionProbability(t *testing.T) {
 			const runs = 20000
 			released := make([]int, len(counts))
 			for range runs {
-				out := p.Noise.selectKeys(ex)
+				out := p.Noise.SelectKeys(ex)
 				if tt.byCount && len(out.Selected) != len(out.Keys) {
 					t.Fatalf("%d noisy counts kept for %d keys", len(out.Selected), len(out.Keys))
 				}
 				for i, k := range out.Keys {
 					released[k[0].(int64)]++
-					if tt.byCount && out.Selected[i] < sel.threshold {
-						t.Fatalf("key %v kept with noisy count %d below τ = %d", k, out.Selected[i], sel.threshold)
+					if tt.byCount && out.Selected[i] < sel.Threshold {
+						t.Fatalf("key %v kept with noisy count %d below τ = %d", k, out.Selected[i], sel.Threshold)
 					}
 				}
 			}
@@ -214,7 +216,7 @@ func TestKeySelectionProbability(t *testing.T) {
 				got := float64(released[i]) / runs
 				tol := 5*math.Sqrt(want*(1-want)/runs) + 1e-9
 				if math.Abs(got-want) > tol {
-					t.Errorf("key with count %d released in %.4f of runs, want %.4f ± %.4f (τ = %d)", n, got, want, tol, sel.threshold)
+					t.Errorf("key with count %d released in %.4f of runs, want %.4f ± %.4f (τ = %d)", n, got, want, tol, sel.Threshold)
 				}
 			}
 			bound := tt.delta / float64(tt.l0)
@@ -240,7 +242,7 @@ func TestKeySelectionReleasesSelectingCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	ks := p.Plan.Selection
-	ex := &Exact{}
+	ex := &dpplan.Exact{}
 	for i, n := range []int64{3, 14, 15, 16, 20, 40} {
 		ex.Keys = append(ex.Keys, []any{int64(i)})
 		st := make([]*big.Int, len(p.Plan.Statistics))
@@ -251,7 +253,7 @@ func TestKeySelectionReleasesSelectingCount(t *testing.T) {
 		ex.Stats = append(ex.Stats, st)
 	}
 	for range 200 {
-		out := p.Noise.selectKeys(ex)
+		out := p.Noise.SelectKeys(ex)
 		values, _, err := p.Noise.Apply(out, 0.95)
 		if err != nil {
 			t.Fatal(err)
@@ -260,53 +262,9 @@ func TestKeySelectionReleasesSelectingCount(t *testing.T) {
 			if row[0].(int64) != out.Selected[g] {
 				t.Fatalf("key %v: released count %v, selected by %d", out.Keys[g], row[0], out.Selected[g])
 			}
-			if row[0].(int64) < p.Noise.sel.threshold {
-				t.Fatalf("key %v released with count %v below τ = %d", out.Keys[g], row[0], p.Noise.sel.threshold)
+			if row[0].(int64) < p.Noise.Sel.Threshold {
+				t.Fatalf("key %v released with count %v below τ = %d", out.Keys[g], row[0], p.Noise.Sel.Threshold)
 			}
 		}
-	}
-}
-
-// TestSelectionThreshold checks the threshold formula against direct
-// evaluation of the discrete-Laplace tail: τ is the smallest integer with
-// L0·P(Z ≥ τ − 1) ≤ δ.
-func TestSelectionThreshold(t *testing.T) {
-	tests := []struct {
-		name  string
-		b     float64
-		l0    int64
-		delta float64
-	}{
-		{"scale 2", 2, 1, 1e-6},
-		{"scale 6, L0 3", 6, 3, 1e-6},
-		{"large delta", 2, 1, 0.3},
-		{"tiny scale", 1e-3, 1, 1e-9},
-		{"huge delta", 1, 1, 0.9},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tau, single := selectionThreshold(tt.b, tt.l0, tt.delta)
-			a := math.Exp(-1 / tt.b)
-			tail := func(k int64) float64 { // P(Z ≥ k), by summing the pmf
-				s := 0.0
-				for j := k; j < k+100000; j++ {
-					aj := math.Pow(a, math.Abs(float64(j)))
-					s += (1 - a) / (1 + a) * aj
-					if aj < 1e-300 {
-						break
-					}
-				}
-				return s
-			}
-			if got := float64(tt.l0) * tail(tau-1); got > tt.delta*(1+1e-9) {
-				t.Errorf("τ = %d: L0·P(Z ≥ τ−1) = %v > δ", tau, got)
-			}
-			if tau > 1 && float64(tt.l0)*tail(tau-2) <= tt.delta*(1-1e-9) {
-				t.Errorf("τ = %d is not the smallest: τ−1 also meets δ", tau)
-			}
-			if math.Abs(single-tail(tau-1)) > 1e-9*math.Max(single, 1e-300)+1e-300 {
-				t.Errorf("single = %v, tail = %v", single, tail(tau-1))
-			}
-		})
 	}
 }

@@ -19,27 +19,8 @@ import (
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/engine/engines"
 	"github.com/dpstat/dpstat/engine/postgres/pgtest"
+	"github.com/dpstat/dpstat/query/ir"
 )
-
-// The neighbouring-table harness (docs/privacy.md, "How the rules are
-// tested"). Differential privacy promises that nothing an analyst sees
-// depends on whether one person is in the data beyond what the charged ε
-// allows. At ε = 1e20 the noise vanishes, so every query of the battery is
-// run on a table D full of extreme values and on D − p for every person p,
-// and:
-//
-//   - the outcome is the same: both answered or both refused, with the same
-//     refusal text, and the same released groups where the groups are
-//     public;
-//   - no query reaches the engine and fails there (an engine error after
-//     the charge is an internal error, and one that only some data
-//     triggers would be a one-bit oracle);
-//   - every count moves by at most its sensitivity, every sum by at most
-//     its sensitivity, summed over the groups;
-//   - every released number is finite;
-//   - every run ends within neighbourTimeout.
-//
-// New constructs join neighbourBattery as they land.
 
 // neighbourTimeout bounds one run (planning and engine) of a battery query
 // on the harness's tiny tables; a run still going after it has hung.
@@ -161,7 +142,7 @@ var neighbourBattery = []string{
 	"SELECT COUNT(*) FROM T WHERE u LIKE '%☃%' OR u ILIKE 'X' OR t NOT LIKE '_'",
 	"SELECT COUNT(*) FROM T WHERE NOT (f > 0 OR f <= 0)",
 	"SELECT COUNT(*) FROM T WHERE " + strings.Repeat("NOT ", 1000) + "f > 0",
-	"SELECT COUNT(*) FROM T WHERE " + strings.Repeat("NOT ", MaxExprDepth-1) + "f > 0",
+	"SELECT COUNT(*) FROM T WHERE " + strings.Repeat("NOT ", ir.MaxExprDepth-1) + "f > 0",
 	// Expressions in aggregates, FILTER, MIN and MAX, bounds narrowed by
 	// WHERE.
 	"SELECT SUM(CASE WHEN t = 'a' THEN i ELSE 0 END), COUNT(*) FILTER (WHERE f > 0) FROM T",
@@ -516,7 +497,7 @@ func checkNeighbours(t testing.TB, sql, variant string, d, n neighbourOutcome) {
 		name string
 		out  neighbourOutcome
 	}{{"D", d}, {variant, n}} {
-		var re *RefusedError
+		var re *ir.RefusedError
 		switch {
 		case errors.As(o.out.err, &ee):
 			t.Errorf("%s on %s: the engine failed after the charge: %v (%v)", sql, o.name, ee, ee.Err)
@@ -585,7 +566,7 @@ func checkNeighbours(t testing.TB, sql, variant string, d, n neighbourOutcome) {
 				}
 				k = append(k, int64(i))
 			}
-			m[keyID(k)] = row
+			m[ir.KeyID(k)] = row
 		}
 		return m
 	}
@@ -614,7 +595,7 @@ func checkNeighbours(t testing.TB, sql, variant string, d, n neighbourOutcome) {
 	}
 	for _, ap := range plan.Aggregates {
 		switch ap.Aggregate.Func {
-		case CountStar, Count, CountDistinct, Sum:
+		case ir.CountStar, ir.Count, ir.CountDistinct, ir.Sum:
 		default:
 			continue
 		}
@@ -625,13 +606,13 @@ func checkNeighbours(t testing.TB, sql, variant string, d, n neighbourOutcome) {
 		sens := plan.Releases[ap.Releases[0]].Sensitivity
 		// A sum is released on its noise grid: each of the at most
 		// Groups groups one person changes may round by one more step.
-		if m, ok := d.prep.Noise.sums[ap.Releases[0]]; ok {
+		if m, ok := d.prep.Noise.Sums[ap.Releases[0]]; ok {
 			sens += float64(plan.Contribution.Groups*plan.Contribution.People()) * m.Granularity()
 		}
 		var moved float64
 		for k, row := range dRows {
-			a, _ := number(row[c])
-			b, _ := number(nRows[k][c])
+			a, _ := ir.Number(row[c])
+			b, _ := ir.Number(nRows[k][c])
 			moved += math.Abs(a - b)
 		}
 		if moved > sens*(1+1e-9)+1e-9 {

@@ -12,6 +12,9 @@ import (
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/engine/duckdb"
 	"github.com/dpstat/dpstat/ledger"
+	"github.com/dpstat/dpstat/query/dpplan"
+	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/query/parse"
 )
 
 // TestRefusals checks that every unsupported query is refused with a
@@ -102,7 +105,7 @@ func TestRefusals(t *testing.T) {
 			if err == nil {
 				t.Fatalf("%s: answered, want a refusal containing %q", tt.sql, tt.want)
 			}
-			var r *RefusedError
+			var r *ir.RefusedError
 			if !errors.As(err, &r) {
 				t.Errorf("error %v is not a *RefusedError", err)
 			}
@@ -166,8 +169,8 @@ func TestChargeDescribesQuery(t *testing.T) {
 
 func TestSplitEpsilonNeverExceeds(t *testing.T) {
 	for _, eps := range []float64{1, 0.1, 0.3, 3, 1e-9, 7.77, 1e20} {
-		for n := 1; n <= MaxAggregates; n++ {
-			s := splitEpsilon(eps, n)
+		for n := 1; n <= parse.MaxAggregates; n++ {
+			s := dpplan.SplitEpsilon(eps, n)
 			total := new(big.Rat)
 			for _, x := range s {
 				if x <= 0 || math.Abs(x-eps/float64(n)) > eps/float64(n)*1e-8 {

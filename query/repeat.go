@@ -11,6 +11,7 @@ import (
 
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/ledger"
+	"github.com/dpstat/dpstat/query/dpplan"
 )
 
 // AnswerStore looks up answers stored with earlier charges; *ledger.Ledger
@@ -83,13 +84,13 @@ type storedCell struct {
 
 // storedAnswer is the durable form of a Result.
 type storedAnswer struct {
-	Columns    []string        `json:"columns"`
-	Rows       [][]storedCell  `json:"rows"`
-	CI         [][]*Interval   `json:"ci"`
-	Confidence float64         `json:"confidence"`
-	Cost       accounting.Cost `json:"cost"`
-	Split      []Share         `json:"split"`
-	Notes      []string        `json:"notes"`
+	Columns    []string             `json:"columns"`
+	Rows       [][]storedCell       `json:"rows"`
+	CI         [][]*dpplan.Interval `json:"ci"`
+	Confidence float64              `json:"confidence"`
+	Cost       accounting.Cost      `json:"cost"`
+	Split      []dpplan.Share       `json:"split"`
+	Notes      []string             `json:"notes"`
 }
 
 // encodeAnswer serializes a result for storage with its charge.

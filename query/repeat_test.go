@@ -9,6 +9,7 @@ import (
 
 	"github.com/dpstat/dpstat/engine/duckdb"
 	"github.com/dpstat/dpstat/ledger"
+	"github.com/dpstat/dpstat/query/dpplan"
 )
 
 // openServiceWithLedger answers over testdata with a real ledger file.
@@ -160,7 +161,7 @@ func TestConcurrentIdenticalQueries(t *testing.T) {
 func TestAnswerRoundTrip(t *testing.T) {
 	in := &Result{Columns: []string{"k", "b", "n", "x", "z"},
 		Rows: [][]any{{"A", true, int64(-3), 1.25, nil}},
-		CI:   [][]*Interval{{nil, nil, {Low: -4, High: -2}, {Low: 1, High: 1.5}, nil}}, Confidence: 0.9}
+		CI:   [][]*dpplan.Interval{{nil, nil, {Low: -4, High: -2}, {Low: 1, High: 1.5}, nil}}, Confidence: 0.9}
 	b, err := encodeAnswer(in)
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/dpstat/dpstat/query/ir"
 )
 
 // TestSampledPairsExact checks the sampled bounding's two kinds of
@@ -50,13 +52,13 @@ tables:
 		t.Fatalf("got %d rows, want %d: %v", len(res.Rows), len(want), res.Rows)
 	}
 	for _, row := range res.Rows {
-		g, _ := number(row[0])
+		g, _ := ir.Number(row[0])
 		w, ok := want[g]
 		if !ok {
 			t.Fatalf("unexpected group %v in %v", row[0], res.Rows)
 		}
 		for j := 0; j < 3; j++ {
-			x, _ := number(row[1+j])
+			x, _ := ir.Number(row[1+j])
 			if math.Abs(x-w[j]) > 1e-6 {
 				t.Errorf("group %v, column %d: got %v, want %v", g, j+1, row[1+j], w[j])
 			}

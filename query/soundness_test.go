@@ -15,11 +15,8 @@ import (
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/engine/duckdb"
 	"github.com/dpstat/dpstat/ledger"
+	"github.com/dpstat/dpstat/query/ir"
 )
-
-// Regression tests for the soundness findings: each is named after what it
-// proves. The neighbouring-table harness (neighbours_test.go) covers the
-// same classes over every construct.
 
 // writeTable writes a catalog and a CSV into a new directory and returns
 // the catalog's path.
@@ -57,7 +54,7 @@ func TestWidthBucketErrorIsNoOracle(t *testing.T) {
 	svc, eng, led := newTestService(t, writeTable(t, incomeCatalog, csv))
 	ctx := context.Background()
 	_, err := svc.Answer(ctx, "SELECT width_bucket(income, -1.7e308, 1.7e308, 4) AS w, COUNT(*) FROM t WHERE name = 'Alice' GROUP BY w", exactOpts())
-	var re *RefusedError
+	var re *ir.RefusedError
 	if !errors.As(err, &re) || !strings.Contains(re.Reason, "high − low overflows") {
 		t.Fatalf("want a refusal naming the overflow, got %v", err)
 	}
@@ -144,7 +141,7 @@ func TestBucketPlanningIsBounded(t *testing.T) {
 		}()
 		select {
 		case err := <-done:
-			var re *RefusedError
+			var re *ir.RefusedError
 			if err != nil && !errors.As(err, &re) {
 				t.Errorf("%s: want an answer plan or a refusal, got %v", sql, err)
 			}
@@ -163,7 +160,7 @@ func TestBucketPlanningIsBounded(t *testing.T) {
 func TestDeepConditionRefusedFree(t *testing.T) {
 	svc, eng, led := newTestService(t, "testdata/catalog.yaml")
 	_, err := svc.Answer(context.Background(), "SELECT COUNT(*) FROM people WHERE "+strings.Repeat("NOT ", 1000)+"flag", exactOpts())
-	var re *RefusedError
+	var re *ir.RefusedError
 	if !errors.As(err, &re) || !strings.Contains(re.Reason, "nested too deeply") {
 		t.Fatalf("want a refusal for depth, got %v", err)
 	}
@@ -255,7 +252,7 @@ func TestUnknownGroupIsAnError(t *testing.T) {
 	}
 	rows := &engine.Rows{Columns: []string{"k0", "s0"}, Rows: [][]any{{"A", int64(2)}, {"Z", int64(1)}}}
 	_, err = p.Plan.ReadExact(rows)
-	var uk *UnknownKeyError
+	var uk *ir.UnknownKeyError
 	if !errors.As(err, &uk) || strings.Contains(err.Error(), "Z") {
 		t.Fatalf("want an UnknownKeyError that does not quote the key, got %v", err)
 	}

@@ -6,13 +6,15 @@ import (
 	"math/big"
 	"testing"
 
+	"github.com/dpstat/dpstat/query/dpplan"
+	"github.com/dpstat/dpstat/query/ir"
 	"github.com/dpstat/dpstat/random"
 )
 
 // prepareWithExact prepares a query over the examples at ε and runs the
 // engine once, returning the prepared query and the exact statistics, so
 // that tests can re-noise one engine result many times.
-func prepareWithExact(t *testing.T, sql string, eps float64, src random.Source) (*Prepared, *Exact) {
+func prepareWithExact(t *testing.T, sql string, eps float64, src random.Source) (*Prepared, *dpplan.Exact) {
 	t.Helper()
 	svc, rec, _ := newTestService(t, "../examples/catalog.yaml")
 	p, err := svc.Prepare(sql, Options{Epsilon: eps, Confidence: 0.95, Analyst: "a", Source: src})
@@ -31,15 +33,15 @@ func prepareWithExact(t *testing.T, sql string, eps float64, src random.Source) 
 }
 
 // truth returns the exact (noise-free) value of aggregate j for group g.
-func truth(p *Prepared, ex *Exact, g, j int) float64 {
+func truth(p *Prepared, ex *dpplan.Exact, g, j int) float64 {
 	a := p.Plan.Aggregates[j]
 	st := func(i int) *big.Int { return ex.Stats[g][i] }
 	r := p.Plan.Releases[a.Releases[0]]
 	switch a.Aggregate.Func {
-	case CountStar, Count:
+	case ir.CountStar, ir.Count:
 		f, _ := new(big.Float).SetInt(st(r.Stat)).Float64()
 		return f
-	case Sum:
+	case ir.Sum:
 		f, _ := new(big.Float).SetMantExp(new(big.Float).SetInt(st(r.Stat)), p.Plan.Statistics[r.Stat].Summand.Exp).Float64()
 		return f
 	}
@@ -119,8 +121,8 @@ func TestNoiseMatchesCost(t *testing.T) {
 	}
 	for i, r := range p.Plan.Releases {
 		switch r.Kind {
-		case NoisyCount:
-			m := p.Noise.counts[i]
+		case dpplan.NoisyCount:
+			m := p.Noise.Counts[i]
 			wantScale := 3.0 / eps
 			if rel := m.Scale()/wantScale - 1; rel < 0 || rel > 1e-9 {
 				t.Errorf("count scale %v, want %v", m.Scale(), wantScale)
@@ -130,8 +132,8 @@ func TestNoiseMatchesCost(t *testing.T) {
 			if math.Abs(v/want-1) > 0.10 {
 				t.Errorf("count noise variance %v, want %v", v, want)
 			}
-		case NoisySum:
-			m := p.Noise.sums[i]
+		case dpplan.NoisySum:
+			m := p.Noise.Sums[i]
 			wantScale := 3 * 60 / eps
 			if rel := m.Scale()/wantScale - 1; rel < 0 || rel > 1e-4 {
 				t.Errorf("sum scale %v, want %v (plus at most a few grid steps)", m.Scale(), wantScale)

@@ -182,8 +182,8 @@ func TestPreAggregationContribution(t *testing.T) {
 	if c := p.Plan.Contribution; c.Groups != 1 || c.RowsPerGroup != 1 {
 		t.Errorf("contribution %+v, want 1 group × 1 row", c)
 	}
-	if !strings.Contains(strings.Join(p.Plan.notes(), "\n"), "one row per person") {
-		t.Errorf("notes %q do not explain the pre-aggregation", p.Plan.notes())
+	if !strings.Contains(strings.Join(p.Plan.Notes(), "\n"), "one row per person") {
+		t.Errorf("notes %q do not explain the pre-aggregation", p.Plan.Notes())
 	}
 	p, err = svc.Prepare("SELECT day, COUNT(*) FROM (SELECT pid, day, COUNT(*) AS n FROM visits GROUP BY pid, day) s GROUP BY day", exactOpts())
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/dpstat/dpstat/engine/duckdb"
+	"github.com/dpstat/dpstat/query/dpplan"
+	"github.com/dpstat/dpstat/query/ir"
 	"github.com/dpstat/dpstat/random"
 )
 
@@ -31,7 +33,7 @@ func TestTopKExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, r := range res.Rows {
-		want, _ := toBig(truth.Rows[i][1])
+		want, _ := ir.ToBig(truth.Rows[i][1])
 		if r[0] != truth.Rows[i][0] || r[1].(int64) != want.Int64() {
 			t.Errorf("row %d = %v, want %v", i, r, truth.Rows[i])
 		}
@@ -66,7 +68,7 @@ func TestTopKUtility(t *testing.T) {
 		t.Fatal(err)
 	}
 	counts := []int64{60, 100, 50, 10, 0} // the mode is the second key
-	ex := &Exact{}
+	ex := &dpplan.Exact{}
 	for _, c := range counts {
 		st := make([]*big.Int, len(p.Plan.Statistics))
 		for j := range st {
@@ -75,7 +77,7 @@ func TestTopKUtility(t *testing.T) {
 		st[p.Plan.TopK.Stat].SetInt64(c)
 		ex.Stats = append(ex.Stats, st)
 	}
-	if b := p.Noise.topk.UtilityBound(len(counts), 0.05); b >= 40 {
+	if b := p.Noise.Topk.UtilityBound(len(counts), 0.05); b >= 40 {
 		t.Fatalf("utility bound %v is not below the gap", b)
 	}
 	misses := 0

@@ -39,6 +39,8 @@ import (
 	"github.com/dpstat/dpstat/engine/duckdb"
 	"github.com/dpstat/dpstat/internal/benchdata"
 	"github.com/dpstat/dpstat/query"
+	"github.com/dpstat/dpstat/query/dpplan"
+	"github.com/dpstat/dpstat/query/ir"
 )
 
 // The benchmark table (internal/benchdata): row i belongs to person
@@ -152,7 +154,7 @@ func runEvents(ctx context.Context, runs, draws int, eps, delta float64, dir str
 }
 
 // prepare plans sql and reads its exact statistics (and histograms) once.
-func (b *bench) prepare(sql string, delta float64) (*query.Prepared, *query.Exact) {
+func (b *bench) prepare(sql string, delta float64) (*query.Prepared, *dpplan.Exact) {
 	opts := query.Options{Epsilon: b.eps, Delta: delta, Confidence: 0.95, Analyst: "bench"}
 	p, err := query.Prepare(b.cat, duckdb.Dialect, sql, opts)
 	if err != nil {
@@ -163,11 +165,11 @@ func (b *bench) prepare(sql string, delta float64) (*query.Prepared, *query.Exac
 
 // readExact runs p's engine statements: for a table with a privacy unit,
 // each call draws the contribution bounding afresh.
-func (b *bench) readExact(p *query.Prepared) *query.Exact {
+func (b *bench) readExact(p *query.Prepared) *dpplan.Exact {
 	sql := p.Plan.Query
-	var ex *query.Exact
+	var ex *dpplan.Exact
 	if p.SQL != "" {
-		text, err := p.FormSQL(query.IntegerForm)
+		text, err := p.FormSQL(dpplan.IntegerForm)
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -175,14 +177,14 @@ func (b *bench) readExact(p *query.Prepared) *query.Exact {
 		if err != nil {
 			log.Fatalf("%v: %v", sql, err)
 		}
-		if ex, err = p.Plan.ReadExactForm(rows, query.IntegerForm); err != nil {
+		if ex, err = p.Plan.ReadExactForm(rows, dpplan.IntegerForm); err != nil {
 			log.Fatal(err)
 		}
 	} else {
 		// Quantiles alone: their histograms have their own statements.
 		var err error
 		rows := &engine.Rows{Columns: make([]string, len(p.Plan.Query.GroupBy)+len(p.Plan.Statistics))}
-		if ex, err = p.Plan.ReadExactForm(rows, query.CleanForm); err != nil {
+		if ex, err = p.Plan.ReadExactForm(rows, dpplan.CleanForm); err != nil {
 			log.Fatal(err)
 		}
 	}
@@ -201,7 +203,7 @@ func (b *bench) readExact(p *query.Prepared) *query.Exact {
 // exactValues returns, for every group of ex (in Plan.Keys order), the exact
 // value of each aggregate of a COUNT/SUM/AVG plan after the bounding stage:
 // what the noise is added to.
-func exactValues(p *query.Plan, ex *query.Exact) [][]float64 {
+func exactValues(p *dpplan.Plan, ex *dpplan.Exact) [][]float64 {
 	out := make([][]float64, len(ex.Stats))
 	val := func(g, stat int) float64 {
 		s := p.Statistics[stat].Summand
@@ -212,7 +214,7 @@ func exactValues(p *query.Plan, ex *query.Exact) [][]float64 {
 		for _, a := range p.Aggregates {
 			r := p.Releases[a.Releases[0]]
 			switch a.Aggregate.Func {
-			case query.Avg:
+			case ir.Avg:
 				out[g] = append(out[g], val(g, r.Stat)/val(g, r.CountStat))
 			default:
 				out[g] = append(out[g], val(g, r.Stat))

@@ -31,7 +31,7 @@ import (
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/mechanism"
-	"github.com/dpstat/dpstat/query"
+	"github.com/dpstat/dpstat/query/dpplan"
 	"github.com/dpstat/dpstat/random"
 )
 
@@ -361,7 +361,7 @@ func (p *Plan) coarseRange(ctx context.Context, eng Engine, from string, sens in
 	if err != nil {
 		return 0, 0, false, err
 	}
-	tau, _ := query.KeyThreshold(m.Scale(), int64(len(sel)), 1, 0.01)
+	tau, _ := dpplan.KeyThreshold(m.Scale(), int64(len(sel)), 1, 0.01)
 	first, last := -1, -1
 	for i, v := range rows.Rows[0] {
 		n, err := toInt(v)
@@ -466,7 +466,7 @@ SELECT x, count(*) FROM ranked WHERE rn <= %d GROUP BY x`, u, x, view, unitFilte
 	if err != nil {
 		return err
 	}
-	tau, _ := query.KeyThreshold(m.Scale(), keys, 1, p.DeltaShare)
+	tau, _ := dpplan.KeyThreshold(m.Scale(), keys, 1, p.DeltaShare)
 	var kept []string
 	for _, r := range rows.Rows {
 		v, ok := r[0].(string)
@@ -727,7 +727,7 @@ func (p *Plan) temporalBounds(ctx context.Context, eng Engine, c *Column, unitFi
 	if err != nil {
 		return err
 	}
-	tau, _ := query.KeyThreshold(m.Scale(), int64(len(sel)), 1, 0.01)
+	tau, _ := dpplan.KeyThreshold(m.Scale(), int64(len(sel)), 1, 0.01)
 	first, last := -1, -1
 	for i, v := range rows.Rows[0] {
 		n, err := toInt(v)

@@ -15,6 +15,8 @@ import (
 	"github.com/dpstat/dpstat/engine/engines"
 	"github.com/dpstat/dpstat/engine/enginetest"
 	"github.com/dpstat/dpstat/query"
+	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/query/sqlgen"
 )
 
 func TestMain(m *testing.M) {
@@ -219,7 +221,7 @@ func TestBoundsOnTheShards(t *testing.T) {
 		t.Errorf("ShardedByUnit does not tell the tables sharded by their unit")
 	}
 	p.Plan.PerShard = false
-	whole, err := query.SQL(p.Plan, eng.Dialect())
+	whole, err := sqlgen.SQL(p.Plan, eng.Dialect())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +280,7 @@ func TestRefusedBeforeTheCharge(t *testing.T) {
 	svc, _ := enginetest.Service(t, c.Backend())
 	_, err := svc.Prepare("SELECT r.zone, COUNT(*) FROM visits v JOIN regions r ON v.region = r.region JOIN regions s ON v.region = s.region GROUP BY r.zone",
 		query.Options{Epsilon: 1, Confidence: 0.95, Analyst: "a"})
-	var refused *query.RefusedError
+	var refused *ir.RefusedError
 	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "joins one table per SELECT") {
 		t.Fatalf("got %v, want a refusal saying ClickHouse joins one table per SELECT", err)
 	}

@@ -30,6 +30,8 @@ import (
 	"github.com/dpstat/dpstat/engine/postgres/pgtest"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query"
+	"github.com/dpstat/dpstat/query/dpplan"
+	"github.com/dpstat/dpstat/query/sqlgen"
 )
 
 //go:embed testdata/*.csv
@@ -507,7 +509,7 @@ func RunForms(t *testing.T, b Backend) {
 				return
 			}
 			var stats []string
-			for _, f := range []query.Form{query.CleanForm, query.IntegerForm} {
+			for _, f := range []dpplan.Form{dpplan.CleanForm, dpplan.IntegerForm} {
 				text, err := p.FormSQL(f)
 				if err != nil {
 					t.Fatal(err)
@@ -565,11 +567,11 @@ func RunPerShard(t *testing.T, b Backend) {
 			perShard++
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			for _, f := range []query.Form{p.Plan.FirstForm(), query.CleanForm, query.IntegerForm} {
+			for _, f := range []dpplan.Form{p.Plan.FirstForm(), dpplan.CleanForm, dpplan.IntegerForm} {
 				var got []string
 				for _, shards := range []bool{true, false} {
 					p.Plan.PerShard = shards
-					text, err := query.FormSQL(p.Plan, eng.Dialect(), f)
+					text, err := sqlgen.FormSQL(p.Plan, eng.Dialect(), f)
 					if err != nil {
 						t.Fatal(err)
 					}

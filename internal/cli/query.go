@@ -20,6 +20,7 @@ import (
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/engine/engines"
 	"github.com/dpstat/dpstat/query"
+	"github.com/dpstat/dpstat/query/dpplan"
 )
 
 // oneQuery checks that the query came as one argument: an unquoted query
@@ -185,7 +186,7 @@ type queryJSON struct {
 	Confidence float64         `json:"confidence"`
 	Cost       epsDeltaJSON    `json:"cost"`
 	Budget     budgetJSON      `json:"budget"`
-	Split      []query.Share   `json:"split"`
+	Split      []dpplan.Share  `json:"split"`
 	ReleaseID  uint64          `json:"release_id"`
 	Notes      []string        `json:"notes,omitempty"`
 	// Table is the table read and charged, as dpstat serve names it.
@@ -315,7 +316,7 @@ func formatPlain(v any) string {
 // temporalInterval spells the interval of a released date or timestamp
 // (a MIN, MAX or quantile of one), held in days or microseconds since
 // 1970-01-01, as dates or timestamps; ok is false for any other value.
-func temporalInterval(v any, iv *query.Interval) (string, bool) {
+func temporalInterval(v any, iv *dpplan.Interval) (string, bool) {
 	s, ok := v.(string)
 	if !ok {
 		return "", false

@@ -20,6 +20,8 @@ import (
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query"
+	"github.com/dpstat/dpstat/query/dpplan"
+	"github.com/dpstat/dpstat/query/ir"
 	"github.com/dpstat/dpstat/server"
 )
 
@@ -96,7 +98,7 @@ func (a *Answerer) Tables(analyst string) []server.TableInfo {
 
 // classify turns the query package's errors into server errors.
 func classify(err error) error {
-	var re *query.RefusedError
+	var re *ir.RefusedError
 	var ex *accounting.ExceededError
 	var ee *query.EngineError
 	var ue *engine.UnavailableError
@@ -144,7 +146,7 @@ func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Resp
 	}
 	p, err := a.svc.Prepare(req.SQL, opts)
 	if err != nil {
-		var re *query.RefusedError
+		var re *ir.RefusedError
 		if errors.As(err, &re) {
 			return nil, classify(err)
 		}
@@ -199,7 +201,7 @@ func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Resp
 	return resp, nil
 }
 
-func shares(split []query.Share) []server.Share {
+func shares(split []dpplan.Share) []server.Share {
 	var out []server.Share
 	for _, sh := range split {
 		s := server.Share{Column: sh.Column, Epsilon: sh.Epsilon, Mechanisms: []server.Mechanism{}}
@@ -211,7 +213,7 @@ func shares(split []query.Share) []server.Share {
 	return out
 }
 
-func splitNotes(split []query.Share) []string {
+func splitNotes(split []dpplan.Share) []string {
 	if len(split) < 2 {
 		return nil
 	}
@@ -252,7 +254,7 @@ func (a *Answerer) preview(p *query.Prepared, st ledger.Status) (*server.Respons
 	}
 	half := make([]float64, len(p.Plan.Aggregates))
 	if len(p.Plan.Keys) <= maxPreviewGroups {
-		zero := &query.Exact{Stats: make([][]*big.Int, len(p.Plan.Keys))}
+		zero := &dpplan.Exact{Stats: make([][]*big.Int, len(p.Plan.Keys))}
 		for g := range zero.Stats {
 			zero.Stats[g] = make([]*big.Int, len(p.Plan.Statistics))
 			for s := range zero.Stats[g] {
@@ -305,7 +307,7 @@ func (a *Answerer) preview(p *query.Prepared, st ledger.Status) (*server.Respons
 			continue
 		}
 		switch o.Agg.Func {
-		case query.CountStar, query.Count, query.CountDistinct, query.Sum:
+		case ir.CountStar, ir.Count, ir.CountDistinct, ir.Sum:
 			continue
 		}
 		resp.DataDependent = append(resp.DataDependent, o.Name)
@@ -317,7 +319,7 @@ func (a *Answerer) preview(p *query.Prepared, st ledger.Status) (*server.Respons
 
 // visible keeps a preview row's cells of the outputs that are shown
 // (hidden aggregates feed computed columns only).
-func visible(q *query.Query, row []any, ci []*[2]float64) ([]any, []*[2]float64) {
+func visible(q *ir.Query, row []any, ci []*[2]float64) ([]any, []*[2]float64) {
 	var r []any
 	var c []*[2]float64
 	for i, o := range q.Outputs {

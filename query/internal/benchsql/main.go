@@ -20,6 +20,7 @@ import (
 	"github.com/dpstat/dpstat/engine/duckdb"
 	"github.com/dpstat/dpstat/internal/benchdata"
 	"github.com/dpstat/dpstat/query"
+	"github.com/dpstat/dpstat/query/dpplan"
 )
 
 func main() {
@@ -69,7 +70,7 @@ SELECT grp, sum(c), sum(s), sum(s) / sum(n) FROM pb GROUP BY grp`, src)
 	if err != nil {
 		log.Fatal(err)
 	}
-	clean, err := prep.FormSQL(query.CleanForm)
+	clean, err := prep.FormSQL(dpplan.CleanForm)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/dpstat/dpstat/engine/enginetest"
 	"github.com/dpstat/dpstat/internal/benchdata"
 	"github.com/dpstat/dpstat/query"
+	"github.com/dpstat/dpstat/query/sqlgen"
 )
 
 func main() {
@@ -157,7 +158,7 @@ GROUP BY pid, grp ORDER BY rand() LIMIT 3 BY pid) GROUP BY grp`
 	// The statement that bounds every person on the server dpstat
 	// connects to, as for a table not sharded by the privacy unit.
 	prepBounded.Plan.PerShard = false
-	wholeBounded, err := query.SQL(prepBounded.Plan, eng.Dialect())
+	wholeBounded, err := sqlgen.SQL(prepBounded.Plan, eng.Dialect())
 	if err != nil {
 		return err
 	}

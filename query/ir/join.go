@@ -1,0 +1,101 @@
+package ir
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/engine"
+)
+
+// PublicFacts is what the service reads from a public table.
+type PublicFacts struct {
+	// Values maps each column to its distinct non-NULL values, sorted; a
+	// column with more than MaxGroups of them has none.
+	Values map[string][]any
+	// Multiplicity maps each column to the most rows that share one value.
+	Multiplicity map[string]int64
+}
+
+// Join is one table joined to the query's private table: a public table,
+// or a private table of the same id space joined on the privacy unit.
+type Join struct {
+	// Table is the joined table's catalog name.
+	Table string
+	// Private is true for a private table of the private table's id space.
+	Private bool
+	// Left is true for LEFT JOIN: private rows without a match are kept,
+	// with NULL public columns.
+	Left bool
+	// On lists the equalities, as pairs of relation column names (the
+	// already joined side first, then "table.column").
+	On [][2]string
+}
+
+// ReadPublicFacts reads the facts of every public table of the catalog.
+func ReadPublicFacts(ctx context.Context, cat *catalog.Catalog, eng engine.Engine) (map[string]*PublicFacts, error) {
+	out := map[string]*PublicFacts{}
+	d := eng.Dialect()
+	for _, t := range cat.Tables {
+		if !t.Public {
+			continue
+		}
+		f := &PublicFacts{Values: map[string][]any{}, Multiplicity: map[string]int64{}}
+		for _, c := range t.Columns {
+			col := d.QuoteIdent(c.Name)
+			rows, err := eng.Query(ctx, "SELECT "+col+", count(*) FROM "+d.QuoteIdent(t.Name)+" GROUP BY "+col)
+			if err != nil {
+				return nil, fmt.Errorf("reading public table %s, column %s: %w", t.Name, c.Name, err)
+			}
+			var vals []any
+			var most int64
+			for _, r := range rows.Rows {
+				n, err := ToBig(r[1])
+				if err != nil || !n.IsInt64() {
+					return nil, fmt.Errorf("reading public table %s, column %s: bad count %v", t.Name, c.Name, r[1])
+				}
+				most = max(most, n.Int64())
+				if v := canonicalValue(r[0]); v != nil {
+					vals = append(vals, v)
+				}
+			}
+			sort.SliceStable(vals, func(i, j int) bool { return CompareKeys(vals[i], vals[j]) < 0 })
+			if len(vals) <= MaxGroups {
+				f.Values[c.Name] = vals
+			}
+			f.Multiplicity[c.Name] = most
+		}
+		out[t.Name] = f
+	}
+	return out, nil
+}
+
+// JoinedTable is one table of a FROM clause, with the name its columns are
+// referred to by.
+type JoinedTable struct {
+	Table *catalog.Table
+	Alias string // the alias, or the table's name
+}
+
+// PrivateJoin checks a join of two private tables: both name the same
+// people (one id space) and the join matches a person's rows with that
+// person's rows only (the privacy units are equal), so every joined row
+// still belongs to one person and bounding after the join, per person,
+// bounds the sensitivity. The bounds that apply are the first table's.
+func PrivateJoin(left, right *catalog.Table, on [][2]string) error {
+	if !left.HasPrivacyUnit() || !right.HasPrivacyUnit() {
+		return Refuse("JOIN %s: joining two private tables needs a privacy unit in both, so that each joined row belongs to one person", right.Name)
+	}
+	if left.IDSpace == "" || left.IDSpace != right.IDSpace {
+		return Refuse("JOIN %s: %s and %s are not declared in one id_space; a join of private tables is only private when both privacy units name the same people (declare `id_space:` on both)", right.Name, left.Name, right.Name)
+	}
+	unitJoined := false
+	for _, e := range on {
+		unitJoined = unitJoined || (e[0] == left.PrivacyUnit && e[1] == right.Name+"."+right.PrivacyUnit)
+	}
+	if !unitJoined {
+		return Refuse("JOIN %s: private tables join on their privacy units (ON a.%s = b.%s); any other join mixes people's rows", right.Name, left.PrivacyUnit, right.PrivacyUnit)
+	}
+	return nil
+}

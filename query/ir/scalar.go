@@ -1,0 +1,412 @@
+package ir
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/dpstat/dpstat/catalog"
+)
+
+// Scalar is a numeric expression of the project stage.
+type Scalar interface{ scalarNode() }
+
+// ColumnValue reads a numeric column, clamped to its declared bounds.
+type ColumnValue struct{ Column string }
+
+// Constant is a numeric literal.
+type Constant struct {
+	Value float64
+	// Int is true for an integer literal.
+	Int bool
+	// Type is catalog.Date for a DATE literal (Value is its days since
+	// 1970-01-01), "" for a number.
+	Type catalog.Type
+}
+
+// Arith is L Op R, Op one of + - * / %.
+type Arith struct {
+	Op   string
+	L, R Scalar
+}
+
+// Negate is −Arg.
+type Negate struct{ Arg Scalar }
+
+// Call is a function of numbers: least, greatest, abs, round, floor,
+// ceil, coalesce, nullif.
+type Call struct {
+	Func string
+	Args []Scalar
+}
+
+// Cond is CASE WHEN Whens[i] THEN Thens[i] … ELSE Else END; a nil Else is
+// NULL.
+type Cond struct {
+	Whens []Expr
+	Thens []Scalar
+	Else  Scalar
+}
+
+// Cast converts Arg to an int (rounding to the nearest) or a float.
+type Cast struct {
+	Type catalog.Type
+	Arg  Scalar
+}
+
+func (ColumnValue) scalarNode() {}
+
+func (Constant) scalarNode() {}
+
+func (Arith) scalarNode() {}
+
+func (Negate) scalarNode() {}
+
+func (Call) scalarNode() {}
+
+func (Cond) scalarNode() {}
+
+func (Cast) scalarNode() {}
+
+// Derived is a computed column of the project stage.
+type Derived struct {
+	// Expr computes the column's value per row.
+	Expr Scalar
+	// Text spells Expr for messages and EXPLAIN.
+	Text string
+}
+
+// MaxExact is the largest magnitude a derived value or any intermediate
+// value may reach: doubles hold every integer up to 2^53 exactly.
+const MaxExact = 1 << 53
+
+// MinOperand is the smallest nonzero magnitude an operand of a product or
+// quotient keeps on engines whose doubles fail on underflow
+// (engine.StrictUnderflow): smaller values are read as 0, so that a product
+// of two operands (at least 2^-800) or a quotient by a divisor within
+// ±2^53 (at least 2^-453) is a normal double. A divisor's range must stay
+// this far from 0 on every engine.
+const MinOperand = 0x1p-400
+
+// Span is the facts about a scalar's values: every value lies in [lo, hi];
+// IsInt says the values are whole numbers; nullable that NULL can occur.
+type Span struct {
+	Lo, Hi   float64
+	IsInt    bool
+	nullable bool
+}
+
+func (s Span) finite() bool {
+	return !math.IsInf(s.Lo, 0) && !math.IsInf(s.Hi, 0) && !math.IsNaN(s.Lo) && !math.IsNaN(s.Hi)
+}
+
+// ScalarRange derives the span of s over table t (whose column bounds may
+// be narrowed by WHERE), or refuses an expression that is not total.
+func ScalarRange(s Scalar, t *catalog.Table) (Span, error) {
+	out, err := rawRange(s, t)
+	if err != nil {
+		return Span{}, err
+	}
+	if tl, ok := s.(TextLength); ok && !out.finite() {
+		return Span{}, Refuse("%s has no upper bound: %s has no public value list; clamp it, e.g. LEAST(%s, 100), or declare `values:` for %s in the catalog",
+			tl.Fn, strings.Join(tl.Fn.columns(), ", "), tl.Fn, strings.Join(tl.Fn.columns(), ", "))
+	}
+	if !out.finite() {
+		return Span{}, Refuse("the expression %s has no finite bounds: its inputs include a column without declared bounds; clamp it with LEAST(GREATEST(x, low), high) or declare `lower:` and `upper:` in the catalog", ScalarString(s))
+	}
+	return out, nil
+}
+
+// rawRange is ScalarRange without the final finiteness check: a column
+// without bounds spans ±Inf, which only LEAST and GREATEST may narrow.
+func rawRange(s Scalar, t *catalog.Table) (Span, error) {
+	checked := func(out Span) (Span, error) {
+		if out.finite() && (math.Abs(out.Lo) > MaxExact || math.Abs(out.Hi) > MaxExact) {
+			return Span{}, Refuse("the expression %s can reach [%g, %g], beyond ±2^53 = %d where doubles stop being exact; clamp its inputs to a smaller range", ScalarString(s), out.Lo, out.Hi, int64(MaxExact))
+		}
+		return out, nil
+	}
+	needFinite := func(parts ...Span) error {
+		for _, p := range parts {
+			if !p.finite() {
+				return Refuse("the expression %s does arithmetic on a column without declared bounds; clamp it first with LEAST(GREATEST(x, low), high) or declare `lower:` and `upper:` in the catalog", ScalarString(s))
+			}
+		}
+		return nil
+	}
+	switch x := s.(type) {
+	case nil:
+		// NULL: it adds no value, only the possibility of NULL.
+		return Span{Lo: math.NaN(), Hi: math.NaN(), IsInt: true, nullable: true}, nil
+	case Constant:
+		return checked(Span{Lo: x.Value, Hi: x.Value, IsInt: x.Int})
+	case ColumnValue:
+		c := t.Column(x.Column)
+		if c == nil {
+			return Span{}, fmt.Errorf("query: derived column reads unknown column %s", x.Column)
+		}
+		if c.Type != catalog.Int && c.Type != catalog.Float && !c.Type.Temporal() {
+			return Span{}, Refuse("column %s is %s: arithmetic needs an int, float or date column", c.Name, c.Type)
+		}
+		sp := Span{Lo: math.Inf(-1), Hi: math.Inf(1), IsInt: c.Type != catalog.Float, nullable: true}
+		// A per-person count has a lower bound only (PreAggregate).
+		if c.Lower != nil {
+			sp.Lo = *c.Lower
+		}
+		if c.Upper != nil {
+			sp.Hi = *c.Upper
+		}
+		return sp, nil
+	case Negate:
+		a, err := rawRange(x.Arg, t)
+		if err != nil {
+			return Span{}, err
+		}
+		return Span{Lo: -a.Hi, Hi: -a.Lo, IsInt: a.IsInt, nullable: a.nullable}, nil
+	case Arith:
+		a, err := rawRange(x.L, t)
+		if err != nil {
+			return Span{}, err
+		}
+		b, err := rawRange(x.R, t)
+		if err != nil {
+			return Span{}, err
+		}
+		if err := needFinite(a, b); err != nil {
+			return Span{}, err
+		}
+		out := Span{IsInt: a.IsInt && b.IsInt, nullable: a.nullable || b.nullable}
+		switch x.Op {
+		case "+":
+			out.Lo, out.Hi = a.Lo+b.Lo, a.Hi+b.Hi
+		case "-":
+			out.Lo, out.Hi = a.Lo-b.Hi, a.Hi-b.Lo
+		case "*":
+			out.Lo, out.Hi = Corners(a, b, func(u, v float64) float64 { return u * v })
+		case "/":
+			if b.Lo <= MinOperand && b.Hi >= -MinOperand {
+				return Span{}, Refuse("%s divides by %s, which can be 0 or within 2^-400 of it (its range is [%g, %g]); divide by an expression whose range stays away from 0", ScalarString(s), ScalarString(x.R), b.Lo, b.Hi)
+			}
+			out.Lo, out.Hi = Corners(a, b, func(u, v float64) float64 { return u / v })
+			out.IsInt = false
+		case "%":
+			c, ok := x.R.(Constant)
+			if !ok || math.Abs(c.Value) < MinOperand {
+				return Span{}, Refuse("%s: the divisor of %% must be a literal of magnitude at least 2^-400", ScalarString(s))
+			}
+			m := math.Abs(c.Value)
+			if math.Max(math.Abs(a.Lo), math.Abs(a.Hi))/m > MaxExact {
+				return Span{}, Refuse("%s: the quotient can exceed 2^53; use a larger divisor", ScalarString(s))
+			}
+			// The remainder has the dividend's sign and is below |c|.
+			out.Lo, out.Hi = math.Max(math.Min(a.Lo, 0), -m), math.Min(math.Max(a.Hi, 0), m)
+		default:
+			return Span{}, fmt.Errorf("query: unknown operator %s", x.Op)
+		}
+		return checked(out)
+	case Call:
+		args := make([]Span, len(x.Args))
+		for i, a := range x.Args {
+			sp, err := rawRange(a, t)
+			if err != nil {
+				return Span{}, err
+			}
+			args[i] = sp
+		}
+		out := args[0]
+		switch x.Func {
+		case "least", "greatest":
+			// NULL arguments are skipped: NULL only if all are NULL.
+			for _, a := range args[1:] {
+				if x.Func == "least" {
+					out.Lo, out.Hi = math.Min(out.Lo, a.Lo), math.Min(out.Hi, a.Hi)
+				} else {
+					out.Lo, out.Hi = math.Max(out.Lo, a.Lo), math.Max(out.Hi, a.Hi)
+				}
+				out.IsInt = out.IsInt && a.IsInt
+				out.nullable = out.nullable && a.nullable
+			}
+			return checked(out)
+		case "coalesce":
+			for _, a := range args[1:] {
+				out.Lo, out.Hi = math.Min(out.Lo, a.Lo), math.Max(out.Hi, a.Hi)
+				out.IsInt = out.IsInt && a.IsInt
+				out.nullable = out.nullable && a.nullable
+			}
+			return checked(out)
+		case "nullif":
+			out.nullable = true
+			return checked(out)
+		}
+		if err := needFinite(out); err != nil {
+			return Span{}, err
+		}
+		switch x.Func {
+		case "abs":
+			lo := 0.0
+			if out.Lo > 0 {
+				lo = out.Lo
+			} else if out.Hi < 0 {
+				lo = -out.Hi
+			}
+			out.Lo, out.Hi = lo, math.Max(math.Abs(out.Lo), math.Abs(out.Hi))
+		case "floor":
+			out.Lo, out.Hi, out.IsInt = math.Floor(out.Lo), math.Floor(out.Hi), true
+		case "ceil":
+			out.Lo, out.Hi, out.IsInt = math.Ceil(out.Lo), math.Ceil(out.Hi), true
+		case "round":
+			// round(x) and round(x, n ≥ 0) stay within the floor and
+			// ceiling of the bounds.
+			out.Lo, out.Hi = math.Floor(out.Lo), math.Ceil(out.Hi)
+			out.IsInt = out.IsInt || len(x.Args) == 1
+		default:
+			return Span{}, fmt.Errorf("query: unknown function %s", x.Func)
+		}
+		return checked(out)
+	case Cond:
+		var out Span
+		first := true
+		add := func(sp Span) {
+			if math.IsNaN(sp.Lo) {
+				out.nullable = true // a NULL arm
+				return
+			}
+			if first {
+				out, first = sp, false
+				return
+			}
+			out.Lo, out.Hi = math.Min(out.Lo, sp.Lo), math.Max(out.Hi, sp.Hi)
+			out.IsInt = out.IsInt && sp.IsInt
+			out.nullable = out.nullable || sp.nullable
+		}
+		for _, th := range x.Thens {
+			sp, err := rawRange(th, t)
+			if err != nil {
+				return Span{}, err
+			}
+			add(sp)
+		}
+		if x.Else == nil {
+			out.nullable = true
+		} else {
+			sp, err := rawRange(x.Else, t)
+			if err != nil {
+				return Span{}, err
+			}
+			add(sp)
+		}
+		if first {
+			return Span{}, Refuse("%s is NULL in every case: nothing to aggregate", ScalarString(s))
+		}
+		return checked(out)
+	case DatePart:
+		return datePartRange(x, t)
+	case TextLength:
+		return TextLengthRange(x, t), nil
+	case Cast:
+		a, err := rawRange(x.Arg, t)
+		if err != nil {
+			return Span{}, err
+		}
+		if x.Type == catalog.Int {
+			if err := needFinite(a); err != nil {
+				return Span{}, err
+			}
+			a.Lo, a.Hi, a.IsInt = math.Floor(a.Lo), math.Ceil(a.Hi), true
+		} else {
+			a.IsInt = false
+		}
+		return checked(a)
+	}
+	return Span{}, fmt.Errorf("query: unknown expression %T", s)
+}
+
+// Corners applies f to the four corners of two spans.
+func Corners(a, b Span, f func(u, v float64) float64) (float64, float64) {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, u := range []float64{a.Lo, a.Hi} {
+		for _, v := range []float64{b.Lo, b.Hi} {
+			w := f(u, v)
+			lo, hi = math.Min(lo, w), math.Max(hi, w)
+		}
+	}
+	return lo, hi
+}
+
+// ScalarString spells a scalar as SQL for people.
+func ScalarString(s Scalar) string {
+	switch x := s.(type) {
+	case nil:
+		return "NULL"
+	case Constant:
+		return strconv.FormatFloat(x.Value, 'g', -1, 64)
+	case ColumnValue:
+		return x.Column
+	case Negate:
+		return "-" + ScalarString(x.Arg)
+	case Arith:
+		return "(" + ScalarString(x.L) + " " + x.Op + " " + ScalarString(x.R) + ")"
+	case Call:
+		parts := make([]string, len(x.Args))
+		for i, a := range x.Args {
+			parts[i] = ScalarString(a)
+		}
+		return strings.ToUpper(x.Func) + "(" + strings.Join(parts, ", ") + ")"
+	case Cond:
+		var b strings.Builder
+		b.WriteString("CASE")
+		for i, w := range x.Whens {
+			b.WriteString(" WHEN " + ExprString(w, nil) + " THEN " + ScalarString(x.Thens[i]))
+		}
+		if x.Else != nil {
+			b.WriteString(" ELSE " + ScalarString(x.Else))
+		}
+		return b.String() + " END"
+	case Cast:
+		return "CAST(" + ScalarString(x.Arg) + " AS " + string(x.Type) + ")"
+	case DatePart:
+		return DateString(x.Field, x.Column, x.Trunc)
+	case TextLength:
+		return x.Fn.String()
+	}
+	return "?"
+}
+
+// MaxScalarDepth bounds the nesting of a scalar expression.
+const MaxScalarDepth = MaxExprDepth
+
+// scalarColumns lists the columns a scalar reads (with repeats).
+func scalarColumns(s Scalar) []string {
+	var out []string
+	var walk func(s Scalar)
+	walk = func(s Scalar) {
+		switch x := s.(type) {
+		case ColumnValue:
+			out = append(out, x.Column)
+		case DatePart:
+			out = append(out, x.Column)
+		case TextLength:
+			out = append(out, x.Fn.columns()...)
+		case Arith:
+			walk(x.L)
+			walk(x.R)
+		case Negate:
+			walk(x.Arg)
+		case Cast:
+			walk(x.Arg)
+		case Call:
+			for _, a := range x.Args {
+				walk(a)
+			}
+		case Cond:
+			for i, w := range x.Whens {
+				WalkColumns(w, func(c string) { out = append(out, c) })
+				walk(x.Thens[i])
+			}
+			walk(x.Else)
+		}
+	}
+	walk(s)
+	return out
+}

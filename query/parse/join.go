@@ -1,0 +1,291 @@
+package parse
+
+import (
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/query/ir"
+)
+
+// fromJoin parses FROM private [INNER|LEFT] JOIN public ON … [JOIN …]: it
+// sets the parser's relation (p.table: the private table's columns and the
+// public ones) and its joins.
+func (p *parser) fromJoin(je *pg.JoinExpr) error {
+	var tables []ir.JoinedTable
+	var walk func(n *pg.Node) error
+	addTable := func(rv *pg.RangeVar) (ir.JoinedTable, error) {
+		if rv == nil {
+			return ir.JoinedTable{}, ir.Refuse("joins are between catalog tables; subqueries and functions are not supported in FROM")
+		}
+		t := p.cat.Table(rv.Relname)
+		if t == nil || rv.Schemaname != "" || rv.Catalogname != "" {
+			return ir.JoinedTable{}, ir.Refuse("unknown table %q; the catalog declares: %s", rv.Relname, p.tableNames())
+		}
+		jt := ir.JoinedTable{Table: t, Alias: t.Name}
+		if rv.Alias != nil {
+			if len(rv.Alias.Colnames) > 0 {
+				return ir.JoinedTable{}, ir.Refuse("column aliases in FROM are not supported")
+			}
+			jt.Alias = rv.Alias.Aliasname
+		}
+		for _, prev := range tables {
+			if strings.EqualFold(prev.Alias, jt.Alias) {
+				return ir.JoinedTable{}, ir.Refuse("FROM names %s twice; give each table its own alias", jt.Alias)
+			}
+		}
+		tables = append(tables, jt)
+		return jt, nil
+	}
+	walk = func(n *pg.Node) error {
+		if rv := n.GetRangeVar(); rv != nil {
+			_, err := addTable(rv)
+			return err
+		}
+		j := n.GetJoinExpr()
+		if j == nil {
+			return ir.Refuse("joins are between catalog tables; subqueries and functions are not supported in FROM")
+		}
+		if err := walk(j.Larg); err != nil {
+			return err
+		}
+		right, err := addTable(j.Rarg.GetRangeVar())
+		if err != nil {
+			return err
+		}
+		join := ir.Join{Table: right.Table.Name, Private: !right.Table.Public}
+		switch j.Jointype {
+		case pg.JoinType_JOIN_INNER:
+		case pg.JoinType_JOIN_LEFT:
+			join.Left = true
+		default:
+			return ir.Refuse("JOIN %s: only INNER JOIN and LEFT JOIN (the private table first) are supported", right.Table.Name)
+		}
+		if j.IsNatural {
+			return ir.Refuse("NATURAL JOIN is not supported; write JOIN … ON a.x = b.x")
+		}
+		on, err := p.joinOn(j, tables, right)
+		if err != nil {
+			return err
+		}
+		join.On = on
+		if join.Private {
+			if err := ir.PrivateJoin(tables[0].Table, right.Table, on); err != nil {
+				return err
+			}
+		}
+		p.joins = append(p.joins, join)
+		return nil
+	}
+	if err := walk(&pg.Node{Node: &pg.Node_JoinExpr{JoinExpr: je}}); err != nil {
+		return err
+	}
+	private := tables[0].Table
+	if private.Public {
+		return ir.Refuse("the first table of a join must be the private table (public tables are joined to it); %s is public", private.Name)
+	}
+	for _, jt := range tables[1:] {
+		if jt.Table.Public && p.public[jt.Table.Name] == nil {
+			return ir.Refuse("joins with public table %s need its values, which dpstat reads when it starts serving the catalog; ask through dpstat query or dpstat serve", jt.Table.Name)
+		}
+	}
+	p.joined = tables
+	p.table = p.relationOf(tables)
+	p.alias = tables[0].Alias
+	return nil
+}
+
+// relationOf builds the joined relation's columns: the private table's, and
+// each public column as "table.column" with its public values.
+func (p *parser) relationOf(tables []ir.JoinedTable) *catalog.Table {
+	rel := *tables[0].Table
+	rel.Columns = append([]*catalog.Column{}, tables[0].Table.Columns...)
+	for i, jt := range tables[1:] {
+		for _, c := range jt.Table.Columns {
+			cc := *c // a private table's declaration: its bounds and value lists
+			cc.Name = jt.Table.Name + "." + c.Name
+			cc.Nullable = c.Nullable || p.joins[i].Left
+			if jt.Table.Public {
+				// A public table's values are read from the data.
+				cc.Lower, cc.Upper, cc.Values = nil, nil, p.public[jt.Table.Name].Values[c.Name]
+			}
+			rel.Columns = append(rel.Columns, &cc)
+		}
+	}
+	return &rel
+}
+
+// joinOn reads a join's condition: equalities between a column of a table
+// already joined and a column of the one being joined, ANDed (or USING).
+func (p *parser) joinOn(j *pg.JoinExpr, tables []ir.JoinedTable, right ir.JoinedTable) ([][2]string, error) {
+	name := func(jt ir.JoinedTable, col string) (string, *catalog.Column) {
+		c := jt.Table.Column(col)
+		if c == nil {
+			return "", nil
+		}
+		if jt.Alias != tables[0].Alias {
+			// A joined table's columns are named table.column.
+			return jt.Table.Name + "." + c.Name, c
+		}
+		return c.Name, c
+	}
+	var on [][2]string
+	pair := func(l, r string, lc, rc *catalog.Column) error {
+		if lc.Type != rc.Type {
+			return ir.Refuse("JOIN %s ON %s = %s compares %s with %s; join columns of one type", right.Table.Name, l, r, lc.Type, rc.Type)
+		}
+		on = append(on, [2]string{l, r})
+		return nil
+	}
+	if len(j.UsingClause) > 0 {
+		for _, u := range j.UsingClause {
+			col := u.GetString_().GetSval()
+			rn, rc := name(right, col)
+			var ln string
+			var lc *catalog.Column
+			for _, jt := range tables[:len(tables)-1] {
+				if n, c := name(jt, col); c != nil && ln == "" {
+					ln, lc = n, c
+				}
+			}
+			if rc == nil || lc == nil {
+				return nil, ir.Refuse("JOIN %s USING (%s): both sides need a column %s", right.Table.Name, col, col)
+			}
+			if err := pair(ln, rn, lc, rc); err != nil {
+				return nil, err
+			}
+		}
+		return on, nil
+	}
+	var conds []*pg.Node
+	var flatten func(n *pg.Node) error
+	flatten = func(n *pg.Node) error {
+		if b := n.GetBoolExpr(); b != nil {
+			if b.Boolop != pg.BoolExprType_AND_EXPR {
+				return ir.Refuse("JOIN %s ON: only equalities joined by AND are supported", right.Table.Name)
+			}
+			for _, a := range b.Args {
+				if err := flatten(a); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		conds = append(conds, n)
+		return nil
+	}
+	if j.Quals == nil {
+		return nil, ir.Refuse("JOIN %s needs ON a.x = b.x or USING (x)", right.Table.Name)
+	}
+	if err := flatten(j.Quals); err != nil {
+		return nil, err
+	}
+	resolve := func(n *pg.Node) (ir.JoinedTable, string, *catalog.Column, error) {
+		cr := n.GetColumnRef()
+		if cr == nil {
+			return ir.JoinedTable{}, "", nil, ir.Refuse("JOIN %s ON: compare columns, e.g. v.day = d.day", right.Table.Name)
+		}
+		var parts []string
+		for _, f := range cr.Fields {
+			parts = append(parts, f.GetString_().GetSval())
+		}
+		for _, jt := range tables {
+			if len(parts) == 2 && !strings.EqualFold(parts[0], jt.Alias) {
+				continue
+			}
+			if nm, c := name(jt, parts[len(parts)-1]); c != nil {
+				return jt, nm, c, nil
+			}
+		}
+		return ir.JoinedTable{}, "", nil, ir.Refuse("JOIN %s ON: unknown column %s", right.Table.Name, strings.Join(parts, "."))
+	}
+	for _, c := range conds {
+		a := c.GetAExpr()
+		if a == nil || opName(a) != "=" || a.Kind != pg.A_Expr_Kind_AEXPR_OP {
+			return nil, ir.Refuse("JOIN %s ON: only equalities joined by AND are supported", right.Table.Name)
+		}
+		lt, ln, lc, err := resolve(a.Lexpr)
+		if err != nil {
+			return nil, err
+		}
+		rt, rn, rc, err := resolve(a.Rexpr)
+		if err != nil {
+			return nil, err
+		}
+		if lt.Alias == right.Alias {
+			lt, ln, lc, rt, rn, rc = rt, rn, rc, lt, ln, lc
+		}
+		if rt.Alias != right.Alias || lt.Alias == right.Alias {
+			return nil, ir.Refuse("JOIN %s ON: each equality compares a column of %s with a column of a table joined before it", right.Table.Name, right.Alias)
+		}
+		if err := pair(ln, rn, lc, rc); err != nil {
+			return nil, err
+		}
+	}
+	return on, nil
+}
+
+// joinRows is the most rows one private row can become through the joins:
+// the product of each join's largest multiplicity over its keys (at least 1
+// for a LEFT JOIN, which keeps an unmatched row once; at least 1 in all, so
+// that no sensitivity is 0).
+func (p *parser) joinRows() int64 {
+	m := int64(1)
+	for _, j := range p.joins {
+		if j.Private {
+			continue // only with a privacy unit, which bounds after the join
+		}
+		f := p.public[j.Table]
+		most := int64(0)
+		for i, on := range j.On {
+			col := strings.TrimPrefix(on[1], j.Table+".")
+			if i == 0 || f.Multiplicity[col] < most {
+				// Every equality must hold: the rows matching all of them
+				// are at most those matching any one.
+				most = f.Multiplicity[col]
+			}
+		}
+		if j.Left {
+			most = max(most, 1)
+		}
+		m *= max(most, 0)
+		if m > ir.MaxGroups {
+			return ir.MaxGroups + 1
+		}
+	}
+	return max(m, 1)
+}
+
+// joinedColumn resolves a column of a joined relation: qualified by a
+// table's alias, or unqualified when exactly one table has it.
+func (p *parser) joinedColumn(parts []string) (*catalog.Column, error) {
+	if len(parts) > 2 {
+		return nil, ir.Refuse("unsupported column reference %s", strings.Join(parts, "."))
+	}
+	relName := func(jt ir.JoinedTable, col string) string {
+		if jt.Alias != p.joined[0].Alias {
+			return jt.Table.Name + "." + col
+		}
+		return col
+	}
+	var found *catalog.Column
+	var where []string
+	for _, jt := range p.joined {
+		if len(parts) == 2 && !strings.EqualFold(parts[0], jt.Alias) {
+			continue
+		}
+		if jt.Table.Column(parts[len(parts)-1]) == nil {
+			continue
+		}
+		found = p.table.Column(relName(jt, parts[len(parts)-1]))
+		where = append(where, jt.Alias)
+	}
+	switch {
+	case len(where) > 1:
+		return nil, ir.Refuse("column %s is in %s: qualify it, e.g. %s.%s", parts[len(parts)-1], strings.Join(where, " and "), where[0], parts[len(parts)-1])
+	case found == nil:
+		return nil, ir.Refuse("unknown column %s in the joined tables; qualify a column with its table's alias", strings.Join(parts, "."))
+	}
+	return found, nil
+}

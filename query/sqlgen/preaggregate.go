@@ -1,0 +1,83 @@
+package sqlgen
+
+import (
+	"math"
+	"strings"
+
+	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/engine"
+	"github.com/dpstat/dpstat/query/dpplan"
+	"github.com/dpstat/dpstat/query/ir"
+)
+
+// preSQL renders the pre-aggregation as a subquery of the engine.
+func (g *sqlGen) preSQL(pre *ir.PreAggregate) (string, error) {
+	ig := newSQLGen(g.d, &dpplan.Plan{Query: pre.Query, Table: pre.Relation, Bounded: true}, dpplan.CleanForm)
+	var cols []string
+	for _, c := range pre.Columns {
+		if c.Key != "" {
+			cols = append(cols, ig.colRef(c.Key)+" AS "+g.ident(c.Name))
+			continue
+		}
+		e, err := ig.preAggregate(c.Agg)
+		if err != nil {
+			return "", err
+		}
+		cols = append(cols, e+" AS "+g.ident(c.Name))
+	}
+	conds := []string{ig.colRef(pre.Unit) + " IS NOT NULL"}
+	if pre.Query.Where != nil {
+		c, err := ig.expr(pre.Query.Where)
+		if err != nil {
+			return "", err
+		}
+		conds = append(conds, c)
+	}
+	keys := make([]string, len(pre.Keys))
+	for i, k := range pre.Keys {
+		keys[i] = ig.colRef(k)
+	}
+	source, err := ig.fromClause(pre.Relation.Name)
+	if err != nil {
+		return "", err
+	}
+	return "SELECT " + strings.Join(cols, ", ") + " FROM " + source +
+		" WHERE " + strings.Join(conds, " AND ") + " GROUP BY " + strings.Join(keys, ", "), nil
+}
+
+// preAggregate spells one per-person aggregate over the clamped values of
+// its column: totals in doubles (exact for whole numbers below 2^53 and
+// never failing), a minimum or maximum of whole numbers cast back to a
+// 64-bit integer (within ±2^53: the cast cannot fail).
+func (g *sqlGen) preAggregate(a *ir.Aggregate) (string, error) {
+	if a.Func == ir.CountStar {
+		return "count(*)", nil
+	}
+	var arg string
+	var err error
+	if dv := g.p.Query.Derived[a.Column]; dv != nil {
+		arg, err = g.scalarSQL(dv.Expr)
+	} else {
+		arg, err = g.scalarSQL(ir.ColumnValue{Column: a.Column})
+	}
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case a.Func == ir.Count:
+		return "count(" + arg + ")", nil
+	case a.Func == ir.Sum:
+		return "sum(" + arg + ")", nil
+	case a.Func == ir.Avg:
+		return "avg(" + arg + ")", nil
+	}
+	f := "min"
+	if a.Extreme > 0 {
+		f = "max"
+	}
+	e := f + "(" + arg + ")"
+	if c := g.p.Table.Column(a.Column); c != nil && c.Type == catalog.Int && c.Bounded() && math.Abs(*c.Lower) <= ir.MaxExact && math.Abs(*c.Upper) <= ir.MaxExact {
+		e = "CAST(" + e + " AS " + g.d.TypeName(engine.Integer) + ")"
+	}
+	return e, nil
+}

@@ -1,0 +1,162 @@
+package sqlgen
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/engine"
+	"github.com/dpstat/dpstat/query/ir"
+)
+
+// scalarSQL renders a scalar for the engine, every value a double: a
+// bounded column clamped to its bounds in t (NULL kept NULL), an unbounded
+// one as it is (only LEAST and GREATEST read it, see rawRange).
+func (g *sqlGen) scalarSQL(s ir.Scalar) (string, error) {
+	d := g.d
+	dbl := d.TypeName(engine.Double)
+	switch x := s.(type) {
+	case nil:
+		return "CAST(NULL AS " + dbl + ")", nil
+	case ir.Constant:
+		return engine.Literal(d, x.Value)
+	case ir.ColumnValue:
+		c := g.p.Table.Column(x.Column)
+		col := "CAST(" + g.colRef(x.Column) + " AS " + dbl + ")"
+		if c == nil || !c.Bounded() {
+			return col, nil
+		}
+		lo, err := engine.Literal(d, *c.Lower)
+		if err != nil {
+			return "", err
+		}
+		hi, err := engine.Literal(d, *c.Upper)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE least(greatest(%s, %s), %s) END", g.colRef(x.Column), col, lo, hi), nil
+	case ir.Negate:
+		a, err := g.scalarSQL(x.Arg)
+		return "(-" + a + ")", err
+	case ir.Arith:
+		l, err := g.scalarSQL(x.L)
+		if err != nil {
+			return "", err
+		}
+		r, err := g.scalarSQL(x.R)
+		if err != nil {
+			return "", err
+		}
+		switch x.Op {
+		case "%":
+			// The truncated remainder, as SQL's %: total for the literal
+			// divisor the planner requires (|r| ≥ 2^-400, |l / r| ≤ 2^53).
+			l = g.flushTiny(l)
+			return "(" + l + " - " + r + " * trunc(" + l + " / " + r + "))", nil
+		case "*", "/":
+			return "(" + g.flushTiny(l) + " " + x.Op + " " + g.flushTiny(r) + ")", nil
+		}
+		return "(" + l + " " + x.Op + " " + r + ")", nil
+	case ir.Call:
+		if x.Func == "round" && len(x.Args) == 2 {
+			// round(x, n) as round(x · 10^n) / 10^n: every engine rounds a
+			// double to a whole number (PostgreSQL has no round(double, n)).
+			a, err := g.scalarSQL(x.Args[0])
+			if err != nil {
+				return "", err
+			}
+			p10 := math.Pow(10, x.Args[1].(ir.Constant).Value)
+			scaled, err := engine.Scale(d, g.flushTiny(a), p10)
+			if err != nil {
+				return "", err
+			}
+			return engine.Divide(d, engine.Round(d, scaled), p10)
+		}
+		parts := make([]string, len(x.Args))
+		for i, a := range x.Args {
+			sql, err := g.scalarSQL(a)
+			if err != nil {
+				return "", err
+			}
+			parts[i] = sql
+		}
+		switch x.Func {
+		case "least":
+			return engine.Least(d, parts...), nil // NULL-skipping on every engine
+		case "greatest":
+			return engine.Greatest(d, parts...), nil
+		case "round":
+			return engine.Round(d, parts[0]), nil
+		}
+		return x.Func + "(" + strings.Join(parts, ", ") + ")", nil
+	case ir.Cond:
+		var b strings.Builder
+		b.WriteString("CASE")
+		for i, w := range x.Whens {
+			c, err := g.expr(w)
+			if err != nil {
+				return "", err
+			}
+			th, err := g.scalarSQL(x.Thens[i])
+			if err != nil {
+				return "", err
+			}
+			b.WriteString(" WHEN " + c + " THEN " + th)
+		}
+		if x.Else != nil {
+			e, err := g.scalarSQL(x.Else)
+			if err != nil {
+				return "", err
+			}
+			b.WriteString(" ELSE " + e)
+		}
+		return b.String() + " END", nil
+	case ir.DatePart:
+		e, err := g.dateSQL(x.Column, x.Field, x.Trunc)
+		return "CAST(" + e + " AS " + dbl + ")", err
+	case ir.TextLength:
+		return g.textLengthSQL(x)
+	case ir.Cast:
+		a, err := g.scalarSQL(x.Arg)
+		if err != nil {
+			return "", err
+		}
+		if x.Type == catalog.Int {
+			// Within ±2^53 by the planner: the cast cannot fail.
+			return "CAST(" + engine.CastInt(d, a, engine.Integer) + " AS " + dbl + ")", nil
+		}
+		return a, nil
+	}
+	return "", fmt.Errorf("query: unknown expression %T", s)
+}
+
+// column renders a column of the plan's relation: a declared column by its
+// quoted name, a derived one by its expression (an integer one cast to a
+// 64-bit integer, exact within its ±2^53 bounds).
+func (g *sqlGen) column(name string) (string, error) {
+	dv := g.p.Query.Derived[name]
+	if dv == nil {
+		return g.colRef(name), nil
+	}
+	e, err := g.scalarSQL(dv.Expr)
+	if err != nil {
+		return "", err
+	}
+	if c := g.p.Table.Column(name); c != nil && c.Type == catalog.Int {
+		return "CAST(" + e + " AS " + g.d.TypeName(engine.Integer) + ")", nil
+	}
+	return "(" + e + ")", nil
+}
+
+// flushTiny reads a value below MinOperand in magnitude as 0 on an engine
+// whose doubles fail on underflow (engine.StrictUnderflow); elsewhere it is
+// the value itself.
+func (g *sqlGen) flushTiny(e string) string {
+	if _, ok := g.d.(engine.StrictUnderflow); !ok {
+		return e
+	}
+	dbl := g.d.TypeName(engine.Double)
+	return "(CASE WHEN abs(" + e + ") < CAST(" + strconv.FormatFloat(ir.MinOperand, 'g', -1, 64) + " AS " + dbl + ") THEN CAST(0 AS " + dbl + ") ELSE " + e + " END)"
+}

@@ -1,0 +1,772 @@
+package sqlgen
+
+import (
+	cryptorand "crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/dpstat/dpstat/engine"
+	"github.com/dpstat/dpstat/query/dpplan"
+	"github.com/dpstat/dpstat/query/ir"
+)
+
+// RawView names the view of a table whose float columns keep their NaNs.
+// "$" cannot occur in a catalog's table names, so it names no other table.
+func RawView(table string) string { return table + "$raw" }
+
+// SQL generates the engine statement that computes the plan's exact
+// statistics per group in its first form, from the model only: identifiers
+// are quoted and literals rendered by the dialect. Its result has one row
+// per non-empty group: the key columns k0, k1, … then the statistics s0,
+// s1, … (counts; sums, see Form; a sum of no values is NULL).
+func SQL(p *dpplan.Plan, d engine.Dialect) (string, error) {
+	return FormSQL(p, d, p.FirstForm())
+}
+
+// FormSQL is SQL in the given form.
+func FormSQL(p *dpplan.Plan, d engine.Dialect, f dpplan.Form) (string, error) {
+	g := newSQLGen(d, p, f)
+	return g.generate()
+}
+
+type sqlGen struct {
+	d    engine.Dialect
+	p    *dpplan.Plan
+	form dpplan.Form
+	// salt keys the row hashes of a LimitBy dialect; drawn afresh for
+	// every statement.
+	salt uint64
+}
+
+// newSQLGen starts the generation of one statement.
+func newSQLGen(d engine.Dialect, p *dpplan.Plan, f dpplan.Form) *sqlGen {
+	g := &sqlGen{d: d, p: p, form: f}
+	if _, ok := d.(engine.LimitBy); ok {
+		g.salt = newSalt()
+	}
+	return g
+}
+
+// newSalt draws a fresh secret salt for a statement's row hashes.
+func newSalt() uint64 {
+	var b [8]byte
+	if _, err := cryptorand.Read(b[:]); err != nil {
+		// crypto/rand does not fail on supported platforms; a fixed salt
+		// would still bound every contribution (see engine.LimitBy).
+		return 0x9e3779b97f4a7c15
+	}
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+// stages composes a statement from named stages: as WITH queries, or, for
+// a dialect without them (engine.Nested), as subqueries nested in the
+// FROM of the stage that reads them.
+type stages struct {
+	nested bool
+	defs   []string
+	ref    map[string]string
+}
+
+func (g *sqlGen) newStages() *stages {
+	_, nested := g.d.(engine.Nested)
+	return &stages{nested: nested, ref: map[string]string{}}
+}
+
+// add defines stage name as body (which reads earlier stages through
+// from); kw is a keyword between AS and the body ("" or MATERIALIZED).
+func (s *stages) add(name, kw, body string) {
+	if s.nested {
+		s.ref[name] = "(" + body + ") AS " + name
+		return
+	}
+	if kw != "" {
+		kw += " "
+	}
+	s.defs = append(s.defs, name+" AS "+kw+"("+body+")")
+}
+
+// from spells a read of stage name in a FROM clause.
+func (s *stages) from(name string) string {
+	if r, ok := s.ref[name]; ok {
+		return r
+	}
+	return name
+}
+
+// finish spells the statement whose last SELECT is final.
+func (s *stages) finish(final string) string {
+	if s.nested || len(s.defs) == 0 {
+		return final
+	}
+	return "WITH " + strings.Join(s.defs, ",\n") + "\n" + final
+}
+
+func (g *sqlGen) ident(s string) string { return g.d.QuoteIdent(s) }
+
+func (g *sqlGen) generate() (string, error) {
+	p := g.p
+	nk := len(p.Query.GroupBy)
+	keys := make([]string, nk)
+	for i := range keys {
+		keys[i] = "k" + strconv.Itoa(i)
+	}
+
+	// The row stage: filter, project keys and clamped summands.
+	var cols []string
+	if p.Bounded {
+		cols = append(cols, g.colRef(p.Table.PrivacyUnit)+" AS u")
+	}
+	for i, k := range p.Query.GroupBy {
+		e, err := g.keyExpr(k)
+		if err != nil {
+			return "", err
+		}
+		cols = append(cols, e+" AS "+keys[i])
+	}
+	rowExprs := make([]string, len(p.Statistics)) // per-row input of each statistic ("" for COUNT(*))
+	exprOf := map[string]string{}                 // the expression of each per-row input
+	for i, st := range p.Statistics {
+		if st.Summand.Kind == dpplan.NonNullCount {
+			continue
+		}
+		e, err := g.summand(st.Summand)
+		if err != nil {
+			return "", err
+		}
+		if e != "" {
+			rowExprs[i] = "v" + strconv.Itoa(i)
+			cols = append(cols, e+" AS "+rowExprs[i])
+			exprOf[rowExprs[i]] = e
+		}
+	}
+	// A count of non-NULL values reuses the fixed-point summand of the same
+	// column when there is one (it is NULL exactly when the column is), so
+	// the bounding stages carry one column less.
+	// (Where NULLs are clamped to the lower bound, the summand is never
+	// NULL, so there is nothing to reuse.)
+	for i, st := range p.Statistics {
+		if st.Summand.Kind != dpplan.NonNullCount {
+			continue
+		}
+		for j, other := range p.Statistics {
+			if !g.nullsClamped() && other.Summand.Kind == dpplan.FixedPointSum && other.Summand.Column == st.Summand.Column {
+				rowExprs[i] = rowExprs[j]
+			}
+		}
+		if rowExprs[i] == "" {
+			e, err := g.summand(st.Summand)
+			if err != nil {
+				return "", err
+			}
+			rowExprs[i] = "v" + strconv.Itoa(i)
+			cols = append(cols, e+" AS "+rowExprs[i])
+			exprOf[rowExprs[i]] = e
+		}
+	}
+	conds, err := g.conditions()
+	if err != nil {
+		return "", err
+	}
+	if len(cols) == 0 {
+		cols = append(cols, "1 AS one")
+	}
+	// With a Sampler dialect, each row's random key for keeping at most L∞
+	// values per (person, group) (see sampled).
+	if err := g.checkJoins(); err != nil {
+		return "", err
+	}
+	_, sampler := g.d.(engine.Sampler)
+	if p.Bounded && sampler && p.SamplesValues() {
+		cols = append(cols, g.d.Random()+" AS rk")
+	}
+	table := p.Table.Name
+	if g.form == dpplan.FastForm {
+		table = RawView(table)
+	}
+	source, err := g.fromClause(table)
+	if err != nil {
+		return "", err
+	}
+	rows := "SELECT " + strings.Join(cols, ", ") + " FROM " + source
+	if len(conds) > 0 {
+		rows += " WHERE " + strings.Join(conds, " AND ")
+	}
+
+	aggs := func(inputs func(i int) string) string {
+		out := make([]string, len(p.Statistics))
+		for i := range p.Statistics {
+			out[i] = inputs(i) + " AS s" + strconv.Itoa(i)
+		}
+		return strings.Join(out, ", ")
+	}
+	exact := func(i int) string {
+		switch p.Statistics[i].Summand.Kind {
+		case dpplan.RowCount:
+			return "count(*)"
+		case dpplan.NonNullCount:
+			return "count(" + rowExprs[i] + ")"
+		case dpplan.DistinctUnits:
+			if p.Bounded {
+				return "1" // per (person, group): the person is there once
+			}
+			return "count(*)"
+		case dpplan.DistinctValues:
+			return "0" // computed by its own statement (HistogramSQL)
+		default:
+			return g.sum(i, rowExprs[i])
+		}
+	}
+	groupBy := func(extra ...string) string {
+		all := append(append([]string{}, extra...), keys...)
+		if len(all) == 0 {
+			return ""
+		}
+		return " GROUP BY " + strings.Join(all, ", ")
+	}
+	selectKeys := strings.Join(keys, ", ")
+	if selectKeys != "" {
+		selectKeys += ", "
+	}
+
+	st := g.newStages()
+	if !p.Bounded && st.nested {
+		// One SELECT over the table, the per-row inputs written inside
+		// the aggregates: a distributed engine then aggregates on each
+		// shard and merges the partial aggregates.
+		for i, e := range rowExprs {
+			if e != "" {
+				rowExprs[i] = "(" + exprOf[e] + ")"
+			}
+		}
+		items := append(append([]string{}, cols[:nk]...), aggs(exact))
+		one := "SELECT " + strings.Join(items, ", ") + " FROM " + source
+		if len(conds) > 0 {
+			one += " WHERE " + strings.Join(conds, " AND ")
+		}
+		return one + groupBy(), nil
+	}
+	st.add("r", "", rows)
+	if !p.Bounded {
+		return st.finish("SELECT " + selectKeys + aggs(exact) + " FROM " + st.from("r") + groupBy()), nil
+	}
+
+	// Bounded: keep at most RowsPerGroup rows per (person, group), sum per
+	// (person, group), keep at most Groups groups per person, then sum.
+	if len(p.Statistics) == 0 {
+		return "", fmt.Errorf("query: plan without statistics")
+	}
+	if sm, ok := g.d.(engine.Sampler); ok {
+		return g.sampled(sm, rows, keys, rowExprs, aggs, groupBy, selectKeys)
+	}
+	if sb, ok := g.d.(engine.ShardBounder); ok && g.perShard(source) {
+		return g.shardBounded(sb, cols[:1+nk], conds, source, rowExprs, exprOf, aggs, selectKeys, keys)
+	}
+	rowsFrom := "r"
+	if !p.OnlyDistinctUnits() {
+		// Distinct units do not depend on how many rows a person has in a
+		// group, so only other statistics need the rows bounded.
+		rowCols := append([]string{"u"}, keys...)
+		for _, e := range rowExprs {
+			if e != "" && !slices.Contains(rowCols, e) {
+				rowCols = append(rowCols, e)
+			}
+		}
+		st.add("r_bounded", "", g.keepRandom(st.from("r"), append([]string{"u"}, keys...), rowCols, p.Contribution.RowsPerGroup))
+		rowsFrom = "r_bounded"
+	}
+	st.add("per_unit", "", "SELECT u, "+selectKeys+aggs(exact)+" FROM "+st.from(rowsFrom)+groupBy("u"))
+	from := "per_unit"
+	if p.BoundGroups {
+		st.add("per_unit_bounded", "", g.keepRandom(st.from("per_unit"), []string{"u"}, append([]string{"u"}, keys...), p.Contribution.Groups))
+		from = "per_unit_bounded"
+	}
+	return st.finish("SELECT " + selectKeys + aggs(g.resum) + " FROM " + st.from(from) + groupBy()), nil
+}
+
+// perShard reports whether the statement bounds each person on the
+// shards: the plan says the table is distributed by its privacy unit, the
+// dialect keeps rows per key with LIMIT BY, and the statement reads the
+// table alone and directly (source is its name).
+func (g *sqlGen) perShard(source string) bool {
+	_, lb := g.d.(engine.LimitBy)
+	return g.p.PerShard && lb && g.p.Bounded && len(g.p.Query.Joins) == 0 && g.p.Query.Pre == nil && !strings.ContainsAny(source, " (")
+}
+
+// shardBounded writes a bounded statement whose per-person stages are one
+// SELECT over the table (engine.ShardBounder): per (person, group), the
+// at most L∞ rows with the smallest row key (the rows keepRandom keeps)
+// are aggregated from a list; then at most L0 groups per person are kept
+// by the key keepRandom uses. The dialect's PerShard clause makes each
+// shard run that SELECT to its end: every person's rows are on one shard,
+// so each shard's (person, group) rows are the statement's. Each shard
+// also sums them per group (engine.ShardBounder.ShardGroups), and the
+// initiator sums the shards' per-group partial sums.
+func (g *sqlGen) shardBounded(sb engine.ShardBounder, unitAndKeys, conds []string, source string, rowExprs []string, exprOf map[string]string, aggs func(func(int) string) string, selectKeys string, keys []string) (string, error) {
+	p := g.p
+	lb := g.d.(engine.LimitBy)
+	// The rows' values, in the order keepRandom hashes them.
+	hashed := append([]string{"u"}, keys...)
+	var vals []string
+	index := map[string]int{}
+	for _, e := range rowExprs {
+		if e == "" || slices.Contains(hashed, e) {
+			continue
+		}
+		if _, ok := index[e]; !ok {
+			vals = append(vals, "("+exprOf[e]+")")
+			index[e] = len(vals)
+		}
+	}
+	rowKey := lb.RowKey(g.salt, append(append([]string{}, hashed...), vals...))
+	list := sb.KeptRows(rowKey, append([]string{}, vals...), p.Contribution.RowsPerGroup)
+	L := strconv.FormatInt(p.Contribution.RowsPerGroup, 10)
+	perUnit := func(i int) string {
+		switch p.Statistics[i].Summand.Kind {
+		case dpplan.RowCount:
+			return "least(count(*), " + L + ")"
+		case dpplan.DistinctUnits:
+			return "1"
+		case dpplan.DistinctValues:
+			return "0"
+		case dpplan.NonNullCount:
+			return sb.KeptCount(list, index[rowExprs[i]])
+		}
+		if g.form != dpplan.IntegerForm && p.GridSummed(i) {
+			return sb.KeptGridSum(list, index[rowExprs[i]])
+		}
+		return sb.KeptExactSum(list, index[rowExprs[i]])
+	}
+	inner := "SELECT " + strings.Join(unitAndKeys, ", ") + ", " + aggs(perUnit) + " FROM " + source
+	if len(conds) > 0 {
+		inner += " WHERE " + strings.Join(conds, " AND ")
+	}
+	inner += " GROUP BY " + strings.Join(hashed, ", ")
+	if p.BoundGroups {
+		inner += " " + lb.KeepFirst(lb.RowKey(g.salt, hashed), []string{"u"}, p.Contribution.Groups)
+	}
+	groupBy := ""
+	if len(keys) > 0 {
+		groupBy = " GROUP BY " + strings.Join(keys, ", ")
+	}
+	perGroup := "SELECT " + selectKeys + aggs(g.resum) + " FROM (" + inner + ") AS per_unit_bounded" + groupBy
+	sums := make([]string, len(p.Statistics))
+	for i := range sums {
+		sums[i] = "s" + strconv.Itoa(i)
+	}
+	keyExprs := make([]string, len(keys))
+	for i, c := range unitAndKeys[1:] {
+		keyExprs[i] = strings.TrimSuffix(c, " AS "+keys[i])
+	}
+	perShard := sb.ShardGroups(source, strings.Join(conds, " AND "), keyExprs, keys, sums, perGroup)
+	return "SELECT " + selectKeys + aggs(g.resum) + " FROM (" + perShard + ") AS per_shard" + groupBy + sb.PerShard(), nil
+}
+
+// checkJoins refuses, before anything runs, a join the dialect cannot
+// spell: a dialect with one JOIN per SELECT (engine.Nested) runs a query
+// joining at most one public table.
+func (g *sqlGen) checkJoins() error {
+	if n, ok := g.d.(engine.Nested); ok && n.OneJoin() && len(g.p.Query.Joins) > 1 {
+		return ir.Refuse("the %s engine joins one table per SELECT, and this query joins %d to %s; join one table (or ask the data owner for a view that joins the others)", g.d.Name(), len(g.p.Query.Joins), g.p.Table.Name)
+	}
+	return nil
+}
+
+// resum spells the sum over persons of statistic i's per-person value.
+func (g *sqlGen) resum(i int) string {
+	if st := g.p.Statistics[i].Summand.Kind; st == dpplan.FixedPointSum || st == dpplan.CentredSquareSum {
+		return g.sum(i, "s"+strconv.Itoa(i))
+	}
+	return g.d.ExactSum("s" + strconv.Itoa(i))
+}
+
+// sampled writes the bounding stages with aggregates, for dialects that
+// can (engine.Sampler), instead of sorting every row by a random key:
+//
+//   - per (person, group): COUNT(*) counts at most L∞ rows; a sum or a
+//     count of values reads the at most L∞ non-NULL values with the
+//     smallest random key of their row (a uniform random subset), and
+//     SmallestN keeps them without a sort (only for the kept pairs with
+//     more than L∞ rows: splitPairs);
+//   - per person: each (person, group) gets a random key h; t is the
+//     (L0+1)-th smallest h of the person, and the groups with h < t are
+//     kept (all of them when the person has at most L0). At most L0 values
+//     lie strictly below the (L0+1)-th smallest, ties or not, so a person
+//     keeps at most L0 groups; without ties (the keys are random doubles)
+//     exactly min(L0, groups), chosen uniformly.
+//
+// Which values and groups of a person are kept depends only on that
+// person's rows and on fresh randomness (the random keys are computed
+// once: the per-person stage is materialized), so the contribution bound
+// holds whatever the engine's order (see keepRandom).
+func (g *sqlGen) sampled(sm engine.Sampler, rows string, keys, rowExprs []string, aggs func(func(int) string) string, groupBy func(...string) string, selectKeys string) (string, error) {
+	p := g.p
+	L := p.Contribution.RowsPerGroup
+	var b strings.Builder
+	perUnit := func(i int) string {
+		switch p.Statistics[i].Summand.Kind {
+		case dpplan.RowCount:
+			return "least(count(*), " + strconv.FormatInt(L, 10) + ")"
+		case dpplan.DistinctUnits:
+			return "1"
+		case dpplan.DistinctValues:
+			return "0"
+		case dpplan.NonNullCount:
+			return sm.ListCount(sm.SmallestN(rowExprs[i], "rk", L))
+		default:
+			return sm.ListSum(sm.SmallestN(rowExprs[i], "rk", L))
+		}
+	}
+	if p.SamplesValues() {
+		return g.splitPairs(&b, sm, rows, keys, rowExprs, aggs, groupBy, selectKeys, perUnit), nil
+	}
+	b.WriteString("WITH r AS (" + rows + "),\n")
+	from := g.keepGroups(&b, sm, selectKeys+aggs(perUnit), "r"+groupBy("u"))
+	b.WriteString("\nSELECT " + selectKeys + aggs(g.resum) + " FROM " + from + groupBy())
+	return b.String(), nil
+}
+
+// splitPairs writes the sampled bounding of a plan that sums or counts
+// values without a list per (person, group): DuckDB spills an
+// aggregate's hash table but keeps the lists of SmallestN in memory, so
+// that a list per pair made large tables fail under a memory limit (see
+// docs/scaling.md). Every pair is aggregated with plain aggregates, which
+// spill, and its row count n; at most L0 pairs per person are kept as
+// keepGroups keeps them; a kept pair with at most L∞ rows keeps all of its
+// values, which its plain aggregates give exactly as perUnit would (NULL
+// where perUnit's list is empty); the rows of the other kept pairs are
+// read again and aggregated by perUnit, with lists.
+func (g *sqlGen) splitPairs(b *strings.Builder, sm engine.Sampler, rows string, keys, rowExprs []string, aggs func(func(int) string) string, groupBy func(...string) string, selectKeys string, perUnit func(int) string) string {
+	p := g.p
+	L := strconv.FormatInt(p.Contribution.RowsPerGroup, 10)
+	all := func(i int) string {
+		switch p.Statistics[i].Summand.Kind {
+		case dpplan.RowCount, dpplan.DistinctUnits, dpplan.DistinctValues:
+			return perUnit(i)
+		case dpplan.NonNullCount:
+			return "nullif(count(" + rowExprs[i] + "), 0)"
+		default:
+			return g.sum(i, rowExprs[i])
+		}
+	}
+	cols := make([]string, len(p.Statistics))
+	for i := range cols {
+		cols[i] = "s" + strconv.Itoa(i)
+	}
+	list := "u, " + selectKeys + strings.Join(cols, ", ")
+	pairKey := strings.Join(append([]string{"u"}, keys...), ", ")
+	// The rows are spelled twice, not as a WITH query read twice, so that
+	// they are never materialized: each read takes them from the table.
+	b.WriteString("WITH ")
+	from := g.keepGroups(b, sm, selectKeys+"count(*) AS n, "+aggs(all), "("+rows+") AS r"+groupBy("u"))
+	b.WriteString(",\nkept AS " + sm.Materialized() + " (SELECT * FROM " + from + "),\n")
+	b.WriteString("sampled AS (SELECT u, " + selectKeys + aggs(perUnit) + " FROM (" + rows + ") AS r JOIN (SELECT " + pairKey + " FROM kept WHERE n > " + L + ") AS heavy USING (" + pairKey + ")" + groupBy("u") + ")\n")
+	b.WriteString("SELECT " + selectKeys + aggs(g.resum) + " FROM (SELECT " + list + " FROM kept WHERE n <= " + L + " UNION ALL SELECT " + list + " FROM sampled) AS kept_values" + groupBy())
+	return b.String()
+}
+
+// keepGroups writes the per-person stage of the sampled bounding: the
+// (person, group) aggregates (list, after "u, ", read FROM source, which
+// ends with its GROUP BY) and, when the plan limits groups per person, the
+// threshold that keeps at most L0 of them. It returns the relation to read
+// the kept (person, group) rows from.
+func (g *sqlGen) keepGroups(b *strings.Builder, sm engine.Sampler, list, source string) string {
+	p := g.p
+	if !p.BoundGroups {
+		b.WriteString("per_unit AS (SELECT u, " + list + " FROM " + source + ")")
+		return "per_unit"
+	}
+	// The random key h is drawn once per (person, group): the stage is
+	// materialized because it is read twice.
+	b.WriteString("per_unit AS " + sm.Materialized() + " (SELECT u, " + list + ", " + g.d.Random() + " AS h FROM " + source + "),\n")
+	b.WriteString("thresholds AS (SELECT u, " + sm.NthSmallest("h", p.Contribution.Groups+1) + " AS t FROM per_unit GROUP BY u),\n")
+	b.WriteString("per_unit_bounded AS (SELECT per_unit.* FROM per_unit JOIN thresholds ON per_unit.u = thresholds.u WHERE t IS NULL OR h < t)")
+	return "per_unit_bounded"
+}
+
+// conditions renders the row filter: a known privacy unit, keys in their
+// public lists, and the query's WHERE.
+func (g *sqlGen) conditions() ([]string, error) {
+	p := g.p
+	var conds []string
+	if p.Bounded {
+		conds = append(conds, g.colRef(p.Table.PrivacyUnit)+" IS NOT NULL")
+	}
+	for _, k := range p.Query.GroupBy {
+		if p.Query.Buckets[k] != nil {
+			// A computed key takes only its listed values, or NULL.
+			e, err := g.keyExpr(k)
+			if err != nil {
+				return nil, err
+			}
+			conds = append(conds, e+" IS NOT NULL")
+			continue
+		}
+		vals := p.KeyValues(k)
+		if vals == nil {
+			continue // chosen by key selection
+		}
+		c, err := g.inList(k, vals)
+		if err != nil {
+			return nil, err
+		}
+		conds = append(conds, c)
+	}
+	if p.Query.Where != nil {
+		c, err := g.expr(p.Query.Where)
+		if err != nil {
+			return nil, err
+		}
+		conds = append(conds, "("+c+")")
+	}
+	return conds, nil
+}
+
+// keepRandom keeps at most limit rows of rel per partition, chosen
+// uniformly at random. Whether QUALIFY exists is the dialect's business.
+//
+// The random order is a privacy requirement, not a nicety: which of a
+// person's rows are kept must depend only on that person's rows and on
+// fresh randomness. Without an ORDER BY, the rows kept for one person
+// could change when another person is added (the engine's physical order
+// shifts), and the sensitivity the plan derives would no longer bound the
+// change. A cheaper order must keep that property (for example a hash of
+// the row with a secret salt).
+//
+// A LimitBy dialect orders by a keyed hash of the row's values hashed (the
+// columns of rel that the statement reads), with the statement's secret
+// salt (see engine.LimitBy).
+func (g *sqlGen) keepRandom(rel string, partition, hashed []string, limit int64) string {
+	if lb, ok := g.d.(engine.LimitBy); ok {
+		return "SELECT * FROM " + rel + " " + lb.KeepFirst(lb.RowKey(g.salt, hashed), partition, limit)
+	}
+	rn := "row_number() OVER (PARTITION BY " + strings.Join(partition, ", ") + " ORDER BY " + g.d.Random() + ")"
+	if g.d.SupportsQualify() {
+		return "SELECT * FROM " + rel + " QUALIFY " + rn + " <= " + strconv.FormatInt(limit, 10)
+	}
+	return "SELECT * FROM (SELECT *, " + rn + " AS rn FROM " + rel + ") AS numbered WHERE rn <= " + strconv.FormatInt(limit, 10)
+}
+
+// nullsClamped reports whether sums let a NULL become the lower bound
+// (Plan.NullsClamped).
+func (g *sqlGen) nullsClamped() bool { return g.p.NullsClamped(g.form) }
+
+// sum spells the aggregate of statistic i's per-row values expr: doubles
+// in the double forms for grid-summed statistics, integers otherwise.
+func (g *sqlGen) sum(i int, expr string) string {
+	if g.form != dpplan.IntegerForm && g.p.GridSummed(i) {
+		return g.d.GridSum(expr)
+	}
+	return g.d.ExactSum(expr)
+}
+
+// summand renders the clamping stage for one statistic: the per-row value
+// the engine aggregates, or "" for COUNT(*).
+func (g *sqlGen) summand(s dpplan.Summand) (string, error) {
+	switch s.Kind {
+	case dpplan.RowCount, dpplan.DistinctUnits, dpplan.DistinctValues:
+		return "", nil
+	case dpplan.NonNullCount:
+		return g.column(s.Column)
+	case dpplan.CentredSquareSum:
+		return g.squareSummand(s)
+	}
+	// greatest and least skip NULLs (greatest(NULL, 0) is 0). The integer
+	// form and bounded plans keep a NULL NULL explicitly, so that it is
+	// excluded from the sum (and the count of values can reuse the
+	// summand); the double forms of unbounded plans let it become the lower
+	// bound, which costs nothing per row, and ReadExact takes the lower
+	// bound's grid value back out once per NULL (Statistic.Values counts
+	// the others).
+	col, err := g.column(s.Column)
+	if err != nil {
+		return "", err
+	}
+	nullable := func(e string) string {
+		if g.nullsClamped() {
+			return e
+		}
+		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE %s END", col, e)
+	}
+	if g.p.IntColumn(s) {
+		if g.form != dpplan.IntegerForm {
+			return nullable(g.clamp(col, strconv.FormatInt(s.Lower, 10), strconv.FormatInt(s.Upper, 10))), nil
+		}
+		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE least(greatest(%s, %d), %d) END", col, col, s.Lower, s.Upper), nil
+	}
+	lo, err := engine.Literal(g.d, s.LowerValue)
+	if err != nil {
+		return "", err
+	}
+	hi, err := engine.Literal(g.d, s.UpperValue)
+	if err != nil {
+		return "", err
+	}
+	if g.form != dpplan.IntegerForm {
+		// Rounded onto the grid of 2^Exp in floating point (nearest, ties
+		// to even); scaled to grid steps in ReadExact.
+		return nullable(g.d.RoundToGrid(g.clamp(col, lo, hi), s.Exp)), nil
+	}
+	// The cast to an integer rounds to nearest; plan.go bounds the result by
+	// the floor and ceiling of the scaled bounds, whatever the tie rule.
+	scaled, err := engine.Scale(g.d, g.clamp(col, lo, hi), math.Ldexp(1, -s.Exp))
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE %s END", col, engine.CastInt(g.d, scaled, engine.Integer32)), nil
+}
+
+// clamp spells col clamped to [lo, hi] where a NULL becomes lo, as
+// DuckDB's NULL-skipping greatest and least do (engine.Greatest).
+func (g *sqlGen) clamp(col, lo, hi string) string {
+	return engine.Least(g.d, engine.Greatest(g.d, col, lo), hi)
+}
+
+func (g *sqlGen) inList(col string, values []any) (string, error) {
+	lits := make([]string, len(values))
+	for i, v := range values {
+		l, err := engine.Literal(g.d, v)
+		if err != nil {
+			return "", err
+		}
+		lits[i] = l
+	}
+	e, err := g.keyExpr(col)
+	if err != nil {
+		return "", err
+	}
+	return e + " IN (" + strings.Join(lits, ", ") + ")", nil
+}
+
+func (g *sqlGen) operand(o ir.Operand) (string, error) {
+	switch o.Kind {
+	case ir.ColumnRef:
+		return g.colRef(o.Column), nil
+	case ir.Literal:
+		return engine.Literal(g.d, o.Value)
+	case ir.Computed:
+		if o.Part != nil {
+			return g.dateSQL(o.Part.Column, o.Part.Field, o.Part.Trunc)
+		}
+		if o.Num != nil {
+			return g.scalarSQL(o.Num)
+		}
+		return g.textSQL(o.Fn)
+	}
+	return "", fmt.Errorf("query: output reference in a row predicate")
+}
+
+func (g *sqlGen) expr(e ir.Expr) (string, error) {
+	switch x := e.(type) {
+	case ir.Compare:
+		l, err := g.operand(x.Left)
+		if err != nil {
+			return "", err
+		}
+		r, err := g.operand(x.Right)
+		if err != nil {
+			return "", err
+		}
+		return l + " " + x.Op + " " + r, nil
+	case ir.And, ir.Or:
+		var args []ir.Expr
+		sep := " AND "
+		if a, ok := x.(ir.And); ok {
+			args = a.Args
+		} else {
+			args = x.(ir.Or).Args
+			sep = " OR "
+		}
+		parts := make([]string, len(args))
+		for i, a := range args {
+			s, err := g.expr(a)
+			if err != nil {
+				return "", err
+			}
+			parts[i] = "(" + s + ")"
+		}
+		return strings.Join(parts, sep), nil
+	case ir.Not:
+		s, err := g.expr(x.Arg)
+		if err != nil {
+			return "", err
+		}
+		return "NOT (" + s + ")", nil
+	case ir.In:
+		a, err := g.operand(x.Arg)
+		if err != nil {
+			return "", err
+		}
+		parts := make([]string, len(x.Values))
+		for i, v := range x.Values {
+			if parts[i], err = g.operand(v); err != nil {
+				return "", err
+			}
+		}
+		not := ""
+		if x.Negate {
+			not = "NOT "
+		}
+		return a + " " + not + "IN (" + strings.Join(parts, ", ") + ")", nil
+	case ir.IsNull:
+		a, err := g.operand(x.Arg)
+		if err != nil {
+			return "", err
+		}
+		if x.Negate {
+			return a + " IS NOT NULL", nil
+		}
+		return a + " IS NULL", nil
+	case ir.Between:
+		a, err := g.operand(x.Arg)
+		if err != nil {
+			return "", err
+		}
+		lo, err := g.operand(x.Low)
+		if err != nil {
+			return "", err
+		}
+		hi, err := g.operand(x.High)
+		if err != nil {
+			return "", err
+		}
+		if _, ok := g.d.(engine.NoNotBetween); ok && x.Negate {
+			return "NOT (" + a + " BETWEEN " + lo + " AND " + hi + ")", nil
+		}
+		not := ""
+		if x.Negate {
+			not = "NOT "
+		}
+		return a + " " + not + "BETWEEN " + lo + " AND " + hi, nil
+	}
+	return "", fmt.Errorf("query: unknown expression %T", e)
+}
+
+// squareSummand renders (x − m)², x clamped to the declared bounds and m
+// their midpoint, scaled to an integer number of 2^Exp steps.
+func (g *sqlGen) squareSummand(s dpplan.Summand) (string, error) {
+	col, err := g.column(s.Column)
+	if err != nil {
+		return "", err
+	}
+	lits := make([]string, 4)
+	for i, v := range []float64{s.LowerValue, s.UpperValue, s.LowerValue + (s.UpperValue-s.LowerValue)/2, math.Ldexp(1, -s.Exp)} {
+		l, err := engine.Literal(g.d, v)
+		if err != nil {
+			return "", err
+		}
+		lits[i] = l
+	}
+	d := "(" + g.clamp(col, lits[0], lits[1]) + " - " + lits[2] + ")"
+	if g.form != dpplan.IntegerForm {
+		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE %s END", col, g.d.RoundToGrid(engine.Square(g.d, d), s.Exp)), nil
+	}
+	scaled, err := engine.Scale(g.d, engine.Square(g.d, d), math.Ldexp(1, -s.Exp))
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE %s END", col, engine.CastInt(g.d, scaled, engine.Integer32)), nil
+}

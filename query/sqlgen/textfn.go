@@ -1,0 +1,82 @@
+package sqlgen
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/dpstat/dpstat/engine"
+	"github.com/dpstat/dpstat/query/ir"
+)
+
+// textSQL renders the function for the engine.
+func (g *sqlGen) textSQL(f *ir.TextFn) (string, error) {
+	switch f.Func {
+	case "column":
+		return g.colRef(f.Column), nil
+	case "literal":
+		return engine.Literal(g.d, f.Value)
+	case "null":
+		return "CAST(NULL AS " + g.d.TypeName(engine.Text) + ")", nil
+	}
+	args := make([]string, len(f.Args))
+	for i, a := range f.Args {
+		s, err := g.textSQL(a)
+		if err != nil {
+			return "", err
+		}
+		args[i] = s
+	}
+	if f.Func == "substr" {
+		args = append(args, strconv.FormatInt(f.From, 10))
+		if f.For >= 0 {
+			args = append(args, strconv.FormatInt(f.For, 10))
+		}
+	}
+	if sql, ok := engine.TextFunc(g.d, f.Func, args); ok {
+		return sql, nil
+	}
+	return "", fmt.Errorf("query: unknown text function %s", f.Func)
+}
+
+// textKeySQL renders a text key: with a public image, a value outside it
+// (a value of the data that no listed value gives) is NULL, so that the
+// engine returns only the plan's groups.
+func (g *sqlGen) textKeySQL(b *ir.Bucket) (string, error) {
+	e, err := g.textSQL(b.Fn)
+	if err != nil {
+		return "", err
+	}
+	vals := b.Values(g.p.Table)
+	if vals == nil {
+		return e, nil
+	}
+	if len(vals) == 0 {
+		return "CAST(NULL AS " + g.d.TypeName(map[string]engine.Type{"text": engine.Text, "number": engine.Integer, "bool": engine.Boolean}[b.Fn.ValueKind()]) + ")", nil
+	}
+	lits := make([]string, len(vals))
+	for i, v := range vals {
+		l, err := engine.Literal(g.d, v)
+		if err != nil {
+			return "", err
+		}
+		lits[i] = l
+	}
+	return "CASE WHEN " + e + " IN (" + strings.Join(lits, ", ") + ") THEN " + e + " END", nil
+}
+
+// textLengthSQL renders length(f) as a double, clamped to its bounds.
+func (g *sqlGen) textLengthSQL(x ir.TextLength) (string, error) {
+	e, err := g.textSQL(x.Fn)
+	if err != nil {
+		return "", err
+	}
+	dbl := g.d.TypeName(engine.Double)
+	e = "CAST(" + e + " AS " + dbl + ")"
+	sp := ir.TextLengthRange(x, g.p.Table)
+	if math.IsInf(sp.Hi, 1) {
+		return e, nil
+	}
+	return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE least(greatest(%s, CAST(%g AS %s)), CAST(%g AS %s)) END", e, e, sp.Lo, dbl, sp.Hi, dbl), nil
+}
