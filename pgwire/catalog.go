@@ -12,6 +12,7 @@ import (
 	_ "github.com/duckdb/duckdb-go/v2" // the catalog database's engine
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 
+	"github.com/dpstat/dpstat/query/ir"
 	"github.com/dpstat/dpstat/server"
 )
 
@@ -419,29 +420,22 @@ func emptyResult(names []string) []column {
 }
 
 // catalogValue turns a DuckDB value into one the encoder writes: lists in
-// PostgreSQL's array text form.
+// PostgreSQL's array text form, other values as the query engine reads
+// them (ir.CanonicalValue).
 func catalogValue(v any) any {
-	switch x := v.(type) {
-	case []any:
-		parts := make([]string, len(x))
-		for i, e := range x {
-			if e == nil {
-				parts[i] = "NULL"
-			} else {
-				parts[i] = fmt.Sprint(e)
-			}
-		}
-		return "{" + strings.Join(parts, ",") + "}"
-	case int32:
-		return int64(x)
-	case int16:
-		return int64(x)
-	case int8:
-		return int64(x)
-	case float32:
-		return float64(x)
+	x, ok := v.([]any)
+	if !ok {
+		return ir.CanonicalValue(v)
 	}
-	return v
+	parts := make([]string, len(x))
+	for i, e := range x {
+		if e == nil {
+			parts[i] = "NULL"
+		} else {
+			parts[i] = fmt.Sprint(e)
+		}
+	}
+	return "{" + strings.Join(parts, ",") + "}"
 }
 
 // duckOID is the PostgreSQL type a DuckDB result column is sent as.

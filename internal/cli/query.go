@@ -21,6 +21,7 @@ import (
 	"github.com/dpstat/dpstat/engine/engines"
 	"github.com/dpstat/dpstat/query"
 	"github.com/dpstat/dpstat/query/dpplan"
+	"github.com/dpstat/dpstat/query/ir"
 )
 
 // oneQuery checks that the query came as one argument: an unquoted query
@@ -369,7 +370,7 @@ func writeQueryTable(w io.Writer, r *query.Result) error {
 					lopsided[j] = true // a date's interval is its range
 					continue
 				}
-				x, _ := toFloat(v)
+				x, _ := ir.Number(v)
 				below, above := x-iv.Low, iv.High-x
 				lopsided[j] = lopsided[j] || math.Abs(below-above) > 0.1*(math.Abs(below)+math.Abs(above))
 			}
@@ -393,7 +394,7 @@ func writeQueryTable(w io.Writer, r *query.Result) error {
 				cells = append(cells, fmt.Sprint(v))
 				continue
 			}
-			x, _ := toFloat(v)
+			x, _ := ir.Number(v)
 			half := math.Max(x-iv.Low, iv.High-x)
 			if span, ok := temporalInterval(v, iv); ok {
 				cells = append(cells, fmt.Sprint(v), span)
@@ -443,14 +444,4 @@ func costLine(r *query.Result) string {
 	return fmt.Sprintf("cost ε=%s δ=%s; budget of %s on %s: spent ε=%s δ=%s, left ε=%s δ=%s",
 		fmtNum(r.Cost.Epsilon), fmtNum(r.Cost.Delta), r.Budget.Analyst, r.Budget.Dataset,
 		fmtNum(r.Budget.Spent.Epsilon), fmtNum(r.Budget.Spent.Delta), fmtNum(r.Budget.Remaining.Epsilon), fmtNum(r.Budget.Remaining.Delta))
-}
-
-func toFloat(v any) (float64, bool) {
-	switch x := v.(type) {
-	case int64:
-		return float64(x), true
-	case float64:
-		return x, true
-	}
-	return 0, false
 }

@@ -109,7 +109,7 @@ func (b *Bucket) Values(t *catalog.Table) []any {
 			dup = dup || KeyID([]any{w}) == KeyID([]any{v})
 		}
 		if !dup {
-			out = append(out, canonicalValue(v))
+			out = append(out, CanonicalValue(v))
 		}
 	}
 	return out

@@ -56,7 +56,7 @@ func ReadPublicFacts(ctx context.Context, cat *catalog.Catalog, eng engine.Engin
 					return nil, fmt.Errorf("reading public table %s, column %s: bad count %v", t.Name, c.Name, r[1])
 				}
 				most = max(most, n.Int64())
-				if v := canonicalValue(r[0]); v != nil {
+				if v := CanonicalValue(r[0]); v != nil {
 					vals = append(vals, v)
 				}
 			}

@@ -53,11 +53,11 @@ func Number(v any) (float64, bool) {
 	return 0, false
 }
 
-// canonicalValue maps a driver's value onto the catalog's value types and
+// CanonicalValue maps a driver's value onto the catalog's value types and
 // each value onto one spelling: integers of every width become int64,
 // float32 becomes float64, -0 becomes 0, every NaN becomes math.NaN(), and
 // bytes become a string.
-func canonicalValue(v any) any {
+func CanonicalValue(v any) any {
 	switch x := v.(type) {
 	case int32:
 		return int64(x)
@@ -98,7 +98,7 @@ func canonicalFloat(x float64) float64 {
 // it.
 func canonicalKey(k []any) []any {
 	for i, v := range k {
-		k[i] = canonicalValue(v)
+		k[i] = CanonicalValue(v)
 	}
 	return k
 }
@@ -111,7 +111,7 @@ func canonicalKey(k []any) []any {
 func KeyID(k []any) string {
 	var b strings.Builder
 	for _, v := range k {
-		switch x := canonicalValue(v).(type) {
+		switch x := CanonicalValue(v).(type) {
 		case nil:
 			b.WriteString("z;")
 		case int64:
@@ -167,7 +167,7 @@ func (e *UnknownKeyError) Error() string {
 func ReadKey(row []any, n int) []any {
 	key := make([]any, n)
 	for i := range n {
-		key[i] = canonicalValue(row[i])
+		key[i] = CanonicalValue(row[i])
 	}
 	return key
 }

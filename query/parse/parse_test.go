@@ -2,45 +2,12 @@ package parse
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/query/internal/stagetest"
 	"github.com/dpstat/dpstat/query/ir"
 )
-
-// testCatalog declares one private table; its file is empty, and nothing
-// is read from it while parsing.
-const testCatalog = `
-budget: {epsilon: 10, delta: 1e-6}
-tables:
-  visits:
-    source: visits.csv
-    privacy_unit: pid
-    max_groups_per_unit: 2
-    max_rows_per_group: 3
-    columns:
-      pid:   {type: int}
-      day:   {type: int, values: [1, 2, 3]}
-      age:   {type: int, lower: 18, upper: 90}
-      city:  {type: text, values: [Paris, Lyon]}
-      euros: {type: float, lower: 0, upper: 60, nullable: true}
-`
-
-func testCat(t *testing.T) *catalog.Catalog {
-	t.Helper()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "visits.csv"), []byte("pid,day,age,city,euros\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cat, err := catalog.Parse([]byte(testCatalog), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cat
-}
 
 // shape summarises what the parser made of a query: the table, each
 // output (key or aggregate), the GROUP BY and the WHERE condition.
@@ -67,7 +34,7 @@ func shape(q *ir.Query) string {
 }
 
 func TestParseShapes(t *testing.T) {
-	cat := testCat(t)
+	cat := stagetest.Catalog(t)
 	tests := []struct{ sql, want string }{
 		{"SELECT COUNT(*) FROM visits", "visits: COUNT(*)"},
 		{"SELECT city, SUM(euros) FROM visits GROUP BY city", "visits: key city, SUM(euros) | group by city"},
@@ -91,7 +58,7 @@ func TestParseShapes(t *testing.T) {
 // TestParseRefusals checks that what the IR cannot express is refused as
 // an ir.RefusedError whose reason names the construct.
 func TestParseRefusals(t *testing.T) {
-	cat := testCat(t)
+	cat := stagetest.Catalog(t)
 	tests := []struct{ sql, want string }{
 		{"SELECT pid FROM visits", "pid"},
 		{"SELECT COUNT(*) FROM nowhere", "nowhere"},

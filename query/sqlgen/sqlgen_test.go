@@ -1,43 +1,18 @@
 package sqlgen
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine/duckdb"
 	"github.com/dpstat/dpstat/query/dpplan"
+	"github.com/dpstat/dpstat/query/internal/stagetest"
 	"github.com/dpstat/dpstat/query/parse"
 )
 
-const testCatalog = `
-budget: {epsilon: 10, delta: 1e-6}
-tables:
-  visits:
-    source: visits.csv
-    privacy_unit: pid
-    max_groups_per_unit: 2
-    max_rows_per_group: 3
-    columns:
-      pid:   {type: int}
-      day:   {type: int, values: [1, 2, 3]}
-      age:   {type: int, lower: 18, upper: 90}
-      city:  {type: text, values: [Paris, "L'Isle"]}
-      euros: {type: float, lower: 0, upper: 60, nullable: true}
-`
-
 func plan(t *testing.T, sql string) *dpplan.Plan {
 	t.Helper()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "visits.csv"), []byte("pid,day,age,city,euros\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cat, err := catalog.Parse([]byte(testCatalog), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat := stagetest.Catalog(t)
 	q, err := parse.Parse(sql, cat)
 	if err != nil {
 		t.Fatal(err)
