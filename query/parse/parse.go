@@ -1034,20 +1034,27 @@ func castConst(c *pg.A_Const, tn *pg.TypeName) (ir.Operand, error) {
 	return ir.Operand{}, ir.Refuse("cast to %s is not supported", name)
 }
 
+// typeKind is the type family of a column type: "number", "text", "bool",
+// the temporal type itself, or "unknown".
+func typeKind(t catalog.Type) string {
+	switch t {
+	case catalog.Date, catalog.Timestamp:
+		return string(t)
+	case catalog.Int, catalog.Float:
+		return "number"
+	case catalog.Text:
+		return "text"
+	case catalog.Bool:
+		return "bool"
+	}
+	return "unknown"
+}
+
 // kindOf returns the type family of an operand: "number", "text", "bool".
 func (p *parser) kindOf(o ir.Operand) string {
 	switch o.Kind {
 	case ir.ColumnRef:
-		switch t := p.table.Column(o.Column).Type; t {
-		case catalog.Date, catalog.Timestamp:
-			return string(t)
-		case catalog.Int, catalog.Float:
-			return "number"
-		case catalog.Text:
-			return "text"
-		case catalog.Bool:
-			return "bool"
-		}
+		return typeKind(p.table.Column(o.Column).Type)
 	case ir.Computed:
 		if o.Part != nil {
 			if o.Part.Trunc {
@@ -1070,16 +1077,7 @@ func (p *parser) kindOf(o ir.Operand) string {
 		if b := p.q.Buckets[out.Key]; b != nil {
 			return b.ValueKind()
 		}
-		switch t := p.table.Column(out.Key).Type; t {
-		case catalog.Date, catalog.Timestamp:
-			return string(t)
-		case catalog.Int, catalog.Float:
-			return "number"
-		case catalog.Text:
-			return "text"
-		case catalog.Bool:
-			return "bool"
-		}
+		return typeKind(p.table.Column(out.Key).Type)
 	case ir.Literal:
 		if o.Type.Temporal() {
 			return string(o.Type)
