@@ -65,7 +65,7 @@ func NewService(ctx context.Context, cat *catalog.Catalog, eng engine.Engine, le
 	if err := Register(ctx, cat, eng); err != nil {
 		return nil, err
 	}
-	public, err := ir.ReadPublicFacts(ctx, cat, eng)
+	public, err := readPublicFacts(ctx, cat, eng)
 	if err != nil {
 		return nil, err
 	}

@@ -1,12 +1,7 @@
 package ir
 
 import (
-	"context"
-	"fmt"
-	"sort"
-
 	"github.com/dpstat/dpstat/catalog"
-	"github.com/dpstat/dpstat/engine"
 )
 
 // PublicFacts is what the service reads from a public table.
@@ -31,44 +26,6 @@ type Join struct {
 	// On lists the equalities, as pairs of relation column names (the
 	// already joined side first, then "table.column").
 	On [][2]string
-}
-
-// ReadPublicFacts reads the facts of every public table of the catalog.
-func ReadPublicFacts(ctx context.Context, cat *catalog.Catalog, eng engine.Engine) (map[string]*PublicFacts, error) {
-	out := map[string]*PublicFacts{}
-	d := eng.Dialect()
-	for _, t := range cat.Tables {
-		if !t.Public {
-			continue
-		}
-		f := &PublicFacts{Values: map[string][]any{}, Multiplicity: map[string]int64{}}
-		for _, c := range t.Columns {
-			col := d.QuoteIdent(c.Name)
-			rows, err := eng.Query(ctx, "SELECT "+col+", count(*) FROM "+d.QuoteIdent(t.Name)+" GROUP BY "+col)
-			if err != nil {
-				return nil, fmt.Errorf("reading public table %s, column %s: %w", t.Name, c.Name, err)
-			}
-			var vals []any
-			var most int64
-			for _, r := range rows.Rows {
-				n, err := ToBig(r[1])
-				if err != nil || !n.IsInt64() {
-					return nil, fmt.Errorf("reading public table %s, column %s: bad count %v", t.Name, c.Name, r[1])
-				}
-				most = max(most, n.Int64())
-				if v := CanonicalValue(r[0]); v != nil {
-					vals = append(vals, v)
-				}
-			}
-			sort.SliceStable(vals, func(i, j int) bool { return CompareKeys(vals[i], vals[j]) < 0 })
-			if len(vals) <= MaxGroups {
-				f.Values[c.Name] = vals
-			}
-			f.Multiplicity[c.Name] = most
-		}
-		out[t.Name] = f
-	}
-	return out, nil
 }
 
 // JoinedTable is one table of a FROM clause, with the name its columns are
