@@ -10,17 +10,34 @@ import (
 
 // dateSQL renders the date function of a column value for the engine, as
 // a BIGINT: the column clamped to its bounds in the plan's relation (NULL
-// kept NULL), made a date again, and the engine's date_trunc or extract
-// applied. Every step is total for every clamped value.
-func (g *sqlGen) dateSQL(column, field string, trunc bool) (string, error) {
+// kept NULL), moved by the part's shift (whole days for a date,
+// microseconds for a timestamp), made a date again, and the engine's
+// date_trunc or extract applied. Every step is total for every clamped
+// value: the parser checked that the shifted bounds stay within the
+// dates and timestamps dpstat reads.
+func (g *sqlGen) dateSQL(x ir.DatePart) (string, error) {
 	d := g.d
+	column, field, trunc := x.Column, x.Field, x.Trunc
 	c := g.p.Table.Column(column)
 	if c == nil || !c.Bounded() || !c.Type.Temporal() {
-		return "", fmt.Errorf("query: %s needs a bounded date or timestamp column", ir.DateString(field, column, trunc))
+		return "", fmt.Errorf("query: %s needs a bounded date or timestamp column", ir.DateString(field, column, trunc, x.Shift))
 	}
 	col := g.colRef(column)
 	big, dbl := d.TypeName(engine.Integer), d.TypeName(engine.Double)
 	clamped := fmt.Sprintf("(CASE WHEN %s IS NULL THEN NULL ELSE least(greatest(%s, %d), %d) END)", col, col, int64(*c.Lower), int64(*c.Upper))
+	shift := x.Shift
+	if c.Type == catalog.Date {
+		if shift%catalog.MicrosPerDay != 0 {
+			return "", fmt.Errorf("query: %s moves a date by part of a day", ir.DateString(field, column, trunc, x.Shift))
+		}
+		shift /= catalog.MicrosPerDay
+	}
+	switch {
+	case shift > 0:
+		clamped = fmt.Sprintf("(%s + %d)", clamped, shift)
+	case shift < 0:
+		clamped = fmt.Sprintf("(%s - %d)", clamped, -shift)
+	}
 	day := clamped
 	tod := ""
 	if c.Type == catalog.Timestamp {
