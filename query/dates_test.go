@@ -181,6 +181,8 @@ func TestShiftedDateParts(t *testing.T) {
 		{"in where", "SELECT COUNT(*) FROM events WHERE EXTRACT(month FROM signup + INTERVAL '3 days') = 1", "4"},
 		{"in a filter", "SELECT COUNT(*) FILTER (WHERE date_trunc('month', signup + INTERVAL '1 day') = '2024-03-01') FROM events", "2"},
 		{"in an aggregate", "SELECT SUM(EXTRACT(day FROM signup + INTERVAL '1 day')), MAX(EXTRACT(minute FROM seen - INTERVAL '30 minutes')) FROM events", "23 30"},
+		{"grouped by the same expression", "SELECT date_trunc('year', seen + INTERVAL '1 second'), COUNT(*) FROM events GROUP BY date_trunc('year', seen + INTERVAL '1 second')",
+			"2024-01-01 00:00:00 4; 2025-01-01 00:00:00 2"},
 		{"with another key", "SELECT city, EXTRACT(month FROM signup - INTERVAL '1 day') AS m, COUNT(*) FROM events WHERE signup <= '2024-01-31' GROUP BY city, m",
 			"Paris 1 1; Paris 12 0; Lyon 1 0; Lyon 12 0; Nice 1 0; Nice 12 1"},
 	})
@@ -192,6 +194,7 @@ func TestShiftedDateParts(t *testing.T) {
 		{"SELECT date_trunc('month', visit + INTERVAL '1 day'), COUNT(*) FROM events GROUP BY 1", "needs declared bounds for visit"},
 		{"SELECT date_trunc('month', signup + INTERVAL '1 fortnight'), COUNT(*) FROM events GROUP BY 1", "cannot read INTERVAL '1 fortnight'"},
 		{"SELECT date_trunc('minute', seen + INTERVAL '1 hour'), city, COUNT(*) FROM events GROUP BY 1, 2", "GROUP BY date_trunc('minute', seen + INTERVAL '1 hour'), city gives more than 1000000 groups"},
+		{"SELECT date_trunc('month', signup + INTERVAL '1 day'), COUNT(*) FROM events GROUP BY date_trunc('month', signup)", "the select-list expression date_trunc('month', signup + INTERVAL '1 day') is not in GROUP BY"},
 		{"SELECT date_trunc('month', signup * INTERVAL '1 day'), COUNT(*) FROM events GROUP BY 1", "the second argument must be a date or timestamp column, or one shifted by an INTERVAL"},
 	})
 }
