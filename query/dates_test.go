@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpstat/dpstat/engine/clickhouse"
 	"github.com/dpstat/dpstat/engine/duckdb"
 )
 
@@ -197,6 +198,32 @@ func TestShiftedDateParts(t *testing.T) {
 		{"SELECT date_trunc('month', signup + INTERVAL '1 day'), COUNT(*) FROM events GROUP BY date_trunc('month', signup)", "the select-list expression date_trunc('month', signup + INTERVAL '1 day') is not in GROUP BY"},
 		{"SELECT date_trunc('month', signup * INTERVAL '1 day'), COUNT(*) FROM events GROUP BY 1", "the second argument must be a date or timestamp column, or one shifted by an INTERVAL"},
 	})
+}
+
+// TestShiftedDatePartsOnClickHouse checks that a shift moving values
+// ClickHouse holds out of the days its date functions compute (1970-01-01
+// to 2105-12-31) is refused when the query is prepared, before its charge,
+// while DuckDB answers it; hours and minutes, integer arithmetic on every
+// engine, are not limited.
+func TestShiftedDatePartsOnClickHouse(t *testing.T) {
+	cat := loadCatalog(t, "testdata/dates.yaml")
+	for _, tc := range []struct{ sql, want string }{
+		{"SELECT date_trunc('year', signup - INTERVAL '3000 weeks'), COUNT(*) FROM events GROUP BY 1",
+			"date_trunc('year', signup - INTERVAL '3000 weeks'): this engine's date functions compute from 1970-01-01 to 2105-12-31 only, and the shift moves values of signup it holds (from 2024-01-01 to 2024-12-31) outside that range"},
+		{"SELECT COUNT(*) FROM events WHERE EXTRACT(doy FROM seen + INTERVAL '5000 weeks') > 3", "EXTRACT(doy FROM seen + INTERVAL '5000 weeks'): this engine's date functions compute from 1970-01-01"},
+		{"SELECT EXTRACT(hour FROM seen - INTERVAL '3000 weeks'), date_trunc('month', signup + INTERVAL '2 days'), COUNT(*) FROM events GROUP BY 1, 2", ""},
+	} {
+		if _, err := Prepare(cat, duckdb.Dialect, tc.sql, exactOpts()); err != nil {
+			t.Errorf("%s on DuckDB: %v", tc.sql, err)
+		}
+		_, err := Prepare(cat, clickhouse.Dialect, tc.sql, exactOpts())
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s on ClickHouse: %v", tc.sql, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s on ClickHouse: error = %v, want one containing %q", tc.sql, err, tc.want)
+		}
+	}
 }
 
 // TestPerPersonDates checks that a person's MIN or MAX of a date, in a
