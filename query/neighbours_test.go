@@ -667,17 +667,7 @@ func boundsNotBinding(plan *dpplan.Plan) bool {
 // TestNeighbourWideBounds checks that the wide table's bounds exceed
 // every person's joined rows, so that its joins are compared by value.
 func TestNeighbourWideBounds(t *testing.T) {
-	dir := t.TempDir()
-	for name, data := range map[string]string{"data.csv": neighbourColumns + "\n" + strings.Join(neighbourRows, "\n") + "\n", "codes.csv": neighbourCodes} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cat, err := catalog.Parse([]byte(neighbourCatalog), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := cat.Table("wide")
+	w := loadCatalog(t, writeNeighbourCatalog(t)).Table("wide")
 	if n := neighbourJoinedRows(); w == nil || w.MaxRowsPerGroup < n || w.MaxGroupsPerUnit < n {
 		t.Fatalf("the wide table's bounds do not reach the %d rows a person can have after a join", n)
 	}
