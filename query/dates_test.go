@@ -184,6 +184,9 @@ func TestShiftedDateParts(t *testing.T) {
 		{"in an aggregate", "SELECT SUM(EXTRACT(day FROM signup + INTERVAL '1 day')), MAX(EXTRACT(minute FROM seen - INTERVAL '30 minutes')) FROM events", "23 30"},
 		{"grouped by the same expression", "SELECT date_trunc('year', seen + INTERVAL '1 second'), COUNT(*) FROM events GROUP BY date_trunc('year', seen + INTERVAL '1 second')",
 			"2024-01-01 00:00:00 4; 2025-01-01 00:00:00 2"},
+		{"having and order by on a shifted key", "SELECT date_trunc('month', signup + INTERVAL '2 days') AS m, COUNT(*) FROM events GROUP BY m HAVING m >= '2024-12-01' ORDER BY m DESC",
+			"2025-01-01 2; 2024-12-01 0"},
+		{"date_part of a shifted date", "SELECT date_part('doy', signup - INTERVAL '1 day') AS d, COUNT(*) FROM events WHERE signup <= '2024-01-02' GROUP BY d", "1 0; 365 1"},
 		{"with another key", "SELECT city, EXTRACT(month FROM signup - INTERVAL '1 day') AS m, COUNT(*) FROM events WHERE signup <= '2024-01-31' GROUP BY city, m",
 			"Paris 1 1; Paris 12 0; Lyon 1 0; Lyon 12 0; Nice 1 0; Nice 12 1"},
 	})
