@@ -237,5 +237,6 @@ func TestPerPersonDates(t *testing.T) {
 	checkAnswers(t, svc, []answerCase{
 		{"where and max", "WITH s AS (SELECT pid, MIN(dt) AS first FROM people GROUP BY pid) SELECT MAX(first), COUNT(*) FROM s WHERE first > '2024-03-01'", "2024-12-31 2"},
 		{"days", "WITH s AS (SELECT pid, MAX(dt) AS last FROM people GROUP BY pid) SELECT SUM(last - DATE '2024-01-01') FROM s", "1214"},
+		{"shifted truncation", "WITH s AS (SELECT pid, MAX(dt) AS last FROM people GROUP BY pid) SELECT date_trunc('year', last + INTERVAL '1 day') AS y, COUNT(*) FROM s GROUP BY y", "2024-01-01 3; 2025-01-01 3"},
 	})
 }
