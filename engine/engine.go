@@ -480,6 +480,16 @@ type DateSpeller interface {
 	DatePart(field, day string) string
 }
 
+// DayRanger is implemented by dialects whose date functions compute only
+// within a range of days (ClickHouse 18.16's Date: 1970-01-01 to
+// 2105-12-31), a range that also holds every date and timestamp their
+// tables store.
+type DayRanger interface {
+	// DayRange returns the first and last day of the range, in days since
+	// 1970-01-01.
+	DayRange() (first, last int64)
+}
+
 // TruncDay spells the first day of the unit holding day (see
 // DateSpeller); the standard spelling is date_trunc over a DATE.
 func TruncDay(d Dialect, unit, day string) string {

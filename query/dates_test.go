@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpstat/dpstat/engine/clickhouse"
 	"github.com/dpstat/dpstat/engine/duckdb"
 )
 
@@ -155,8 +156,77 @@ func TestDateQuantiles(t *testing.T) {
 		{"SELECT AVG(signup + INTERVAL '1 day') FROM events", "AVG((signup + 1)): the expression is a date, which is not summed or averaged"},
 		{"SELECT SUM(date_trunc('month', signup)) FROM events", "SUM(date_trunc('month', signup)): the expression is a date"},
 		{"SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY city) FROM events", "want an int, float, date or timestamp column"},
-		{"SELECT date_trunc('month', signup + INTERVAL '1 month') AS m, COUNT(*) FROM events GROUP BY m", "DATE_TRUNC of signup + INTERVAL '1 month' is not supported: date functions take a date or timestamp column"},
+		{"SELECT date_trunc('month', signup + INTERVAL '1 month') AS m, COUNT(*) FROM events GROUP BY m", "date_trunc('month', signup + INTERVAL '1 month'): a column shifted by months or years is not supported in a date function; shift it by days or weeks"},
 	})
+}
+
+// TestShiftedDateParts checks date_trunc and EXTRACT of a column shifted
+// by an INTERVAL at ε = 1e20: as GROUP BY keys, whose values are computed
+// from the declared bounds moved by the interval, and in conditions and
+// aggregates. The clamped signups are 2024-01-01, 2024-01-15, 2024-02-29,
+// 2024-03-01 and 2024-12-31 twice; the clamped timestamps are 2024-01-01
+// 00:00:00, 2024-01-15 08:30:00, 2024-02-29 23:59:59, 2024-03-01 00:00:00
+// and 2024-12-31 23:59:59 twice.
+func TestShiftedDateParts(t *testing.T) {
+	svc, _, _ := newTestService(t, "testdata/dates.yaml")
+	checkAnswers(t, svc, []answerCase{
+		{"date_trunc month of a shifted date", "SELECT date_trunc('month', signup + INTERVAL '2 days') AS m, COUNT(*) FROM events GROUP BY m",
+			"2024-01-01 2; 2024-02-01 0; 2024-03-01 2; 2024-04-01 0; 2024-05-01 0; 2024-06-01 0; 2024-07-01 0; 2024-08-01 0; 2024-09-01 0; 2024-10-01 0; 2024-11-01 0; 2024-12-01 0; 2025-01-01 2"},
+		{"shifted back", "SELECT date_trunc('quarter', signup - INTERVAL '1 week') AS q, COUNT(*) FROM events GROUP BY q",
+			"2023-10-01 1; 2024-01-01 3; 2024-04-01 0; 2024-07-01 0; 2024-10-01 2"},
+		{"extract year", "SELECT EXTRACT(year FROM signup + INTERVAL '1 day') AS y, SUM(amount) FROM events GROUP BY y", "2024 100; 2025 160"},
+		{"extract dow by whole weeks", "SELECT EXTRACT(dow FROM signup - INTERVAL '2 weeks') AS d, COUNT(*) FROM events GROUP BY d", "0 0; 1 2; 2 2; 3 0; 4 1; 5 1; 6 0"},
+		{"timestamp hour", "SELECT EXTRACT(hour FROM seen + INTERVAL '1 hour') AS h, COUNT(*) FROM events GROUP BY h HAVING COUNT(*) > 0", "0 3; 1 2; 9 1"},
+		{"timestamp day by a second, narrowed", "SELECT date_trunc('day', seen + INTERVAL '1 second') AS d, COUNT(*) FROM events WHERE seen >= '2024-02-29' AND seen <= '2024-03-01 23:00:00' GROUP BY d",
+			"2024-02-29 00:00:00 0; 2024-03-01 00:00:00 2"},
+		{"in where", "SELECT COUNT(*) FROM events WHERE EXTRACT(month FROM signup + INTERVAL '3 days') = 1", "4"},
+		{"in a filter", "SELECT COUNT(*) FILTER (WHERE date_trunc('month', signup + INTERVAL '1 day') = '2024-03-01') FROM events", "2"},
+		{"in an aggregate", "SELECT SUM(EXTRACT(day FROM signup + INTERVAL '1 day')), MAX(EXTRACT(minute FROM seen - INTERVAL '30 minutes')) FROM events", "23 30"},
+		{"grouped by the same expression", "SELECT date_trunc('year', seen + INTERVAL '1 second'), COUNT(*) FROM events GROUP BY date_trunc('year', seen + INTERVAL '1 second')",
+			"2024-01-01 00:00:00 4; 2025-01-01 00:00:00 2"},
+		{"having and order by on a shifted key", "SELECT date_trunc('month', signup + INTERVAL '2 days') AS m, COUNT(*) FROM events GROUP BY m HAVING m >= '2024-12-01' ORDER BY m DESC",
+			"2025-01-01 2; 2024-12-01 0"},
+		{"date_part of a shifted date", "SELECT date_part('doy', signup - INTERVAL '1 day') AS d, COUNT(*) FROM events WHERE signup <= '2024-01-02' GROUP BY d", "1 0; 365 1"},
+		{"with another key", "SELECT city, EXTRACT(month FROM signup - INTERVAL '1 day') AS m, COUNT(*) FROM events WHERE signup <= '2024-01-31' GROUP BY city, m",
+			"Paris 1 1; Paris 12 0; Lyon 1 0; Lyon 12 0; Nice 1 0; Nice 12 1"},
+	})
+	checkRefusals(t, svc, []struct{ sql, want string }{
+		{"SELECT EXTRACT(year FROM signup + INTERVAL '1 year'), COUNT(*) FROM events GROUP BY 1", "EXTRACT(year FROM signup + INTERVAL '1 year'): a column shifted by months or years is not supported in a date function; shift it by days or weeks, e.g. INTERVAL '30 days'"},
+		{"SELECT COUNT(*) FROM events WHERE EXTRACT(day FROM signup + INTERVAL '3 hours') = 1", "EXTRACT(day FROM signup + INTERVAL '3 hours'): a date moves by whole days"},
+		{"SELECT date_trunc('month', signup + INTERVAL '1000000 weeks'), COUNT(*) FROM events GROUP BY 1", "leaves the dates dpstat reads (0001-01-01 to 9999-12-31) over the declared range of signup"},
+		{"SELECT date_trunc('month', amount + INTERVAL '1 day'), COUNT(*) FROM events GROUP BY 1", "DATE_TRUNC over column amount (int): want a date or timestamp column"},
+		{"SELECT date_trunc('month', visit + INTERVAL '1 day'), COUNT(*) FROM events GROUP BY 1", "needs declared bounds for visit"},
+		{"SELECT date_trunc('month', signup + INTERVAL '1 fortnight'), COUNT(*) FROM events GROUP BY 1", "cannot read INTERVAL '1 fortnight'"},
+		{"SELECT date_trunc('minute', seen + INTERVAL '1 hour'), city, COUNT(*) FROM events GROUP BY 1, 2", "GROUP BY date_trunc('minute', seen + INTERVAL '1 hour'), city gives more than 1000000 groups"},
+		{"SELECT date_trunc('month', signup + INTERVAL '1 day'), COUNT(*) FROM events GROUP BY date_trunc('month', signup)", "the select-list expression date_trunc('month', signup + INTERVAL '1 day') is not in GROUP BY"},
+		{"SELECT date_trunc('month', signup * INTERVAL '1 day'), COUNT(*) FROM events GROUP BY 1", "the second argument must be a date or timestamp column, or one shifted by an INTERVAL"},
+	})
+}
+
+// TestShiftedDatePartsOnClickHouse checks that a shift moving values
+// ClickHouse holds out of the days its date functions compute (1970-01-01
+// to 2105-12-31) is refused when the query is prepared, before its charge,
+// while DuckDB answers it; hours and minutes, integer arithmetic on every
+// engine, are not limited.
+func TestShiftedDatePartsOnClickHouse(t *testing.T) {
+	cat := loadCatalog(t, "testdata/dates.yaml")
+	for _, tc := range []struct{ sql, want string }{
+		{"SELECT date_trunc('year', signup - INTERVAL '3000 weeks'), COUNT(*) FROM events GROUP BY 1",
+			"date_trunc('year', signup - INTERVAL '3000 weeks'): this engine's date functions compute from 1970-01-01 to 2105-12-31 only, and the shift moves values of signup it holds (from 2024-01-01 to 2024-12-31) outside that range"},
+		{"SELECT COUNT(*) FROM events WHERE EXTRACT(doy FROM seen + INTERVAL '5000 weeks') > 3", "EXTRACT(doy FROM seen + INTERVAL '5000 weeks'): this engine's date functions compute from 1970-01-01"},
+		{"SELECT EXTRACT(hour FROM seen - INTERVAL '3000 weeks'), date_trunc('month', signup + INTERVAL '2 days'), COUNT(*) FROM events GROUP BY 1, 2", ""},
+	} {
+		if _, err := Prepare(cat, duckdb.Dialect, tc.sql, exactOpts()); err != nil {
+			t.Errorf("%s on DuckDB: %v", tc.sql, err)
+		}
+		_, err := Prepare(cat, clickhouse.Dialect, tc.sql, exactOpts())
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s on ClickHouse: %v", tc.sql, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s on ClickHouse: error = %v, want one containing %q", tc.sql, err, tc.want)
+		}
+	}
 }
 
 // TestPerPersonDates checks that a person's MIN or MAX of a date, in a
@@ -167,5 +237,6 @@ func TestPerPersonDates(t *testing.T) {
 	checkAnswers(t, svc, []answerCase{
 		{"where and max", "WITH s AS (SELECT pid, MIN(dt) AS first FROM people GROUP BY pid) SELECT MAX(first), COUNT(*) FROM s WHERE first > '2024-03-01'", "2024-12-31 2"},
 		{"days", "WITH s AS (SELECT pid, MAX(dt) AS last FROM people GROUP BY pid) SELECT SUM(last - DATE '2024-01-01') FROM s", "1214"},
+		{"shifted truncation", "WITH s AS (SELECT pid, MAX(dt) AS last FROM people GROUP BY pid) SELECT date_trunc('year', last + INTERVAL '1 day') AS y, COUNT(*) FROM s GROUP BY y", "2024-01-01 3; 2025-01-01 3"},
 	})
 }

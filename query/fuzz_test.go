@@ -61,6 +61,9 @@ func FuzzPlan(f *testing.F) {
 func FuzzNeighbours(f *testing.F) {
 	for i, q := range neighbourBattery {
 		f.Add(strings.ReplaceAll(q, "FROM T", "FROM people"), uint8(i))
+		if strings.Contains(q, " JOIN ") {
+			f.Add(strings.ReplaceAll(q, "FROM T", "FROM wide"), uint8(i))
+		}
 	}
 	if raceDetector {
 		f.Skip("the neighbouring-table oracle runs in the plain test run (make test runs it without -race)")
@@ -70,19 +73,24 @@ func FuzzNeighbours(f *testing.F) {
 		if len(sql) > 4096 {
 			return // long inputs only slow the engine down
 		}
-		for _, table := range []string{"people", "rows"} {
+		for _, table := range []string{"people", "rows", "wide"} {
 			if !strings.Contains(sql, table) {
 				continue
 			}
+			// The wide table reads the people fixture's files.
+			fixture := table
+			if table == "wide" {
+				fixture = "people"
+			}
 			// The fuzzer reports an input slower than 10 s as a hang:
 			// plans with very many groups are left to the battery.
-			if p, err := fix.services[table]["D"].Prepare(sql, neighbourOpts()); err == nil && len(p.Plan.Keys) > 10_000 {
+			if p, err := fix.services[fixture]["D"].Prepare(sql, neighbourOpts()); err == nil && len(p.Plan.Keys) > 10_000 {
 				continue
 			}
-			variants := fix.persons[table]
+			variants := fix.persons[fixture]
 			v := variants[int(drop)%len(variants)]
-			d := runNeighbour(t, fix.services[table]["D"], sql)
-			checkNeighbours(t, sql, v, d, runNeighbour(t, fix.services[table][v], sql))
+			d := runNeighbour(t, fix.services[fixture]["D"], sql)
+			checkNeighbours(t, sql, v, d, runNeighbour(t, fix.services[fixture][v], sql))
 		}
 	})
 }

@@ -60,6 +60,7 @@ func TestGoldenSQL(t *testing.T) {
 		{"date_trunc_month", "dates", "SELECT date_trunc('month', signup) AS m, COUNT(*), SUM(amount) FROM events GROUP BY m"},
 		{"extract_timestamp", "dates", "SELECT EXTRACT(hour FROM seen) AS h, date_trunc('week', seen) AS w, COUNT(*) FROM events WHERE seen < '2024-01-15' GROUP BY h, w"},
 		{"date_arithmetic", "dates", "SELECT SUM(signup - DATE '2024-01-01'), AVG(EXTRACT(month FROM signup)) FROM events"},
+		{"date_shifted_keys", "dates", "SELECT date_trunc('month', signup + INTERVAL '2 weeks') AS m, EXTRACT(hour FROM seen - INTERVAL '90 minutes') AS h, COUNT(*) FROM events WHERE EXTRACT(dow FROM signup - INTERVAL '1 day') < 5 GROUP BY m, h"},
 		{"date_min_max", "dates", "SELECT city, MIN(signup), MAX(seen - INTERVAL '1 hour'), MEDIAN(signup + INTERVAL '1 week') FROM events GROUP BY city"},
 		{"text_key", "test", "SELECT lower(city) AS c, COUNT(*) FROM people WHERE starts_with(trim(city), 'A') OR length(city) > 1 GROUP BY c"},
 		{"text_key_selection", "dates", "SELECT substr(upper(note), 1, 3) AS n, SUM(LEAST(length(note), 10)) FROM events GROUP BY n"},

@@ -19,6 +19,7 @@ import (
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/engine/engines"
 	"github.com/dpstat/dpstat/engine/postgres/pgtest"
+	"github.com/dpstat/dpstat/query/dpplan"
 	"github.com/dpstat/dpstat/query/ir"
 )
 
@@ -49,9 +50,11 @@ var neighbourRows = []string{
 	`8,0.25,-0,99,b,z,true,2024-03-01,2024-03-01 00:00:00.5`,
 }
 
-// neighbourCatalog declares the two harness tables: people (a privacy
-// unit, at most 2 groups and 2 rows per group per person) and rows (every
-// row a person).
+// neighbourCatalog declares the harness tables: people (a privacy unit,
+// at most 2 groups and 2 rows per group per person), rows (every row a
+// person), visits (people's table of the same persons, to join), wide
+// (people with bounds that no person's joined rows reach: see
+// neighbourJoinedRows) and the public codes.
 const neighbourCatalog = `budget: {epsilon: 1e30, delta: 0.5}
 tables:
   people:
@@ -79,6 +82,13 @@ tables:
     id_space: persons
     max_groups_per_unit: 2
     max_rows_per_group: 2
+    columns: *cols
+  wide:
+    source: data.csv
+    privacy_unit: pid
+    id_space: persons
+    max_groups_per_unit: 9
+    max_rows_per_group: 9
     columns: *cols
   codes:
     source: codes.csv
@@ -184,6 +194,8 @@ var neighbourBattery = []string{
 	"SELECT COUNT(*), SUM(dt - (DATE '2024-12-31' - INTERVAL '1 year 1 month')) FROM T WHERE ts >= TIMESTAMP '2024-01-31 12:00:00' + INTERVAL '1 month'",
 	"SELECT MIN(dt), MAX(ts), MEDIAN(dt), percentile_cont(0.9) WITHIN GROUP (ORDER BY ts) FROM T WHERE dt > '2024-02-01'",
 	"SELECT t, MIN(dt + INTERVAL '1 week'), MAX(ts - INTERVAL '90 minutes') FILTER (WHERE i > 0) FROM T GROUP BY t",
+	"SELECT date_trunc('quarter', dt + INTERVAL '10 days') AS q, EXTRACT(hour FROM ts - INTERVAL '30 minutes') AS h, COUNT(*), SUM(i) FILTER (WHERE EXTRACT(dow FROM dt - INTERVAL '1 day') < 5) FROM T GROUP BY q, h",
+	"SELECT COUNT(*), SUM(EXTRACT(day FROM dt - INTERVAL '2 weeks')) FROM T WHERE date_trunc('month', ts + INTERVAL '1 second') >= '2024-03-01'",
 	"SELECT b, MIN(dt) AS m FROM T GROUP BY b HAVING MIN(dt) < '2024-06-01' ORDER BY m",
 	"WITH s AS (SELECT pid, MIN(dt) AS first, MAX(ts) AS last FROM T GROUP BY pid) SELECT date_trunc('quarter', last) AS q, MEDIAN(first), COUNT(*) FROM s WHERE first > '2024-01-15' GROUP BY q",
 	// Text functions: public images over value lists, key selection
@@ -585,12 +597,14 @@ func checkNeighbours(t testing.TB, sql, variant string, d, n neighbourOutcome) {
 		}
 	}
 	// Counts and sums move by at most their sensitivity over all groups.
-	// Where a join gives a person more rows or groups than the bounds keep,
-	// which ones are kept is drawn at random on each run, so the other
-	// people's contributions differ between the two runs too: only the
-	// outcome is compared there (the rows table checks the joins'
-	// multiplicity, deterministically).
-	if plan.Bounded && len(q.Joins) > 0 {
+	// Where a join may give a person more rows or groups than the bounds
+	// keep, which ones are kept is drawn at random on each run, so the
+	// other people's contributions differ between the two runs too: only
+	// the outcome is compared there. Where the bounds exceed every
+	// person's joined rows (the wide table), every row is kept, the
+	// answers are functions of the data, and the values are compared (the
+	// rows table checks the joins' multiplicity without a privacy unit).
+	if plan.Bounded && len(q.Joins) > 0 && !boundsNotBinding(plan) {
 		return
 	}
 	for _, ap := range plan.Aggregates {
@@ -621,6 +635,44 @@ func checkNeighbours(t testing.TB, sql, variant string, d, n neighbourOutcome) {
 	}
 }
 
+// neighbourJoinedRows is the most rows a person of the harness has after
+// any join of the battery: the most rows one pid has in the table, times
+// the most rows one of its rows meets in the joined table (its own rows
+// in a table about the same people, or the codes of one t).
+func neighbourJoinedRows() int64 {
+	perPid, perCode := map[string]int64{}, map[string]int64{}
+	var most, meets int64
+	for _, r := range neighbourRows {
+		p := r[:strings.IndexByte(r, ',')]
+		perPid[p]++
+		most = max(most, perPid[p])
+	}
+	for _, line := range strings.Split(strings.TrimSpace(neighbourCodes), "\n")[1:] {
+		t := line[:strings.IndexByte(line, ',')]
+		perCode[t]++
+		meets = max(meets, perCode[t])
+	}
+	return most * max(most, meets)
+}
+
+// boundsNotBinding reports whether the plan's bounds keep every row of
+// every person of the harness, through any join of the battery: then
+// the random choice of kept rows chooses nothing.
+func boundsNotBinding(plan *dpplan.Plan) bool {
+	n := neighbourJoinedRows()
+	c := plan.Contribution
+	return c.RowsPerGroup >= n && (!plan.BoundGroups || c.Groups >= n)
+}
+
+// TestNeighbourWideBounds checks that the wide table's bounds exceed
+// every person's joined rows, so that its joins are compared by value.
+func TestNeighbourWideBounds(t *testing.T) {
+	w := loadCatalog(t, writeNeighbourCatalog(t)).Table("wide")
+	if n := neighbourJoinedRows(); w == nil || w.MaxRowsPerGroup < n || w.MaxGroupsPerUnit < n {
+		t.Fatalf("the wide table's bounds do not reach the %d rows a person can have after a join", n)
+	}
+}
+
 // TestNeighbouringTables runs the battery on D and on D − p for every
 // person p of both harness tables, on DuckDB.
 func TestNeighbouringTables(t *testing.T) {
@@ -640,7 +692,14 @@ func testNeighbouringTables(t *testing.T, kind string) {
 		t.Skip("the neighbouring-table harness runs in the plain test run (make test runs it without -race)")
 	}
 	fix := neighboursOn(t, kind)
-	for _, table := range []string{"people", "rows"} {
+	// The wide table reads the people fixture's files (D and D − p for
+	// each person), with bounds no joined rows reach: its joins are
+	// compared by value. Only the joins run on it.
+	for _, table := range []string{"people", "rows", "wide"} {
+		variants := table
+		if table == "wide" {
+			variants = "people"
+		}
 		t.Run(table, func(t *testing.T) {
 			t.Parallel()
 			for _, q := range neighbourBattery {
@@ -648,9 +707,15 @@ func testNeighbouringTables(t *testing.T, kind string) {
 				if table == "rows" && strings.Contains(sql, "DISTINCT pid") {
 					continue // no privacy unit to count
 				}
-				d := runNeighbour(t, fix.services[table]["D"], sql)
-				for _, v := range fix.persons[table] {
-					checkNeighbours(t, sql, v, d, runNeighbour(t, fix.services[table][v], sql))
+				if table == "wide" && !strings.Contains(sql, " JOIN ") {
+					continue
+				}
+				d := runNeighbour(t, fix.services[variants]["D"], sql)
+				if table == "wide" && d.err == nil && !boundsNotBinding(d.prep.Plan) {
+					t.Errorf("%s: the wide table's bounds may bind, so its values are not compared", sql)
+				}
+				for _, v := range fix.persons[variants] {
+					checkNeighbours(t, sql, v, d, runNeighbour(t, fix.services[variants][v], sql))
 				}
 			}
 		})

@@ -1139,6 +1139,10 @@ func dayNumber(day string) (n, date string) {
 	return n, "toDate(CAST(" + n + " AS Nullable(UInt16)))"
 }
 
+// DayRange is the range of a Date, from 1970-01-01 to 2105-12-31 (see
+// engine.DayRanger).
+func (dialect) DayRange() (int64, int64) { return 0, lastDay }
+
 // TruncDay spells date_trunc with toStartOfYear, toStartOfQuarter and
 // toStartOfMonth, and the ISO week's Monday by subtracting the day of the
 // week (toMonday would leave the range at 1970-01-01).

@@ -313,6 +313,13 @@ var Battery = []Case{
 	{Name: "date MIN, MAX and quantiles", SQL: "SELECT MIN(signup), MAX(signup), percentile_cont(0.25) WITHIN GROUP (ORDER BY signup), MIN(seen), MAX(seen) FROM events", Want: "2024-01-01 2024-12-31 2024-01-15 2024-01-01 00:00:00 2024-12-31 23:59:59"},
 	{Name: "shifted date MIN", SQL: "SELECT city, MIN(signup + INTERVAL '7 days'), MAX(signup - INTERVAL '1 week') FROM events GROUP BY city", Want: "Paris 2024-01-22 2024-02-23; Lyon 2024-03-07 2024-12-24; Nice 2024-01-08 2024-12-24"},
 	{Name: "shifted timestamp MIN", SQL: "SELECT MIN(seen + INTERVAL '1 hour'), MAX(seen - INTERVAL '1 day') FROM events", Want: "2024-01-01 01:00:00 2024-12-30 23:59:59"},
+	// Date functions of a column shifted by an INTERVAL: over the clamped
+	// values moved by it, with images over the bounds moved by it.
+	{Name: "shifted date keys", SQL: "SELECT date_trunc('quarter', signup - INTERVAL '1 week') AS q, EXTRACT(year FROM signup + INTERVAL '1 day') AS y, COUNT(*), SUM(amount) FROM events GROUP BY q, y HAVING COUNT(*) > 0",
+		Want: "2023-10-01 2024 1 40; 2024-01-01 2024 3 60; 2024-10-01 2025 2 160"},
+	{Name: "shifted timestamp keys", SQL: "SELECT EXTRACT(hour FROM seen + INTERVAL '1 hour') AS h, date_trunc('day', seen - INTERVAL '1 second') AS d, COUNT(*) FROM events WHERE seen < '2024-03-02' GROUP BY h, d HAVING COUNT(*) > 0",
+		Want: "0 2024-02-29 00:00:00 1; 1 2023-12-31 00:00:00 1; 1 2024-02-29 00:00:00 1; 9 2024-01-15 00:00:00 1"},
+	{Name: "shifted date parts in conditions", SQL: "SELECT COUNT(*) FILTER (WHERE date_trunc('month', signup + INTERVAL '1 day') = '2024-03-01'), SUM(EXTRACT(day FROM signup + INTERVAL '1 day')) FROM events WHERE EXTRACT(month FROM signup + INTERVAL '3 days') IN (1, 3)", Want: "2 23"},
 	// Go lists the values of date keys as the engines compute them: every
 	// day of three years (a leap year, ISO weeks 52 and 53 across new
 	// year) lands in a released group (a key outside the list would fail
@@ -323,6 +330,10 @@ var Battery = []Case{
 	{Name: "calendar ISO weekdays and days of the month", SQL: "SELECT EXTRACT(isodow FROM d), EXTRACT(day FROM d), COUNT(*) FROM calendar GROUP BY 1, 2", Check: total(2, 1096)},
 	{Name: "calendar months, quarters, years", SQL: "SELECT EXTRACT(month FROM d), EXTRACT(quarter FROM d), EXTRACT(year FROM d), COUNT(*) FROM calendar GROUP BY 1, 2, 3", Check: total(3, 1096)},
 	{Name: "timestamp days and hours", SQL: "SELECT date_trunc('day', ts), COUNT(*) FROM calendar GROUP BY 1", Check: total(1, 1096)},
+	{Name: "calendar shifted days of the year and years", SQL: "SELECT EXTRACT(doy FROM d - INTERVAL '1 day'), EXTRACT(year FROM d + INTERVAL '1 day'), COUNT(*) FROM calendar GROUP BY 1, 2", Check: total(2, 1096)},
+	{Name: "calendar shifted months and ISO weeks", SQL: "SELECT date_trunc('month', d + INTERVAL '20 days'), EXTRACT(week FROM d - INTERVAL '3 days'), COUNT(*) FROM calendar GROUP BY 1, 2", Check: total(2, 1096)},
+	{Name: "calendar shifted timestamp days", SQL: "SELECT date_trunc('day', ts + INTERVAL '23 hours'), COUNT(*) FROM calendar GROUP BY 1", Check: total(1, 1096)},
+	{Name: "calendar shifted hours and minutes", SQL: "SELECT EXTRACT(hour FROM ts - INTERVAL '5 hours 30 minutes'), EXTRACT(minute FROM ts + INTERVAL '45 seconds'), COUNT(*) FROM calendar GROUP BY 1, 2", Check: total(2, 1096)},
 	{Name: "timestamp hours and minutes", SQL: "SELECT EXTRACT(hour FROM ts), EXTRACT(minute FROM ts), COUNT(*) FROM calendar GROUP BY 1, 2", Check: total(2, 1096)},
 	{Name: "timestamp weeks and ISO weeks", SQL: "SELECT date_trunc('week', ts), EXTRACT(week FROM ts), COUNT(*) FROM calendar GROUP BY 1, 2", Check: total(2, 1096)},
 	{Name: "timestamp truncated hours", SQL: "SELECT date_trunc('hour', ts), COUNT(*) FROM calendar GROUP BY 1", Check: total(1, 1096)},

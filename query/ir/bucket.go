@@ -58,6 +58,10 @@ type Bucket struct {
 	Field string
 	Trunc bool
 	Type  catalog.Type
+	// Shift moves a DateBucket's column by a fixed interval before the
+	// function applies, in microseconds (whole days for a date column);
+	// the key's values are computed over the bounds moved by it.
+	Shift int64
 	// Fn is a TextBucket's function.
 	Fn *TextFn
 	// Num is a RangeBucket's expression.
@@ -186,7 +190,7 @@ func (b *Bucket) String() string {
 	case FloorBucket:
 		return fmt.Sprintf("floor(%s / %g) * %g", b.Column, b.Width, b.Width)
 	case DateBucket:
-		return DateString(b.Field, b.Column, b.Trunc)
+		return DateString(b.Field, b.Column, b.Trunc, b.Shift)
 	case TextBucket:
 		return b.Fn.String()
 	case RangeBucket:

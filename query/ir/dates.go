@@ -17,6 +17,10 @@ type DatePart struct {
 	Column string
 	Field  string
 	Trunc  bool
+	// Shift moves the column by a fixed interval before the function
+	// applies, in microseconds (whole days for a date column), as in
+	// date_trunc('month', signup + INTERVAL '7 days'); 0 for none.
+	Shift int64
 }
 
 func (DatePart) scalarNode() {}
@@ -89,11 +93,29 @@ func (b *Bucket) CheckCount(t *catalog.Table) error {
 	if c == nil || !c.Bounded() {
 		return fmt.Errorf("query: %s needs a bounded column", b)
 	}
-	if n := b.dateCount(int64(*c.Lower), int64(*c.Upper)); n > MaxGroups {
+	if lo, hi := b.shiftedBounds(c); b.dateCount(lo, hi) > MaxGroups {
+		n := b.dateCount(lo, hi)
 		return Refuse("%s has %d values over the range of %s [%s, %s] (declared, narrowed by WHERE); want at most %d groups: group by a coarser unit or narrow the range",
 			b, n, c.Name, catalog.FormatValue(c.Type, int64(*c.Lower)), catalog.FormatValue(c.Type, int64(*c.Upper)), MaxGroups)
 	}
 	return nil
+}
+
+// unitShift is the bucket's shift in the column's units: days for a date,
+// microseconds for a timestamp.
+func (b *Bucket) unitShift() int64 {
+	if b.Type == catalog.Date {
+		return b.Shift / catalog.MicrosPerDay
+	}
+	return b.Shift
+}
+
+// shiftedBounds is the column's range in t (declared, narrowed by WHERE)
+// moved by the bucket's shift: the values the date function is applied
+// to.
+func (b *Bucket) shiftedBounds(c *catalog.Column) (int64, int64) {
+	s := b.unitShift()
+	return int64(*c.Lower) + s, int64(*c.Upper) + s
 }
 
 // dayOf splits a column value into its day (since 1970-01-01) and the
@@ -132,8 +154,8 @@ func isoDow(d int64) int64 {
 	return r + 1
 }
 
-// dateValue computes the bucket's key of a column value, as the engines
-// do.
+// dateValue computes the bucket's key of a column value already moved by
+// the bucket's shift, as the engines do.
 func (b *Bucket) dateValue(v int64) int64 {
 	d, tod := b.dayOf(v)
 	if b.Trunc {
@@ -220,8 +242,7 @@ func floorDivDay(b *Bucket, v int64) int64 {
 // ascending order. The plan checked the count first (CheckCount), so the
 // loops are bounded before they start.
 func (b *Bucket) dateValues(t *catalog.Table) []any {
-	c := t.Column(b.Column)
-	lo, hi := int64(*c.Lower), int64(*c.Upper)
+	lo, hi := b.shiftedBounds(t.Column(b.Column))
 	if b.Trunc {
 		out := make([]any, 0, b.dateCount(lo, hi))
 		for v := b.dateValue(lo); v <= hi; {
@@ -321,22 +342,50 @@ func fieldDomain(field string) (int64, int64) {
 	return 0, 0
 }
 
-// DateString spells the date function as SQL.
-func DateString(field, column string, trunc bool) string {
+// DateString spells the date function as SQL, of the column moved by
+// shift microseconds (ShiftString).
+func DateString(field, column string, trunc bool, shift int64) string {
+	column = ShiftString(column, shift)
 	if trunc {
 		return fmt.Sprintf("date_trunc('%s', %s)", field, column)
 	}
 	return fmt.Sprintf("EXTRACT(%s FROM %s)", field, column)
 }
 
+// ShiftString spells a column moved by shift microseconds as SQL, e.g.
+// signup + INTERVAL '7 days'; the column alone when shift is 0.
+func ShiftString(column string, shift int64) string {
+	if shift == 0 {
+		return column
+	}
+	op := "+"
+	if shift < 0 {
+		op, shift = "-", -shift
+	}
+	n, unit := shift/1_000_000, "second"
+	for _, u := range []struct {
+		w    int64
+		name string
+	}{{7 * catalog.MicrosPerDay, "week"}, {catalog.MicrosPerDay, "day"}, {MicrosPerHour, "hour"}, {MicrosPerMinute, "minute"}} {
+		if shift%u.w == 0 {
+			n, unit = shift/u.w, u.name
+			break
+		}
+	}
+	if n != 1 {
+		unit += "s"
+	}
+	return fmt.Sprintf("%s %s INTERVAL '%d %s'", column, op, n, unit)
+}
+
 // datePartRange is the span of a DatePart over the column's bounds in t.
 func datePartRange(x DatePart, t *catalog.Table) (Span, error) {
 	c := t.Column(x.Column)
 	if c == nil || !c.Bounded() || !c.Type.Temporal() {
-		return Span{}, Refuse("%s needs a date or timestamp column with declared bounds", DateString(x.Field, x.Column, x.Trunc))
+		return Span{}, Refuse("%s needs a date or timestamp column with declared bounds", DateString(x.Field, x.Column, x.Trunc, x.Shift))
 	}
-	b := &Bucket{Kind: DateBucket, Column: x.Column, Field: x.Field, Trunc: x.Trunc, Type: c.Type}
-	lo, hi := int64(*c.Lower), int64(*c.Upper)
+	b := &Bucket{Kind: DateBucket, Column: x.Column, Field: x.Field, Trunc: x.Trunc, Type: c.Type, Shift: x.Shift}
+	lo, hi := b.shiftedBounds(c)
 	if x.Trunc {
 		return Span{Lo: float64(b.dateValue(lo)), Hi: float64(b.dateValue(hi)), IsInt: true, nullable: true}, nil
 	}

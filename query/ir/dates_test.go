@@ -37,3 +37,38 @@ func TestCalendar(t *testing.T) {
 		}
 	}
 }
+
+// TestShiftedDates checks the spelling of a shift and that a shifted
+// key's values are the unshifted function's over the shifted bounds, and
+// that every shifted value of the bounds lands among them.
+func TestShiftedDates(t *testing.T) {
+	for _, tc := range []struct {
+		shift int64
+		want  string
+	}{
+		{0, "signup"}, {14 * catalog.MicrosPerDay, "signup + INTERVAL '2 weeks'"}, {-catalog.MicrosPerDay, "signup - INTERVAL '1 day'"},
+		{-90 * MicrosPerMinute, "signup - INTERVAL '90 minutes'"}, {3 * MicrosPerHour, "signup + INTERVAL '3 hours'"}, {61_000_000, "signup + INTERVAL '61 seconds'"},
+	} {
+		if got := ShiftString("signup", tc.shift); got != tc.want {
+			t.Errorf("ShiftString(%d) = %q, want %q", tc.shift, got, tc.want)
+		}
+	}
+	lo, hi := float64(catalog.DaysOf(2024, 1, 1)), float64(catalog.DaysOf(2024, 12, 31))
+	tab := &catalog.Table{Name: "events", Columns: []*catalog.Column{{Name: "signup", Type: catalog.Date, Lower: &lo, Upper: &hi}}}
+	for _, field := range []string{"year", "quarter", "month", "week", "day"} {
+		for _, trunc := range []bool{true, false} {
+			for _, days := range []int64{-400, -10, 3, 45} {
+				b := &Bucket{Kind: DateBucket, Column: "signup", Field: field, Trunc: trunc, Type: catalog.Date, Shift: days * catalog.MicrosPerDay}
+				vals := map[int64]bool{}
+				for _, v := range b.Values(tab) {
+					vals[v.(int64)] = true
+				}
+				for d := int64(lo); d <= int64(hi); d++ {
+					if k := b.dateValue(d + days); !vals[k] {
+						t.Fatalf("%s: the key %d of %s is not listed", b, k, catalog.FormatDate(d))
+					}
+				}
+			}
+		}
+	}
+}

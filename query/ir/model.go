@@ -334,7 +334,7 @@ func OperandString(o Operand, q *Query) string {
 		return q.Outputs[o.Output].Name
 	case Computed:
 		if o.Part != nil {
-			return DateString(o.Part.Field, o.Part.Column, o.Part.Trunc)
+			return DateString(o.Part.Field, o.Part.Column, o.Part.Trunc, o.Part.Shift)
 		}
 		if o.Num != nil {
 			return ScalarString(o.Num)

@@ -366,7 +366,7 @@ func ScalarString(s Scalar) string {
 	case Cast:
 		return "CAST(" + ScalarString(x.Arg) + " AS " + string(x.Type) + ")"
 	case DatePart:
-		return DateString(x.Field, x.Column, x.Trunc)
+		return DateString(x.Field, x.Column, x.Trunc, x.Shift)
 	case TextLength:
 		return x.Fn.String()
 	}

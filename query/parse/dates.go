@@ -77,43 +77,37 @@ func (p *parser) temporalOperands(a, b ir.Operand) (ir.Operand, ir.Operand, erro
 	return a, b, err
 }
 
-// dateArgs reads the field and the column of date_trunc('unit', col),
-// date_part('field', col) or EXTRACT(field FROM col).
-func (p *parser) dateArgs(fc *pg.FuncCall) (string, *catalog.Column, bool, error) {
+// dateArgs reads date_trunc('unit', col), date_part('field', col) or
+// EXTRACT(field FROM col), where col may be shifted by an INTERVAL of
+// days or weeks (and hours, minutes or seconds for a timestamp): col +
+// INTERVAL '7 days'. It returns the part and its column.
+func (p *parser) dateArgs(fc *pg.FuncCall) (ir.DatePart, *catalog.Column, error) {
 	name := funcName(fc)
 	form := map[string]string{"date_trunc": "date_trunc('month', col)", "extract": "EXTRACT(month FROM col)", "date_part": "date_part('month', col)"}[name]
 	if len(fc.Args) != 2 || fc.AggStar || fc.Over != nil || fc.AggFilter != nil {
-		return "", nil, false, ir.Refuse("write %s with a literal field and a date or timestamp column", form)
+		return ir.DatePart{}, nil, ir.Refuse("write %s with a literal field and a date or timestamp column", form)
 	}
 	c := fc.Args[0].GetAConst()
 	sv, ok := c.GetVal().(*pg.A_Const_Sval)
 	if c == nil || !ok {
-		return "", nil, false, ir.Refuse("write %s with a literal field and a date or timestamp column", form)
+		return ir.DatePart{}, nil, ir.Refuse("write %s with a literal field and a date or timestamp column", form)
 	}
 	field := strings.ToLower(sv.Sval.Sval)
 	cr := fc.Args[1].GetColumnRef()
-	if a := fc.Args[1].GetAExpr(); cr == nil && a != nil && a.Lexpr.GetColumnRef() != nil && isInterval(a.Rexpr) {
-		text := ""
-		if sv, ok := a.Rexpr.GetTypeCast().Arg.GetAConst().GetVal().(*pg.A_Const_Sval); ok {
-			text = sv.Sval.Sval
-		}
-		col := ""
-		if f := a.Lexpr.GetColumnRef().Fields; len(f) > 0 && f[len(f)-1].GetString_() != nil {
-			col = f[len(f)-1].GetString_().Sval
-		}
-		return "", nil, false, ir.Refuse("%s of %s %s INTERVAL '%s' is not supported: date functions take a date or timestamp column, as in %s; apply it to %s and shift the literals it is compared with instead",
-			strings.ToUpper(name), col, opName(a), text, form, col)
+	var shifted *pg.A_Expr
+	if a := fc.Args[1].GetAExpr(); cr == nil && a != nil && a.Kind == pg.A_Expr_Kind_AEXPR_OP && (opName(a) == "+" || opName(a) == "-") && a.Lexpr.GetColumnRef() != nil && isInterval(a.Rexpr) {
+		shifted, cr = a, a.Lexpr.GetColumnRef()
 	}
 	if cr == nil {
-		return "", nil, false, ir.Refuse("%s: the second argument must be a date or timestamp column, as in %s", strings.ToUpper(name), form)
+		return ir.DatePart{}, nil, ir.Refuse("%s: the second argument must be a date or timestamp column, or one shifted by an INTERVAL, as in %s or %s", strings.ToUpper(name), form, strings.Replace(form, "col", "col + INTERVAL '7 days'", 1))
 	}
 	col, err := p.columnRef(cr)
 	if err != nil {
-		return "", nil, false, err
+		return ir.DatePart{}, nil, err
 	}
 	trunc := name == "date_trunc"
 	if !col.Type.Temporal() {
-		return "", nil, false, ir.Refuse("%s over column %s (%s): want a date or timestamp column", strings.ToUpper(name), col.Name, col.Type)
+		return ir.DatePart{}, nil, ir.Refuse("%s over column %s (%s): want a date or timestamp column", strings.ToUpper(name), col.Name, col.Type)
 	}
 	fields := ir.ExtractFields
 	what := "EXTRACT field"
@@ -128,32 +122,77 @@ func (p *parser) dateArgs(fc *pg.FuncCall) (string, *catalog.Column, bool, error
 				names = append(names, f)
 			}
 		}
-		return "", nil, false, ir.Refuse("%s %q over %s column %s is not supported; want one of %s", what, field, col.Type, col.Name, strings.Join(names, ", "))
+		return ir.DatePart{}, nil, ir.Refuse("%s %q over %s column %s is not supported; want one of %s", what, field, col.Type, col.Name, strings.Join(names, ", "))
 	}
 	if !col.Bounded() {
-		return "", nil, false, ir.Refuse("%s(…, %s) needs declared bounds for %s, so that its values are public: declare `lower:` and `upper:` (e.g. lower: \"2024-01-01\")", strings.ToUpper(name), col.Name, col.Name)
+		return ir.DatePart{}, nil, ir.Refuse("%s(…, %s) needs declared bounds for %s, so that its values are public: declare `lower:` and `upper:` (e.g. lower: \"2024-01-01\")", strings.ToUpper(name), col.Name, col.Name)
 	}
-	return field, col, trunc, nil
+	part := ir.DatePart{Column: col.Name, Field: field, Trunc: trunc}
+	if shifted != nil {
+		if part.Shift, err = p.dateShift(shifted, col, part); err != nil {
+			return ir.DatePart{}, nil, err
+		}
+	}
+	return part, col, nil
+}
+
+// dateShift reads the INTERVAL of col ± INTERVAL '…' inside the date
+// function part as a shift in microseconds (whole days for a date column).
+// Months and years are refused (a month is not a fixed number of days, so
+// the shifted values would not follow from the bounds by adding a
+// constant), as is part of a day for a date, and a shift that takes the
+// declared range of col outside the dates or timestamps dpstat reads.
+func (p *parser) dateShift(a *pg.A_Expr, col *catalog.Column, part ir.DatePart) (int64, error) {
+	op := opName(a)
+	tc := a.Rexpr.GetTypeCast()
+	text := ""
+	if sv, ok := tc.Arg.GetAConst().GetVal().(*pg.A_Const_Sval); ok {
+		text = sv.Sval.Sval
+	}
+	expr := ir.DateString(part.Field, fmt.Sprintf("%s %s INTERVAL '%s'", col.Name, op, text), part.Trunc, 0)
+	months, micros, err := ir.ParseInterval(text)
+	if err != nil || len(tc.TypeName.Typmods) > 0 {
+		return 0, ir.Refuse("%s: cannot read INTERVAL '%s': want a whole number and a unit, several separated by spaces, e.g. INTERVAL '30 days' (units: week, day, hour, minute, second)", expr, text)
+	}
+	if months != 0 {
+		return 0, ir.Refuse("%s: a column shifted by months or years is not supported in a date function; shift it by days or weeks, e.g. INTERVAL '30 days', or apply the function to %s and shift the literals it is compared with", expr, col.Name)
+	}
+	lo, hi := int64(catalog.MinTimestamp), int64(catalog.MaxTimestamp)
+	shift := micros
+	if col.Type == catalog.Date {
+		if micros%catalog.MicrosPerDay != 0 {
+			return 0, ir.Refuse("%s: a date moves by whole days; use days or weeks, e.g. INTERVAL '1 day'", expr)
+		}
+		shift, lo, hi = micros/catalog.MicrosPerDay, catalog.MinDate, catalog.MaxDate
+	}
+	if op == "-" {
+		shift, micros = -shift, -micros
+	}
+	if l, u := int64(*col.Lower)+shift, int64(*col.Upper)+shift; l < lo || u > hi {
+		return 0, ir.Refuse("%s leaves the %ss dpstat reads (%s to %s) over the declared range of %s", expr, col.Type,
+			catalog.FormatValue(col.Type, lo), catalog.FormatValue(col.Type, hi), col.Name)
+	}
+	return micros, nil
 }
 
 // dateBucket parses a date function as a GROUP BY key. Its image over the
-// column's declared bounds is counted before anything enumerates it, and
-// refused when larger than MaxGroups.
+// column's declared bounds (moved by a shift) is counted before anything
+// enumerates it, and refused when larger than MaxGroups.
 func (p *parser) dateBucket(fc *pg.FuncCall) (*ir.Bucket, error) {
-	field, col, trunc, err := p.dateArgs(fc)
+	part, col, err := p.dateArgs(fc)
 	if err != nil {
 		return nil, err
 	}
-	return &ir.Bucket{Kind: ir.DateBucket, Column: col.Name, Field: field, Trunc: trunc, Type: col.Type}, nil
+	return &ir.Bucket{Kind: ir.DateBucket, Column: col.Name, Field: part.Field, Trunc: part.Trunc, Type: col.Type, Shift: part.Shift}, nil
 }
 
 // dateScalar parses a date function inside an aggregate.
 func (p *parser) dateScalar(fc *pg.FuncCall) (ir.Scalar, error) {
-	field, col, trunc, err := p.dateArgs(fc)
+	part, _, err := p.dateArgs(fc)
 	if err != nil {
 		return nil, err
 	}
-	return ir.DatePart{Column: col.Name, Field: field, Trunc: trunc}, nil
+	return part, nil
 }
 
 // dateConstant reads DATE '…' in an aggregated expression as its number of

@@ -872,11 +872,11 @@ func (p *parser) operand(n *pg.Node, having bool) (ir.Operand, error) {
 		}
 	}
 	if fc := n.GetFuncCall(); fc != nil && ir.IsDateFunc(funcName(fc)) {
-		field, col, trunc, err := p.dateArgs(fc)
+		part, _, err := p.dateArgs(fc)
 		if err != nil {
 			return ir.Operand{}, err
 		}
-		return ir.Operand{Kind: ir.Computed, Part: &ir.DatePart{Column: col.Name, Field: field, Trunc: trunc}}, nil
+		return ir.Operand{Kind: ir.Computed, Part: &part}, nil
 	}
 	if fc := n.GetFuncCall(); fc != nil && aggregateNames[funcName(fc)] {
 		return ir.Operand{}, ir.Refuse("aggregates are not allowed in WHERE; use HAVING to filter the noisy results")

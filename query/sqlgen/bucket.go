@@ -52,7 +52,7 @@ func (g *sqlGen) keyExpr(k string) (string, error) {
 		}
 		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE floor(%s) * %s END", col, q, lit(b.Width)), nil
 	case ir.DateBucket:
-		return g.dateSQL(b.Column, b.Field, b.Trunc)
+		return g.dateSQL(ir.DatePart{Column: b.Column, Field: b.Field, Trunc: b.Trunc, Shift: b.Shift})
 	case ir.TextBucket:
 		return g.textKeySQL(b)
 	case ir.RangeBucket:

@@ -10,17 +10,37 @@ import (
 
 // dateSQL renders the date function of a column value for the engine, as
 // a BIGINT: the column clamped to its bounds in the plan's relation (NULL
-// kept NULL), made a date again, and the engine's date_trunc or extract
-// applied. Every step is total for every clamped value.
-func (g *sqlGen) dateSQL(column, field string, trunc bool) (string, error) {
+// kept NULL), moved by the part's shift (whole days for a date,
+// microseconds for a timestamp), made a date again, and the engine's
+// date_trunc or extract applied. Every step is total for every clamped
+// value: the parser checked that the shifted bounds stay within the
+// dates and timestamps dpstat reads.
+func (g *sqlGen) dateSQL(x ir.DatePart) (string, error) {
 	d := g.d
+	column, field, trunc := x.Column, x.Field, x.Trunc
 	c := g.p.Table.Column(column)
 	if c == nil || !c.Bounded() || !c.Type.Temporal() {
-		return "", fmt.Errorf("query: %s needs a bounded date or timestamp column", ir.DateString(field, column, trunc))
+		return "", fmt.Errorf("query: %s needs a bounded date or timestamp column", ir.DateString(field, column, trunc, x.Shift))
 	}
 	col := g.colRef(column)
 	big, dbl := d.TypeName(engine.Integer), d.TypeName(engine.Double)
 	clamped := fmt.Sprintf("(CASE WHEN %s IS NULL THEN NULL ELSE least(greatest(%s, %d), %d) END)", col, col, int64(*c.Lower), int64(*c.Upper))
+	shift := x.Shift
+	if c.Type == catalog.Date {
+		if shift%catalog.MicrosPerDay != 0 {
+			return "", fmt.Errorf("query: %s moves a date by part of a day", ir.DateString(field, column, trunc, x.Shift))
+		}
+		shift /= catalog.MicrosPerDay
+	}
+	if err := g.checkDayRange(x, c, shift); err != nil {
+		return "", err
+	}
+	switch {
+	case shift > 0:
+		clamped = fmt.Sprintf("(%s + %d)", clamped, shift)
+	case shift < 0:
+		clamped = fmt.Sprintf("(%s - %d)", clamped, -shift)
+	}
 	day := clamped
 	tod := ""
 	if c.Type == catalog.Timestamp {
@@ -53,4 +73,34 @@ func (g *sqlGen) dateSQL(column, field string, trunc bool) (string, error) {
 		out = engine.DatePart(d, field, day)
 	}
 	return out, nil
+}
+
+// checkDayRange refuses, on a dialect whose date functions compute within
+// a range of days only (engine.DayRanger), a shift that can move a value
+// the engine holds within the column's bounds out of that range: the
+// engine would clamp it into the range, and its key would differ from
+// the other engines' (or from every listed key). shift is in the
+// column's units. Hours and minutes of a timestamp are integer arithmetic
+// on every engine and need no check.
+func (g *sqlGen) checkDayRange(x ir.DatePart, c *catalog.Column, shift int64) error {
+	dr, ok := g.d.(engine.DayRanger)
+	if !ok || shift == 0 || (c.Type == catalog.Timestamp && (x.Field == "hour" || x.Field == "minute")) {
+		return nil
+	}
+	first, last := dr.DayRange()
+	lo, hi := int64(*c.Lower), int64(*c.Upper)
+	day := func(v int64) int64 { return v }
+	if c.Type == catalog.Timestamp {
+		// The engine holds timestamps of the days of its range only.
+		lo, hi = max(lo, first*catalog.MicrosPerDay), min(hi, (last+1)*catalog.MicrosPerDay-1)
+		day = func(v int64) int64 { return ir.FloorDiv(v, catalog.MicrosPerDay) }
+	} else {
+		lo, hi = max(lo, first), min(hi, last)
+	}
+	if lo > hi || (day(lo+shift) >= first && day(hi+shift) <= last) {
+		return nil
+	}
+	return ir.Refuse("%s: this engine's date functions compute from %s to %s only, and the shift moves values of %s it holds (from %s to %s) outside that range; shift by less, or narrow the range of %s with WHERE",
+		ir.DateString(x.Field, x.Column, x.Trunc, x.Shift), catalog.FormatDate(first), catalog.FormatDate(last), c.Name,
+		catalog.FormatValue(c.Type, lo), catalog.FormatValue(c.Type, hi), c.Name)
 }

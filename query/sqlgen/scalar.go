@@ -114,7 +114,7 @@ func (g *sqlGen) scalarSQL(s ir.Scalar) (string, error) {
 		}
 		return b.String() + " END", nil
 	case ir.DatePart:
-		e, err := g.dateSQL(x.Column, x.Field, x.Trunc)
+		e, err := g.dateSQL(x)
 		return "CAST(" + e + " AS " + dbl + ")", err
 	case ir.TextLength:
 		return g.textLengthSQL(x)

@@ -649,7 +649,7 @@ func (g *sqlGen) operand(o ir.Operand) (string, error) {
 		return engine.Literal(g.d, o.Value)
 	case ir.Computed:
 		if o.Part != nil {
-			return g.dateSQL(o.Part.Column, o.Part.Field, o.Part.Trunc)
+			return g.dateSQL(*o.Part)
 		}
 		if o.Num != nil {
 			return g.scalarSQL(o.Num)
