@@ -2,9 +2,12 @@ package query
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine/clickhouse"
 	"github.com/dpstat/dpstat/engine/duckdb"
 )
@@ -239,4 +242,34 @@ func TestPerPersonDates(t *testing.T) {
 		{"days", "WITH s AS (SELECT pid, MAX(dt) AS last FROM people GROUP BY pid) SELECT SUM(last - DATE '2024-01-01') FROM s", "1214"},
 		{"shifted truncation", "WITH s AS (SELECT pid, MAX(dt) AS last FROM people GROUP BY pid) SELECT date_trunc('year', last + INTERVAL '1 day') AS y, COUNT(*) FROM s GROUP BY y", "2024-01-01 3; 2025-01-01 3"},
 	})
+}
+
+// TestDateRangeOutsideClickHouse checks that a date function over a column
+// declared wholly outside ClickHouse's dates is refused when prepared on
+// ClickHouse, before any charge, and answered elsewhere.
+func TestDateRangeOutsideClickHouse(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "old.csv"), []byte("id,born\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Parse([]byte(`
+budget: {epsilon: 10, delta: 1e-6}
+tables:
+  old:
+    source: old.csv
+    columns:
+      id:   {type: int}
+      born: {type: date, lower: "1900-01-01", upper: "1960-12-31"}
+`), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sql := "SELECT date_trunc('year', born), COUNT(*) FROM old GROUP BY 1"
+	if _, err := Prepare(cat, duckdb.Dialect, sql, exactOpts()); err != nil {
+		t.Errorf("on DuckDB: %v", err)
+	}
+	want := "the declared range of born (from 1900-01-01 to 1960-12-31) lies outside it"
+	if _, err := Prepare(cat, clickhouse.Dialect, sql, exactOpts()); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("on ClickHouse: error = %v, want one containing %q", err, want)
+	}
 }

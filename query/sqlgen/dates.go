@@ -80,11 +80,13 @@ func (g *sqlGen) dateSQL(x ir.DatePart) (string, error) {
 // the engine holds within the column's bounds out of that range: the
 // engine would clamp it into the range, and its key would differ from
 // the other engines' (or from every listed key). shift is in the
-// column's units. Hours and minutes of a timestamp are integer arithmetic
-// on every engine and need no check.
+// column's units. It also refuses a column whose declared range lies
+// wholly outside that range, shifted or not: every value would be clamped
+// to a bound the engine cannot hold. Hours and minutes of a timestamp are
+// integer arithmetic on every engine and need no check.
 func (g *sqlGen) checkDayRange(x ir.DatePart, c *catalog.Column, shift int64) error {
 	dr, ok := g.d.(engine.DayRanger)
-	if !ok || shift == 0 || (c.Type == catalog.Timestamp && (x.Field == "hour" || x.Field == "minute")) {
+	if !ok || (c.Type == catalog.Timestamp && (x.Field == "hour" || x.Field == "minute")) {
 		return nil
 	}
 	first, last := dr.DayRange()
@@ -97,7 +99,13 @@ func (g *sqlGen) checkDayRange(x ir.DatePart, c *catalog.Column, shift int64) er
 	} else {
 		lo, hi = max(lo, first), min(hi, last)
 	}
-	if lo > hi || (day(lo+shift) >= first && day(hi+shift) <= last) {
+	if lo > hi {
+		// Every value is clamped to a bound outside the range.
+		return ir.Refuse("%s: this engine's date functions compute from %s to %s only, and the declared range of %s (from %s to %s) lies outside it; declare the range of the dates the table holds",
+			ir.DateString(x.Field, x.Column, x.Trunc, x.Shift), catalog.FormatDate(first), catalog.FormatDate(last), c.Name,
+			catalog.FormatValue(c.Type, int64(*c.Lower)), catalog.FormatValue(c.Type, int64(*c.Upper)))
+	}
+	if shift == 0 || (day(lo+shift) >= first && day(hi+shift) <= last) {
 		return nil
 	}
 	return ir.Refuse("%s: this engine's date functions compute from %s to %s only, and the shift moves values of %s it holds (from %s to %s) outside that range; shift by less, or narrow the range of %s with WHERE",
