@@ -19,6 +19,11 @@
 // that dpstat is connected to (docs/scaling.md), except on a Distributed
 // table sharded by the privacy unit (ShardedByUnit), where each shard
 // bounds the contributions of the persons it holds.
+//
+// A NaN census (Census, taken by a server at start) lets queries over a
+// table without NaN read its float columns as they are, while the table's
+// data parts stay as the census saw them: Ping, the check dpstat makes
+// before each charge, reads their fingerprint in the same round trip.
 package clickhouse
 
 import (
