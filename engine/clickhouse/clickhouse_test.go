@@ -249,9 +249,17 @@ func TestUnreachableCostsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// With a census, the check before the charge reads the parts'
+	// fingerprints: it must refuse as the plain ping does.
+	if err := eng.(engine.CensusTaker).Census(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	opts := query.Options{Epsilon: 1, Confidence: 0.95, Analyst: "a"}
 	if _, err := svc.Answer(context.Background(), "SELECT COUNT(*) FROM people", opts); err != nil {
 		t.Fatal(err)
+	}
+	if nan, ok := eng.(engine.NaNCensus).KnownNaN("people$raw"); !ok || nan {
+		t.Errorf("KnownNaN of people after a census and a query = %v, %v; want false, true", nan, ok)
 	}
 	before := led.Charges()
 	if err := c.Halt(0); err != nil {
