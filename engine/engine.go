@@ -132,6 +132,15 @@ type NaNCensus interface {
 	KnownNaN(name string) (nan, ok bool)
 }
 
+// CensusTaker is implemented by engines that take, when their owner asks
+// (a server at start), the NaN census that NaNCensus answers from. Loader
+// engines take it with Census too.
+type CensusTaker interface {
+	// Census takes the NaN census of every table or view with KeepNaN
+	// columns that the engine can take one of.
+	Census(ctx context.Context) error
+}
+
 // Column is a column of a registered source and the engine-neutral type it
 // is cast to.
 type Column struct {

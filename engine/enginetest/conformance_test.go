@@ -16,6 +16,7 @@ func TestMain(m *testing.M) {
 // TestDuckDB runs the conformance suite on the embedded engine.
 func TestDuckDB(t *testing.T) {
 	enginetest.Run(t, enginetest.DuckDB())
+	t.Run("census", func(t *testing.T) { enginetest.RunWithCensus(t, enginetest.DuckDB()) })
 	t.Run("forms", func(t *testing.T) { enginetest.RunForms(t, enginetest.DuckDB()) })
 }
 
@@ -34,6 +35,7 @@ func TestPostgres(t *testing.T) {
 func TestClickHouse(t *testing.T) {
 	c := enginetest.SharedClickHouse(t)
 	enginetest.Run(t, c.Backend())
+	t.Run("census", func(t *testing.T) { enginetest.RunWithCensus(t, c.Backend()) })
 	t.Run("forms", func(t *testing.T) { enginetest.RunForms(t, c.Backend()) })
 	t.Run("per shard", func(t *testing.T) { enginetest.RunPerShard(t, c.Backend()) })
 }

@@ -163,7 +163,8 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 		return err
 	}
 	// A server engine reads its tables where they live: only an engine
-	// over files loads them or takes their census.
+	// over files loads them; a census of NaN is taken by an engine over
+	// files, or by a server engine that can tell when it stops being valid.
 	if loader, ok := eng.(engine.Loader); ok {
 		if cfg.loadTables {
 			if err := queryanswer.LoadTables(ctx, eng); err != nil {
@@ -172,6 +173,12 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 		} else if err := loader.Census(ctx); err != nil {
 			// Which float columns hold NaN, once, so that sums can skip
 			// the per-value test while the files stay unchanged.
+			return err
+		}
+	} else if taker, ok := eng.(engine.CensusTaker); ok {
+		// A server engine's census (ClickHouse): valid while the
+		// tables' data parts stay unchanged.
+		if err := taker.Census(ctx); err != nil {
 			return err
 		}
 	}
