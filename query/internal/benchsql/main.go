@@ -86,6 +86,14 @@ SELECT grp, sum(c), sum(s), sum(s) / sum(n) FROM pb GROUP BY grp`, src)
 FROM read_parquet(%s) WHERE pid IS NOT NULL AND grp IN (0,1,2,3,4,5,6,7,8,9) GROUP BY pid, grp),
 pb AS (SELECT * FROM pu QUALIFY row_number() OVER (PARTITION BY pid ORDER BY random()) <= 3)
 SELECT grp, sum(c), sum(s) FROM pb GROUP BY grp`, src)
+	// A quantile: dpstat's bounded histogram statement (the values kept
+	// per person, binned, counted per group), against the exact median of
+	// the rows a window sort keeps.
+	median := "SELECT grp, MEDIAN(v) FROM events GROUP BY grp"
+	plainMedian := fmt.Sprintf(`WITH r AS (SELECT pid, grp, least(greatest(v, 0), 100) AS v FROM read_parquet(%s) WHERE pid IS NOT NULL AND grp IN (0,1,2,3,4,5,6,7,8,9) AND v IS NOT NULL),
+rb AS (SELECT * FROM r QUALIFY row_number() OVER (PARTITION BY pid, grp ORDER BY random()) <= 2),
+pb AS (SELECT * FROM (SELECT DISTINCT pid, grp FROM rb) QUALIFY row_number() OVER (PARTITION BY pid ORDER BY random()) <= 3)
+SELECT grp, median(v) FROM rb JOIN pb USING (pid, grp) GROUP BY grp`, src)
 	join := "SELECT g.label, COUNT(*), SUM(r.v), AVG(r.v) FROM rows_as_people r JOIN groups g ON r.grp = g.grp GROUP BY g.label"
 	plainJoin := fmt.Sprintf("SELECT g.label, count(*), sum(least(greatest(r.v, 0), 100)), avg(least(greatest(r.v, 0), 100)) FROM read_parquet(%s) r JOIN read_csv(%s) g ON r.grp = g.grp GROUP BY g.label",
 		src, duckdb.Dialect.QuoteString(filepath.Join(filepath.Dir(pq), "groups.csv")))
@@ -97,6 +105,7 @@ SELECT grp, sum(c), sum(s) FROM pb GROUP BY grp`, src)
 		{"per-person bounding (L0=3, Linf=2): COUNT, SUM, AVG GROUP BY public key", dp(bounded), plain(plainBounded)},
 		{"per-person bounding vs rows-per-group bounding only", dp(bounded), plain(plainRowsOnly)},
 		{"per-person bounding vs per-(person, group) clamped aggregates (a cheaper statistic)", dp(bounded), plain(clampedBounding)},
+		{"bounded MEDIAN (L0=3, Linf=2 per person) GROUP BY public key", dp(median), plain(plainMedian)},
 	}
 	fmt.Printf("machine: %s/%s, %d cores, DuckDB threads %d, memory limit %q; %d rows in %s; %d runs, medians\n\n",
 		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), *threads, *memLimit, *rows, pq, *runs)
