@@ -59,10 +59,10 @@ func HistogramSQL(p *dpplan.Plan, d engine.Dialect, h int) (string, error) {
 	rows := "SELECT " + strings.Join(cols, ", ") + where
 	outKeys := strings.Join(append(append([]string{}, keys...), "b"), ", ")
 	// final counts the kept rows per (group, bin), or the distinct values
-	// per group; count is the aggregate that counts the rows of a bin.
-	final := func(from, count string) string {
+	// per group.
+	final := func(from string) string {
 		if !hist.Distinct {
-			return "SELECT " + outKeys + ", " + count + " AS c FROM " + from + " GROUP BY " + outKeys
+			return "SELECT " + outKeys + ", count(*) AS c FROM " + from + " GROUP BY " + outKeys
 		}
 		if _, nested := d.(engine.Nested); nested {
 			// Such a dialect (ClickHouse) reads an alias anywhere in its
@@ -85,7 +85,7 @@ func HistogramSQL(p *dpplan.Plan, d engine.Dialect, h int) (string, error) {
 	st := g.newStages()
 	if !p.Bounded {
 		st.add("r", "", rows)
-		return st.finish(final(st.from("r"), "count(*)")), nil
+		return st.finish(final(st.from("r"))), nil
 	}
 	if sm, ok := d.(engine.Sampler); ok {
 		// The sampled rows carry the random key rk of each row (see
@@ -111,7 +111,7 @@ func HistogramSQL(p *dpplan.Plan, d engine.Dialect, h int) (string, error) {
 		st.add("unit_groups_bounded", "", g.keepRandom(st.from("unit_groups"), []string{"u"}, unitKeyList, p.Contribution.Groups))
 		from = from + " JOIN " + st.from("unit_groups_bounded") + " USING (" + unitKeys + ")"
 	}
-	return st.finish(final(from, "count(*)")), nil
+	return st.finish(final(from)), nil
 }
 
 // sampledHistogram writes the bounded histogram statement for dialects
@@ -123,17 +123,18 @@ func HistogramSQL(p *dpplan.Plan, d engine.Dialect, h int) (string, error) {
 // but keeps SmallestN's lists in memory, so that a list for every pair
 // made large tables fail under a memory limit (see docs/scaling.md).
 // Every pair is counted first (n, plain aggregates, which spill), and at
-// most L0 pairs per person are kept; a kept pair with at most L∞ rows
-// keeps all of them, counted per bin (or per distinct value) with a plain
-// aggregate; only the rows of the kept pairs with more than L∞ rows are
-// read again and sampled with SmallestN. The kept values, and so the
-// answers, are those of a list for every pair: the same pairs, the same
-// randomness per pair.
+// most L0 pairs per person are kept; the rows are read again, joined with
+// the kept pairs: a pair with at most L∞ rows keeps all of them, and only
+// the rows of the pairs with more than L∞ rows are sampled with
+// SmallestN. (Counting the rows per (pair, bin) before the join, a third
+// aggregate, took more memory and time than joining the rows.) The kept
+// values, and so the answers, are those of a list for every pair: the
+// same pairs, the same randomness per pair.
 //
 // rows selects u, the keys and b; sampledRows also rk. The rows are
 // spelled each time they are read, not as a WITH query read three times,
 // so that they are never materialized.
-func (g *sqlGen) sampledHistogram(sm engine.Sampler, rows, sampledRows string, keys []string, final func(from, count string) string) string {
+func (g *sqlGen) sampledHistogram(sm engine.Sampler, rows, sampledRows string, keys []string, final func(from string) string) string {
 	L := strconv.FormatInt(g.p.Contribution.RowsPerGroup, 10)
 	pair := strings.Join(append([]string{"u"}, keys...), ", ")
 	keyList := ""
@@ -144,12 +145,11 @@ func (g *sqlGen) sampledHistogram(sm engine.Sampler, rows, sampledRows string, k
 	b.WriteString("WITH ")
 	from := g.keepGroups(&b, sm, keyList+"count(*) AS n", "("+rows+") AS r GROUP BY "+pair)
 	b.WriteString(",\nkept_pairs AS " + sm.Materialized() + " (SELECT " + pair + ", n FROM " + from + "),\n")
-	light := "SELECT " + keyList + "b, c FROM (SELECT " + pair + ", b, count(*) AS c FROM (" + rows + ") AS r GROUP BY " + pair + ", b) AS bins" +
-		" JOIN (SELECT " + pair + " FROM kept_pairs WHERE n <= " + L + ") AS light USING (" + pair + ")"
-	heavy := "SELECT " + keyList + sm.Unnest("bs") + " AS b, 1 AS c FROM (SELECT " + pair + ", " + sm.SmallestN("b", "rk", g.p.Contribution.RowsPerGroup) + " AS bs" +
+	light := "SELECT " + keyList + "b FROM (" + rows + ") AS r JOIN (SELECT " + pair + " FROM kept_pairs WHERE n <= " + L + ") AS light USING (" + pair + ")"
+	heavy := "SELECT " + keyList + sm.Unnest("bs") + " AS b FROM (SELECT " + pair + ", " + sm.SmallestN("b", "rk", g.p.Contribution.RowsPerGroup) + " AS bs" +
 		" FROM (" + sampledRows + ") AS r JOIN (SELECT " + pair + " FROM kept_pairs WHERE n > " + L + ") AS heavy USING (" + pair + ") GROUP BY " + pair + ") AS sampled"
 	b.WriteString("kept AS (" + light + "\nUNION ALL\n" + heavy + ")\n")
-	b.WriteString(final("kept", "CAST(sum(c) AS "+g.d.TypeName(engine.Integer)+")"))
+	b.WriteString(final("kept"))
 	return b.String()
 }
 
