@@ -5,6 +5,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/dpstat/dpstat/query/ir"
@@ -140,4 +142,60 @@ tables:
 	// 10), first quartile 3.
 	check("SELECT MEDIAN(v), COUNT(DISTINCT v), percentile_cont(0.25) WITHIN GROUP (ORDER BY v) FROM t", false,
 		map[float64][]float64{0: {5, 5, 3}})
+}
+
+// TestSampledPairsNullKey checks that the sampled bounding keeps the pairs
+// of a NULL group (a group key of a column without a public value list,
+// chosen by key selection): the statements join the rows with the kept
+// pairs on their keys, where a NULL key must match a NULL key. Each
+// person has three rows in the NULL group (more than L∞ = 2: sampled) and
+// one in group a (not sampled); every value is 5.
+func TestSampledPairsNullKey(t *testing.T) {
+	dir := t.TempDir()
+	var data strings.Builder
+	data.WriteString("pid,g,v\n")
+	for p := range 200 {
+		id := strconv.Itoa(p)
+		data.WriteString(id + ",,5\n" + id + ",,5\n" + id + ",,5\n" + id + ",a,5\n")
+	}
+	cat := `budget: {epsilon: 1e30}
+tables:
+  t:
+    source: t.csv
+    privacy_unit: pid
+    max_groups_per_unit: 3
+    max_rows_per_group: 2
+    columns:
+      pid: {type: int}
+      g:   {type: text}
+      v:   {type: int, lower: 0, upper: 10}
+`
+	for name, body := range map[string]string{"t.csv": data.String(), "catalog.yaml": cat} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc, _, _ := newTestService(t, filepath.Join(dir, "catalog.yaml"))
+	opts := exactOpts()
+	opts.Delta = 1e-6 // key selection
+	res, err := svc.Answer(context.Background(), "SELECT g, COUNT(*), SUM(v), COUNT(DISTINCT v), MEDIAN(v) FROM t GROUP BY g", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[any][4]float64{nil: {400, 2000, 1, 5}, "a": {200, 1000, 1, 5}}
+	if len(res.Rows) != len(want) {
+		t.Fatalf("got %d rows, want %d: %v", len(res.Rows), len(want), res.Rows)
+	}
+	for _, row := range res.Rows {
+		w, ok := want[row[0]]
+		if !ok {
+			t.Fatalf("unexpected group %v in %v", row[0], res.Rows)
+		}
+		for j := range w {
+			x, _ := ir.Number(row[1+j])
+			if math.Abs(x-w[j]) > 0.5 {
+				t.Errorf("group %v, column %d: got %v, want %v", row[0], j+1, row[1+j], w[j])
+			}
+		}
+	}
 }

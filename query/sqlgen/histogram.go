@@ -90,7 +90,7 @@ func HistogramSQL(p *dpplan.Plan, d engine.Dialect, h int) (string, error) {
 	if sm, ok := d.(engine.Sampler); ok {
 		// The sampled rows carry the random key rk of each row (see
 		// sampledHistogram).
-		sampledRows := "SELECT " + strings.Join(append(cols, d.Random()+" AS rk"), ", ") + where
+		sampledRows := "SELECT " + strings.Join(append(append([]string{}, cols...), d.Random()+" AS rk"), ", ") + where
 		return g.sampledHistogram(sm, rows, sampledRows, keys, final), nil
 	}
 	unitKeyList := append([]string{"u"}, keys...)
@@ -145,9 +145,22 @@ func (g *sqlGen) sampledHistogram(sm engine.Sampler, rows, sampledRows string, k
 	b.WriteString("WITH ")
 	from := g.keepGroups(&b, sm, keyList+"count(*) AS n", "("+rows+") AS r GROUP BY "+pair)
 	b.WriteString(",\nkept_pairs AS " + sm.Materialized() + " (SELECT " + pair + ", n FROM " + from + "),\n")
-	light := "SELECT " + keyList + "b FROM (" + rows + ") AS r JOIN (SELECT " + pair + " FROM kept_pairs WHERE n <= " + L + ") AS light USING (" + pair + ")"
-	heavy := "SELECT " + keyList + sm.Unnest("bs") + " AS b FROM (SELECT " + pair + ", " + sm.SmallestN("b", "rk", g.p.Contribution.RowsPerGroup) + " AS bs" +
-		" FROM (" + sampledRows + ") AS r JOIN (SELECT " + pair + " FROM kept_pairs WHERE n > " + L + ") AS heavy USING (" + pair + ") GROUP BY " + pair + ") AS sampled"
+	// The pairs are joined on u and the keys, a NULL key matching a NULL
+	// key (USING would drop the NULL group's rows).
+	on := func(rel string) string {
+		conds := []string{"r.u = " + rel + ".u"}
+		for _, k := range keys {
+			conds = append(conds, sm.NullSafeEqual("r."+k, rel+"."+k))
+		}
+		return " ON " + strings.Join(conds, " AND ")
+	}
+	rKeys := ""
+	for _, k := range keys {
+		rKeys += "r." + k + ", "
+	}
+	light := "SELECT " + rKeys + "r.b FROM (" + rows + ") AS r JOIN (SELECT " + pair + " FROM kept_pairs WHERE n <= " + L + ") AS light" + on("light")
+	heavy := "SELECT " + keyList + sm.Unnest("bs") + " AS b FROM (SELECT " + strings.TrimSuffix("r.u, "+rKeys, ", ") + ", " + sm.SmallestN("r.b", "r.rk", g.p.Contribution.RowsPerGroup) + " AS bs" +
+		" FROM (" + sampledRows + ") AS r JOIN (SELECT " + pair + " FROM kept_pairs WHERE n > " + L + ") AS heavy" + on("heavy") + " GROUP BY " + strings.TrimSuffix("r.u, "+rKeys, ", ") + ") AS sampled"
 	b.WriteString("kept AS (" + light + "\nUNION ALL\n" + heavy + ")\n")
 	b.WriteString(final("kept"))
 	return b.String()
