@@ -65,6 +65,9 @@ type Sampler interface {
 	// Materialized is the keyword that makes a WITH query computed once
 	// (so that random values in it are the same wherever it is read).
 	Materialized() string
+	// NullSafeEqual spells a join condition true when a and b are equal or
+	// both NULL (a group key may be NULL, and a NULL group is a group).
+	NullSafeEqual(a, b string) string
 }
 
 // Binder is implemented by engines that read tables where they already

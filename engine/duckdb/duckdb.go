@@ -635,6 +635,10 @@ func (dialect) NthSmallest(col string, n int64) string {
 // Materialized is DuckDB's AS MATERIALIZED.
 func (dialect) Materialized() string { return "MATERIALIZED" }
 
+// NullSafeEqual is IS NOT DISTINCT FROM, which DuckDB's hash join takes as
+// a join key.
+func (dialect) NullSafeEqual(a, b string) string { return a + " IS NOT DISTINCT FROM " + b }
+
 // GridSum is DuckDB's sum of DOUBLE.
 func (dialect) GridSum(expr string) string { return "sum(" + expr + ")" }
 

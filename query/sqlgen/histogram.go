@@ -46,10 +46,6 @@ func HistogramSQL(p *dpplan.Plan, d engine.Dialect, h int) (string, error) {
 		}
 	}
 	cols = append(cols, value+" AS b")
-	sm, sampler := d.(engine.Sampler)
-	if p.Bounded && sampler {
-		cols = append(cols, d.Random()+" AS rk") // see below
-	}
 	conds, err := g.conditions()
 	if err != nil {
 		return "", err
@@ -59,7 +55,8 @@ func HistogramSQL(p *dpplan.Plan, d engine.Dialect, h int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	rows := "SELECT " + strings.Join(cols, ", ") + " FROM " + source + " WHERE " + strings.Join(conds, " AND ")
+	where := " FROM " + source + " WHERE " + strings.Join(conds, " AND ")
+	rows := "SELECT " + strings.Join(cols, ", ") + where
 	outKeys := strings.Join(append(append([]string{}, keys...), "b"), ", ")
 	// final counts the kept rows per (group, bin), or the distinct values
 	// per group.
@@ -90,19 +87,11 @@ func HistogramSQL(p *dpplan.Plan, d engine.Dialect, h int) (string, error) {
 		st.add("r", "", rows)
 		return st.finish(final(st.from("r"))), nil
 	}
-	var b strings.Builder
-	if sampler {
-		// As the main statement: at most L∞ values per (person, group) by
-		// the random key rk of each row, at most L0 groups per person below
-		// a random threshold; then one row per kept value.
-		b.WriteString("WITH r AS (" + rows + "),\n")
-		unitKeys := strings.Join(append([]string{"u"}, keys...), ", ")
-		list := strings.Join(append(append([]string{}, keys...), sm.SmallestN("b", "rk", p.Contribution.RowsPerGroup)+" AS bs"), ", ")
-		from := g.keepGroups(&b, sm, list, "r GROUP BY "+unitKeys)
-		kept := strings.Join(append(append([]string{}, keys...), sm.Unnest("bs")+" AS b"), ", ")
-		b.WriteString(",\nkept AS (SELECT " + kept + " FROM " + from + ")")
-		b.WriteString("\n" + final("kept"))
-		return b.String(), nil
+	if sm, ok := d.(engine.Sampler); ok {
+		// The sampled rows carry the random key rk of each row (see
+		// sampledHistogram).
+		sampledRows := "SELECT " + strings.Join(append(append([]string{}, cols...), d.Random()+" AS rk"), ", ") + where
+		return g.sampledHistogram(sm, rows, sampledRows, keys, final), nil
 	}
 	unitKeyList := append([]string{"u"}, keys...)
 	unitKeys := strings.Join(unitKeyList, ", ")
@@ -123,6 +112,58 @@ func HistogramSQL(p *dpplan.Plan, d engine.Dialect, h int) (string, error) {
 		from = from + " JOIN " + st.from("unit_groups_bounded") + " USING (" + unitKeys + ")"
 	}
 	return st.finish(final(from)), nil
+}
+
+// sampledHistogram writes the bounded histogram statement for dialects
+// that bound with aggregates (engine.Sampler), as the main statement's
+// splitPairs does: at most L∞ values per (person, group), chosen by the
+// smallest random key rk of their rows (SmallestN), at most L0 groups per
+// person (keepGroups), then one row per kept value. A list per pair is
+// only made where it is needed: DuckDB spills an aggregate's hash table
+// but keeps SmallestN's lists in memory, so that a list for every pair
+// made large tables fail under a memory limit (see docs/scaling.md).
+// Every pair is counted first (n, plain aggregates, which spill), and at
+// most L0 pairs per person are kept; the rows are read again, joined with
+// the kept pairs: a pair with at most L∞ rows keeps all of them, and only
+// the rows of the pairs with more than L∞ rows are sampled with
+// SmallestN. (Counting the rows per (pair, bin) before the join, a third
+// aggregate, took more memory and time than joining the rows.) The kept
+// values, and so the answers, are those of a list for every pair: the
+// same pairs, the same randomness per pair.
+//
+// rows selects u, the keys and b; sampledRows also rk. The rows are
+// spelled each time they are read, not as a WITH query read three times,
+// so that they are never materialized.
+func (g *sqlGen) sampledHistogram(sm engine.Sampler, rows, sampledRows string, keys []string, final func(from string) string) string {
+	L := strconv.FormatInt(g.p.Contribution.RowsPerGroup, 10)
+	pair := strings.Join(append([]string{"u"}, keys...), ", ")
+	keyList := ""
+	if len(keys) > 0 {
+		keyList = strings.Join(keys, ", ") + ", "
+	}
+	var b strings.Builder
+	b.WriteString("WITH ")
+	from := g.keepGroups(&b, sm, keyList+"count(*) AS n", "("+rows+") AS r GROUP BY "+pair)
+	b.WriteString(",\nkept_pairs AS " + sm.Materialized() + " (SELECT " + pair + ", n FROM " + from + "),\n")
+	// The pairs are joined on u and the keys, a NULL key matching a NULL
+	// key (USING would drop the NULL group's rows).
+	on := func(rel string) string {
+		conds := []string{"r.u = " + rel + ".u"}
+		for _, k := range keys {
+			conds = append(conds, sm.NullSafeEqual("r."+k, rel+"."+k))
+		}
+		return " ON " + strings.Join(conds, " AND ")
+	}
+	rKeys := ""
+	for _, k := range keys {
+		rKeys += "r." + k + ", "
+	}
+	light := "SELECT " + rKeys + "r.b FROM (" + rows + ") AS r JOIN (SELECT " + pair + " FROM kept_pairs WHERE n <= " + L + ") AS light" + on("light")
+	heavy := "SELECT " + keyList + sm.Unnest("bs") + " AS b FROM (SELECT " + strings.TrimSuffix("r.u, "+rKeys, ", ") + ", " + sm.SmallestN("r.b", "r.rk", g.p.Contribution.RowsPerGroup) + " AS bs" +
+		" FROM (" + sampledRows + ") AS r JOIN (SELECT " + pair + " FROM kept_pairs WHERE n > " + L + ") AS heavy" + on("heavy") + " GROUP BY " + strings.TrimSuffix("r.u, "+rKeys, ", ") + ") AS sampled"
+	b.WriteString("kept AS (" + light + "\nUNION ALL\n" + heavy + ")\n")
+	b.WriteString(final("kept"))
+	return b.String()
 }
 
 // bin spells the candidate bin of a histogram's column value.

@@ -457,13 +457,20 @@ func (g *sqlGen) splitPairs(b *strings.Builder, sm engine.Sampler, rows string, 
 		cols[i] = "s" + strconv.Itoa(i)
 	}
 	list := "u, " + selectKeys + strings.Join(cols, ", ")
-	pairKey := strings.Join(append([]string{"u"}, keys...), ", ")
 	// The rows are spelled twice, not as a WITH query read twice, so that
 	// they are never materialized: each read takes them from the table.
 	b.WriteString("WITH ")
 	from := g.keepGroups(b, sm, selectKeys+"count(*) AS n, "+aggs(all), "("+rows+") AS r"+groupBy("u"))
 	b.WriteString(",\nkept AS " + sm.Materialized() + " (SELECT * FROM " + from + "),\n")
-	b.WriteString("sampled AS (SELECT u, " + selectKeys + aggs(perUnit) + " FROM (" + rows + ") AS r JOIN (SELECT " + pairKey + " FROM kept WHERE n > " + L + ") AS heavy USING (" + pairKey + ")" + groupBy("u") + ")\n")
+	// The heavy pairs' columns are renamed (pair_u, pair_k0, …) so that
+	// the join can match a NULL key to a NULL key, which USING would not:
+	// a NULL group is a group.
+	heavyCols, on := []string{"u AS pair_u"}, []string{"u = pair_u"}
+	for _, k := range keys {
+		heavyCols = append(heavyCols, k+" AS pair_"+k)
+		on = append(on, sm.NullSafeEqual(k, "pair_"+k))
+	}
+	b.WriteString("sampled AS (SELECT u, " + selectKeys + aggs(perUnit) + " FROM (" + rows + ") AS r JOIN (SELECT " + strings.Join(heavyCols, ", ") + " FROM kept WHERE n > " + L + ") AS heavy ON " + strings.Join(on, " AND ") + groupBy("u") + ")\n")
 	b.WriteString("SELECT " + selectKeys + aggs(g.resum) + " FROM (SELECT " + list + " FROM kept WHERE n <= " + L + " UNION ALL SELECT " + list + " FROM sampled) AS kept_values" + groupBy())
 	return b.String()
 }

@@ -32,6 +32,7 @@ func main() {
 	memLimit := flag.String("memory-limit", "", "DuckDB memory_limit, e.g. 8GB (empty: DuckDB's default, 80% of the machine's memory)")
 	dpOnly := flag.Bool("dp-only", false, "time only dpstat's side of each comparison, with no warm-up run (for tables too large to run the plain queries beside it)")
 	explain := flag.Bool("explain", false, "print the bounded query's generated SQL and DuckDB's EXPLAIN ANALYZE of it, then exit")
+	explainQuery := flag.String("explain-query", "", "with -explain, the query to explain instead of the bounded one (each of its engine statements, histograms included)")
 	flag.Parse()
 	ctx := context.Background()
 
@@ -75,7 +76,11 @@ SELECT grp, sum(c), sum(s), sum(s) / sum(n) FROM pb GROUP BY grp`, src)
 		log.Fatal(err)
 	}
 	if *explain {
-		explainBounded(ctx, b, bounded)
+		q := bounded
+		if *explainQuery != "" {
+			q = *explainQuery
+		}
+		explainBounded(ctx, b, q)
 		return
 	}
 	// A cheaper statistic, for comparison: per-(person, group) aggregates
@@ -86,6 +91,14 @@ SELECT grp, sum(c), sum(s), sum(s) / sum(n) FROM pb GROUP BY grp`, src)
 FROM read_parquet(%s) WHERE pid IS NOT NULL AND grp IN (0,1,2,3,4,5,6,7,8,9) GROUP BY pid, grp),
 pb AS (SELECT * FROM pu QUALIFY row_number() OVER (PARTITION BY pid ORDER BY random()) <= 3)
 SELECT grp, sum(c), sum(s) FROM pb GROUP BY grp`, src)
+	// A quantile: dpstat's bounded histogram statement (the values kept
+	// per person, binned, counted per group), against the exact median of
+	// the rows a window sort keeps.
+	median := "SELECT grp, MEDIAN(v) FROM events GROUP BY grp"
+	plainMedian := fmt.Sprintf(`WITH r AS (SELECT pid, grp, least(greatest(v, 0), 100) AS v FROM read_parquet(%s) WHERE pid IS NOT NULL AND grp IN (0,1,2,3,4,5,6,7,8,9) AND v IS NOT NULL),
+rb AS (SELECT * FROM r QUALIFY row_number() OVER (PARTITION BY pid, grp ORDER BY random()) <= 2),
+pb AS (SELECT * FROM (SELECT DISTINCT pid, grp FROM rb) QUALIFY row_number() OVER (PARTITION BY pid ORDER BY random()) <= 3)
+SELECT grp, median(v) FROM rb JOIN pb USING (pid, grp) GROUP BY grp`, src)
 	join := "SELECT g.label, COUNT(*), SUM(r.v), AVG(r.v) FROM rows_as_people r JOIN groups g ON r.grp = g.grp GROUP BY g.label"
 	plainJoin := fmt.Sprintf("SELECT g.label, count(*), sum(least(greatest(r.v, 0), 100)), avg(least(greatest(r.v, 0), 100)) FROM read_parquet(%s) r JOIN read_csv(%s) g ON r.grp = g.grp GROUP BY g.label",
 		src, duckdb.Dialect.QuoteString(filepath.Join(filepath.Dir(pq), "groups.csv")))
@@ -97,6 +110,7 @@ SELECT grp, sum(c), sum(s) FROM pb GROUP BY grp`, src)
 		{"per-person bounding (L0=3, Linf=2): COUNT, SUM, AVG GROUP BY public key", dp(bounded), plain(plainBounded)},
 		{"per-person bounding vs rows-per-group bounding only", dp(bounded), plain(plainRowsOnly)},
 		{"per-person bounding vs per-(person, group) clamped aggregates (a cheaper statistic)", dp(bounded), plain(clampedBounding)},
+		{"bounded MEDIAN (L0=3, Linf=2 per person) GROUP BY public key", dp(median), plain(plainMedian)},
 	}
 	fmt.Printf("machine: %s/%s, %d cores, DuckDB threads %d, memory limit %q; %d rows in %s; %d runs, medians\n\n",
 		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), *threads, *memLimit, *rows, pq, *runs)
@@ -127,25 +141,32 @@ SELECT grp, sum(c), sum(s) FROM pb GROUP BY grp`, src)
 	fmt.Printf("peak resident memory of the process (VmHWM): %s\n", benchdata.PeakRSS())
 }
 
-// explainBounded prints the engine SQL of dpstat's bounded query and
-// DuckDB's EXPLAIN ANALYZE of it (each operator's time and row count), to
-// see which stage grows faster than the data.
-func explainBounded(ctx context.Context, b *benchdata.Bench, bounded string) {
-	prep, err := b.Service.Prepare(bounded, query.Options{Epsilon: 1, Confidence: 0.95, Analyst: "bench"})
+// explainBounded prints the engine statements of a dpstat query (by
+// default the bounded one: its main statement, then its histograms' if
+// any) and DuckDB's EXPLAIN ANALYZE of each (each operator's time and row
+// count), to see which stage grows faster than the data.
+func explainBounded(ctx context.Context, b *benchdata.Bench, q string) {
+	prep, err := b.Service.Prepare(q, query.Options{Epsilon: 1, Confidence: 0.95, Analyst: "bench"})
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("%s\n\n", prep.SQL)
-	// A warm-up run (file cache, Parquet metadata), then the profiled one.
-	if err := b.Plain(ctx, prep.SQL)(); err != nil {
-		log.Fatal(err)
-	}
-	res, err := b.Engine.Query(ctx, "EXPLAIN ANALYZE "+prep.SQL)
-	if err != nil {
-		log.Fatal(err)
-	}
-	for _, row := range res.Rows {
-		fmt.Println(row[len(row)-1])
+	for _, sql := range append([]string{prep.SQL}, prep.HistogramSQL...) {
+		if sql == "" {
+			continue // a query of quantiles only has no main statement
+		}
+		fmt.Printf("%s\n\n", sql)
+		// A warm-up run (file cache, Parquet metadata), then the profiled
+		// one.
+		if err := b.Plain(ctx, sql)(); err != nil {
+			log.Fatal(err)
+		}
+		res, err := b.Engine.Query(ctx, "EXPLAIN ANALYZE "+sql)
+		if err != nil {
+			log.Fatal(err)
+		}
+		for _, row := range res.Rows {
+			fmt.Println(row[len(row)-1])
+		}
 	}
 	fmt.Printf("peak resident memory of the process (VmHWM): %s\n", benchdata.PeakRSS())
 }
