@@ -18,7 +18,6 @@ import (
 // pairs with more (sampled with lists), both with NULL values, and
 // pairs whose values are all NULL.
 func TestSampledPairsExact(t *testing.T) {
-	dir := t.TempDir()
 	data := "pid,g,v\n" +
 		// g 1: person 1 has 4 rows (sampled: 2 of the three 5s), person 2
 		// two NULLs (plain).
@@ -39,12 +38,7 @@ tables:
       g:   {type: int, values: [1, 2, 3]}
       v:   {type: int, lower: 0, upper: 10}
 `
-	for name, body := range map[string]string{"t.csv": data, "catalog.yaml": cat} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	svc, _, _ := newTestService(t, filepath.Join(dir, "catalog.yaml"))
+	svc := tableService(t, cat, data)
 	res, err := svc.Answer(context.Background(), "SELECT g, COUNT(*), SUM(v), COUNT(v) FROM t GROUP BY g", exactOpts())
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +71,6 @@ tables:
 // where the values around it are). A pair's count is of its non-NULL
 // values: person 6's pair has three rows, one NULL, and is not sampled.
 func TestSampledHistogramPairsExact(t *testing.T) {
-	dir := t.TempDir()
 	data := "pid,g,v\n" +
 		// g 1: persons 1–4 at most L∞ rows, persons 5 and 10 five rows of 9
 		// (two kept each): 1 1 5 5 5 5 5 5 9 9 9 9, median 5. Were every
@@ -100,12 +93,7 @@ tables:
       g:   {type: int, values: [1, 2]}
       v:   {type: int, lower: 0, upper: 10}
 `
-	for name, body := range map[string]string{"t.csv": data, "catalog.yaml": cat} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	svc, _, _ := newTestService(t, filepath.Join(dir, "catalog.yaml"))
+	svc := tableService(t, cat, data)
 	// check compares each row's values with want (by group, the first
 	// column, when grouped; group 0 for a total), within tolerance.
 	check := func(sql string, grouped bool, want map[float64][]float64) {
@@ -151,7 +139,6 @@ tables:
 // person has three rows in the NULL group (more than L∞ = 2: sampled) and
 // one in group a (not sampled); every value is 5.
 func TestSampledPairsNullKey(t *testing.T) {
-	dir := t.TempDir()
 	var data strings.Builder
 	data.WriteString("pid,g,v\n")
 	for p := range 200 {
@@ -170,12 +157,7 @@ tables:
       g:   {type: text}
       v:   {type: int, lower: 0, upper: 10}
 `
-	for name, body := range map[string]string{"t.csv": data.String(), "catalog.yaml": cat} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	svc, _, _ := newTestService(t, filepath.Join(dir, "catalog.yaml"))
+	svc := tableService(t, cat, data.String())
 	opts := exactOpts()
 	opts.Delta = 1e-6 // key selection
 	res, err := svc.Answer(context.Background(), "SELECT g, COUNT(*), SUM(v), COUNT(DISTINCT v), MEDIAN(v) FROM t GROUP BY g", opts)
@@ -198,4 +180,18 @@ tables:
 			}
 		}
 	}
+}
+
+// tableService is a test service over one table t, declared by the catalog
+// text cat and read from the CSV text data.
+func tableService(t *testing.T, cat, data string) *Service {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range map[string]string{"t.csv": data, "catalog.yaml": cat} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc, _, _ := newTestService(t, filepath.Join(dir, "catalog.yaml"))
+	return svc
 }
