@@ -578,10 +578,12 @@ func (s *Service) logger() *slog.Logger {
 }
 
 // exact runs the prepared statement and reads its exact statistics, in
-// the plan's first form, or in a later one when the data needs it: a NaN
-// in the table, or no census of it (engine.NaNCensus), skips FastForm, a group too
-// large for double sums sends the query to IntegerForm. A table found to
-// have such groups is remembered, so that its next queries start there.
+// the plan's first form, or in a later one: FastForm only on a table whose
+// owner declared it free of NaN (catalog.Table.NaNFree), else CleanForm,
+// and IntegerForm once a group is too large for double sums. A table
+// found to have such groups is remembered, so that its next queries start
+// there. Which form runs never depends on whether the data holds a NaN: a
+// NaN in a declared table is clamped to a bound and counted as a value.
 func (s *Service) exact(ctx context.Context, p *Prepared) (*dpplan.Exact, error) {
 	if p.SQL == "" {
 		// Quantiles alone: their histograms have their own statements.
@@ -592,15 +594,9 @@ func (s *Service) exact(ctx context.Context, p *Prepared) (*dpplan.Exact, error)
 	s.mu.Lock()
 	f := max(p.Plan.FirstForm(), s.forms[table])
 	s.mu.Unlock()
-	if f == dpplan.FastForm {
-		// Only a census taken earlier, and still valid, lets a query skip
-		// the NaN test; without one the query reads the clean view.
-		census, ok := s.eng.(engine.NaNCensus)
-		if !ok {
-			f = dpplan.CleanForm
-		} else if nan, known := census.KnownNaN(sqlgen.RawView(table)); nan || !known {
-			f = dpplan.CleanForm
-		}
+	if f == dpplan.FastForm && !p.Plan.Table.NaNFree {
+		// Only the owner's declaration lets a query skip the NaN test.
+		f = dpplan.CleanForm
 	}
 	for {
 		text, err := p.FormSQL(f)
