@@ -730,6 +730,9 @@ func (c *Catalog) Summary() string {
 		if t.IDSpace != "" {
 			fmt.Fprintf(&b, ", id space %s", t.IDSpace)
 		}
+		if t.NaNFree {
+			b.WriteString(", declared nan_free")
+		}
 		if t.Budget != c.Budget {
 			fmt.Fprintf(&b, ", budget per analyst epsilon=%g delta=%g", t.Budget.Epsilon, t.Budget.Delta)
 		}
