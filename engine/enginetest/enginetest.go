@@ -494,14 +494,23 @@ func Run(t *testing.T, b Backend) {
 // without an engine error, with each NaN counted as a value clamped to a
 // bound: the upper one on DuckDB and PostgreSQL (which order NaN above
 // every number), the lower one on ClickHouse (where greatest(nan, 0) is
-// 0).
+// 0). It also checks the owner's report of that table (query.DeclaredNaN).
 func RunDeclared(t *testing.T, b Backend) {
 	svc, _ := serviceOver(t, b, catalogDeclaring(t, b, func(tb Table) bool { return !tb.holdsNaN(t) }))
 	runBattery(t, b, svc)
 	t.Run("NaN in a declared table", func(t *testing.T) {
-		svc, _ := serviceOver(t, b, catalogDeclaring(t, b, func(tb Table) bool { return tb.Name == "special" }))
+		cat := catalogDeclaring(t, b, func(tb Table) bool { return tb.Name == "special" })
+		svc, eng := serviceOver(t, b, cat)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
+		// What dpstat catalog check and dpstat serve tell the owner.
+		lines, err := query.DeclaredNaN(ctx, cat, eng)
+		if err != nil {
+			t.Fatalf("counting the NaN of declared tables on %s: %v", b.Name, err)
+		}
+		if len(lines) != 1 || !strings.Contains(lines[0], "table special declares nan_free, but its column score holds 2 NaN") {
+			t.Errorf("on %s the owner's report is %q, want one line for special.score with 2 NaN", b.Name, lines)
+		}
 		opts := query.Options{Epsilon: 1e20, Confidence: 0.95, Analyst: "conformance"}
 		res, err := svc.Answer(ctx, "SELECT COUNT(score), SUM(score) FROM special", opts)
 		if err != nil {
