@@ -151,6 +151,13 @@ type Table struct {
 	// it has no privacy unit and no budget, its values may be read from
 	// the data, and queries join it to a private table.
 	Public bool
+	// NaNFree records the owner's declaration that the table's float
+	// columns hold no NaN (nan_free: true). It lets exact sums read those
+	// columns without a per-value NaN test (dpplan.FastForm); a NaN found
+	// there anyway is clamped to a bound and counted as a value. Without
+	// the declaration every query reads a NaN as NULL. The choice of form
+	// never depends on the data.
+	NaNFree bool `json:",omitempty"`
 	// Budget is each analyst's default budget on the table: the table's
 	// own declaration, else the catalog's.
 	Budget Budget
@@ -259,6 +266,7 @@ type rawTable struct {
 	Columns          map[string]*rawColumn `yaml:"columns"`
 	IDSpace          string                `yaml:"id_space"`
 	Public           bool                  `yaml:"public"`
+	NaNFree          yaml.Node             `yaml:"nan_free"`
 	Budget           *rawBudget            `yaml:"budget"`
 	TotalBudget      *rawBudget            `yaml:"total_budget"`
 }
@@ -401,6 +409,18 @@ func checkTable(name string, rt *rawTable, dir string, colOrder []string, remote
 		}
 	}
 	t.Public = rt.Public
+	if n := &rt.NaNFree; n.Kind != 0 {
+		var v bool
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" || n.Decode(&v) != nil {
+			text := n.Value
+			if n.Kind != yaml.ScalarNode {
+				text = "a " + map[yaml.Kind]string{yaml.SequenceNode: "list", yaml.MappingNode: "mapping"}[n.Kind]
+			}
+			add("nan_free = %s: want true (the owner declares that the float columns hold no NaN) or false", text)
+		} else {
+			t.NaNFree = v
+		}
+	}
 	if rt.Public && (rt.PrivacyUnit != "" || rt.MaxGroupsPerUnit != nil || rt.MaxRowsPerGroup != nil || rt.GroupSize != nil ||
 		rt.IDSpace != "" || rt.Budget != nil || rt.TotalBudget != nil) {
 		add("public: true declares a table about no one: it takes no privacy_unit, contribution bounds, group_size, id_space or budget")
@@ -709,6 +729,9 @@ func (c *Catalog) Summary() string {
 		}
 		if t.IDSpace != "" {
 			fmt.Fprintf(&b, ", id space %s", t.IDSpace)
+		}
+		if t.NaNFree {
+			b.WriteString(", declared nan_free")
 		}
 		if t.Budget != c.Budget {
 			fmt.Fprintf(&b, ", budget per analyst epsilon=%g delta=%g", t.Budget.Epsilon, t.Budget.Delta)

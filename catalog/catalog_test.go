@@ -80,15 +80,36 @@ func TestParseNoPrivacyUnit(t *testing.T) {
 	}
 }
 
+// TestParseNaNFree: nan_free is the owner's declaration that a table's
+// float columns hold no NaN; it is false unless declared.
+func TestParseNaNFree(t *testing.T) {
+	dir := writeSource(t)
+	for _, tt := range []struct {
+		decl string
+		want bool
+	}{{"", false}, {"    nan_free: true\n", true}, {"    nan_free: false\n", false}} {
+		c, err := Parse([]byte("budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n"+tt.decl+"    columns:\n      x: {type: float}\n"), dir)
+		if err != nil {
+			t.Fatalf("%q: %v", tt.decl, err)
+		}
+		if got := c.Tables[0].NaNFree; got != tt.want {
+			t.Errorf("%q: NaNFree = %v, want %v", tt.decl, got, tt.want)
+		}
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name, yaml, want string
 	}{
-		{"unknown field", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    colums: {}\n", `line 5: table t: unknown key "colums"; accepted: source, privacy_unit, max_groups_per_unit, max_rows_per_group, group_size, columns, id_space, public, budget, total_budget (did you mean columns?)`},
+		{"unknown field", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    colums: {}\n", `line 5: table t: unknown key "colums"; accepted: source, privacy_unit, max_groups_per_unit, max_rows_per_group, group_size, columns, id_space, public, nan_free, budget, total_budget (did you mean columns?)`},
 		{"unknown column field", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: int, min: 3}\n", `line 6: table t: column a: unknown key "min"; accepted: type, lower, upper, values, nullable, from`},
 		{"every unknown key and every other problem", "budget: {epsilon: 1, delt: 0}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: int, uper: 3}\n      b: {type: txt}\n", `line 1: budget: unknown key "delt"; accepted: epsilon, delta (did you mean delta?)
 line 6: table t: column a: unknown key "uper"; accepted: type, lower, upper, values, nullable, from (did you mean upper?)
 table t: column b: type "txt": unknown; want int, float, text, bool, date or timestamp`},
+		{"nan_free not a boolean", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    nan_free: maybe\n    columns:\n      a: {type: float}\n", "table t: nan_free = maybe: want true (the owner declares that the float columns hold no NaN) or false"},
+		{"nan_free a string", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    nan_free: \"true\"\n    columns:\n      a: {type: float}\n", "table t: nan_free = true: want true"},
+		{"nan_free a list", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    nan_free: [true]\n    columns:\n      a: {type: float}\n", "table t: nan_free = a list: want true"},
 		{"from must be a header", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: int, from: \"x\\0y\"}\n", "from = "},
 		{"lower above upper", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: int, lower: 5, upper: 1}\n", "column a: lower = 5 is above upper = 1"},
 		{"NaN bound", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: float, lower: .nan, upper: 1}\n", "lower = NaN: want a finite number"},

@@ -126,8 +126,10 @@ type Loader interface {
 
 // NaNCensus is implemented by engines that keep a census of NaN in the
 // views they registered with KeepNaN columns. The census is taken when the
-// engine's owner asks for it (a server at start), never while a query
-// waits, so a one-off query pays no extra scan.
+// engine's owner asks for it, never while a query waits. It never decides
+// how a query runs: which form of sums runs comes from the catalog's
+// nan_free declaration alone (catalog.Table.NaNFree), so that no run time
+// depends on whether one person's row holds a NaN.
 type NaNCensus interface {
 	// KnownNaN reports whether a KeepNaN column of the view name holds a
 	// NaN, from a census that is still valid (the source unchanged since);
@@ -135,9 +137,9 @@ type NaNCensus interface {
 	KnownNaN(name string) (nan, ok bool)
 }
 
-// CensusTaker is implemented by engines that take, when their owner asks
-// (a server at start), the NaN census that NaNCensus answers from. Loader
-// engines take it with Census too.
+// CensusTaker is implemented by engines that take, when their owner asks,
+// the NaN census that NaNCensus answers from. Loader engines take it with
+// Census too.
 type CensusTaker interface {
 	// Census takes the NaN census of every table or view with KeepNaN
 	// columns that the engine can take one of.

@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/big"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -100,6 +101,56 @@ func Register(ctx context.Context, cat *catalog.Catalog, eng engine.Engine) erro
 		}
 	}
 	return nil
+}
+
+// DeclaredNaN checks, for the data owner, the tables of cat that declare
+// nan_free (catalog.Table.NaNFree) against their data, registered in eng
+// (Register): it returns one line for each float column of such a table
+// that holds NaN, with how many, read as the difference between the
+// column's count of values with NaN kept and with NaN read as NULL. The
+// answer quotes the data: it is for the owner (dpstat catalog check, a
+// server's log at start), never for analysts, and it never changes which
+// form queries run. It scans each declared table once.
+func DeclaredNaN(ctx context.Context, cat *catalog.Catalog, eng engine.Engine) ([]string, error) {
+	var out []string
+	d := eng.Dialect()
+	for _, t := range cat.Tables {
+		if !t.NaNFree {
+			continue
+		}
+		var cols, counts []string
+		for _, c := range t.Columns {
+			if c.Type == catalog.Float {
+				cols = append(cols, c.Name)
+				counts = append(counts, "count("+d.QuoteIdent(c.Name)+")")
+			}
+		}
+		if len(cols) == 0 {
+			continue
+		}
+		var got [2][]any
+		for i, view := range []string{sqlgen.RawView(t.Name), t.Name} {
+			rows, err := eng.Query(ctx, "SELECT "+strings.Join(counts, ", ")+" FROM "+d.QuoteIdent(view))
+			if err != nil {
+				return nil, fmt.Errorf("table %s: counting NaN: %w", t.Name, err)
+			}
+			if len(rows.Rows) != 1 || len(rows.Rows[0]) != len(cols) {
+				return nil, fmt.Errorf("table %s: counting NaN: want one row of %d counts, got %v", t.Name, len(cols), rows.Rows)
+			}
+			got[i] = rows.Rows[0]
+		}
+		for i, c := range cols {
+			kept, err1 := strconv.ParseInt(fmt.Sprint(got[0][i]), 10, 64)
+			clean, err2 := strconv.ParseInt(fmt.Sprint(got[1][i]), 10, 64)
+			if err1 != nil || err2 != nil {
+				return nil, fmt.Errorf("table %s: counting NaN in %s: want counts, got %v and %v", t.Name, c, got[0][i], got[1][i])
+			}
+			if kept > clean {
+				out = append(out, fmt.Sprintf("table %s declares nan_free, but its column %s holds %d NaN: sums in the fast form count each as a value clamped to one of its bounds (drop the declaration to read NaN as missing)", t.Name, c, kept-clean))
+			}
+		}
+	}
+	return out, nil
 }
 
 // expose makes table t's source queryable under name: a file through
@@ -578,10 +629,12 @@ func (s *Service) logger() *slog.Logger {
 }
 
 // exact runs the prepared statement and reads its exact statistics, in
-// the plan's first form, or in a later one when the data needs it: a NaN
-// in the table, or no census of it (engine.NaNCensus), skips FastForm, a group too
-// large for double sums sends the query to IntegerForm. A table found to
-// have such groups is remembered, so that its next queries start there.
+// the plan's first form, or in a later one: FastForm only on a table whose
+// owner declared it free of NaN (catalog.Table.NaNFree), else CleanForm,
+// and IntegerForm once a group is too large for double sums. A table
+// found to have such groups is remembered, so that its next queries start
+// there. Which form runs never depends on whether the data holds a NaN: a
+// NaN in a declared table is clamped to a bound and counted as a value.
 func (s *Service) exact(ctx context.Context, p *Prepared) (*dpplan.Exact, error) {
 	if p.SQL == "" {
 		// Quantiles alone: their histograms have their own statements.
@@ -592,15 +645,9 @@ func (s *Service) exact(ctx context.Context, p *Prepared) (*dpplan.Exact, error)
 	s.mu.Lock()
 	f := max(p.Plan.FirstForm(), s.forms[table])
 	s.mu.Unlock()
-	if f == dpplan.FastForm {
-		// Only a census taken earlier, and still valid, lets a query skip
-		// the NaN test; without one the query reads the clean view.
-		census, ok := s.eng.(engine.NaNCensus)
-		if !ok {
-			f = dpplan.CleanForm
-		} else if nan, known := census.KnownNaN(sqlgen.RawView(table)); nan || !known {
-			f = dpplan.CleanForm
-		}
+	if f == dpplan.FastForm && !p.Plan.Table.NaNFree {
+		// Only the owner's declaration lets a query skip the NaN test.
+		f = dpplan.CleanForm
 	}
 	for {
 		text, err := p.FormSQL(f)

@@ -229,39 +229,54 @@ func TestLargeGroupsUseIntegerForm(t *testing.T) {
 	}
 }
 
-// TestNaNSendsToCleanForm: after the engine's census, a table whose float
-// column holds NaN and infinities is answered, exactly as documented (NaN
-// is missing, ±Inf clamped), by the clean form; a table without NaN by the
-// fast form; and without a census every table by the clean form.
-func TestNaNSendsToCleanForm(t *testing.T) {
+// TestNaNFreeDeclaration: the form comes from the owner's declaration
+// alone. Without nan_free, every table is answered by the clean form (NaN
+// is missing, ±Inf clamped), even after a census that found no NaN; with
+// it, by the fast form, even when the table holds NaN, which is then
+// clamped (DuckDB orders NaN above every number: to the upper bound) and
+// counted as a value, without an error.
+func TestNaNFreeDeclaration(t *testing.T) {
+	ctx := context.Background()
 	svc, rec, _ := newTestService(t, "testdata/catalog.yaml")
-	if err := rec.Engine.Census(context.Background()); err != nil {
+	if err := rec.Engine.Census(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if nan, ok := rec.Engine.KnownNaN(sqlgen.RawView("people")); !ok || nan {
+		t.Fatalf("census of people: NaN %v, known %v; want false, true", nan, ok)
+	}
 	// special.csv: scores NaN, +Inf (→ 10), −Inf (→ 0), 5, NaN, NULL.
-	res, err := svc.Answer(context.Background(), "SELECT COUNT(score), SUM(score) FROM special", exactOpts())
+	res, err := svc.Answer(ctx, "SELECT COUNT(score), SUM(score) FROM special", exactOpts())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := formatRows(res.Rows); got != "3 15" {
 		t.Errorf("answer %s, want 3 15", got)
 	}
-	if rec.calls() != 1 || strings.Contains(rec.queries[0], "$raw") {
-		t.Fatalf("want the clean form only: %q", rec.queries)
-	}
-	// A table without NaN gets the fast form.
-	if _, err := svc.Answer(context.Background(), "SELECT SUM(score) FROM people", exactOpts()); err != nil {
+	if _, err := svc.Answer(ctx, "SELECT SUM(score) FROM people", exactOpts()); err != nil {
 		t.Fatal(err)
 	}
-	if rec.calls() != 2 || !strings.Contains(rec.queries[1], `"people$raw"`) {
-		t.Errorf("want the fast form over the raw view: %q", rec.queries)
+	if rec.calls() != 2 || strings.Contains(rec.queries[0], "$raw") || strings.Contains(rec.queries[1], "$raw") {
+		t.Fatalf("without the declaration, want the clean form only: %q", rec.queries)
 	}
-	fresh, rec2, _ := newTestService(t, "testdata/catalog.yaml")
-	if _, err := fresh.Answer(context.Background(), "SELECT SUM(score) FROM people", exactOpts()); err != nil {
+
+	declared, rec2, _ := newTestService(t, "testdata/nanfree.yaml")
+	res, err = declared.Answer(ctx, "SELECT SUM(score) FROM people", exactOpts())
+	if err != nil {
 		t.Fatal(err)
 	}
-	if rec2.calls() != 1 || strings.Contains(rec2.queries[0], "$raw") {
-		t.Errorf("without a census, want the clean form: %q", rec2.queries)
+	if got := formatRows(res.Rows); got != "7.25" {
+		t.Errorf("answer %s, want 7.25", got)
+	}
+	// A NaN in a declared table: clamped to the upper bound, counted.
+	res, err = declared.Answer(ctx, "SELECT COUNT(score), SUM(score) FROM special", exactOpts())
+	if err != nil {
+		t.Fatalf("a NaN in a table declared nan_free: %v", err)
+	}
+	if got := formatRows(res.Rows); got != "5 35" {
+		t.Errorf("answer %s, want 5 35 (NaN counted at the upper bound)", got)
+	}
+	if rec2.calls() != 2 || !strings.Contains(rec2.queries[0], `"people$raw"`) || !strings.Contains(rec2.queries[1], `"special$raw"`) {
+		t.Errorf("with the declaration, want the fast form over the raw views: %q", rec2.queries)
 	}
 }
 

@@ -20,10 +20,11 @@
 // table sharded by the privacy unit (ShardedByUnit), where each shard
 // bounds the contributions of the persons it holds.
 //
-// A NaN census (Census, taken by a server at start) lets queries over a
-// table without NaN read its float columns as they are, while the table's
-// data parts stay as the census saw them: Ping, the check dpstat makes
-// before each charge, reads their fingerprint in the same round trip.
+// A NaN census (Census, taken when the engine's owner asks) says whether a
+// table holds NaN while its data parts stay as the census saw them: Ping,
+// the check dpstat makes before each charge, then reads their fingerprint
+// in the same round trip. It never decides how a query runs: queries read
+// float columns as they are only on tables the catalog declares nan_free.
 package clickhouse
 
 import (

@@ -16,7 +16,7 @@ func TestMain(m *testing.M) {
 // TestDuckDB runs the conformance suite on the embedded engine.
 func TestDuckDB(t *testing.T) {
 	enginetest.Run(t, enginetest.DuckDB())
-	t.Run("census", func(t *testing.T) { enginetest.RunWithCensus(t, enginetest.DuckDB()) })
+	t.Run("nan_free", func(t *testing.T) { enginetest.RunDeclared(t, enginetest.DuckDB()) })
 	t.Run("forms", func(t *testing.T) { enginetest.RunForms(t, enginetest.DuckDB()) })
 }
 
@@ -26,6 +26,7 @@ func TestDuckDB(t *testing.T) {
 func TestPostgres(t *testing.T) {
 	pg := enginetest.SharedPostgres(t)
 	enginetest.Run(t, enginetest.PostgresBackend(pg))
+	t.Run("nan_free", func(t *testing.T) { enginetest.RunDeclared(t, enginetest.PostgresBackend(pg)) })
 	t.Run("forms", func(t *testing.T) { enginetest.RunForms(t, enginetest.PostgresBackend(pg)) })
 }
 
@@ -35,7 +36,7 @@ func TestPostgres(t *testing.T) {
 func TestClickHouse(t *testing.T) {
 	c := enginetest.SharedClickHouse(t)
 	enginetest.Run(t, c.Backend())
-	t.Run("census", func(t *testing.T) { enginetest.RunWithCensus(t, c.Backend()) })
+	t.Run("nan_free", func(t *testing.T) { enginetest.RunDeclared(t, c.Backend()) })
 	t.Run("forms", func(t *testing.T) { enginetest.RunForms(t, c.Backend()) })
 	t.Run("per shard", func(t *testing.T) { enginetest.RunPerShard(t, c.Backend()) })
 }

@@ -11,8 +11,10 @@
 package enginetest
 
 import (
+	"bytes"
 	"context"
 	"embed"
+	"encoding/csv"
 	"fmt"
 	"math"
 	"os"
@@ -421,6 +423,13 @@ func Format(rows [][]any) string {
 // loaded.
 func Catalog(t testing.TB, b Backend) *catalog.Catalog {
 	t.Helper()
+	return catalogDeclaring(t, b, func(Table) bool { return false })
+}
+
+// catalogDeclaring builds the suite's catalog for a backend, with its
+// tables loaded, where the tables nanFree picks declare nan_free: true.
+func catalogDeclaring(t testing.TB, b Backend, nanFree func(Table) bool) *catalog.Catalog {
+	t.Helper()
 	sources := b.Load(t, Tables)
 	var y strings.Builder
 	y.WriteString("budget: {epsilon: 1e30, delta: 1e-3}\n")
@@ -429,7 +438,11 @@ func Catalog(t testing.TB, b Backend) *catalog.Catalog {
 	}
 	y.WriteString("tables:\n")
 	for _, tb := range Tables {
-		fmt.Fprintf(&y, "  %s:\n    source: %q\n%s", tb.Name, sources[tb.Name], tb.Declaration)
+		decl := tb.Declaration
+		if nanFree(tb) {
+			decl = "    nan_free: true\n" + decl
+		}
+		fmt.Fprintf(&y, "  %s:\n    source: %q\n%s", tb.Name, sources[tb.Name], decl)
 	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "catalog.yaml")
@@ -448,7 +461,13 @@ func Catalog(t testing.TB, b Backend) *catalog.Catalog {
 // that charges without limit.
 func Service(t testing.TB, b Backend) (*query.Service, engine.Engine) {
 	t.Helper()
-	cat := Catalog(t, b)
+	return serviceOver(t, b, Catalog(t, b))
+}
+
+// serviceOver opens the backend's engine and returns a query service over
+// cat.
+func serviceOver(t testing.TB, b Backend, cat *catalog.Catalog) (*query.Service, engine.Engine) {
+	t.Helper()
 	ctx := context.Background()
 	eng, err := engine.Open(ctx, engines.Spec(cat))
 	if err != nil {
@@ -468,20 +487,66 @@ func Run(t *testing.T, b Backend) {
 	runBattery(t, b, svc)
 }
 
-// RunWithCensus runs the battery on the backend's engine after it took
-// its NaN census (engine.CensusTaker), as dpstat serve does at start, so
-// that queries over tables without NaN read their float columns as they
-// are (dpplan.FastForm). It fails when the engine takes no census.
-func RunWithCensus(t *testing.T, b Backend) {
-	svc, eng := Service(t, b)
-	taker, ok := eng.(engine.CensusTaker)
-	if !ok {
-		t.Fatalf("engine %s takes no NaN census (engine.CensusTaker)", b.Name)
-	}
-	if err := taker.Census(context.Background()); err != nil {
-		t.Fatalf("the NaN census on %s: %v", b.Name, err)
-	}
+// RunDeclared runs the battery on the backend's engine over a catalog
+// where every fixture without NaN declares nan_free, so that their queries
+// read float columns as they are (dpplan.FastForm). It then checks that a
+// table declared nan_free that holds NaN anyway (special) is answered,
+// without an engine error, with each NaN counted as a value clamped to a
+// bound: the upper one on DuckDB and PostgreSQL (which order NaN above
+// every number), the lower one on ClickHouse (where greatest(nan, 0) is
+// 0). It also checks the owner's report of that table (query.DeclaredNaN).
+func RunDeclared(t *testing.T, b Backend) {
+	svc, _ := serviceOver(t, b, catalogDeclaring(t, b, func(tb Table) bool { return !tb.holdsNaN(t) }))
 	runBattery(t, b, svc)
+	t.Run("NaN in a declared table", func(t *testing.T) {
+		cat := catalogDeclaring(t, b, func(tb Table) bool { return tb.Name == "special" })
+		svc, eng := serviceOver(t, b, cat)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		// What dpstat catalog check and dpstat serve tell the owner.
+		lines, err := query.DeclaredNaN(ctx, cat, eng)
+		if err != nil {
+			t.Fatalf("counting the NaN of declared tables on %s: %v", b.Name, err)
+		}
+		if len(lines) != 1 || !strings.Contains(lines[0], "table special declares nan_free, but its column score holds 2 NaN") {
+			t.Errorf("on %s the owner's report is %q, want one line for special.score with 2 NaN", b.Name, lines)
+		}
+		opts := query.Options{Epsilon: 1e20, Confidence: 0.95, Analyst: "conformance"}
+		res, err := svc.Answer(ctx, "SELECT COUNT(score), SUM(score) FROM special", opts)
+		if err != nil {
+			t.Fatalf("a NaN in a table declared nan_free on %s: %v", b.Name, err)
+		}
+		// special.csv: NaN, +Inf (10), -Inf (0), 5, NaN, NULL, over [0, 10].
+		want := "5 35"
+		if b.Engine != "" && strings.Contains(b.Engine, "clickhouse") {
+			want = "5 15"
+		}
+		if got := Format(res.Rows); got != want {
+			t.Errorf("on %s: got %s, want %s (each NaN counted at one bound)", b.Name, got, want)
+		}
+	})
+}
+
+// holdsNaN reports whether the fixture's file holds a NaN in a float
+// column.
+func (tb Table) holdsNaN(t testing.TB) bool {
+	t.Helper()
+	text, err := tb.CSV()
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(bytes.NewReader(text)).ReadAll()
+	if err != nil {
+		t.Fatalf("%s: %v", tb.File, err)
+	}
+	for _, r := range recs[1:] {
+		for i, c := range tb.Columns {
+			if c.Type == catalog.Float && i < len(r) && strings.EqualFold(strings.TrimSpace(r[i]), "nan") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // runBattery answers every battery query with svc and checks the answers.
@@ -541,9 +606,9 @@ func RunForms(t *testing.T, b Backend) {
 				return
 			}
 			if p.Plan.FirstForm() == dpplan.FastForm {
-				// The fast form reads NaN as it is: a census gone stale
-				// can let it read a table holding NaN, and no value may
-				// make it fail then either.
+				// The fast form reads NaN as it is: a table declared
+				// nan_free may hold NaN anyway, and no value may make it
+				// fail then either.
 				text, err := p.FormSQL(dpplan.FastForm)
 				if err != nil {
 					t.Fatal(err)

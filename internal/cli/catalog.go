@@ -39,8 +39,9 @@ func newCatalogCheckCmd() *cobra.Command {
 its column's type, the contribution bounds, the privacy unit, the engine
 section, and that every source exists and has the declared columns with
 compatible types: a file for the embedded engine, a table or view the
-catalog's user may read on a database server (which must answer). Prints "ok"
-and a summary, or every problem found.
+catalog's user may read on a database server (which must answer), and that
+no table declaring nan_free holds NaN in a float column (one scan of each such
+table). Prints "ok" and a summary, or every problem found.
 
 This command is for the data owner: when a source cannot be read it shows the
 engine's full message, which may quote the data.`,
@@ -61,6 +62,13 @@ engine's full message, which may quote the data.`,
 			defer eng.Close()
 			if err := query.Register(ctx, cat, eng); err != nil {
 				return err
+			}
+			nan, err := query.DeclaredNaN(ctx, cat, eng)
+			if err != nil {
+				return err
+			}
+			if len(nan) > 0 {
+				return errors.New(strings.Join(nan, "\n"))
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintln(out, "ok")

@@ -168,6 +168,24 @@ func TestCatalogCLI(t *testing.T) {
 	if code == 0 || !strings.Contains(errOut, "lower = 3 is above upper = 1") || !strings.Contains(errOut, "file not found") {
 		t.Errorf("check bad: exit %d, %s", code, errOut)
 	}
+	// A table declaring nan_free is checked against its data: NaN in a
+	// float column is reported, with how many, and the check fails.
+	os.WriteFile(filepath.Join(dir, "nan.csv"), []byte("x,y\n1,nan\n2,3\nNaN,NaN\n"), 0o644)
+	nanCat := filepath.Join(dir, "nan.yaml")
+	for _, tt := range []struct {
+		decl string
+		ok   bool
+	}{{"", true}, {"    nan_free: true\n", false}} {
+		os.WriteFile(nanCat, []byte("budget: {epsilon: 1}\ntables:\n  t:\n    source: nan.csv\n"+tt.decl+"    columns:\n      x: {type: float}\n      y: {type: float}\n"), 0o644)
+		out, errOut, code = runQueryCLI("catalog", "check", nanCat)
+		if tt.ok && code != 0 {
+			t.Errorf("check without nan_free: exit %d, %s %s", code, out, errOut)
+		}
+		if !tt.ok && (code == 0 || !strings.Contains(errOut, "table t declares nan_free, but its column x holds 1 NaN") ||
+			!strings.Contains(errOut, "column y holds 2 NaN")) {
+			t.Errorf("check with nan_free over NaN: exit %d, %s %s", code, out, errOut)
+		}
+	}
 	// init writes a skeleton without bounds, and the owner's completed
 	// skeleton passes check.
 	data := filepath.Join(dir, "my data.csv")

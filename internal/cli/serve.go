@@ -163,24 +163,20 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 		return err
 	}
 	// A server engine reads its tables where they live: only an engine
-	// over files loads them; a census of NaN is taken by an engine over
-	// files, or by a server engine that can tell when it stops being valid.
-	if loader, ok := eng.(engine.Loader); ok {
-		if cfg.loadTables {
-			if err := queryanswer.LoadTables(ctx, eng); err != nil {
-				return err
-			}
-		} else if err := loader.Census(ctx); err != nil {
-			// Which float columns hold NaN, once, so that sums can skip
-			// the per-value test while the files stay unchanged.
+	// over files loads them.
+	if _, ok := eng.(engine.Loader); ok && cfg.loadTables {
+		if err := queryanswer.LoadTables(ctx, eng); err != nil {
 			return err
 		}
-	} else if taker, ok := eng.(engine.CensusTaker); ok {
-		// A server engine's census (ClickHouse): valid while the
-		// tables' data parts stay unchanged.
-		if err := taker.Census(ctx); err != nil {
-			return err
-		}
+	}
+	// For the data owner: a table declaring nan_free that holds NaN is
+	// logged (which form queries run depends on the declaration alone).
+	nan, err := query.DeclaredNaN(ctx, cat, eng)
+	if err != nil {
+		return err
+	}
+	for _, line := range nan {
+		fmt.Fprintln(os.Stderr, "dpstat serve: warning: "+line)
 	}
 	ans, err := queryanswer.New(svc, cat, led)
 	if err != nil {

@@ -17,10 +17,11 @@ const (
 	// rows times the largest summand stay below 2^53. A NULL is clamped to
 	// the lower bound instead of being tested for (ReadExact takes it back
 	// out). It reads the table with NaNs kept, which saves testing every
-	// value for NaN: it runs only when the engine's census says the table
-	// holds none (engine.NaNCensus), and only for plans whose float columns
-	// appear in aggregates alone (Plan.FirstForm), where a NaN could only
-	// have been clamped and counted.
+	// value for NaN: it runs only on tables whose owner declared them free
+	// of NaN (catalog.Table.NaNFree), never because of what the data
+	// holds, and only for plans whose float columns appear in aggregates
+	// alone (Plan.FirstForm), where a NaN found anyway is clamped to a
+	// bound and counted as a value.
 	FastForm Form = iota
 	// CleanForm is FastForm over the table where a NaN reads as NULL.
 	CleanForm
@@ -37,8 +38,8 @@ func (f Form) String() string {
 
 // FirstForm is the form a query tries first: FastForm when the plan's
 // float columns are read only by sums, counts and variances, else
-// CleanForm. (FastForm also needs the table to hold no NaN, which the
-// service asks the engine when the query runs.)
+// CleanForm. (FastForm also needs the table's declaration nan_free, which
+// the service checks when the query runs.)
 func (p *Plan) FirstForm() Form {
 	if p.rawFloatsOK() {
 		return FastForm

@@ -106,7 +106,7 @@ SELECT grp, median(v) FROM rb JOIN pb USING (pid, grp) GROUP BY grp`, src)
 		{"one row per person joined with a public table: COUNT, SUM, AVG GROUP BY a public column", dp(join), plain(plainJoin)},
 		{"one row per person: COUNT, SUM, AVG GROUP BY public key", dp(oneRow), plain(plainOneRow)},
 		{"one row per person: dpstat's engine SQL alone vs the plain query", plain(prep.SQL), plain(plainOneRow)},
-		{"one row per person: the clean form's SQL alone (no NaN census, as dpstat query runs it) vs the plain query", plain(clean), plain(plainOneRow)},
+		{"one row per person: the clean form's SQL alone (as for a table without nan_free) vs the plain query", plain(clean), plain(plainOneRow)},
 		{"per-person bounding (L0=3, Linf=2): COUNT, SUM, AVG GROUP BY public key", dp(bounded), plain(plainBounded)},
 		{"per-person bounding vs rows-per-group bounding only", dp(bounded), plain(plainRowsOnly)},
 		{"per-person bounding vs per-(person, group) clamped aggregates (a cheaper statistic)", dp(bounded), plain(clampedBounding)},
