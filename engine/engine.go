@@ -114,36 +114,10 @@ type Sniffer interface {
 }
 
 // Loader is implemented by engines that can copy the files their tables
-// read into memory once, for a long-running server, and take the census of
-// NaN that NaNCensus answers from.
+// read into memory once, for a long-running server.
 type Loader interface {
 	// Load copies every registered file into memory.
 	Load(ctx context.Context) error
-	// Census takes the NaN census of every registered file, without
-	// copying it.
-	Census(ctx context.Context) error
-}
-
-// NaNCensus is implemented by engines that keep a census of NaN in the
-// views they registered with KeepNaN columns. The census is taken when the
-// engine's owner asks for it, never while a query waits. It never decides
-// how a query runs: which form of sums runs comes from the catalog's
-// nan_free declaration alone (catalog.Table.NaNFree), so that no run time
-// depends on whether one person's row holds a NaN.
-type NaNCensus interface {
-	// KnownNaN reports whether a KeepNaN column of the view name holds a
-	// NaN, from a census that is still valid (the source unchanged since);
-	// ok is false when there is no such census.
-	KnownNaN(name string) (nan, ok bool)
-}
-
-// CensusTaker is implemented by engines that take, when their owner asks,
-// the NaN census that NaNCensus answers from. Loader engines take it with
-// Census too.
-type CensusTaker interface {
-	// Census takes the NaN census of every table or view with KeepNaN
-	// columns that the engine can take one of.
-	Census(ctx context.Context) error
 }
 
 // Column is a column of a registered source and the engine-neutral type it

@@ -65,9 +65,10 @@ func TestExplainChargesNothingAndMatchesRun(t *testing.T) {
 			if got := led.charges[0].Cost; got != ex.Cost {
 				t.Errorf("the run charged %v, EXPLAIN said %v", got, ex.Cost)
 			}
-			// The run executes the statement shown, or (without a NaN
-			// census of the table, or when the data needs it) one of the
-			// later forms EXPLAIN describes on its "sums:" line.
+			// The run executes the statement shown, or (on a table not
+			// declared nan_free, or when a group is too large for double
+			// sums) one of the later forms EXPLAIN describes on its
+			// "sums:" line.
 			shown := eng.queries[0] == ex.SQL
 			for f := p.Plan.FirstForm() + 1; f <= dpplan.IntegerForm; f++ {
 				shown = shown || (ex.Form != "" && eng.queries[0] == formSQL(t, p, f))

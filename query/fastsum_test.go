@@ -163,7 +163,7 @@ func TestFormsAgree(t *testing.T) {
 			}
 			finite := strings.HasPrefix(p.Plan.Table.Name, "finite")
 			if nan, err := eng.HasNaN(ctx, sqlgen.RawView(p.Plan.Table.Name)); err != nil || nan == finite {
-				t.Errorf("census of %s: NaN %v (%v), want %v", p.Plan.Table.Name, nan, err, !finite)
+				t.Errorf("NaN check of %s: NaN %v (%v), want %v", p.Plan.Table.Name, nan, err, !finite)
 			}
 			for f := tt.first; f < dpplan.IntegerForm; f++ {
 				if f == dpplan.FastForm && !finite {
@@ -231,18 +231,15 @@ func TestLargeGroupsUseIntegerForm(t *testing.T) {
 
 // TestNaNFreeDeclaration: the form comes from the owner's declaration
 // alone. Without nan_free, every table is answered by the clean form (NaN
-// is missing, ±Inf clamped), even after a census that found no NaN; with
+// is missing, ±Inf clamped), even when it holds no NaN; with
 // it, by the fast form, even when the table holds NaN, which is then
 // clamped (DuckDB orders NaN above every number: to the upper bound) and
 // counted as a value, without an error.
 func TestNaNFreeDeclaration(t *testing.T) {
 	ctx := context.Background()
 	svc, rec, _ := newTestService(t, "testdata/catalog.yaml")
-	if err := rec.Engine.Census(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if nan, ok := rec.Engine.KnownNaN(sqlgen.RawView("people")); !ok || nan {
-		t.Fatalf("census of people: NaN %v, known %v; want false, true", nan, ok)
+	if nan, err := rec.Engine.HasNaN(ctx, sqlgen.RawView("people")); err != nil || nan {
+		t.Fatalf("people holds NaN %v (%v); want none", nan, err)
 	}
 	// special.csv: scores NaN, +Inf (→ 10), −Inf (→ 0), 5, NaN, NULL.
 	res, err := svc.Answer(ctx, "SELECT COUNT(score), SUM(score) FROM special", exactOpts())

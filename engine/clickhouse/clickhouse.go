@@ -19,12 +19,6 @@
 // that dpstat is connected to (docs/scaling.md), except on a Distributed
 // table sharded by the privacy unit (ShardedByUnit), where each shard
 // bounds the contributions of the persons it holds.
-//
-// A NaN census (Census, taken when the engine's owner asks) says whether a
-// table holds NaN while its data parts stay as the census saw them: Ping,
-// the check dpstat makes before each charge, then reads their fingerprint
-// in the same round trip. It never decides how a query runs: queries read
-// float columns as they are only on tables the catalog declares nan_free.
 package clickhouse
 
 import (
@@ -94,15 +88,6 @@ type Table struct {
 	// column; nil when a server column's name could be taken for one of
 	// the generator's aliases (then the projection is always a subquery).
 	columns map[string]string
-	// nanColumns are the catalog columns that keep NaN (engine.Column's
-	// KeepNaN) over a server column of a float type, the only ones that
-	// can hold a NaN.
-	nanColumns []string
-	// parts reads the table's active data parts (on every shard of a
-	// Distributed table) for the fingerprint that tells whether a NaN
-	// census is still valid: "FROM … WHERE …", or "" when the table has
-	// no parts to read (then it gets no census).
-	parts string
 }
 
 // Engine is a pool of read-only connections to one ClickHouse server. It
@@ -115,29 +100,12 @@ type Engine struct {
 
 	mu    sync.RWMutex
 	bound map[string]*Table
-	// censuses holds the NaN census of bound tables with nanColumns,
-	// by name; seen the fingerprints of their parts read by the last
-	// Ping, at seenAt.
-	censuses map[string]nanCensus
-	seen     map[string]string
-	seenAt   time.Time
-}
-
-// nanCensus is the result of a census of one bound table: whether a
-// column of it held a NaN, and the fingerprint of the table's parts when
-// it was taken.
-type nanCensus struct {
-	hasNaN bool
-	print  string
 }
 
 var (
 	_ engine.Engine = (*Engine)(nil)
 	_ engine.Binder = (*Engine)(nil)
 	_ engine.Pinger = (*Engine)(nil)
-
-	_ engine.NaNCensus   = (*Engine)(nil)
-	_ engine.CensusTaker = (*Engine)(nil)
 
 	_ engine.UnitSharder  = (*Engine)(nil)
 	_ engine.ShardBounder = dialect{}
@@ -277,22 +245,8 @@ func (e *Engine) Dialect() engine.Dialect { return Dialect }
 func (e *Engine) Close() error { return e.conn.Close() }
 
 // Ping checks that the server answers, on a fresh connection when the
-// pooled ones were lost (the pool dials a new one by itself). When a NaN
-// census was taken (Census), the check is a statement that reads the
-// fingerprints of the censused tables' parts in the same round trip, so
-// that KnownNaN can tell whether each census is still valid; should that
-// statement fail, the check is a plain ping and no census is valid until
-// the next Ping.
+// pooled ones were lost (the pool dials a new one by itself).
 func (e *Engine) Ping(ctx context.Context) error {
-	if e.censused() {
-		prints, err := e.fingerprints(ctx)
-		e.mu.Lock()
-		e.seen, e.seenAt = prints, time.Now()
-		e.mu.Unlock()
-		if err == nil {
-			return nil
-		}
-	}
 	err := e.conn.Ping(ctx)
 	if err != nil && ctx.Err() == nil {
 		err = e.conn.Ping(ctx)
@@ -670,9 +624,6 @@ func (e *Engine) BindTable(ctx context.Context, name, relation string, columns [
 			continue
 		}
 		sel[i] = expr + " AS " + Dialect.QuoteIdent(c.Name)
-		if b := baseType(r.typ); c.KeepNaN && c.Type == engine.Double && (b == "Float32" || b == "Float64") {
-			t.nanColumns = append(t.nanColumns, c.Name)
-		}
 		if inline != nil {
 			inline[c.Name] = expr
 		}
@@ -684,7 +635,6 @@ func (e *Engine) BindTable(ctx context.Context, name, relation string, columns [
 		return errors.Join(errs...)
 	}
 	t.projection = "SELECT " + strings.Join(sel, ", ") + " FROM " + qualified
-	t.parts = partsOf(t, db, tbl)
 	if inline != nil && len(inline) == len(columns) {
 		t.columns = inline
 	}
@@ -695,172 +645,8 @@ func (e *Engine) BindTable(ctx context.Context, name, relation string, columns [
 	}
 	e.mu.Lock()
 	e.bound[name] = t
-	delete(e.censuses, name) // a census of the previous binding says nothing of this one
 	e.mu.Unlock()
 	return nil
-}
-
-// plainName matches the names partsOf reads from a Distributed table's
-// parameters.
-var plainName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// partsOf returns where the active data parts of table db.tbl are listed:
-// system.parts for a MergeTree table, system.parts on every shard (the
-// table function cluster) for a Distributed table over plainly named
-// local tables, "" for other tables.
-func partsOf(t *Table, db, tbl string) string {
-	q := Dialect.QuoteString
-	switch {
-	case strings.HasSuffix(t.Engine, "MergeTree"):
-		return "FROM system.parts WHERE database = " + q(db) + " AND table = " + q(tbl) + " AND active"
-	case t.Engine == "Distributed":
-		rdb, rtbl, ok := strings.Cut(t.RemoteTable, ".")
-		if !ok || !plainName.MatchString(rdb) || !plainName.MatchString(rtbl) {
-			return ""
-		}
-		return "FROM cluster(" + q(t.Cluster) + ", system, parts) WHERE database = " + q(rdb) + " AND table = " + q(rtbl) + " AND active"
-	}
-	return ""
-}
-
-// printsOf spells a SELECT of one row: i, and the fingerprint of a
-// table's active parts (their number, rows, the sum of the hashes of their
-// names and the latest modification time). Every insert, merge, mutation
-// or removal of data makes new parts or removes some, and so changes it.
-func printsOf(i int, parts string) string {
-	return "SELECT toUInt64(" + strconv.Itoa(i) + ") AS i, concat(toString(count()), '/', toString(sum(rows)), '/', " +
-		"toString(sum(cityHash64(name))), '/', toString(max(modification_time))) AS print " + parts
-}
-
-// censused reports whether a census has been taken of some table.
-func (e *Engine) censused() bool {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	return len(e.censuses) > 0
-}
-
-// fingerprints reads, in one statement, the fingerprints of the parts of
-// every bound table that has a census.
-func (e *Engine) fingerprints(ctx context.Context) (map[string]string, error) {
-	e.mu.RLock()
-	var names, sels []string
-	for name := range e.censuses {
-		if t := e.bound[name]; t != nil && t.parts != "" {
-			sels = append(sels, printsOf(len(names), t.parts))
-			names = append(names, name)
-		}
-	}
-	e.mu.RUnlock()
-	return e.readPrints(ctx, names, sels)
-}
-
-// readPrints runs the UNION ALL of sels (printsOf, the i-th for names[i])
-// and returns the fingerprints by name.
-func (e *Engine) readPrints(ctx context.Context, names, sels []string) (map[string]string, error) {
-	out := make(map[string]string, len(names))
-	if len(sels) == 0 {
-		return out, e.conn.Ping(ctx)
-	}
-	ctx = ch.Context(ctx, ch.WithSettings(e.settings))
-	rows, err := e.conn.Query(ctx, strings.Join(sels, " UNION ALL "))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var i uint64
-		var print string
-		if err := rows.Scan(&i, &print); err != nil {
-			return nil, err
-		}
-		if i < uint64(len(names)) {
-			out[names[i]] = print
-		}
-	}
-	return out, rows.Err()
-}
-
-// Census takes the NaN census of every bound table that has columns
-// keeping NaN over float columns of the server: one scan of each, between
-// two readings of the fingerprint of its parts, which must agree. A table
-// whose parts cannot be read, that has none, or that changed during the
-// scan gets no census (its queries read NaN as NULL, as without one). The
-// census is valid while the fingerprint that each Ping reads is the same;
-// after a change, only another Census makes it valid again.
-func (e *Engine) Census(ctx context.Context) error {
-	e.mu.RLock()
-	type job struct {
-		name string
-		t    *Table
-	}
-	var jobs []job
-	for name, t := range e.bound {
-		if len(t.nanColumns) > 0 && t.parts != "" {
-			jobs = append(jobs, job{name, t})
-		}
-	}
-	e.mu.RUnlock()
-	sort.Slice(jobs, func(i, j int) bool { return jobs[i].name < jobs[j].name })
-	for _, j := range jobs {
-		sel := []string{printsOf(0, j.t.parts)}
-		before, err := e.readPrints(ctx, []string{j.name}, sel)
-		if err != nil || strings.HasPrefix(before[j.name], "0/") {
-			continue
-		}
-		conds := make([]string, len(j.t.nanColumns))
-		for i, c := range j.t.nanColumns {
-			conds[i] = "isNaN(" + Dialect.QuoteIdent(c) + ")"
-		}
-		rows, err := e.Query(ctx, "SELECT count() FROM "+Dialect.QuoteIdent(j.name)+" WHERE "+strings.Join(conds, " OR "))
-		if err != nil {
-			return fmt.Errorf("clickhouse: the NaN census of table %s (%s): %w", j.name, j.t.Relation, err)
-		}
-		n, ok := int64(0), len(rows.Rows) == 1 && len(rows.Rows[0]) == 1
-		if ok {
-			n, ok = rows.Rows[0][0].(int64)
-		}
-		if !ok {
-			return fmt.Errorf("clickhouse: the NaN census of table %s (%s): want one count, got %v", j.name, j.t.Relation, rows.Rows)
-		}
-		after, err := e.readPrints(ctx, []string{j.name}, sel)
-		if err != nil || after[j.name] != before[j.name] {
-			continue
-		}
-		e.mu.Lock()
-		if e.bound[j.name] == j.t {
-			if e.censuses == nil {
-				e.censuses = map[string]nanCensus{}
-			}
-			e.censuses[j.name] = nanCensus{hasNaN: n > 0, print: before[j.name]}
-		}
-		e.mu.Unlock()
-	}
-	return nil
-}
-
-// censusFresh is how long the fingerprints read by a Ping vouch for the
-// censuses: dpstat pings just before it runs a query's statement.
-const censusFresh = 2 * time.Second
-
-// KnownNaN reports whether a column of the bound table name that keeps
-// NaN holds one, from its census (Census), when the fingerprint of the
-// table's parts read by the last Ping, within censusFresh, is the one the
-// census saw. A table without such columns holds no NaN by construction.
-func (e *Engine) KnownNaN(name string) (nan, ok bool) {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	t := e.bound[name]
-	switch {
-	case t == nil:
-		return false, false
-	case len(t.nanColumns) == 0:
-		return false, true
-	}
-	c, counted := e.censuses[name]
-	if !counted || time.Since(e.seenAt) > censusFresh || e.seen[name] != c.print {
-		return false, false
-	}
-	return c.hasNaN, true
 }
 
 // splitRelation splits "db.table" (either part may be quoted with double

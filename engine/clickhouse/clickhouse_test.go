@@ -249,17 +249,9 @@ func TestUnreachableCostsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// With a census, the check before the charge reads the parts'
-	// fingerprints: it must refuse as the plain ping does.
-	if err := eng.(engine.CensusTaker).Census(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	opts := query.Options{Epsilon: 1, Confidence: 0.95, Analyst: "a"}
 	if _, err := svc.Answer(context.Background(), "SELECT COUNT(*) FROM people", opts); err != nil {
 		t.Fatal(err)
-	}
-	if nan, ok := eng.(engine.NaNCensus).KnownNaN("people$raw"); !ok || nan {
-		t.Errorf("KnownNaN of people after a census and a query = %v, %v; want false, true", nan, ok)
 	}
 	before := led.Charges()
 	if err := c.Halt(0); err != nil {
@@ -292,67 +284,4 @@ func TestRefusedBeforeTheCharge(t *testing.T) {
 	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "joins one table per SELECT") {
 		t.Fatalf("got %v, want a refusal saying ClickHouse joins one table per SELECT", err)
 	}
-}
-
-// TestNaNCensus: a census answers only once a Ping has read the tables'
-// parts and found them unchanged; a change to the table's data makes it
-// unknown until the next census, on a MergeTree table and on a Distributed
-// one; a table whose columns keeping NaN are not floats needs no census.
-func TestNaNCensus(t *testing.T) {
-	c := enginetest.SharedClickHouse(t)
-	ctx := context.Background()
-	if err := c.Exec(ctx,
-		"CREATE TABLE IF NOT EXISTS census_local (k Int64, v Float64, n Int32) ENGINE = MergeTree ORDER BY k",
-		"CREATE TABLE IF NOT EXISTS census_dist AS census_local ENGINE = Distributed(two_shards, default, census_local, cityHash64(k))"); err != nil {
-		t.Fatal(err)
-	}
-	insert := func(server int, values string) {
-		t.Helper()
-		if err := c.Client(ctx, server, nil, "--query", "INSERT INTO census_local VALUES "+values); err != nil {
-			t.Fatal(err)
-		}
-	}
-	insert(0, "(1, 1.5, 2), (2, 2.5, 3)")
-	e := open(t, c, 0)
-	cols := []engine.Column{{Name: "k", Type: engine.Integer}, {Name: "v", Type: engine.Double, KeepNaN: true}}
-	for _, b := range []struct{ name, relation string }{{"local", "default.census_local"}, {"dist", "default.census_dist"}} {
-		if err := e.BindTable(ctx, b.name, b.relation, cols); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ints := []engine.Column{{Name: "n", Type: engine.Double, KeepNaN: true}}
-	if err := e.BindTable(ctx, "ints", "default.census_local", ints); err != nil {
-		t.Fatal(err)
-	}
-	known := func(want string) {
-		t.Helper()
-		if err := e.Ping(ctx); err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, name := range []string{"local", "dist", "ints"} {
-			nan, ok := e.KnownNaN(name)
-			got = append(got, fmt.Sprintf("%s %v %v", name, nan, ok))
-		}
-		if s := strings.Join(got, ", "); s != want {
-			t.Errorf("KnownNaN: %s\nwant %s", s, want)
-		}
-	}
-	known("local false false, dist false false, ints false true")
-	if err := e.Census(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := e.KnownNaN("local"); ok {
-		// Census took no fingerprint for queries: only Ping does.
-		t.Errorf("KnownNaN answered before a Ping")
-	}
-	known("local false true, dist false true, ints false true")
-	insert(1, "(4, 4.5, 5)") // a part of census_dist on the other shard
-	known("local false true, dist false false, ints false true")
-	insert(0, "(3, nan, 4)")
-	known("local false false, dist false false, ints false true")
-	if err := e.Census(ctx); err != nil {
-		t.Fatal(err)
-	}
-	known("local true true, dist true true, ints false true")
 }

@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 	"unicode"
 
 	// The DuckDB database/sql driver, registered as "duckdb".
@@ -54,22 +53,16 @@ type Engine struct {
 	sources map[string]*source // views with KeepNaN columns, by name
 }
 
-// source is what HasNaN needs of a view: its file, the columns that keep
-// NaN, and the last census with the file's size and time it was taken at.
+// source is what HasNaN needs of a view: its file and the columns that
+// keep NaN.
 type source struct {
 	path    string
 	columns []string
-	counted bool
-	loaded  bool // copied into memory by Load: the file no longer matters
-	size    int64
-	modTime time.Time
-	hasNaN  bool
 }
 
 var (
 	_ engine.Engine    = (*Engine)(nil)
 	_ engine.Registrar = (*Engine)(nil)
-	_ engine.NaNCensus = (*Engine)(nil)
 	_ engine.Loader    = (*Engine)(nil)
 	_ engine.Sniffer   = (*Engine)(nil)
 )
@@ -272,8 +265,7 @@ func (e *Engine) RegisterFile(ctx context.Context, name, path, format string, co
 // Load copies every view RegisterFile made into an in-memory table of the
 // same name, columns and types, so that a long-running server reads each
 // source once instead of on every query. Changes to the files are then
-// seen only after a restart. The NaN census of each view is taken from the
-// loaded copy, once.
+// seen only after a restart.
 func (e *Engine) Load(ctx context.Context) error {
 	e.mu.Lock()
 	views := slices.Clone(e.views)
@@ -290,102 +282,25 @@ func (e *Engine) Load(ctx context.Context) error {
 				return fmt.Errorf("duckdb: loading %s into memory: %w", name, err)
 			}
 		}
-		e.mu.Lock()
-		src := e.sources[name]
-		e.mu.Unlock()
-		if src == nil {
-			continue
-		}
-		nan, err := e.countNaN(ctx, name, src.columns)
-		if err != nil {
-			return fmt.Errorf("duckdb: loading %s into memory: %w", name, err)
-		}
-		e.mu.Lock()
-		src.counted, src.loaded, src.hasNaN = true, true, nan
-		e.mu.Unlock()
 	}
 	return nil
 }
 
-// Census takes the NaN census of every view registered with KeepNaN
-// columns (HasNaN for each), so that KnownNaN can answer.
-func (e *Engine) Census(ctx context.Context) error {
-	e.mu.Lock()
-	var names []string
-	for _, v := range e.views {
-		if e.sources[v] != nil {
-			names = append(names, v)
-		}
-	}
-	e.mu.Unlock()
-	for _, name := range names {
-		if _, err := e.HasNaN(ctx, name); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// KnownNaN answers from the last census of the view, if its file has the
-// same size and modification time as then (or the view was loaded into
-// memory). A view without KeepNaN columns holds no NaN by construction.
-func (e *Engine) KnownNaN(name string) (nan, ok bool) {
-	e.mu.Lock()
-	src := e.sources[name]
-	var cached source
-	if src != nil {
-		cached = *src
-	}
-	registered := slices.Contains(e.views, name)
-	e.mu.Unlock()
-	switch {
-	case src == nil:
-		return false, registered
-	case cached.loaded:
-		return cached.hasNaN, true
-	case !cached.counted:
-		return false, false
-	}
-	fi, err := os.Stat(cached.path)
-	if err != nil || fi.Size() != cached.size || !fi.ModTime().Equal(cached.modTime) {
-		return false, false
-	}
-	return cached.hasNaN, true
-}
-
-// HasNaN reports whether a KeepNaN column of the view name holds a NaN. It
-// scans the view once, and again only when the file's size or modification
-// time has changed. A view without KeepNaN columns has none.
+// HasNaN reports whether a KeepNaN column of the view name holds a NaN,
+// in one scan. A view without KeepNaN columns has none. It is for the
+// data owner's checks and tests: which form of a query runs never depends
+// on it (catalog.Table.NaNFree decides).
 func (e *Engine) HasNaN(ctx context.Context, name string) (bool, error) {
 	e.mu.Lock()
 	src := e.sources[name]
-	var cached source
-	if src != nil {
-		cached = *src
-	}
 	e.mu.Unlock()
 	if src == nil {
 		return false, nil
 	}
-	if cached.loaded {
-		return cached.hasNaN, nil
-	}
-	fi, err := os.Stat(cached.path)
+	nan, err := e.countNaN(ctx, name, src.columns)
 	if err != nil {
-		return false, fmt.Errorf("duckdb: cannot read the source of %s (%s): %w", name, cached.path, err)
+		return false, fmt.Errorf("duckdb: cannot read the source of %s (%s): %w", name, src.path, err)
 	}
-	if cached.counted && fi.Size() == cached.size && fi.ModTime().Equal(cached.modTime) {
-		return cached.hasNaN, nil
-	}
-	nan, err := e.countNaN(ctx, name, cached.columns)
-	if err != nil {
-		return false, fmt.Errorf("duckdb: cannot read the source of %s (%s): %w", name, cached.path, err)
-	}
-	e.mu.Lock()
-	if e.sources[name] == src && !src.loaded {
-		src.counted, src.size, src.modTime, src.hasNaN = true, fi.Size(), fi.ModTime(), nan
-	}
-	e.mu.Unlock()
 	return nan, nil
 }
 

@@ -189,8 +189,8 @@ func TestRoundToGrid(t *testing.T) {
 	}
 }
 
-// TestHasNaN: the census sees NaN only in KeepNaN columns, is kept while
-// the file is unchanged, and is taken again when it changes.
+// TestHasNaN: HasNaN sees NaN only in KeepNaN columns, and reads the file
+// as it is now.
 func TestHasNaN(t *testing.T) {
 	e := open(t)
 	ctx := context.Background()
@@ -199,28 +199,16 @@ func TestHasNaN(t *testing.T) {
 	if err := e.RegisterFile(ctx, "t", path, "csv", cols); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := e.KnownNaN("t"); ok {
-		t.Fatal("KnownNaN answered before any census")
-	}
-	if err := e.Census(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if nan, ok := e.KnownNaN("t"); !ok || nan {
-		t.Fatalf("KnownNaN after the census = %v, %v; want false, true", nan, ok)
-	}
 	if nan, err := e.HasNaN(ctx, "t"); err != nil || nan {
 		t.Fatalf("HasNaN = %v, %v; want false", nan, err)
 	}
 	if err := os.WriteFile(path, []byte("a,x\n1,2.5\n2,nan\n3,inf\n4,1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := e.KnownNaN("t"); ok {
-		t.Fatal("KnownNaN answered from a census of a file that changed since")
-	}
 	if nan, err := e.HasNaN(ctx, "t"); err != nil || !nan {
 		t.Fatalf("after the file changed: HasNaN = %v, %v; want true", nan, err)
 	}
-	// The clean view of the same file reads NaN as NULL and has no census.
+	// The clean view of the same file reads NaN as NULL.
 	if err := e.RegisterFile(ctx, "clean", path, "csv", cols[:1]); err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +222,7 @@ func TestHasNaN(t *testing.T) {
 }
 
 // TestLoad: after Load, every registered view is an in-memory table that
-// no longer follows its file, and the NaN census is that of the copy.
+// no longer follows its file, and HasNaN reads the copy.
 func TestLoad(t *testing.T) {
 	e := open(t)
 	ctx := context.Background()
