@@ -26,18 +26,7 @@ func TestSampledPairsExact(t *testing.T) {
 		"3,2,3\n3,2,\n4,2,7\n" +
 		// g 3: a sampled pair whose values are all NULL.
 		"5,3,\n5,3,\n5,3,\n"
-	cat := `budget: {epsilon: 1e30}
-tables:
-  t:
-    source: t.csv
-    privacy_unit: pid
-    max_groups_per_unit: 3
-    max_rows_per_group: 2
-    columns:
-      pid: {type: int}
-      g:   {type: int, values: [1, 2, 3]}
-      v:   {type: int, lower: 0, upper: 10}
-`
+	cat := sampledCatalog("{type: int, values: [1, 2, 3]}")
 	svc := tableService(t, cat, data)
 	res, err := svc.Answer(context.Background(), "SELECT g, COUNT(*), SUM(v), COUNT(v) FROM t GROUP BY g", exactOpts())
 	if err != nil {
@@ -81,18 +70,7 @@ func TestSampledHistogramPairsExact(t *testing.T) {
 		// g 2: person 7 has six rows of 7 (two kept): 3 (6 times) 7 7,
 		// median 3; with all of person 7's rows, 5.
 		"6,2,\n6,2,3\n6,2,3\n7,2,7\n7,2,7\n7,2,7\n7,2,7\n7,2,7\n7,2,7\n8,2,3\n8,2,3\n9,2,3\n9,2,3\n"
-	cat := `budget: {epsilon: 1e30}
-tables:
-  t:
-    source: t.csv
-    privacy_unit: pid
-    max_groups_per_unit: 3
-    max_rows_per_group: 2
-    columns:
-      pid: {type: int}
-      g:   {type: int, values: [1, 2]}
-      v:   {type: int, lower: 0, upper: 10}
-`
+	cat := sampledCatalog("{type: int, values: [1, 2]}")
 	svc := tableService(t, cat, data)
 	// check compares each row's values with want (by group, the first
 	// column, when grouped; group 0 for a total), within tolerance.
@@ -145,18 +123,7 @@ func TestSampledPairsNullKey(t *testing.T) {
 		id := strconv.Itoa(p)
 		data.WriteString(id + ",,5\n" + id + ",,5\n" + id + ",,5\n" + id + ",a,5\n")
 	}
-	cat := `budget: {epsilon: 1e30}
-tables:
-  t:
-    source: t.csv
-    privacy_unit: pid
-    max_groups_per_unit: 3
-    max_rows_per_group: 2
-    columns:
-      pid: {type: int}
-      g:   {type: text}
-      v:   {type: int, lower: 0, upper: 10}
-`
+	cat := sampledCatalog("{type: text}")
 	svc := tableService(t, cat, data.String())
 	opts := exactOpts()
 	opts.Delta = 1e-6 // key selection
@@ -194,4 +161,22 @@ func tableService(t *testing.T, cat, data string) *Service {
 	}
 	svc, _, _ := newTestService(t, filepath.Join(dir, "catalog.yaml"))
 	return svc
+}
+
+// sampledCatalog declares the table t of the sampled-pair tests: at most 3
+// groups and 2 rows per group for each person, the group column g as
+// declared by g, values v in [0, 10].
+func sampledCatalog(g string) string {
+	return `budget: {epsilon: 1e30}
+tables:
+  t:
+    source: t.csv
+    privacy_unit: pid
+    max_groups_per_unit: 3
+    max_rows_per_group: 2
+    columns:
+      pid: {type: int}
+      g:   ` + g + `
+      v:   {type: int, lower: 0, upper: 10}
+`
 }
