@@ -18,7 +18,7 @@ func (p *parser) unitName() string {
 
 // countDistinct parses COUNT(DISTINCT col): the privacy unit's distinct
 // count (people per group), or the distinct values of any other column,
-// whose sensitivity is that of COUNT(*) (see distinct.go).
+// whose sensitivity is that of COUNT(*) (see dpplan.distinctAgg).
 func (p *parser) countDistinct(fc *pg.FuncCall) (ir.Aggregate, error) {
 	if len(fc.Args) != 1 || fc.Args[0].GetColumnRef() == nil {
 		return ir.Aggregate{}, ir.Refuse("COUNT(DISTINCT ...) takes one column, e.g. COUNT(DISTINCT %s)", p.unitName())
