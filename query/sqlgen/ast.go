@@ -37,11 +37,15 @@ import (
 //	t0, t1, …         the private table (or pre-aggregation) and the
 //	                  public tables it joins
 //
-// Stages: r (the row stage: filter, keys, clamped values), r_bounded (at
-// most L∞ rows per person and group), per_unit (per person and group),
-// per_unit_bounded (at most L0 groups per person), and the stages of the
-// sampled and histogram statements (thresholds, kept, kept_pairs,
-// sampled, unit_groups, unit_groups_bounded).
+// Stages and subqueries: r (the row stage: filter, keys, clamped values),
+// r_bounded (at most L∞ rows per person and group), per_unit (per person
+// and group), per_unit_bounded (at most L0 groups per person),
+// thresholds (t per person), kept and kept_pairs (the kept pairs, or
+// their kept values), light and heavy (the kept pairs with at most and
+// more than L∞ rows), sampled (the heavy pairs' sampled values),
+// kept_values, unit_groups and unit_groups_bounded (a histogram's pairs),
+// numbered (rows with rn), distinct_values, and per_shard (ClickHouse's
+// per-shard sums; its per_group is the dialect's).
 
 // sqlNode is a statement or a query that the renderer spells.
 type sqlNode interface {
@@ -156,6 +160,8 @@ func render(d engine.Dialect, n sqlNode) string {
 	return b.String()
 }
 
+// render spells the stages as WITH queries before the body, or leaves
+// them to the stageRefs that read them.
 func (s *statement) render(r *renderer, b *strings.Builder) {
 	for _, st := range s.stages {
 		r.stages[st.name] = st
@@ -181,6 +187,7 @@ func (s *statement) render(r *renderer, b *strings.Builder) {
 	s.body.render(r, b)
 }
 
+// render spells the clauses in SQL's order.
 func (s *selectStmt) render(r *renderer, b *strings.Builder) {
 	b.WriteString("SELECT ")
 	for i, it := range s.items {
@@ -211,6 +218,7 @@ func (s *selectStmt) render(r *renderer, b *strings.Builder) {
 	b.WriteString(s.settings)
 }
 
+// render joins the parts with UNION ALL.
 func (u *unionAll) render(r *renderer, b *strings.Builder) {
 	sep := " UNION ALL "
 	if u.lines {
@@ -224,8 +232,10 @@ func (u *unionAll) render(r *renderer, b *strings.Builder) {
 	}
 }
 
+// render writes the query as it is.
 func (q rawSQL) render(_ *renderer, b *strings.Builder) { b.WriteString(string(q)) }
 
+// renderRel spells the table's name and alias.
 func (t table) renderRel(r *renderer, b *strings.Builder) {
 	name, alias := t.name, t.alias
 	if t.quote {
@@ -251,12 +261,14 @@ func (s stageRef) renderRel(r *renderer, b *strings.Builder) {
 	subquery{query: st.body, alias: st.name}.renderRel(r, b)
 }
 
+// renderRel spells (query) AS alias.
 func (s subquery) renderRel(r *renderer, b *strings.Builder) {
 	b.WriteString("(")
 	s.query.render(r, b)
 	b.WriteString(") AS " + s.alias)
 }
 
+// renderRel spells the left relation and each JOIN.
 func (j join) renderRel(r *renderer, b *strings.Builder) {
 	j.left.renderRel(r, b)
 	for _, c := range j.joins {
