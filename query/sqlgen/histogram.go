@@ -37,7 +37,7 @@ func HistogramSQL(p *dpplan.Plan, d engine.Dialect, h int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	outKeys := withKeys(keys, "b")
+	outKeys := concat(keys, "b")
 	// final counts the kept rows per (group, bin), or the distinct values
 	// per group.
 	final := func(from relation) sqlNode {
@@ -69,7 +69,7 @@ func HistogramSQL(p *dpplan.Plan, d engine.Dialect, h int) (string, error) {
 		return g.sampledHistogram(sm, rows, &sampledRows, keys, final), nil
 	}
 	unitKeys := append([]string{"u"}, keys...)
-	st.stages = append(st.stages, stage{name: "r_bounded", body: g.keepRandom(stageRef("r"), unitKeys, withKeys(unitKeys, "b"), p.Contribution.RowsPerGroup)})
+	st.stages = append(st.stages, stage{name: "r_bounded", body: g.keepRandom(stageRef("r"), unitKeys, concat(unitKeys, "b"), p.Contribution.RowsPerGroup)})
 	var from relation = stageRef("r_bounded")
 	if lb, ok := d.(engine.LimitBy); ok && p.BoundGroups {
 		// Each (person, group) collects its kept values into a list, at
@@ -116,7 +116,7 @@ func (g *sqlGen) sampledHistogram(sm engine.Sampler, rows, sampledRows *selectSt
 	L := strconv.FormatInt(g.p.Contribution.RowsPerGroup, 10)
 	pair := append([]string{"u"}, keys...)
 	stages, from := g.keepGroups(sm, append(cols(keys...), as("count(*)", "n")), subquery{query: rows, alias: "r"}, pair)
-	stages = append(stages, stage{name: "kept_pairs", kw: sm.Materialized(), body: &selectStmt{items: cols(withKeys(pair, "n")...), from: stageRef(from)}})
+	stages = append(stages, stage{name: "kept_pairs", kw: sm.Materialized(), body: &selectStmt{items: cols(concat(pair, "n")...), from: stageRef(from)}})
 	// The pairs are joined on u and the keys, a NULL key matching a NULL
 	// key (USING would drop the NULL group's rows).
 	joinPairs := func(rows *selectStmt, alias, cond string) relation {
@@ -131,7 +131,7 @@ func (g *sqlGen) sampledHistogram(sm engine.Sampler, rows, sampledRows *selectSt
 	for i, k := range keys {
 		rKeys[i] = "r." + k
 	}
-	light := &selectStmt{items: cols(withKeys(rKeys, "r.b")...), from: joinPairs(rows, "light", "n <= "+L)}
+	light := &selectStmt{items: cols(concat(rKeys, "r.b")...), from: joinPairs(rows, "light", "n <= "+L)}
 	rPair := append([]string{"r.u"}, rKeys...)
 	sampled := &selectStmt{
 		items:   append(cols(rPair...), as(sm.SmallestN("r.b", "r.rk", g.p.Contribution.RowsPerGroup), "bs")),

@@ -115,9 +115,9 @@ func (g *sqlGen) rowStage(table string, values func() ([]item, []string, error))
 	return &selectStmt{items: items, from: from, where: conds}, nil
 }
 
-// withKeys is keys followed by more.
-func withKeys(keys []string, more ...string) []string {
-	return append(append([]string{}, keys...), more...)
+// concat is list followed by more, in a new slice.
+func concat(list []string, more ...string) []string {
+	return append(append([]string{}, list...), more...)
 }
 
 func (g *sqlGen) generate() (string, error) {
@@ -247,7 +247,7 @@ func (g *sqlGen) generate() (string, error) {
 	if !p.OnlyDistinctUnits() {
 		// Distinct units do not depend on how many rows a person has in a
 		// group, so only other statistics need the rows bounded.
-		rowCols := withKeys(unitKeys)
+		rowCols := concat(unitKeys)
 		for _, e := range rowExprs {
 			if e != "" && !slices.Contains(rowCols, e) {
 				rowCols = append(rowCols, e)
