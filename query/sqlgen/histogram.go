@@ -2,7 +2,6 @@ package sqlgen
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/query/dpplan"
@@ -19,99 +18,78 @@ func HistogramSQL(p *dpplan.Plan, d engine.Dialect, h int) (string, error) {
 		return "", err
 	}
 	hist := p.Histograms[h]
-	nk := len(p.Query.GroupBy)
-	keys := make([]string, nk)
-	var cols []string
-	if p.Bounded {
-		cols = append(cols, g.colRef(p.Table.PrivacyUnit)+" AS u")
-	}
-	for i, k := range p.Query.GroupBy {
-		keys[i] = "k" + strconv.Itoa(i)
-		e, err := g.keyExpr(k)
+	keys := g.keyNames()
+	rows, err := g.rowStage(p.Table.Name, func() ([]item, []string, error) {
+		col, err := g.column(hist.Column)
 		if err != nil {
-			return "", err
+			return nil, nil, err
 		}
-		cols = append(cols, e+" AS "+keys[i])
-	}
-	col, err := g.column(hist.Column)
-	if err != nil {
-		return "", err
-	}
-	// The value each kept row adds: its bin, or for a distinct count the
-	// value itself.
-	value := col
-	if !hist.Distinct {
-		if value, err = g.bin(hist, col); err != nil {
-			return "", err
+		// The value each kept row adds: its bin, or for a distinct count
+		// the value itself.
+		value := col
+		if !hist.Distinct {
+			if value, err = g.bin(hist, col); err != nil {
+				return nil, nil, err
+			}
 		}
-	}
-	cols = append(cols, value+" AS b")
-	conds, err := g.conditions()
+		return []item{as(value, "b")}, []string{col + " IS NOT NULL"}, nil
+	})
 	if err != nil {
 		return "", err
 	}
-	conds = append(conds, col+" IS NOT NULL")
-	source, err := g.fromClause(p.Table.Name)
-	if err != nil {
-		return "", err
-	}
-	where := " FROM " + source + " WHERE " + strings.Join(conds, " AND ")
-	rows := "SELECT " + strings.Join(cols, ", ") + where
-	outKeys := strings.Join(append(append([]string{}, keys...), "b"), ", ")
+	outKeys := concat(keys, "b")
 	// final counts the kept rows per (group, bin), or the distinct values
 	// per group.
-	final := func(from string) string {
+	final := func(from relation) sqlNode {
 		if !hist.Distinct {
-			return "SELECT " + outKeys + ", count(*) AS c FROM " + from + " GROUP BY " + outKeys
+			return &selectStmt{items: append(cols(outKeys...), as("count(*)", "c")), from: from, groupBy: outKeys}
 		}
 		if _, nested := d.(engine.Nested); nested {
 			// Such a dialect (ClickHouse) reads an alias anywhere in its
 			// SELECT: 0 AS b would be counted instead of the column b (and
 			// 0 is a UInt8, which reads as a bool).
-			inner := strings.Join(append(append([]string{}, keys...), "count(DISTINCT b) AS c"), ", ")
-			outer := strings.Join(append(append([]string{}, keys...), "CAST(0 AS "+d.TypeName(engine.Integer)+") AS b", "c"), ", ")
-			grouped := ""
-			if len(keys) > 0 {
-				grouped = " GROUP BY " + strings.Join(keys, ", ")
+			inner := &selectStmt{items: append(cols(keys...), as("count(DISTINCT b)", "c")), from: from, groupBy: keys}
+			return &selectStmt{
+				items: append(cols(keys...), as("CAST(0 AS "+d.TypeName(engine.Integer)+")", "b"), item{expr: "c"}),
+				from:  subquery{query: inner, alias: "distinct_values"},
 			}
-			return "SELECT " + outer + " FROM (SELECT " + inner + " FROM " + from + grouped + ") AS distinct_values"
 		}
-		list := strings.Join(append(append([]string{}, keys...), "0 AS b", "count(DISTINCT b) AS c"), ", ")
-		if len(keys) == 0 {
-			return "SELECT " + list + " FROM " + from
-		}
-		return "SELECT " + list + " FROM " + from + " GROUP BY " + strings.Join(keys, ", ")
+		return &selectStmt{items: append(cols(keys...), as("0", "b"), as("count(DISTINCT b)", "c")), from: from, groupBy: keys}
 	}
-	st := g.newStages()
+	st := &statement{stages: []stage{{name: "r", body: rows}}}
 	if !p.Bounded {
-		st.add("r", "", rows)
-		return st.finish(final(st.from("r"))), nil
+		st.body = final(stageRef("r"))
+		return render(d, st), nil
 	}
 	if sm, ok := d.(engine.Sampler); ok {
 		// The sampled rows carry the random key rk of each row (see
 		// sampledHistogram).
-		sampledRows := "SELECT " + strings.Join(append(append([]string{}, cols...), d.Random()+" AS rk"), ", ") + where
-		return g.sampledHistogram(sm, rows, sampledRows, keys, final), nil
+		sampledRows := *rows
+		sampledRows.items = append(rows.items[:len(rows.items):len(rows.items)], as(d.Random(), "rk"))
+		return g.sampledHistogram(sm, rows, &sampledRows, keys, final), nil
 	}
-	unitKeyList := append([]string{"u"}, keys...)
-	unitKeys := strings.Join(unitKeyList, ", ")
-	st.add("r", "", rows)
-	st.add("r_bounded", "", g.keepRandom(st.from("r"), unitKeyList, append(append([]string{}, unitKeyList...), "b"), p.Contribution.RowsPerGroup))
-	from := st.from("r_bounded")
+	unitKeys := append([]string{"u"}, keys...)
+	st.stages = append(st.stages, stage{name: "r_bounded", body: g.keepRandom(stageRef("r"), unitKeys, concat(unitKeys, "b"), p.Contribution.RowsPerGroup)})
+	var from relation = stageRef("r_bounded")
 	if lb, ok := d.(engine.LimitBy); ok && p.BoundGroups {
 		// Each (person, group) collects its kept values into a list, at
 		// most L0 of a person's groups are kept by the hash of the group,
 		// and the list is unnested: the kept rows are read once.
-		st.add("unit_groups_bounded", "", "SELECT "+unitKeys+", "+lb.Collect("b")+" AS bs FROM "+from+" GROUP BY "+unitKeys+" "+
-			lb.KeepFirst(lb.RowKey(g.salt, unitKeyList), []string{"u"}, p.Contribution.Groups))
-		st.add("kept", "", "SELECT "+strings.Join(append(append([]string{}, keys...), lb.Unnest("bs")+" AS b"), ", ")+" FROM "+st.from("unit_groups_bounded"))
-		from = st.from("kept")
+		st.stages = append(st.stages,
+			stage{name: "unit_groups_bounded", body: &selectStmt{
+				items: append(cols(unitKeys...), as(lb.Collect("b"), "bs")), from: from, groupBy: unitKeys,
+				tail: lb.KeepFirst(lb.RowKey(g.salt, unitKeys), []string{"u"}, p.Contribution.Groups),
+			}},
+			stage{name: "kept", body: &selectStmt{items: append(cols(keys...), as(lb.Unnest("bs"), "b")), from: stageRef("unit_groups_bounded")}})
+		from = stageRef("kept")
 	} else if p.BoundGroups {
-		st.add("unit_groups", "", "SELECT "+unitKeys+" FROM "+from+" GROUP BY "+unitKeys)
-		st.add("unit_groups_bounded", "", g.keepRandom(st.from("unit_groups"), []string{"u"}, unitKeyList, p.Contribution.Groups))
-		from = from + " JOIN " + st.from("unit_groups_bounded") + " USING (" + unitKeys + ")"
+		st.stages = append(st.stages,
+			stage{name: "unit_groups", body: &selectStmt{items: cols(unitKeys...), from: from, groupBy: unitKeys}},
+			stage{name: "unit_groups_bounded", body: g.keepRandom(stageRef("unit_groups"), []string{"u"}, unitKeys, p.Contribution.Groups)})
+		from = join{left: from, joins: []joinClause{{kind: "JOIN", right: stageRef("unit_groups_bounded"), using: unitKeys}}}
 	}
-	return st.finish(final(from)), nil
+	st.body = final(from)
+	return render(d, st), nil
 }
 
 // sampledHistogram writes the bounded histogram statement for dialects
@@ -134,36 +112,35 @@ func HistogramSQL(p *dpplan.Plan, d engine.Dialect, h int) (string, error) {
 // rows selects u, the keys and b; sampledRows also rk. The rows are
 // spelled each time they are read, not as a WITH query read three times,
 // so that they are never materialized.
-func (g *sqlGen) sampledHistogram(sm engine.Sampler, rows, sampledRows string, keys []string, final func(from string) string) string {
+func (g *sqlGen) sampledHistogram(sm engine.Sampler, rows, sampledRows *selectStmt, keys []string, final func(from relation) sqlNode) string {
 	L := strconv.FormatInt(g.p.Contribution.RowsPerGroup, 10)
-	pair := strings.Join(append([]string{"u"}, keys...), ", ")
-	keyList := ""
-	if len(keys) > 0 {
-		keyList = strings.Join(keys, ", ") + ", "
-	}
-	var b strings.Builder
-	b.WriteString("WITH ")
-	from := g.keepGroups(&b, sm, keyList+"count(*) AS n", "("+rows+") AS r GROUP BY "+pair)
-	b.WriteString(",\nkept_pairs AS " + sm.Materialized() + " (SELECT " + pair + ", n FROM " + from + "),\n")
+	pair := append([]string{"u"}, keys...)
+	stages, from := g.keepGroups(sm, append(cols(keys...), as("count(*)", "n")), subquery{query: rows, alias: "r"}, pair)
+	stages = append(stages, stage{name: "kept_pairs", kw: sm.Materialized(), body: &selectStmt{items: cols(concat(pair, "n")...), from: stageRef(from)}})
 	// The pairs are joined on u and the keys, a NULL key matching a NULL
 	// key (USING would drop the NULL group's rows).
-	on := func(rel string) string {
-		conds := []string{"r.u = " + rel + ".u"}
+	joinPairs := func(rows *selectStmt, alias, cond string) relation {
+		on := []string{"r.u = " + alias + ".u"}
 		for _, k := range keys {
-			conds = append(conds, sm.NullSafeEqual("r."+k, rel+"."+k))
+			on = append(on, sm.NullSafeEqual("r."+k, alias+"."+k))
 		}
-		return " ON " + strings.Join(conds, " AND ")
+		pairs := &selectStmt{items: cols(pair...), from: stageRef("kept_pairs"), where: []string{cond}}
+		return join{left: subquery{query: rows, alias: "r"}, joins: []joinClause{{kind: "JOIN", right: subquery{query: pairs, alias: alias}, on: on}}}
 	}
-	rKeys := ""
-	for _, k := range keys {
-		rKeys += "r." + k + ", "
+	rKeys := make([]string, len(keys))
+	for i, k := range keys {
+		rKeys[i] = "r." + k
 	}
-	light := "SELECT " + rKeys + "r.b FROM (" + rows + ") AS r JOIN (SELECT " + pair + " FROM kept_pairs WHERE n <= " + L + ") AS light" + on("light")
-	heavy := "SELECT " + keyList + sm.Unnest("bs") + " AS b FROM (SELECT " + strings.TrimSuffix("r.u, "+rKeys, ", ") + ", " + sm.SmallestN("r.b", "r.rk", g.p.Contribution.RowsPerGroup) + " AS bs" +
-		" FROM (" + sampledRows + ") AS r JOIN (SELECT " + pair + " FROM kept_pairs WHERE n > " + L + ") AS heavy" + on("heavy") + " GROUP BY " + strings.TrimSuffix("r.u, "+rKeys, ", ") + ") AS sampled"
-	b.WriteString("kept AS (" + light + "\nUNION ALL\n" + heavy + ")\n")
-	b.WriteString(final("kept"))
-	return b.String()
+	light := &selectStmt{items: cols(concat(rKeys, "r.b")...), from: joinPairs(rows, "light", "n <= "+L)}
+	rPair := append([]string{"r.u"}, rKeys...)
+	sampled := &selectStmt{
+		items:   append(cols(rPair...), as(sm.SmallestN("r.b", "r.rk", g.p.Contribution.RowsPerGroup), "bs")),
+		from:    joinPairs(sampledRows, "heavy", "n > "+L),
+		groupBy: rPair,
+	}
+	heavy := &selectStmt{items: append(cols(keys...), as(sm.Unnest("bs"), "b")), from: subquery{query: sampled, alias: "sampled"}}
+	stages = append(stages, stage{name: "kept", body: &unionAll{parts: []sqlNode{light, heavy}, lines: true}})
+	return render(g.d, &statement{stages: stages, body: final(stageRef("kept"))})
 }
 
 // bin spells the candidate bin of a histogram's column value.

@@ -5,39 +5,35 @@ import (
 	"strings"
 )
 
-// fromClause renders the plan's FROM: the private table (or view) alone,
+// fromClause builds the plan's FROM: the private table (or view) alone,
 // joined with its public tables under the aliases t0, t1, …, or the
 // per-person pre-aggregation it reads.
-func (g *sqlGen) fromClause(view string) (string, error) {
+func (g *sqlGen) fromClause(view string) (relation, error) {
 	q := g.p.Query
 	if q.Pre != nil {
 		// A per-person pre-aggregation is read as a subquery.
 		inner, err := g.preSQL(q.Pre)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		return "(" + inner + ") AS " + g.ident("t0"), nil
+		return subquery{query: inner, alias: g.ident("t0")}, nil
 	}
 	if len(q.Joins) == 0 {
-		return g.ident(view), nil
+		return table{name: view, quote: true}, nil
 	}
-	var b strings.Builder
-	b.WriteString(g.ident(view) + " AS " + g.ident("t0"))
+	from := join{left: table{name: view, alias: "t0", quote: true}}
 	for i, j := range q.Joins {
-		kind := " JOIN "
+		kind := "JOIN"
 		if j.Left {
-			kind = " LEFT JOIN "
+			kind = "LEFT JOIN"
 		}
-		alias := fmt.Sprintf("t%d", i+1)
-		b.WriteString(kind + g.ident(j.Table) + " AS " + g.ident(alias) + " ON ")
-		for k, on := range j.On {
-			if k > 0 {
-				b.WriteString(" AND ")
-			}
-			b.WriteString(g.colRef(on[0]) + " = " + g.colRef(on[1]))
+		on := make([]string, len(j.On))
+		for k, c := range j.On {
+			on[k] = g.colRef(c[0]) + " = " + g.colRef(c[1])
 		}
+		from.joins = append(from.joins, joinClause{kind: kind, right: table{name: j.Table, alias: fmt.Sprintf("t%d", i+1), quote: true}, on: on})
 	}
-	return b.String(), nil
+	return from, nil
 }
 
 // colRef renders a column of the relation: its quoted name, qualified by

@@ -2,7 +2,6 @@ package sqlgen
 
 import (
 	"math"
-	"strings"
 
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
@@ -10,26 +9,26 @@ import (
 	"github.com/dpstat/dpstat/query/ir"
 )
 
-// preSQL renders the pre-aggregation as a subquery of the engine.
-func (g *sqlGen) preSQL(pre *ir.PreAggregate) (string, error) {
+// preSQL builds the pre-aggregation, read as a subquery.
+func (g *sqlGen) preSQL(pre *ir.PreAggregate) (*selectStmt, error) {
 	ig := newSQLGen(g.d, &dpplan.Plan{Query: pre.Query, Table: pre.Relation, Bounded: true}, dpplan.CleanForm)
-	var cols []string
+	var items []item
 	for _, c := range pre.Columns {
 		if c.Key != "" {
-			cols = append(cols, ig.colRef(c.Key)+" AS "+g.ident(c.Name))
+			items = append(items, as(ig.colRef(c.Key), g.ident(c.Name)))
 			continue
 		}
 		e, err := ig.preAggregate(c.Agg)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		cols = append(cols, e+" AS "+g.ident(c.Name))
+		items = append(items, as(e, g.ident(c.Name)))
 	}
 	conds := []string{ig.colRef(pre.Unit) + " IS NOT NULL"}
 	if pre.Query.Where != nil {
 		c, err := ig.expr(pre.Query.Where)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		conds = append(conds, c)
 	}
@@ -39,10 +38,9 @@ func (g *sqlGen) preSQL(pre *ir.PreAggregate) (string, error) {
 	}
 	source, err := ig.fromClause(pre.Relation.Name)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return "SELECT " + strings.Join(cols, ", ") + " FROM " + source +
-		" WHERE " + strings.Join(conds, " AND ") + " GROUP BY " + strings.Join(keys, ", "), nil
+	return &selectStmt{items: items, from: source, where: conds, groupBy: keys}, nil
 }
 
 // preAggregate spells one per-person aggregate over the clamped values of

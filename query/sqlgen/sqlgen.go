@@ -62,146 +62,134 @@ func newSalt() uint64 {
 	return binary.LittleEndian.Uint64(b[:])
 }
 
-// stages composes a statement from named stages: as WITH queries, or, for
-// a dialect without them (engine.Nested), as subqueries nested in the
-// FROM of the stage that reads them.
-type stages struct {
-	nested bool
-	defs   []string
-	ref    map[string]string
-}
-
-func (g *sqlGen) newStages() *stages {
-	_, nested := g.d.(engine.Nested)
-	return &stages{nested: nested, ref: map[string]string{}}
-}
-
-// add defines stage name as body (which reads earlier stages through
-// from); kw is a keyword between AS and the body ("" or MATERIALIZED).
-func (s *stages) add(name, kw, body string) {
-	if s.nested {
-		s.ref[name] = "(" + body + ") AS " + name
-		return
-	}
-	if kw != "" {
-		kw += " "
-	}
-	s.defs = append(s.defs, name+" AS "+kw+"("+body+")")
-}
-
-// from spells a read of stage name in a FROM clause.
-func (s *stages) from(name string) string {
-	if r, ok := s.ref[name]; ok {
-		return r
-	}
-	return name
-}
-
-// finish spells the statement whose last SELECT is final.
-func (s *stages) finish(final string) string {
-	if s.nested || len(s.defs) == 0 {
-		return final
-	}
-	return "WITH " + strings.Join(s.defs, ",\n") + "\n" + final
-}
-
 func (g *sqlGen) ident(s string) string { return g.d.QuoteIdent(s) }
 
-func (g *sqlGen) generate() (string, error) {
-	p := g.p
-	nk := len(p.Query.GroupBy)
-	keys := make([]string, nk)
+// keyNames are the key columns k0, k1, … of the plan's groups.
+func (g *sqlGen) keyNames() []string {
+	keys := make([]string, len(g.p.Query.GroupBy))
 	for i := range keys {
 		keys[i] = "k" + strconv.Itoa(i)
 	}
+	return keys
+}
 
-	// The row stage: filter, project keys and clamped summands.
-	var cols []string
+// rowStage builds the row stage that the main statement and the histogram
+// statements read: u (the person, in a bounded plan) and the keys k0, k1,
+// … read from table (or the plan's joins or pre-aggregation), then the
+// per-row values that values returns, filtered by the plan's conditions
+// and the conjuncts values adds. values is called after the keys are
+// spelled, so that a refusal names the first part that cannot be spelled.
+func (g *sqlGen) rowStage(table string, values func() ([]item, []string, error)) (*selectStmt, error) {
+	p := g.p
+	var items []item
 	if p.Bounded {
-		cols = append(cols, g.colRef(p.Table.PrivacyUnit)+" AS u")
+		items = append(items, as(g.colRef(p.Table.PrivacyUnit), "u"))
 	}
 	for i, k := range p.Query.GroupBy {
 		e, err := g.keyExpr(k)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		cols = append(cols, e+" AS "+keys[i])
+		items = append(items, as(e, "k"+strconv.Itoa(i)))
 	}
-	rowExprs := make([]string, len(p.Statistics)) // per-row input of each statistic ("" for COUNT(*))
-	exprOf := map[string]string{}                 // the expression of each per-row input
-	for i, st := range p.Statistics {
-		if st.Summand.Kind == dpplan.NonNullCount {
-			continue
-		}
-		e, err := g.summand(st.Summand)
-		if err != nil {
-			return "", err
-		}
-		if e != "" {
-			rowExprs[i] = "v" + strconv.Itoa(i)
-			cols = append(cols, e+" AS "+rowExprs[i])
-			exprOf[rowExprs[i]] = e
-		}
+	vals, extra, err := values()
+	if err != nil {
+		return nil, err
 	}
-	// A count of non-NULL values reuses the fixed-point summand of the same
-	// column when there is one (it is NULL exactly when the column is), so
-	// the bounding stages carry one column less.
-	// (Where NULLs are clamped to the lower bound, the summand is never
-	// NULL, so there is nothing to reuse.)
-	for i, st := range p.Statistics {
-		if st.Summand.Kind != dpplan.NonNullCount {
-			continue
-		}
-		for j, other := range p.Statistics {
-			if !g.nullsClamped() && other.Summand.Kind == dpplan.FixedPointSum && other.Summand.Column == st.Summand.Column {
-				rowExprs[i] = rowExprs[j]
-			}
-		}
-		if rowExprs[i] == "" {
-			e, err := g.summand(st.Summand)
-			if err != nil {
-				return "", err
-			}
-			rowExprs[i] = "v" + strconv.Itoa(i)
-			cols = append(cols, e+" AS "+rowExprs[i])
-			exprOf[rowExprs[i]] = e
-		}
-	}
+	items = append(items, vals...)
 	conds, err := g.conditions()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	if len(cols) == 0 {
-		cols = append(cols, "1 AS one")
+	conds = append(conds, extra...)
+	if len(items) == 0 {
+		items = append(items, as("1", "one"))
 	}
-	// With a Sampler dialect, each row's random key for keeping at most L∞
-	// values per (person, group) (see sampled).
 	if err := g.checkJoins(); err != nil {
-		return "", err
+		return nil, err
 	}
-	_, sampler := g.d.(engine.Sampler)
-	if p.Bounded && sampler && p.SamplesValues() {
-		cols = append(cols, g.d.Random()+" AS rk")
+	from, err := g.fromClause(table)
+	if err != nil {
+		return nil, err
 	}
+	return &selectStmt{items: items, from: from, where: conds}, nil
+}
+
+// concat is list followed by more, in a new slice.
+func concat(list []string, more ...string) []string {
+	return append(append([]string{}, list...), more...)
+}
+
+func (g *sqlGen) generate() (string, error) {
+	p := g.p
+	nk := len(p.Query.GroupBy)
+	keys := g.keyNames()
+
+	// The row stage: filter, project keys and clamped summands.
+	rowExprs := make([]string, len(p.Statistics)) // per-row input of each statistic ("" for COUNT(*))
+	exprOf := map[string]string{}                 // the expression of each per-row input
 	table := p.Table.Name
 	if g.form == dpplan.FastForm {
 		table = RawView(table)
 	}
-	source, err := g.fromClause(table)
+	rows, err := g.rowStage(table, func() ([]item, []string, error) {
+		var vals []item
+		for i, st := range p.Statistics {
+			if st.Summand.Kind == dpplan.NonNullCount {
+				continue
+			}
+			e, err := g.summand(st.Summand)
+			if err != nil {
+				return nil, nil, err
+			}
+			if e != "" {
+				rowExprs[i] = "v" + strconv.Itoa(i)
+				vals = append(vals, as(e, rowExprs[i]))
+				exprOf[rowExprs[i]] = e
+			}
+		}
+		// A count of non-NULL values reuses the fixed-point summand of the
+		// same column when there is one (it is NULL exactly when the
+		// column is), so the bounding stages carry one column less.
+		// (Where NULLs are clamped to the lower bound, the summand is
+		// never NULL, so there is nothing to reuse.)
+		for i, st := range p.Statistics {
+			if st.Summand.Kind != dpplan.NonNullCount {
+				continue
+			}
+			for j, other := range p.Statistics {
+				if !g.nullsClamped() && other.Summand.Kind == dpplan.FixedPointSum && other.Summand.Column == st.Summand.Column {
+					rowExprs[i] = rowExprs[j]
+				}
+			}
+			if rowExprs[i] == "" {
+				e, err := g.summand(st.Summand)
+				if err != nil {
+					return nil, nil, err
+				}
+				rowExprs[i] = "v" + strconv.Itoa(i)
+				vals = append(vals, as(e, rowExprs[i]))
+				exprOf[rowExprs[i]] = e
+			}
+		}
+		return vals, nil, nil
+	})
 	if err != nil {
 		return "", err
 	}
-	rows := "SELECT " + strings.Join(cols, ", ") + " FROM " + source
-	if len(conds) > 0 {
-		rows += " WHERE " + strings.Join(conds, " AND ")
+	// With a Sampler dialect, each row's random key for keeping at most L∞
+	// values per (person, group) (see sampled).
+	_, sampler := g.d.(engine.Sampler)
+	if p.Bounded && sampler && p.SamplesValues() {
+		rows.items = append(rows.items, as(g.d.Random(), "rk"))
 	}
 
-	aggs := func(inputs func(i int) string) string {
-		out := make([]string, len(p.Statistics))
+	aggs := func(inputs func(i int) string) []item {
+		out := make([]item, len(p.Statistics))
 		for i := range p.Statistics {
-			out[i] = inputs(i) + " AS s" + strconv.Itoa(i)
+			out[i] = as(inputs(i), "s"+strconv.Itoa(i))
 		}
-		return strings.Join(out, ", ")
+		return out
 	}
 	exact := func(i int) string {
 		switch p.Statistics[i].Summand.Kind {
@@ -220,20 +208,12 @@ func (g *sqlGen) generate() (string, error) {
 			return g.sum(i, rowExprs[i])
 		}
 	}
-	groupBy := func(extra ...string) string {
-		all := append(append([]string{}, extra...), keys...)
-		if len(all) == 0 {
-			return ""
-		}
-		return " GROUP BY " + strings.Join(all, ", ")
-	}
-	selectKeys := strings.Join(keys, ", ")
-	if selectKeys != "" {
-		selectKeys += ", "
+	// perGroup sums the per-person (or per-row) items of from per group.
+	perGroup := func(from relation, sums func(int) string) *selectStmt {
+		return &selectStmt{items: append(cols(keys...), aggs(sums)...), from: from, groupBy: keys}
 	}
 
-	st := g.newStages()
-	if !p.Bounded && st.nested {
+	if _, nested := g.d.(engine.Nested); !p.Bounded && nested {
 		// One SELECT over the table, the per-row inputs written inside
 		// the aggregates: a distributed engine then aggregates on each
 		// shard and merges the partial aggregates.
@@ -242,16 +222,13 @@ func (g *sqlGen) generate() (string, error) {
 				rowExprs[i] = "(" + exprOf[e] + ")"
 			}
 		}
-		items := append(append([]string{}, cols[:nk]...), aggs(exact))
-		one := "SELECT " + strings.Join(items, ", ") + " FROM " + source
-		if len(conds) > 0 {
-			one += " WHERE " + strings.Join(conds, " AND ")
-		}
-		return one + groupBy(), nil
+		one := &selectStmt{items: append(rows.items[:nk:nk], aggs(exact)...), from: rows.from, where: rows.where, groupBy: keys}
+		return render(g.d, one), nil
 	}
-	st.add("r", "", rows)
+	st := &statement{stages: []stage{{name: "r", body: rows}}}
 	if !p.Bounded {
-		return st.finish("SELECT " + selectKeys + aggs(exact) + " FROM " + st.from("r") + groupBy()), nil
+		st.body = perGroup(stageRef("r"), exact)
+		return render(g.d, st), nil
 	}
 
 	// Bounded: keep at most RowsPerGroup rows per (person, group), sum per
@@ -260,40 +237,46 @@ func (g *sqlGen) generate() (string, error) {
 		return "", fmt.Errorf("query: plan without statistics")
 	}
 	if sm, ok := g.d.(engine.Sampler); ok {
-		return g.sampled(sm, rows, keys, rowExprs, aggs, groupBy, selectKeys)
+		return g.sampled(sm, rows, keys, rowExprs, aggs), nil
 	}
-	if sb, ok := g.d.(engine.ShardBounder); ok && g.perShard(source) {
-		return g.shardBounded(sb, cols[:1+nk], conds, source, rowExprs, exprOf, aggs, selectKeys, keys)
+	if sb, ok := g.d.(engine.ShardBounder); ok && g.perShard(rows.from) {
+		return g.shardBounded(sb, rows, rowExprs, exprOf, aggs, keys), nil
 	}
+	unitKeys := append([]string{"u"}, keys...)
 	rowsFrom := "r"
 	if !p.OnlyDistinctUnits() {
 		// Distinct units do not depend on how many rows a person has in a
 		// group, so only other statistics need the rows bounded.
-		rowCols := append([]string{"u"}, keys...)
+		rowCols := concat(unitKeys)
 		for _, e := range rowExprs {
 			if e != "" && !slices.Contains(rowCols, e) {
 				rowCols = append(rowCols, e)
 			}
 		}
-		st.add("r_bounded", "", g.keepRandom(st.from("r"), append([]string{"u"}, keys...), rowCols, p.Contribution.RowsPerGroup))
+		st.stages = append(st.stages, stage{name: "r_bounded", body: g.keepRandom(stageRef("r"), unitKeys, rowCols, p.Contribution.RowsPerGroup)})
 		rowsFrom = "r_bounded"
 	}
-	st.add("per_unit", "", "SELECT u, "+selectKeys+aggs(exact)+" FROM "+st.from(rowsFrom)+groupBy("u"))
+	st.stages = append(st.stages, stage{name: "per_unit", body: &selectStmt{
+		items: append(cols(unitKeys...), aggs(exact)...), from: stageRef(rowsFrom), groupBy: unitKeys}})
 	from := "per_unit"
 	if p.BoundGroups {
-		st.add("per_unit_bounded", "", g.keepRandom(st.from("per_unit"), []string{"u"}, append([]string{"u"}, keys...), p.Contribution.Groups))
+		st.stages = append(st.stages, stage{name: "per_unit_bounded", body: g.keepRandom(stageRef("per_unit"), []string{"u"}, unitKeys, p.Contribution.Groups)})
 		from = "per_unit_bounded"
 	}
-	return st.finish("SELECT " + selectKeys + aggs(g.resum) + " FROM " + st.from(from) + groupBy()), nil
+	st.body = perGroup(stageRef(from), g.resum)
+	return render(g.d, st), nil
 }
 
 // perShard reports whether the statement bounds each person on the
 // shards: the plan says the table is distributed by its privacy unit, the
 // dialect keeps rows per key with LIMIT BY, and the statement reads the
-// table alone and directly (source is its name).
-func (g *sqlGen) perShard(source string) bool {
+// table alone and directly (source is the table, its quoted name one
+// word).
+func (g *sqlGen) perShard(source relation) bool {
 	_, lb := g.d.(engine.LimitBy)
-	return g.p.PerShard && lb && g.p.Bounded && len(g.p.Query.Joins) == 0 && g.p.Query.Pre == nil && !strings.ContainsAny(source, " (")
+	t, direct := source.(table)
+	return g.p.PerShard && lb && g.p.Bounded && len(g.p.Query.Joins) == 0 && g.p.Query.Pre == nil &&
+		direct && t.alias == "" && !strings.ContainsAny(g.ident(t.name), " (")
 }
 
 // shardBounded writes a bounded statement whose per-person stages are one
@@ -305,7 +288,7 @@ func (g *sqlGen) perShard(source string) bool {
 // so each shard's (person, group) rows are the statement's. Each shard
 // also sums them per group (engine.ShardBounder.ShardGroups), and the
 // initiator sums the shards' per-group partial sums.
-func (g *sqlGen) shardBounded(sb engine.ShardBounder, unitAndKeys, conds []string, source string, rowExprs []string, exprOf map[string]string, aggs func(func(int) string) string, selectKeys string, keys []string) (string, error) {
+func (g *sqlGen) shardBounded(sb engine.ShardBounder, rows *selectStmt, rowExprs []string, exprOf map[string]string, aggs func(func(int) string) []item, keys []string) string {
 	p := g.p
 	lb := g.d.(engine.LimitBy)
 	// The rows' values, in the order keepRandom hashes them.
@@ -340,29 +323,24 @@ func (g *sqlGen) shardBounded(sb engine.ShardBounder, unitAndKeys, conds []strin
 		}
 		return sb.KeptExactSum(list, index[rowExprs[i]])
 	}
-	inner := "SELECT " + strings.Join(unitAndKeys, ", ") + ", " + aggs(perUnit) + " FROM " + source
-	if len(conds) > 0 {
-		inner += " WHERE " + strings.Join(conds, " AND ")
-	}
-	inner += " GROUP BY " + strings.Join(hashed, ", ")
+	unitAndKeys := rows.items[:1+len(keys)]
+	inner := &selectStmt{items: append(unitAndKeys[:len(unitAndKeys):len(unitAndKeys)], aggs(perUnit)...), from: rows.from, where: rows.where, groupBy: hashed}
 	if p.BoundGroups {
-		inner += " " + lb.KeepFirst(lb.RowKey(g.salt, hashed), []string{"u"}, p.Contribution.Groups)
+		inner.tail = lb.KeepFirst(lb.RowKey(g.salt, hashed), []string{"u"}, p.Contribution.Groups)
 	}
-	groupBy := ""
-	if len(keys) > 0 {
-		groupBy = " GROUP BY " + strings.Join(keys, ", ")
-	}
-	perGroup := "SELECT " + selectKeys + aggs(g.resum) + " FROM (" + inner + ") AS per_unit_bounded" + groupBy
+	perGroup := &selectStmt{items: append(cols(keys...), aggs(g.resum)...), from: subquery{query: inner, alias: "per_unit_bounded"}, groupBy: keys}
 	sums := make([]string, len(p.Statistics))
 	for i := range sums {
 		sums[i] = "s" + strconv.Itoa(i)
 	}
 	keyExprs := make([]string, len(keys))
 	for i, c := range unitAndKeys[1:] {
-		keyExprs[i] = strings.TrimSuffix(c, " AS "+keys[i])
+		keyExprs[i] = c.expr
 	}
-	perShard := sb.ShardGroups(source, strings.Join(conds, " AND "), keyExprs, keys, sums, perGroup)
-	return "SELECT " + selectKeys + aggs(g.resum) + " FROM (" + perShard + ") AS per_shard" + groupBy + sb.PerShard(), nil
+	source := g.ident(rows.from.(table).name)
+	perShard := sb.ShardGroups(source, strings.Join(rows.where, " AND "), keyExprs, keys, sums, render(g.d, perGroup))
+	final := &selectStmt{items: append(cols(keys...), aggs(g.resum)...), from: subquery{query: rawSQL(perShard), alias: "per_shard"}, groupBy: keys, settings: sb.PerShard()}
+	return render(g.d, final)
 }
 
 // checkJoins refuses, before anything runs, a join the dialect cannot
@@ -402,10 +380,9 @@ func (g *sqlGen) resum(i int) string {
 // person's rows and on fresh randomness (the random keys are computed
 // once: the per-person stage is materialized), so the contribution bound
 // holds whatever the engine's order (see keepRandom).
-func (g *sqlGen) sampled(sm engine.Sampler, rows string, keys, rowExprs []string, aggs func(func(int) string) string, groupBy func(...string) string, selectKeys string) (string, error) {
+func (g *sqlGen) sampled(sm engine.Sampler, rows *selectStmt, keys, rowExprs []string, aggs func(func(int) string) []item) string {
 	p := g.p
 	L := p.Contribution.RowsPerGroup
-	var b strings.Builder
 	perUnit := func(i int) string {
 		switch p.Statistics[i].Summand.Kind {
 		case dpplan.RowCount:
@@ -421,12 +398,12 @@ func (g *sqlGen) sampled(sm engine.Sampler, rows string, keys, rowExprs []string
 		}
 	}
 	if p.SamplesValues() {
-		return g.splitPairs(&b, sm, rows, keys, rowExprs, aggs, groupBy, selectKeys, perUnit), nil
+		return g.splitPairs(sm, rows, keys, rowExprs, aggs, perUnit)
 	}
-	b.WriteString("WITH r AS (" + rows + "),\n")
-	from := g.keepGroups(&b, sm, selectKeys+aggs(perUnit), "r"+groupBy("u"))
-	b.WriteString("\nSELECT " + selectKeys + aggs(g.resum) + " FROM " + from + groupBy())
-	return b.String(), nil
+	stages, from := g.keepGroups(sm, append(cols(keys...), aggs(perUnit)...), stageRef("r"), append([]string{"u"}, keys...))
+	st := &statement{stages: append([]stage{{name: "r", body: rows}}, stages...)}
+	st.body = &selectStmt{items: append(cols(keys...), aggs(g.resum)...), from: stageRef(from), groupBy: keys}
+	return render(g.d, st)
 }
 
 // splitPairs writes the sampled bounding of a plan that sums or counts
@@ -439,7 +416,7 @@ func (g *sqlGen) sampled(sm engine.Sampler, rows string, keys, rowExprs []string
 // values, which its plain aggregates give exactly as perUnit would (NULL
 // where perUnit's list is empty); the rows of the other kept pairs are
 // read again and aggregated by perUnit, with lists.
-func (g *sqlGen) splitPairs(b *strings.Builder, sm engine.Sampler, rows string, keys, rowExprs []string, aggs func(func(int) string) string, groupBy func(...string) string, selectKeys string, perUnit func(int) string) string {
+func (g *sqlGen) splitPairs(sm engine.Sampler, rows *selectStmt, keys, rowExprs []string, aggs func(func(int) string) []item, perUnit func(int) string) string {
 	p := g.p
 	L := strconv.FormatInt(p.Contribution.RowsPerGroup, 10)
 	all := func(i int) string {
@@ -452,46 +429,62 @@ func (g *sqlGen) splitPairs(b *strings.Builder, sm engine.Sampler, rows string, 
 			return g.sum(i, rowExprs[i])
 		}
 	}
-	cols := make([]string, len(p.Statistics))
-	for i := range cols {
-		cols[i] = "s" + strconv.Itoa(i)
+	sums := make([]string, len(p.Statistics))
+	for i := range sums {
+		sums[i] = "s" + strconv.Itoa(i)
 	}
-	list := "u, " + selectKeys + strings.Join(cols, ", ")
+	list := cols(append(append([]string{"u"}, keys...), sums...)...)
+	unitKeys := append([]string{"u"}, keys...)
 	// The rows are spelled twice, not as a WITH query read twice, so that
 	// they are never materialized: each read takes them from the table.
-	b.WriteString("WITH ")
-	from := g.keepGroups(b, sm, selectKeys+"count(*) AS n, "+aggs(all), "("+rows+") AS r"+groupBy("u"))
-	b.WriteString(",\nkept AS " + sm.Materialized() + " (SELECT * FROM " + from + "),\n")
+	r := subquery{query: rows, alias: "r"}
+	stages, from := g.keepGroups(sm, append(append(cols(keys...), as("count(*)", "n")), aggs(all)...), r, unitKeys)
+	stages = append(stages, stage{name: "kept", kw: sm.Materialized(), body: &selectStmt{items: cols("*"), from: stageRef(from)}})
 	// The heavy pairs' columns are renamed (pair_u, pair_k0, …) so that
 	// the join can match a NULL key to a NULL key, which USING would not:
 	// a NULL group is a group.
-	heavyCols, on := []string{"u AS pair_u"}, []string{"u = pair_u"}
+	heavyCols, on := []item{as("u", "pair_u")}, []string{"u = pair_u"}
 	for _, k := range keys {
-		heavyCols = append(heavyCols, k+" AS pair_"+k)
+		heavyCols = append(heavyCols, as(k, "pair_"+k))
 		on = append(on, sm.NullSafeEqual(k, "pair_"+k))
 	}
-	b.WriteString("sampled AS (SELECT u, " + selectKeys + aggs(perUnit) + " FROM (" + rows + ") AS r JOIN (SELECT " + strings.Join(heavyCols, ", ") + " FROM kept WHERE n > " + L + ") AS heavy ON " + strings.Join(on, " AND ") + groupBy("u") + ")\n")
-	b.WriteString("SELECT " + selectKeys + aggs(g.resum) + " FROM (SELECT " + list + " FROM kept WHERE n <= " + L + " UNION ALL SELECT " + list + " FROM sampled) AS kept_values" + groupBy())
-	return b.String()
+	heavy := &selectStmt{items: heavyCols, from: stageRef("kept"), where: []string{"n > " + L}}
+	stages = append(stages, stage{name: "sampled", body: &selectStmt{
+		items:   append(cols(unitKeys...), aggs(perUnit)...),
+		from:    join{left: r, joins: []joinClause{{kind: "JOIN", right: subquery{query: heavy, alias: "heavy"}, on: on}}},
+		groupBy: unitKeys,
+	}})
+	keptValues := &unionAll{parts: []sqlNode{
+		&selectStmt{items: list, from: stageRef("kept"), where: []string{"n <= " + L}},
+		&selectStmt{items: list, from: stageRef("sampled")},
+	}}
+	st := &statement{stages: stages, body: &selectStmt{items: append(cols(keys...), aggs(g.resum)...), from: subquery{query: keptValues, alias: "kept_values"}, groupBy: keys}}
+	return render(g.d, st)
 }
 
-// keepGroups writes the per-person stage of the sampled bounding: the
-// (person, group) aggregates (list, after "u, ", read FROM source, which
-// ends with its GROUP BY) and, when the plan limits groups per person, the
-// threshold that keeps at most L0 of them. It returns the relation to read
-// the kept (person, group) rows from.
-func (g *sqlGen) keepGroups(b *strings.Builder, sm engine.Sampler, list, source string) string {
+// keepGroups builds the per-person stages of the sampled bounding: the
+// (person, group) aggregates (u, then items, read from source grouped by
+// groupBy) and, when the plan limits groups per person, the threshold
+// that keeps at most L0 of them. It returns the stages and the one to
+// read the kept (person, group) rows from.
+func (g *sqlGen) keepGroups(sm engine.Sampler, items []item, source relation, groupBy []string) ([]stage, string) {
 	p := g.p
+	perUnit := &selectStmt{items: append(cols("u"), items...), from: source, groupBy: groupBy}
 	if !p.BoundGroups {
-		b.WriteString("per_unit AS (SELECT u, " + list + " FROM " + source + ")")
-		return "per_unit"
+		return []stage{{name: "per_unit", body: perUnit}}, "per_unit"
 	}
 	// The random key h is drawn once per (person, group): the stage is
 	// materialized because it is read twice.
-	b.WriteString("per_unit AS " + sm.Materialized() + " (SELECT u, " + list + ", " + g.d.Random() + " AS h FROM " + source + "),\n")
-	b.WriteString("thresholds AS (SELECT u, " + sm.NthSmallest("h", p.Contribution.Groups+1) + " AS t FROM per_unit GROUP BY u),\n")
-	b.WriteString("per_unit_bounded AS (SELECT per_unit.* FROM per_unit JOIN thresholds ON per_unit.u = thresholds.u WHERE t IS NULL OR h < t)")
-	return "per_unit_bounded"
+	perUnit.items = append(perUnit.items, as(g.d.Random(), "h"))
+	return []stage{
+		{name: "per_unit", kw: sm.Materialized(), body: perUnit},
+		{name: "thresholds", body: &selectStmt{items: []item{{expr: "u"}, as(sm.NthSmallest("h", p.Contribution.Groups+1), "t")}, from: stageRef("per_unit"), groupBy: []string{"u"}}},
+		{name: "per_unit_bounded", body: &selectStmt{
+			items: cols("per_unit.*"),
+			from:  join{left: stageRef("per_unit"), joins: []joinClause{{kind: "JOIN", right: stageRef("thresholds"), on: []string{"per_unit.u = thresholds.u"}}}},
+			where: []string{"t IS NULL OR h < t"},
+		}},
+	}, "per_unit_bounded"
 }
 
 // conditions renders the row filter: a known privacy unit, keys in their
@@ -546,15 +539,16 @@ func (g *sqlGen) conditions() ([]string, error) {
 // A LimitBy dialect orders by a keyed hash of the row's values hashed (the
 // columns of rel that the statement reads), with the statement's secret
 // salt (see engine.LimitBy).
-func (g *sqlGen) keepRandom(rel string, partition, hashed []string, limit int64) string {
+func (g *sqlGen) keepRandom(rel relation, partition, hashed []string, limit int64) *selectStmt {
 	if lb, ok := g.d.(engine.LimitBy); ok {
-		return "SELECT * FROM " + rel + " " + lb.KeepFirst(lb.RowKey(g.salt, hashed), partition, limit)
+		return &selectStmt{items: cols("*"), from: rel, tail: lb.KeepFirst(lb.RowKey(g.salt, hashed), partition, limit)}
 	}
 	rn := "row_number() OVER (PARTITION BY " + strings.Join(partition, ", ") + " ORDER BY " + g.d.Random() + ")"
 	if g.d.SupportsQualify() {
-		return "SELECT * FROM " + rel + " QUALIFY " + rn + " <= " + strconv.FormatInt(limit, 10)
+		return &selectStmt{items: cols("*"), from: rel, qualify: rn + " <= " + strconv.FormatInt(limit, 10)}
 	}
-	return "SELECT * FROM (SELECT *, " + rn + " AS rn FROM " + rel + ") AS numbered WHERE rn <= " + strconv.FormatInt(limit, 10)
+	numbered := &selectStmt{items: []item{{expr: "*"}, as(rn, "rn")}, from: rel}
+	return &selectStmt{items: cols("*"), from: subquery{query: numbered, alias: "numbered"}, where: []string{"rn <= " + strconv.FormatInt(limit, 10)}}
 }
 
 // nullsClamped reports whether sums let a NULL become the lower bound

@@ -1,0 +1,283 @@
+package sqlgen
+
+import (
+	"strings"
+
+	"github.com/dpstat/dpstat/engine"
+)
+
+// The statements are built as a small syntax tree of SELECTs, relations
+// and stages, and spelled by one renderer (render) through the engine's
+// dialect. Expressions stay text: the dialect spells them as they are
+// built (engine.Dialect), and the tree only places them.
+//
+// The names the generator gives to columns, stages and subqueries are
+// fixed, because the engines' readers find the statistics by them and
+// ClickHouse rewrites a statement per shard by them (see
+// engine/clickhouse's generatorAlias). Their meaning, in one place:
+//
+//	u                 the person (the privacy unit) a row belongs to
+//	k0, k1, …         the group keys, in the query's GROUP BY order
+//	v0, v1, …         statistic i's clamped per-row value (the summand)
+//	s0, s1, …         statistic i's aggregate: per person and group in
+//	                  the bounding stages, per group in the result
+//	one               a constant column, when a row stage has no other
+//	rk                a row's random key, for sampling at most L∞ values
+//	                  per (person, group) (engine.Sampler)
+//	rn                a row's rank in its partition (keepRandom without
+//	                  QUALIFY)
+//	h, t              a (person, group)'s random key and its person's
+//	                  threshold, for keeping at most L0 groups per person
+//	n                 the number of rows of a (person, group)
+//	b                 a histogram row's bin (or value, for a distinct
+//	                  count); bs a list of them
+//	c                 a histogram's count per (group, bin)
+//	pair_u, pair_k0…  a heavy pair's person and keys, renamed for a join
+//	                  that matches NULL keys
+//	t0, t1, …         the private table (or pre-aggregation) and the
+//	                  public tables it joins
+//
+// Stages and subqueries: r (the row stage: filter, keys, clamped values),
+// r_bounded (at most L∞ rows per person and group), per_unit (per person
+// and group), per_unit_bounded (at most L0 groups per person),
+// thresholds (t per person), kept and kept_pairs (the kept pairs, or
+// their kept values), light and heavy (the kept pairs with at most and
+// more than L∞ rows), sampled (the heavy pairs' sampled values),
+// kept_values, unit_groups and unit_groups_bounded (a histogram's pairs),
+// numbered (rows with rn), distinct_values, and per_shard (ClickHouse's
+// per-shard sums; its per_group is the dialect's).
+
+// sqlNode is a statement or a query that the renderer spells.
+type sqlNode interface {
+	render(r *renderer, b *strings.Builder)
+}
+
+// relation is what a FROM clause reads.
+type relation interface {
+	renderRel(r *renderer, b *strings.Builder)
+}
+
+// item is one select item: an expression and its alias ("" for none).
+type item struct {
+	expr, alias string
+}
+
+// as is the item expr AS alias.
+func as(expr, alias string) item { return item{expr: expr, alias: alias} }
+
+// cols are items that name columns (or * and rel.*) without an alias.
+func cols(names ...string) []item {
+	out := make([]item, len(names))
+	for i, n := range names {
+		out[i] = item{expr: n}
+	}
+	return out
+}
+
+// selectStmt is one SELECT: items FROM from WHERE the conjuncts of where
+// GROUP BY groupBy, then QUALIFY qualify, then tail (a clause the dialect
+// spells, such as ORDER BY … LIMIT n BY …) and settings (dialect text
+// appended verbatim, such as ClickHouse's SETTINGS).
+type selectStmt struct {
+	items    []item
+	from     relation
+	where    []string
+	groupBy  []string
+	qualify  string
+	tail     string
+	settings string
+}
+
+// unionAll is its parts joined by UNION ALL, each on its own line when
+// lines is set.
+type unionAll struct {
+	parts []sqlNode
+	lines bool
+}
+
+// rawSQL is a query the dialect spelled whole (engine.ShardBounder).
+type rawSQL string
+
+// stage is a named query of a statement, read by the later ones; kw is a
+// keyword between AS and its body ("" or MATERIALIZED).
+type stage struct {
+	name, kw string
+	body     sqlNode
+}
+
+// statement is a query with the stages it reads (stageRef): WITH queries,
+// or, for a dialect without them (engine.Nested), subqueries nested in the
+// FROM of the query that reads them.
+type statement struct {
+	stages []stage
+	body   sqlNode
+}
+
+// table reads a table: its name, quoted by the dialect when quote is set,
+// and its alias ("" for none, quoted as the name is).
+type table struct {
+	name, alias string
+	quote       bool
+}
+
+// stageRef reads a stage of the statement by its name.
+type stageRef string
+
+// subquery reads a query under an alias: (query) AS alias.
+type subquery struct {
+	query sqlNode
+	alias string
+}
+
+// join is left joined with each of joins in turn.
+type join struct {
+	left  relation
+	joins []joinClause
+}
+
+// joinClause is one JOIN of a join: kind is JOIN or LEFT JOIN; the
+// condition is the conjuncts of on, or USING the columns of using.
+type joinClause struct {
+	kind  string
+	right relation
+	on    []string
+	using []string
+}
+
+// renderer spells a statement through a dialect.
+type renderer struct {
+	d      engine.Dialect
+	nested bool
+	stages map[string]stage
+}
+
+// render spells n through the dialect d.
+func render(d engine.Dialect, n sqlNode) string {
+	_, nested := d.(engine.Nested)
+	r := &renderer{d: d, nested: nested, stages: map[string]stage{}}
+	var b strings.Builder
+	n.render(r, &b)
+	return b.String()
+}
+
+// render spells the stages as WITH queries before the body, or leaves
+// them to the stageRefs that read them.
+func (s *statement) render(r *renderer, b *strings.Builder) {
+	for _, st := range s.stages {
+		r.stages[st.name] = st
+	}
+	if r.nested || len(s.stages) == 0 {
+		s.body.render(r, b)
+		return
+	}
+	b.WriteString("WITH ")
+	for i, st := range s.stages {
+		if i > 0 {
+			b.WriteString(",\n")
+		}
+		b.WriteString(st.name + " AS ")
+		if st.kw != "" {
+			b.WriteString(st.kw + " ")
+		}
+		b.WriteString("(")
+		st.body.render(r, b)
+		b.WriteString(")")
+	}
+	b.WriteString("\n")
+	s.body.render(r, b)
+}
+
+// render spells the clauses in SQL's order.
+func (s *selectStmt) render(r *renderer, b *strings.Builder) {
+	b.WriteString("SELECT ")
+	for i, it := range s.items {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(it.expr)
+		if it.alias != "" {
+			b.WriteString(" AS " + it.alias)
+		}
+	}
+	if s.from != nil {
+		b.WriteString(" FROM ")
+		s.from.renderRel(r, b)
+	}
+	if len(s.where) > 0 {
+		b.WriteString(" WHERE " + strings.Join(s.where, " AND "))
+	}
+	if len(s.groupBy) > 0 {
+		b.WriteString(" GROUP BY " + strings.Join(s.groupBy, ", "))
+	}
+	if s.qualify != "" {
+		b.WriteString(" QUALIFY " + s.qualify)
+	}
+	if s.tail != "" {
+		b.WriteString(" " + s.tail)
+	}
+	b.WriteString(s.settings)
+}
+
+// render joins the parts with UNION ALL.
+func (u *unionAll) render(r *renderer, b *strings.Builder) {
+	sep := " UNION ALL "
+	if u.lines {
+		sep = "\nUNION ALL\n"
+	}
+	for i, p := range u.parts {
+		if i > 0 {
+			b.WriteString(sep)
+		}
+		p.render(r, b)
+	}
+}
+
+// render writes the query as it is.
+func (q rawSQL) render(_ *renderer, b *strings.Builder) { b.WriteString(string(q)) }
+
+// renderRel spells the table's name and alias.
+func (t table) renderRel(r *renderer, b *strings.Builder) {
+	name, alias := t.name, t.alias
+	if t.quote {
+		name = r.d.QuoteIdent(name)
+		if alias != "" {
+			alias = r.d.QuoteIdent(alias)
+		}
+	}
+	b.WriteString(name)
+	if alias != "" {
+		b.WriteString(" AS " + alias)
+	}
+}
+
+// renderRel spells a stage by its name, or nested as a subquery under
+// its name for a dialect without WITH queries.
+func (s stageRef) renderRel(r *renderer, b *strings.Builder) {
+	st, ok := r.stages[string(s)]
+	if !ok || !r.nested {
+		b.WriteString(string(s))
+		return
+	}
+	subquery{query: st.body, alias: st.name}.renderRel(r, b)
+}
+
+// renderRel spells (query) AS alias.
+func (s subquery) renderRel(r *renderer, b *strings.Builder) {
+	b.WriteString("(")
+	s.query.render(r, b)
+	b.WriteString(") AS " + s.alias)
+}
+
+// renderRel spells the left relation and each JOIN.
+func (j join) renderRel(r *renderer, b *strings.Builder) {
+	j.left.renderRel(r, b)
+	for _, c := range j.joins {
+		b.WriteString(" " + c.kind + " ")
+		c.right.renderRel(r, b)
+		if len(c.using) > 0 {
+			b.WriteString(" USING (" + strings.Join(c.using, ", ") + ")")
+			continue
+		}
+		b.WriteString(" ON " + strings.Join(c.on, " AND "))
+	}
+}
