@@ -65,6 +65,14 @@ type Sampler interface {
 	// Materialized is the keyword that makes a WITH query computed once
 	// (so that random values in it are the same wherever it is read).
 	Materialized() string
+	NullSafe
+}
+
+// NullSafe is implemented by dialects whose bounded statements join rows
+// with the (person, group) pairs they keep: the join must match a NULL
+// key to a NULL key, since a NULL group is a group (USING or = would drop
+// its rows).
+type NullSafe interface {
 	// NullSafeEqual spells a join condition true when a and b are equal or
 	// both NULL (a group key may be NULL, and a NULL group is a group).
 	NullSafeEqual(a, b string) string

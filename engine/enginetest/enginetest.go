@@ -143,6 +143,16 @@ var Tables = []Table{
       g:   {type: int, values: [1, 2, 3]}
       v:   {type: int, lower: 0, upper: 10}
 `},
+	{Name: "nullkeys", File: "nullkeys.csv",
+		Columns: []Column{{"pid", catalog.Int}, {"k", catalog.Text}, {"v", catalog.Int}},
+		Declaration: `    privacy_unit: pid
+    max_groups_per_unit: 2
+    max_rows_per_group: 2
+    columns:
+      pid: {type: int}
+      k:   {type: text, nullable: true}
+      v:   {type: int, lower: 0, upper: 10}
+`},
 	{Name: "events", File: "events.csv",
 		Columns: []Column{{"id", catalog.Int}, {"signup", catalog.Date}, {"seen", catalog.Timestamp}, {"city", catalog.Text}, {"amount", catalog.Int}, {"visit", catalog.Date}},
 		Declaration: `    columns:
@@ -288,6 +298,19 @@ var Battery = []Case{
 	// Key selection: region has no public list; "east" has one person.
 	{Name: "key selection", SQL: "SELECT region, COUNT(*) FROM visits GROUP BY region ORDER BY region", Delta: 1e-6, Want: "north 42; south 20"},
 
+	// A NULL group key read by key selection (nullkeys.csv): k has no
+	// public list and is NULL for 5 persons, one of them with 4 rows (all
+	// v = 9, 2 kept); "a" has 5 persons, one with 3 rows of v = 20 (10
+	// clamped, 2 kept); "b" 3 persons; the person in 3 groups of their own
+	// keeps 2 of them, and none is released (one person each). The NULL key
+	// is a group like any other, in the bounded statement and the
+	// histogram's.
+	{Name: "NULL key selected", SQL: "SELECT k, COUNT(*), SUM(v), AVG(v) FROM nullkeys GROUP BY k ORDER BY k", Delta: 1e-6,
+		Want: "<nil> 6 31 5.166667; a 6 27 4.5; b 3 17 5.666667"},
+	{Name: "NULL key distinct values", SQL: "SELECT k, COUNT(DISTINCT v), COUNT(DISTINCT pid) FROM nullkeys GROUP BY k ORDER BY k", Delta: 1e-6,
+		Want: "<nil> 4 5; a 4 5; b 2 3"},
+	{Name: "NULL key median", SQL: "SELECT k, MEDIAN(v) FROM nullkeys GROUP BY k ORDER BY k", Delta: 1e-6,
+		Check: nullKeyMedians},
 	// Quantiles: the exponential mechanism picks a bin next to the true
 	// quantile.
 	{Name: "median", SQL: "SELECT MEDIAN(age) FROM people", Check: within(0, 30, 40)},
@@ -364,6 +387,28 @@ var Battery = []Case{
 	{Name: "unknown table", SQL: "SELECT COUNT(*) FROM nosuch", Refused: "nosuch"},
 	{Name: "date image above the group limit", SQL: "SELECT date_trunc('minute', ts), COUNT(*) FROM calendar GROUP BY 1", Refused: "date_trunc('minute', ts) has 1578240 values over the range of ts [1999-01-01 00:00:00, 2001-12-31 23:59:59.999999] (declared, narrowed by WHERE); want at most 1000000 groups"},
 	{Name: "key selection needs delta", SQL: "SELECT region, COUNT(*) FROM visits GROUP BY region", Refused: "delta"},
+}
+
+// nullKeyMedians checks the medians of v by k over nullkeys: the keys
+// NULL, a and b, in that order (NULL first), each median next to the true
+// one (NULL: 2, 3, 4, 4, 9, 9; a: 1, 1, 2, 3, 10, 10; b: 5, 6, 6).
+func nullKeyMedians(rows [][]any) error {
+	want := []struct {
+		key    any
+		lo, hi float64
+	}{{nil, 3, 4.5}, {"a", 1, 3}, {"b", 5, 6.5}}
+	if len(rows) != len(want) {
+		return fmt.Errorf("%d groups, want %d", len(rows), len(want))
+	}
+	for i, w := range want {
+		if rows[i][0] != w.key {
+			return fmt.Errorf("group %d is %v, want %v", i, rows[i][0], w.key)
+		}
+		if err := within(1, w.lo, w.hi)(rows[i : i+1]); err != nil {
+			return fmt.Errorf("group %v: %v", w.key, err)
+		}
+	}
+	return nil
 }
 
 // total checks that the counts in column col add up to n.

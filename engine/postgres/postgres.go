@@ -483,6 +483,11 @@ type dialect struct{ engine.ANSI }
 
 func (dialect) Name() string { return "postgres" }
 
+// NullSafeEqual is IS NOT DISTINCT FROM: the bounded histogram statement
+// joins the kept rows with the kept (person, group) pairs on the person
+// (a hash join) and the keys, a NULL key matching a NULL key.
+func (dialect) NullSafeEqual(a, b string) string { return a + " IS NOT DISTINCT FROM " + b }
+
 func (dialect) TypeName(t engine.Type) string {
 	switch t {
 	case engine.Integer:

@@ -1,6 +1,7 @@
 package sqlgen
 
 import (
+	"fmt"
 	"strconv"
 
 	"github.com/dpstat/dpstat/engine"
@@ -86,7 +87,20 @@ func HistogramSQL(p *dpplan.Plan, d engine.Dialect, h int) (string, error) {
 		st.stages = append(st.stages,
 			stage{name: "unit_groups", body: &selectStmt{items: cols(unitKeys...), from: from, groupBy: unitKeys}},
 			stage{name: "unit_groups_bounded", body: g.keepRandom(stageRef("unit_groups"), []string{"u"}, unitKeys, p.Contribution.Groups)})
-		from = join{left: from, joins: []joinClause{{kind: "JOIN", right: stageRef("unit_groups_bounded"), using: unitKeys}}}
+		// The kept pairs' columns are renamed (pair_u, pair_k0, …) so
+		// that the join can match a NULL key to a NULL key, which USING
+		// would not: a NULL group is a group.
+		ns, ok := d.(engine.NullSafe)
+		if !ok {
+			return "", fmt.Errorf("sqlgen: the %s dialect cannot join a NULL group key", d.Name())
+		}
+		pairCols, on := []item{as("u", "pair_u")}, []string{"u = pair_u"}
+		for _, k := range keys {
+			pairCols = append(pairCols, as(k, "pair_"+k))
+			on = append(on, ns.NullSafeEqual(k, "pair_"+k))
+		}
+		pairs := &selectStmt{items: pairCols, from: stageRef("unit_groups_bounded")}
+		from = join{left: from, joins: []joinClause{{kind: "JOIN", right: subquery{query: pairs, alias: "pairs"}, on: on}}}
 	}
 	st.body = final(from)
 	return render(d, st), nil
