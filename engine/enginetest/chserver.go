@@ -64,8 +64,29 @@ func clickHouseServer() (string, error) {
 
 // StartClickHouse starts n servers (n ≥ 1) forming the test clusters. It
 // returns an error saying why when the server program is missing or a
-// server does not start.
+// server does not start. The ports are chosen free, but another process
+// (another test binary starting its servers) can take one before the
+// server binds it: a start that fails that way is tried again, on new
+// ports, up to three times.
 func StartClickHouse(n int) (*ClickHouse, error) {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		var c *ClickHouse
+		if c, err = startClickHouse(n); err == nil {
+			return c, nil
+		}
+		if !strings.Contains(err.Error(), addressInUse) {
+			return nil, err
+		}
+	}
+	return nil, err
+}
+
+// addressInUse is what the server logs when its port was taken.
+const addressInUse = "Address already in use"
+
+// startClickHouse is one attempt of StartClickHouse.
+func startClickHouse(n int) (*ClickHouse, error) {
 	bin, err := clickHouseServer()
 	if err != nil {
 		return nil, err
@@ -205,7 +226,10 @@ func (c *ClickHouse) Resume(i int) error {
 	return c.waitReady(ctx, i)
 }
 
+// waitReady waits until server i answers, and gives up at once when the
+// server logged that its port was taken.
 func (c *ClickHouse) waitReady(ctx context.Context, i int) error {
+	errLog := filepath.Join(c.dir, fmt.Sprintf("s%d", i), "log", "err.log")
 	for {
 		conn, err := c.Admin(i)
 		if err == nil {
@@ -214,6 +238,9 @@ func (c *ClickHouse) waitReady(ctx context.Context, i int) error {
 			if err == nil {
 				return nil
 			}
+		}
+		if b, _ := os.ReadFile(errLog); strings.Contains(string(b), addressInUse) {
+			return fmt.Errorf("server %d: %s", i, addressInUse)
 		}
 		select {
 		case <-ctx.Done():
