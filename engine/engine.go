@@ -162,6 +162,25 @@ const (
 	Timestamp
 )
 
+// CatalogName is the catalog's name of the type ("int", "float", "bool",
+// "date", "timestamp", "text"), for messages that compare a server's
+// column with its declaration.
+func (t Type) CatalogName() string {
+	switch t {
+	case Integer, Integer32:
+		return "int"
+	case Double:
+		return "float"
+	case Boolean:
+		return "bool"
+	case Date:
+		return "date"
+	case Timestamp:
+		return "timestamp"
+	}
+	return "text"
+}
+
 // Rows is a fully read result.
 type Rows struct {
 	Columns []string

@@ -61,6 +61,40 @@ func (s Spec) ServerPassword(name, product string) (string, error) {
 	return pw, nil
 }
 
+// DefaultStatementTimeout is a server engine's statement time limit when
+// the catalog sets none.
+const DefaultStatementTimeout = 10 * time.Minute
+
+// DefaultMaxConns is a server engine's connection pool size when the
+// catalog sets none.
+const DefaultMaxConns = 8
+
+// ServerOptions configures a connection to a database server (the
+// PostgreSQL and ClickHouse engines).
+type ServerOptions struct {
+	// DSN locates the server, the database and the user, in the engine's
+	// form (docs/engines.md). It never needs to hold a password.
+	DSN string
+	// Password, when not empty, is the user's password (it overrides any
+	// in the DSN).
+	Password string
+	// StatementTimeout stops a statement that runs longer on the server;
+	// zero means DefaultStatementTimeout.
+	StatementTimeout time.Duration
+	// MaxConns caps the connection pool; zero means DefaultMaxConns.
+	MaxConns int
+}
+
+// ServerOptions checks the spec for a server engine (see ServerPassword)
+// and returns its connection options.
+func (s Spec) ServerOptions(name, product string) (ServerOptions, error) {
+	pw, err := s.ServerPassword(name, product)
+	if err != nil {
+		return ServerOptions{}, err
+	}
+	return ServerOptions{DSN: s.DSN, Password: pw, StatementTimeout: s.StatementTimeout, MaxConns: s.MaxConns}, nil
+}
+
 // kind is the spec's engine kind, with the default filled in.
 func (s Spec) kind() string {
 	if s.Kind == "" {

@@ -43,29 +43,9 @@ import (
 	"github.com/dpstat/dpstat/engine"
 )
 
-// DefaultStatementTimeout is a statement's time limit on the server when
-// the catalog sets none.
-const DefaultStatementTimeout = 10 * time.Minute
-
-// DefaultMaxConns is the size of the connection pool when the catalog sets
-// none.
-const DefaultMaxConns = 8
-
-// Options configures a connection to a ClickHouse server.
-type Options struct {
-	// DSN locates the server and database:
-	// clickhouse://user@host:9000/db (the native protocol), optionally
-	// with ?dial_timeout=10s&secure=true and other parameters of the
-	// driver. It never holds a password.
-	DSN string
-	// Password, when not empty, is the user's password.
-	Password string
-	// StatementTimeout stops a statement that runs longer on the server;
-	// zero means DefaultStatementTimeout.
-	StatementTimeout time.Duration
-	// MaxConns caps the connection pool; zero means DefaultMaxConns.
-	MaxConns int
-}
+// Options configures a connection to a ClickHouse server (engine.ServerOptions;
+// docs/engines.md gives the form of its DSN).
+type Options = engine.ServerOptions
 
 // Table describes how a catalog table is bound to the server.
 type Table struct {
@@ -118,11 +98,10 @@ func init() {
 
 // openSpec opens the engine a catalog's `engine:` section describes.
 func openSpec(ctx context.Context, spec engine.Spec) (engine.Engine, error) {
-	pw, err := spec.ServerPassword("clickhouse", "ClickHouse")
+	opts, err := spec.ServerOptions("clickhouse", "ClickHouse")
 	if err != nil {
 		return nil, err
 	}
-	opts := Options{DSN: spec.DSN, Password: pw, StatementTimeout: spec.StatementTimeout, MaxConns: spec.MaxConns}
 	return Open(ctx, opts)
 }
 
@@ -130,10 +109,10 @@ func openSpec(ctx context.Context, spec engine.Spec) (engine.Engine, error) {
 // statements run read-only, and returns the engine.
 func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.StatementTimeout < 0 {
-		return nil, fmt.Errorf("clickhouse: statement timeout %v: want a positive duration (or zero for the default %v)", opts.StatementTimeout, DefaultStatementTimeout)
+		return nil, fmt.Errorf("clickhouse: statement timeout %v: want a positive duration (or zero for the default %v)", opts.StatementTimeout, engine.DefaultStatementTimeout)
 	}
 	if opts.MaxConns < 0 {
-		return nil, fmt.Errorf("clickhouse: MaxConns = %d: want a positive number (or zero for the default %d)", opts.MaxConns, DefaultMaxConns)
+		return nil, fmt.Errorf("clickhouse: MaxConns = %d: want a positive number (or zero for the default %d)", opts.MaxConns, engine.DefaultMaxConns)
 	}
 	if !strings.HasPrefix(opts.DSN, "clickhouse://") && !strings.HasPrefix(opts.DSN, "tcp://") {
 		return nil, fmt.Errorf("clickhouse: dsn %q: want a URL of the native protocol such as clickhouse://dpstat_reader@host:9000/db", opts.DSN)
@@ -160,7 +139,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if cfg.DialTimeout == 0 {
 		cfg.DialTimeout = 10 * time.Second
 	}
-	cfg.MaxOpenConns = DefaultMaxConns
+	cfg.MaxOpenConns = engine.DefaultMaxConns
 	if opts.MaxConns > 0 {
 		cfg.MaxOpenConns = min(opts.MaxConns, 1<<16)
 	}
@@ -172,7 +151,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	timeout := opts.StatementTimeout
 	if timeout == 0 {
-		timeout = DefaultStatementTimeout
+		timeout = engine.DefaultStatementTimeout
 	}
 	e := &Engine{conn: conn, user: cfg.Auth.Username, db: cfg.Auth.Database, timeout: timeout, bound: map[string]*Table{}}
 	if err := conn.Ping(ctx); err != nil {
@@ -798,7 +777,7 @@ func project(col, typ string, c engine.Column) (string, error) {
 		if ok {
 			return nil
 		}
-		return fmt.Errorf("declared %s: want %s (or a view that converts it)", neutralName(c.Type), want)
+		return fmt.Errorf("declared %s: want %s (or a view that converts it)", c.Type.CatalogName(), want)
 	}
 	signed := base == "Int8" || base == "Int16" || base == "Int32" || base == "Int64"
 	small := base == "UInt8" || base == "UInt16" || base == "UInt32"
@@ -858,23 +837,6 @@ func project(col, typ string, c engine.Column) (string, error) {
 		return "(CAST(" + col + " AS Nullable(Int64)) * 1000000)", nil
 	}
 	return "", fmt.Errorf("declared type %d is not one a catalog declares", c.Type)
-}
-
-// neutralName names an engine-neutral type as catalogs spell it.
-func neutralName(t engine.Type) string {
-	switch t {
-	case engine.Integer, engine.Integer32:
-		return "int"
-	case engine.Double:
-		return "float"
-	case engine.Boolean:
-		return "bool"
-	case engine.Date:
-		return "date"
-	case engine.Timestamp:
-		return "timestamp"
-	}
-	return "text"
 }
 
 // Dialect is ClickHouse's SQL dialect, as versions 18.16 and later run

@@ -36,28 +36,9 @@ import (
 	"github.com/dpstat/dpstat/engine"
 )
 
-// DefaultStatementTimeout is the statement timeout of a session when the
-// catalog sets none.
-const DefaultStatementTimeout = 10 * time.Minute
-
-// DefaultMaxConns is the size of the connection pool when the catalog sets
-// none.
-const DefaultMaxConns = 8
-
-// Options configures a connection to a PostgreSQL server.
-type Options struct {
-	// DSN is a libpq connection string or URL, e.g.
-	// postgres://dpstat_reader@db.internal:5432/clinic?sslmode=require.
-	DSN string
-	// Password, when not empty, is the user's password (it overrides
-	// any in the DSN).
-	Password string
-	// StatementTimeout stops a statement that runs longer on the server;
-	// zero means DefaultStatementTimeout.
-	StatementTimeout time.Duration
-	// MaxConns caps the connection pool; zero means DefaultMaxConns.
-	MaxConns int
-}
+// Options configures a connection to a PostgreSQL server (engine.ServerOptions;
+// docs/engines.md gives the form of its DSN).
+type Options = engine.ServerOptions
 
 // Engine is a pool of read-only sessions on one PostgreSQL database. It is
 // safe for concurrent use.
@@ -83,11 +64,10 @@ func init() {
 
 // openSpec opens the engine a catalog's `engine:` section describes.
 func openSpec(ctx context.Context, spec engine.Spec) (engine.Engine, error) {
-	pw, err := spec.ServerPassword("postgres", "PostgreSQL")
+	opts, err := spec.ServerOptions("postgres", "PostgreSQL")
 	if err != nil {
 		return nil, err
 	}
-	opts := Options{DSN: spec.DSN, Password: pw, StatementTimeout: spec.StatementTimeout, MaxConns: spec.MaxConns}
 	return Open(ctx, opts)
 }
 
@@ -95,10 +75,10 @@ func openSpec(ctx context.Context, spec engine.Spec) (engine.Engine, error) {
 // are read-only, and returns the engine.
 func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.StatementTimeout < 0 {
-		return nil, fmt.Errorf("postgres: statement timeout %v: want a positive duration (or zero for the default %v)", opts.StatementTimeout, DefaultStatementTimeout)
+		return nil, fmt.Errorf("postgres: statement timeout %v: want a positive duration (or zero for the default %v)", opts.StatementTimeout, engine.DefaultStatementTimeout)
 	}
 	if opts.MaxConns < 0 {
-		return nil, fmt.Errorf("postgres: MaxConns = %d: want a positive number (or zero for the default %d)", opts.MaxConns, DefaultMaxConns)
+		return nil, fmt.Errorf("postgres: MaxConns = %d: want a positive number (or zero for the default %d)", opts.MaxConns, engine.DefaultMaxConns)
 	}
 	cfg, err := pgxpool.ParseConfig(opts.DSN)
 	if err != nil {
@@ -109,7 +89,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	timeout := opts.StatementTimeout
 	if timeout == 0 {
-		timeout = DefaultStatementTimeout
+		timeout = engine.DefaultStatementTimeout
 	}
 	rp := cfg.ConnConfig.RuntimeParams
 	// Every transaction of the session is read-only: dpstat never writes.
@@ -118,7 +98,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if rp["application_name"] == "" {
 		rp["application_name"] = "dpstat"
 	}
-	cfg.MaxConns = DefaultMaxConns
+	cfg.MaxConns = engine.DefaultMaxConns
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = int32(min(opts.MaxConns, 1<<20))
 	}
@@ -396,7 +376,7 @@ func project(col, base string, c engine.Column) (string, error) {
 		if ok {
 			return nil
 		}
-		return fmt.Errorf("declared %s: want %s (or a view that converts it)", neutralName(c.Type), want)
+		return fmt.Errorf("declared %s: want %s (or a view that converts it)", c.Type.CatalogName(), want)
 	}
 	switch c.Type {
 	case engine.Integer:
@@ -442,23 +422,6 @@ func project(col, base string, c engine.Column) (string, error) {
 		return "CAST(" + col + " AS text) COLLATE \"C\"", nil
 	}
 	return "", fmt.Errorf("declared type %d is not one a catalog declares", c.Type)
-}
-
-// neutralName names an engine-neutral type as catalogs spell it.
-func neutralName(t engine.Type) string {
-	switch t {
-	case engine.Integer, engine.Integer32:
-		return "int"
-	case engine.Double:
-		return "float"
-	case engine.Boolean:
-		return "bool"
-	case engine.Date:
-		return "date"
-	case engine.Timestamp:
-		return "timestamp"
-	}
-	return "text"
 }
 
 // relkindName names a pg_class.relkind.
