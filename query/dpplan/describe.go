@@ -41,11 +41,7 @@ func (n *Noise) Split() []Share {
 // j, or a note on how it depends on the data.
 func (n *Noise) HalfWidth(j int, confidence float64) (float64, string) {
 	a := n.plan.Aggregates[j]
-	g, err := aggregatorOf(a.Aggregate)
-	if err != nil {
-		return 0, "depends on the data"
-	}
-	return g.halfWidth(n, a, confidence)
+	return a.agg.halfWidth(n, a, confidence)
 }
 
 func fmtG(x float64) string { return fmt.Sprintf("%.4g", x) }

@@ -119,7 +119,7 @@ func (p *Plan) selectByCount() {
 	}
 	bestScale, bestMax := math.Inf(1), int64(math.MaxInt64)
 	for j, ap := range p.Aggregates {
-		k, ok := selectingCount(ap.Aggregate, p.Table)
+		k, ok := ap.agg.selectingCount(ap.Aggregate, p.Table)
 		if !ok {
 			continue
 		}

@@ -338,11 +338,8 @@ func (n *Noise) Apply(ex *Exact, confidence float64) (values [][]any, cis [][]In
 		row := make([]any, len(p.Aggregates))
 		ci := make([]Interval, len(p.Aggregates))
 		for j, a := range p.Aggregates {
-			agg, err := aggregatorOf(a.Aggregate)
-			if err != nil {
-				return nil, nil, err
-			}
-			if row[j], ci[j], err = agg.release(n, ex, g, a, noisy, confidence); err != nil {
+			var err error
+			if row[j], ci[j], err = a.agg.release(n, ex, g, a, noisy, confidence); err != nil {
 				return nil, nil, err
 			}
 		}

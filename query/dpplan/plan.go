@@ -63,10 +63,8 @@ func (p *Plan) Notes() []string {
 			p.Table.PrivacyUnit, p.Contribution.RowsPerGroup, p.Contribution.Groups))
 	}
 	for _, a := range p.Aggregates {
-		if agg, err := aggregatorOf(a.Aggregate); err == nil {
-			if note := agg.note(a); note != "" {
-				n = append(n, note)
-			}
+		if note := a.agg.note(a); note != "" {
+			n = append(n, note)
 		}
 	}
 	if len(p.Query.GroupBy) > 0 && p.Selection == nil && p.TopK == nil {
@@ -328,6 +326,9 @@ type AggregatePlan struct {
 	// Lower and Upper are the declared bounds (SUM, AVG, variances,
 	// quantiles).
 	Lower, Upper float64
+
+	// agg is the aggregate's kind, which planned it and finishes it.
+	agg aggregator
 }
 
 // Plan is a checked query with its stages, sensitivities and ε split.
@@ -496,11 +497,11 @@ func NewPlanDelta(q *ir.Query, table *catalog.Table, epsilon, delta float64) (*P
 		a := *o.Agg
 		share := shares[k]
 		k++
-		ap := AggregatePlan{Output: i, Aggregate: a, Epsilon: share}
 		agg, err := aggregatorOf(a)
 		if err != nil {
 			return nil, err
 		}
+		ap := AggregatePlan{Output: i, Aggregate: a, Epsilon: share, agg: agg}
 		agg.plan(p, &ap, share)
 		p.Aggregates = append(p.Aggregates, ap)
 	}
