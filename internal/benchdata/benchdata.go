@@ -16,6 +16,7 @@ import (
 
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/engine/duckdb"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query"
@@ -215,16 +216,57 @@ func ReportOn(w io.Writer, engine, name string, tdp, tplain []time.Duration) {
 
 // Plain returns a function that runs sql on the engine as it is.
 func (b *Bench) Plain(ctx context.Context, sql string) func() error {
-	return func() error {
-		_, err := b.Engine.Query(ctx, sql)
-		return err
-	}
+	return Query(ctx, b.Engine, sql)
 }
 
 // DP returns a function that answers sql with dpstat's query service.
 func (b *Bench) DP(ctx context.Context, sql string, opts query.Options) func() error {
+	return Answer(ctx, b.Service, sql, opts)
+}
+
+// Query returns a function that runs sql on eng as it is.
+func Query(ctx context.Context, eng engine.Engine, sql string) func() error {
 	return func() error {
-		_, err := b.Service.Answer(ctx, sql, opts)
+		_, err := eng.Query(ctx, sql)
 		return err
 	}
+}
+
+// Answer returns a function that answers sql with the query service svc.
+func Answer(ctx context.Context, svc *query.Service, sql string, opts query.Options) func() error {
+	return func() error {
+		_, err := svc.Answer(ctx, sql, opts)
+		return err
+	}
+}
+
+// Pair is one comparison: dpstat's side and the plain side.
+type Pair struct {
+	Name      string
+	DP, Plain func() error
+}
+
+// RunPairs runs Compare on each pair whose name contains only (every pair
+// when only is empty) and reports it on the named engine, with the median
+// and range of the per-pair ratios: each pair runs back to back, so the
+// ratio within a pair is less exposed to the other load of a shared
+// machine than the ratio of the medians.
+func RunPairs(w io.Writer, engine string, runs int, only string, pairs []Pair) error {
+	for _, p := range pairs {
+		if only != "" && !strings.Contains(p.Name, only) {
+			continue
+		}
+		tdp, tplain, err := Compare(runs, p.DP, p.Plain)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.Name, err)
+		}
+		ReportOn(w, engine, p.Name, tdp, tplain)
+		ratios := make([]float64, len(tdp))
+		for i := range tdp {
+			ratios[i] = float64(tdp[i]) / float64(tplain[i])
+		}
+		sort.Float64s(ratios)
+		fmt.Fprintf(w, "  median of the per-pair ratios %.2f× (from %.2f× to %.2f×)\n\n", ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1])
+	}
+	return nil
 }

@@ -17,7 +17,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"time"
 
@@ -142,24 +141,9 @@ tables:
 			return rows.Err()
 		}
 	}
-	engineSQL := func(sql string) func() error {
-		return func() error {
-			_, err := eng.Query(ctx, sql)
-			return err
-		}
-	}
-	dp := func(sql string) func() error {
-		return func() error {
-			_, err := svc.Answer(ctx, sql, opts)
-			return err
-		}
-	}
-	dpBlind := func(sql string) func() error {
-		return func() error {
-			_, err := blind.Answer(ctx, sql, opts)
-			return err
-		}
-	}
+	engineSQL := func(sql string) func() error { return benchdata.Query(ctx, eng, sql) }
+	dp := func(sql string) func() error { return benchdata.Answer(ctx, svc, sql, opts) }
+	dpBlind := func(sql string) func() error { return benchdata.Answer(ctx, blind, sql, opts) }
 	const keys = "grp IN (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)"
 	oneRow := "SELECT grp, COUNT(*), SUM(v), AVG(v) FROM rows_as_people GROUP BY grp"
 	plainOneRow := "SELECT grp, count(), sum(least(greatest(v, 0), 100)), avg(least(greatest(v, 0), 100)) FROM " + table + " WHERE " + keys + " GROUP BY grp"
@@ -192,37 +176,17 @@ GROUP BY pid, grp ORDER BY rand() LIMIT 3 BY pid) GROUP BY grp`
 	if err != nil {
 		return err
 	}
-	type pair struct {
-		name      string
-		dp, plain func() error
-	}
-	pairs := []pair{
-		{"one row per person: COUNT, SUM, AVG GROUP BY public key", dp(oneRow), plain(plainOneRow)},
-		{"one row per person: dpstat's engine SQL alone vs the plain query", engineSQL(prepOne.SQL), plain(plainOneRow)},
-		{"one row per person: end to end without nan_free (NaN read as NULL) vs the plain query", dpBlind(oneRow), plain(plainOneRow)},
-		{"per-person bounding (L0=3, Linf=2): COUNT, SUM, AVG GROUP BY public key", dp(bounded), plain(plainBounded)},
-		{"per-person bounding: dpstat's engine SQL alone vs the plain query", engineSQL(prepBounded.SQL), plain(plainBounded)},
-		{"per-person bounding on each shard: dpstat's statement bounding on the shards vs bounding on the initiator", engineSQL(prepBounded.SQL), engineSQL(wholeBounded)},
-		{"per-group partial sums on each shard: dpstat's statement vs gathering the shards' per-(person, group) rows", engineSQL(prepBounded.SQL), engineSQL(gathering)},
+	pairs := []benchdata.Pair{
+		{Name: "one row per person: COUNT, SUM, AVG GROUP BY public key", DP: dp(oneRow), Plain: plain(plainOneRow)},
+		{Name: "one row per person: dpstat's engine SQL alone vs the plain query", DP: engineSQL(prepOne.SQL), Plain: plain(plainOneRow)},
+		{Name: "one row per person: end to end without nan_free (NaN read as NULL) vs the plain query", DP: dpBlind(oneRow), Plain: plain(plainOneRow)},
+		{Name: "per-person bounding (L0=3, Linf=2): COUNT, SUM, AVG GROUP BY public key", DP: dp(bounded), Plain: plain(plainBounded)},
+		{Name: "per-person bounding: dpstat's engine SQL alone vs the plain query", DP: engineSQL(prepBounded.SQL), Plain: plain(plainBounded)},
+		{Name: "per-person bounding on each shard: dpstat's statement bounding on the shards vs bounding on the initiator", DP: engineSQL(prepBounded.SQL), Plain: engineSQL(wholeBounded)},
+		{Name: "per-group partial sums on each shard: dpstat's statement vs gathering the shards' per-(person, group) rows", DP: engineSQL(prepBounded.SQL), Plain: engineSQL(gathering)},
 	}
 	fmt.Printf("== %s shard(s): %s\n\n", n, table)
-	for _, p := range pairs {
-		if only != "" && !strings.Contains(p.name, only) {
-			continue
-		}
-		tdp, tplain, err := benchdata.Compare(runs, p.dp, p.plain)
-		if err != nil {
-			return fmt.Errorf("%s: %w", p.name, err)
-		}
-		benchdata.ReportOn(os.Stdout, "ClickHouse", p.name, tdp, tplain)
-		ratios := make([]float64, len(tdp))
-		for i := range tdp {
-			ratios[i] = float64(tdp[i]) / float64(tplain[i])
-		}
-		sort.Float64s(ratios)
-		fmt.Printf("  median of the per-pair ratios %.2f× (from %.2f× to %.2f×)\n\n", ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1])
-	}
-	return nil
+	return benchdata.RunPairs(os.Stdout, "ClickHouse", runs, only, pairs)
 }
 
 // generate creates, on each server, the MergeTree tables bench_local_1

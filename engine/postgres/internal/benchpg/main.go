@@ -16,7 +16,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -110,18 +109,8 @@ tables:
 		return err
 	}
 	opts := query.Options{Epsilon: 1, Confidence: 0.95, Analyst: "bench"}
-	plain := func(sql string) func() error {
-		return func() error {
-			_, err := eng.Query(ctx, sql)
-			return err
-		}
-	}
-	dp := func(sql string) func() error {
-		return func() error {
-			_, err := svc.Answer(ctx, sql, opts)
-			return err
-		}
-	}
+	plain := func(sql string) func() error { return benchdata.Query(ctx, eng, sql) }
+	dp := func(sql string) func() error { return benchdata.Answer(ctx, svc, sql, opts) }
 	const keys = "grp IN (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)"
 	oneRow := "SELECT grp, COUNT(*), SUM(v), AVG(v) FROM rows_as_people GROUP BY grp"
 	plainOneRow := "SELECT grp, count(*), sum(least(greatest(v, 0), 100)), avg(least(greatest(v, 0), 100)) FROM public.bench_events WHERE " + keys + " GROUP BY grp"
@@ -139,15 +128,11 @@ SELECT grp, sum(c), sum(s), sum(s) / sum(n) FROM pb GROUP BY grp`
 	if err != nil {
 		return err
 	}
-	type pair struct {
-		name      string
-		dp, plain func() error
-	}
-	pairs := []pair{
-		{"one row per person: COUNT, SUM, AVG GROUP BY public key", dp(oneRow), plain(plainOneRow)},
-		{"one row per person: dpstat's engine SQL alone vs the plain query", plain(prepOne.SQL), plain(plainOneRow)},
-		{"per-person bounding (L0=3, Linf=2): COUNT, SUM, AVG GROUP BY public key", dp(bounded), plain(plainBounded)},
-		{"per-person bounding: dpstat's engine SQL alone vs the plain query", plain(prepBounded.SQL), plain(plainBounded)},
+	pairs := []benchdata.Pair{
+		{Name: "one row per person: COUNT, SUM, AVG GROUP BY public key", DP: dp(oneRow), Plain: plain(plainOneRow)},
+		{Name: "one row per person: dpstat's engine SQL alone vs the plain query", DP: plain(prepOne.SQL), Plain: plain(plainOneRow)},
+		{Name: "per-person bounding (L0=3, Linf=2): COUNT, SUM, AVG GROUP BY public key", DP: dp(bounded), Plain: plain(plainBounded)},
+		{Name: "per-person bounding: dpstat's engine SQL alone vs the plain query", DP: plain(prepBounded.SQL), Plain: plain(plainBounded)},
 	}
 	var version string
 	if err := eng.Pool().QueryRow(ctx, "SHOW server_version").Scan(&version); err != nil {
@@ -159,26 +144,7 @@ SELECT grp, sum(c), sum(s), sum(s) / sum(n) FROM pb GROUP BY grp`
 	}
 	fmt.Printf("machine: %s/%s, %d cores; PostgreSQL %s, work_mem %s; %d rows; %d runs, medians\n\n",
 		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), version, workMem, rows, runs)
-	for _, p := range pairs {
-		if only != "" && !strings.Contains(p.name, only) {
-			continue
-		}
-		tdp, tplain, err := benchdata.Compare(runs, p.dp, p.plain)
-		if err != nil {
-			return fmt.Errorf("%s: %w", p.name, err)
-		}
-		benchdata.ReportOn(os.Stdout, "PostgreSQL", p.name, tdp, tplain)
-		// Each pair ran back to back, so the ratio within a pair is less
-		// exposed to the other load of a shared machine than the ratio of
-		// the medians.
-		ratios := make([]float64, len(tdp))
-		for i := range tdp {
-			ratios[i] = float64(tdp[i]) / float64(tplain[i])
-		}
-		sort.Float64s(ratios)
-		fmt.Printf("  median of the per-pair ratios %.2f× (from %.2f× to %.2f×)\n\n", ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1])
-	}
-	return nil
+	return benchdata.RunPairs(os.Stdout, "PostgreSQL", runs, only, pairs)
 }
 
 // generate creates public.bench_events with rows rows unless it holds
