@@ -479,17 +479,7 @@ func (b *bench) eventsKeys(cond string, rows []event) {
 	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
 	for range b.runs {
 		for _, k := range keys {
-			c, err := dpagg.NewCount(&dpagg.CountOptions{Epsilon: b.eps, MaxPartitionsContributed: 1, Noise: gnoise.Laplace()})
-			if err != nil {
-				log.Fatal(err)
-			}
-			if err := c.IncrementBy(truth[k]); err != nil {
-				log.Fatal(err)
-			}
-			v, err := c.ThresholdedResult(b.delta)
-			if err != nil {
-				log.Fatal(err)
-			}
+			v := googleCount(b.eps, b.delta, truth[k])
 			if v != nil {
 				gTotal++
 				if small[k] {

@@ -226,17 +226,7 @@ func (b *bench) keySelection() {
 	})
 	for range b.runs {
 		for _, k := range keys {
-			c, err := dpagg.NewCount(&dpagg.CountOptions{Epsilon: b.eps, MaxPartitionsContributed: 1, Noise: gnoise.Laplace()})
-			if err != nil {
-				log.Fatal(err)
-			}
-			if err := c.IncrementBy(truth[k]); err != nil {
-				log.Fatal(err)
-			}
-			v, err := c.ThresholdedResult(b.delta)
-			if err != nil {
-				log.Fatal(err)
-			}
+			v := googleCount(b.eps, b.delta, truth[k])
 			if v != nil {
 				gKept[k]++
 				gTotal++
@@ -444,4 +434,22 @@ func printStatTable[K any](name string, keys []K, size func(K) int64, accs func(
 		}
 	}
 	fmt.Println()
+}
+
+// googleCount releases the count n of one partition with Google's
+// library: Laplace noise for ε, each person in one partition, and its
+// threshold for δ; nil when the threshold drops the partition.
+func googleCount(eps, delta float64, n int64) *int64 {
+	c, err := dpagg.NewCount(&dpagg.CountOptions{Epsilon: eps, MaxPartitionsContributed: 1, Noise: gnoise.Laplace()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := c.IncrementBy(n); err != nil {
+		log.Fatal(err)
+	}
+	v, err := c.ThresholdedResult(delta)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return v
 }
