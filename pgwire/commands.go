@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/dpstat/dpstat/query"
 )
 
 // constText is the text of a constant in a SET statement: a string,
@@ -94,7 +96,13 @@ func (ss *session) set(n *pg_query.Node) error {
 	for i, a := range vs.Args {
 		parts[i] = constText(a)
 	}
-	val := strings.Join(parts, ", ")
+	return ss.assign(name, strings.Join(parts, ", "))
+}
+
+// assign sets one setting from its text, as SET and the startup packet
+// give it: a dpstat setting is checked and kept, a misspelt one refused
+// naming the valid ones; another setting is kept for SHOW.
+func (ss *session) assign(name, val string) error {
 	if !strings.HasPrefix(name, "dpstat.") {
 		switch name {
 		case "client_encoding":
@@ -163,10 +171,13 @@ func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'
 func (ss *session) dpSetting(name string) string {
 	switch name {
 	case "dpstat.epsilon":
-		if ss.epsilon == 0 {
-			return "default"
+		// The ε the next query spends: the session's, or the answerer's
+		// default.
+		eps := ss.epsilon
+		if eps == 0 {
+			eps = query.DefaultEpsilon
 		}
-		return strconv.FormatFloat(ss.epsilon, 'g', -1, 64)
+		return strconv.FormatFloat(eps, 'g', -1, 64)
 	case "dpstat.delta":
 		return strconv.FormatFloat(ss.delta, 'g', -1, 64)
 	case "dpstat.confidence":

@@ -199,6 +199,10 @@ func (s *Server) serveConn(c net.Conn, pending *pendingConn) {
 	ss.txStatus = 'I'
 	defer func() { s.catalogs.release(ss.cat) }()
 	ss.params["application_name"] = startup.Parameters["application_name"]
+	if pe := ss.applyStartup(startup.Parameters); pe != nil {
+		fatal(pe.code, pe.msg)
+		return
+	}
 	be.Send(&pgproto3.AuthenticationOk{})
 	for _, p := range [][2]string{
 		{"server_version", ServerVersion}, {"server_encoding", "UTF8"}, {"client_encoding", "UTF8"},

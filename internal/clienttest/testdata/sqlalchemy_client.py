@@ -47,3 +47,23 @@ df = pd.read_sql(sa.text("SELECT COUNT(*) AS n FROM adult WHERE sex = :s"), engi
 check(len(df) == 1, "pandas.read_sql with parameters")
 df = pd.read_sql("SELECT race, AVG(hours_per_week) AS h FROM adult GROUP BY race", url)
 check(len(df) == 5 and str(df["h"].dtype) == "float64", f"pandas.read_sql with an engine URL: {df}")
+
+# Session settings at connect time (libpq's options), as SQLAlchemy and
+# pandas users set them: the query spends them, SHOW reports them.
+with sa.create_engine(url, poolclass=sa.pool.NullPool).connect() as conn:
+    shown = conn.execute(sa.text("SHOW dpstat.epsilon")).scalar()
+    check(shown == "1", f"SHOW dpstat.epsilon without a setting is the default ε: {shown}")
+cheap = sa.create_engine(url, connect_args={"options": "-c dpstat.epsilon=0.05 -c dpstat.confidence=0.9"})
+with cheap.connect() as conn:
+    shown = conn.execute(sa.text("SHOW dpstat.epsilon")).scalar()
+    check(shown == "0.05", f"options='-c dpstat.epsilon=0.05' is in force: {shown}")
+    shown = conn.execute(sa.text("SHOW dpstat.confidence")).scalar()
+    check(shown == "0.9", f"options='-c dpstat.confidence=0.9' is in force: {shown}")
+df = pd.read_sql("SELECT COUNT(*) AS n FROM adult", cheap)
+check(len(df) == 1, f"pandas.read_sql with a connect-time ε: {df}")
+try:
+    with sa.create_engine(url, connect_args={"options": "-c dpstat.epsilom=0.05"}).connect() as conn:
+        conn.execute(sa.text("SELECT 1"))
+    check(False, "a misspelt connect-time setting is refused")
+except sa.exc.OperationalError as e:
+    check("dpstat.epsilon" in str(e) and "dpstat.epsilom" in str(e), f"a misspelt connect-time setting is refused: {e}")
