@@ -56,6 +56,7 @@ FUZZTIME ?= 2m
 fuzz:
 	$(GO) test ./query/ -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./query/ -run '^$$' -fuzz '^FuzzNeighbours$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./query/ -run '^$$' -fuzz '^FuzzGenerated$$' -fuzztime $(FUZZTIME)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime=200ms ./noise/ ./mechanism/ ./ledger/
