@@ -366,7 +366,8 @@ func uniform01(src random.Source) float64 {
 
 // Value turns value index i of the column into an output value: a listed
 // value, a bool, nil for NULL, or a number drawn uniformly within its bin
-// (an integer for an int column).
+// (an integer for an int column, a date or timestamp, spelt as such, for
+// a date or timestamp column).
 func (a *Attr) Value(i int, src random.Source) any {
 	if a.IsNull(i) {
 		return nil
@@ -378,12 +379,17 @@ func (a *Attr) Value(i int, src random.Source) any {
 		return i == 1
 	}
 	lo, hi := a.binRange(i)
-	if a.Type == catalog.Int {
+	if a.integral() {
 		l, h := int64(lo), int64(hi)
-		if h <= l {
-			return l
+		v := l
+		if h > l {
+			v = l + int64(noise.UniformInt(src, uint64(h-l)+1))
 		}
-		return l + int64(noise.UniformInt(src, uint64(h-l)+1))
+		if a.Type.Temporal() {
+			// Sampled back as a date or timestamp.
+			return catalog.FormatValue(a.Type, v)
+		}
+		return v
 	}
 	u := uniform01(src)
 	v := lo*(1-u) + hi*u

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/random"
 )
 
@@ -217,6 +218,14 @@ func (p *Plan) Describe() []string {
 		switch a.Kind {
 		case Binned:
 			what = fmt.Sprintf("%d bins over [%g, %g]", len(a.Edges), a.Lower, a.Upper)
+			if a.Type.Temporal() {
+				unit := a.Calendar
+				if unit == "" {
+					unit = "equal"
+				}
+				what = fmt.Sprintf("%d %s bins over [%s, %s]", len(a.Edges), unit,
+					catalog.FormatValue(a.Type, int64(a.Lower)), catalog.FormatValue(a.Type, int64(a.Upper)))
+			}
 		case Boolean:
 			what = "bool"
 		}

@@ -107,11 +107,20 @@ type Attr struct {
 	// Lower and Upper are the declared bounds of a Binned column.
 	Lower, Upper float64
 	// Edges are the lower edges of a Binned column's bins (Edges[0] =
-	// Lower); for an int column each bin holds the integers from its edge
-	// up to the next edge minus one (the last one up to Upper), for a float
-	// column the reals from its edge up to the next edge.
+	// Lower); for an int, date or timestamp column each bin holds the
+	// integers (days, microseconds) from its edge up to the next edge
+	// minus one (the last one up to Upper), for a float column the reals
+	// from its edge up to the next edge.
 	Edges []float64
+	// Calendar is the unit of a date or timestamp column's bins: "day",
+	// "week", "month" or "year" (each bin one of them, clipped to the
+	// bounds), or "" where even years would be more bins than asked for.
+	Calendar string
 }
+
+// integral reports whether the column's values are whole numbers: ints,
+// and dates and timestamps (read as days and microseconds).
+func (a *Attr) integral() bool { return a.Type == catalog.Int || a.Type.Temporal() }
 
 // Size is the number of values of the column's domain, NULL included.
 func (a *Attr) Size() int {
@@ -145,6 +154,12 @@ func (a *Attr) Label(i int) string {
 		return fmt.Sprint(i == 1)
 	}
 	lo, hi := a.binRange(i)
+	if a.Type.Temporal() {
+		if lo == hi || a.Calendar == "day" && a.Type == catalog.Date {
+			return catalog.FormatValue(a.Type, int64(lo))
+		}
+		return fmt.Sprintf("[%s, %s]", catalog.FormatValue(a.Type, int64(lo)), catalog.FormatValue(a.Type, int64(hi)))
+	}
 	if a.Type == catalog.Int {
 		if lo == hi {
 			return strconv.FormatInt(int64(lo), 10)
@@ -163,7 +178,7 @@ func (a *Attr) binRange(i int) (lo, hi float64) {
 	lo = a.Edges[i]
 	if i+1 < len(a.Edges) {
 		hi = a.Edges[i+1]
-		if a.Type == catalog.Int {
+		if a.integral() {
 			hi--
 		}
 		return lo, hi
@@ -309,6 +324,12 @@ func discretize(t *catalog.Table, c *catalog.Column, bins int) (*Attr, string) {
 		a.Values = c.Values
 	case c.Type == catalog.Bool:
 		a.Kind = Boolean
+	case c.Type.Temporal() && c.Bounded():
+		// Dates and timestamps are binned by the calendar, so that each
+		// bin is one a person can read: days, weeks, months or years.
+		a.Kind = Binned
+		a.Lower, a.Upper = *c.Lower, *c.Upper
+		a.Edges, a.Calendar = calendarEdges(c.Type, a.Lower, a.Upper, bins)
 	case (c.Type == catalog.Int || c.Type == catalog.Float) && c.Bounded():
 		a.Kind = Binned
 		a.Lower, a.Upper = *c.Lower, *c.Upper

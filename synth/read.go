@@ -97,7 +97,9 @@ func indexExpr(d engine.Dialect, a *Attr) (string, error) {
 	case Binned:
 		for i := 1; i < len(a.Edges); i++ {
 			var lit string
-			if a.Type == catalog.Int {
+			if a.integral() {
+				// Dates and timestamps are exposed as days and
+				// microseconds (64-bit integers).
 				lit = strconv.FormatInt(int64(a.Edges[i]), 10)
 			} else {
 				var err error
