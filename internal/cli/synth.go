@@ -46,7 +46,9 @@ rows sampled from it. The cost is accounted in zCDP and charged as (ε, δ).
 
 Columns with a public values: list keep those values; numeric columns with
 declared bounds are cut into --bins bins (numbers are drawn uniformly within
-their bin); NULL is a value of its own in a nullable column. Columns with no
+their bin); date and timestamp columns with declared bounds into days, weeks,
+months or years (the finest that fits --bins), sampled back as dates; NULL is
+a value of its own in a nullable column. Columns with no
 public domain, and the privacy unit, are left out (the plan says which). A
 person's rows are bounded to max_groups_per_unit × max_rows_per_group.
 
