@@ -322,7 +322,14 @@ func writeParquet(ctx context.Context, out string, plan *synth.Plan, writeCSV fu
 		case catalog.Bool:
 			t = engine.Boolean
 		}
-		cols = append(cols, d.QuoteString(a.Name)+": "+d.QuoteString(d.TypeName(t)))
+		name := d.TypeName(t)
+		switch a.Type {
+		case catalog.Date:
+			name = "DATE" // written as 2024-03-17
+		case catalog.Timestamp:
+			name = "TIMESTAMP"
+		}
+		cols = append(cols, d.QuoteString(a.Name)+": "+d.QuoteString(name))
 	}
 	tmpPQ := filepath.Join(dir, "."+filepath.Base(out)+".tmp")
 	defer os.Remove(tmpPQ)
