@@ -660,6 +660,9 @@ func columnNote(t *server.TableInfo, c server.ColumnInfo) string {
 }
 
 func tableNote(t server.TableInfo) string {
+	if t.Public {
+		return "public table: join it to a private table (it is not queried alone and has no budget)"
+	}
 	if t.PrivacyUnit == "" {
 		return "one row per person"
 	}

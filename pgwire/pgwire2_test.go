@@ -397,7 +397,8 @@ func TestPsql(t *testing.T) {
 		want    []string
 		wantErr string
 	}{
-		{"list tables", []string{"-c", `\d`}, []string{"public | adult | table"}, ""},
+		{"list tables", []string{"-c", `\d`}, []string{"public | adult    | table", "public | weekdays | table"}, ""},
+		{"public tables say so", []string{"-c", `\dt+`}, []string{"weekdays | table", "public table: join it to a private table"}, ""},
 		{"describe table", []string{"-c", `\d adult`}, []string{`Table "public.adult"`, "age            | bigint", "sex            | text"}, ""},
 		{"describe table verbose", []string{"-c", `\d+ adult`}, []string{`Table "public.adult"`, "int in [17, 90]", "text in {Female, Male}", "Storage"}, ""},
 		{"other meta-commands answer empty", []string{"-c", `\l`, "-c", `\dn`, "-c", `\du`, "-c", `\dt`}, []string{"List of databases", "List of schemas", "adult"}, ""},

@@ -117,11 +117,14 @@ type TableInfo struct {
 	// IDSpace names the tables whose budgets are one (their privacy units
 	// name the same people); budgets of such a table are kept under the
 	// id space's name.
-	IDSpace          string       `json:"id_space,omitempty"`
-	PrivacyUnit      string       `json:"privacy_unit,omitempty"`
-	MaxGroupsPerUnit int          `json:"max_groups_per_unit,omitempty"`
-	MaxRowsPerGroup  int          `json:"max_rows_per_group,omitempty"`
-	Columns          []ColumnInfo `json:"columns"`
+	IDSpace          string `json:"id_space,omitempty"`
+	PrivacyUnit      string `json:"privacy_unit,omitempty"`
+	MaxGroupsPerUnit int    `json:"max_groups_per_unit,omitempty"`
+	MaxRowsPerGroup  int    `json:"max_rows_per_group,omitempty"`
+	// Public is true for a public table (no one's private data): it has no
+	// budget and is not queried alone; analysts join it to private tables.
+	Public  bool         `json:"public,omitempty"`
+	Columns []ColumnInfo `json:"columns"`
 }
 
 // BudgetDataset is the name the table's budgets are kept under: its id
@@ -140,7 +143,8 @@ type Answerer interface {
 	// Answer answers req, or returns an *Error saying why not.
 	Answer(ctx context.Context, req Request) (*Response, error)
 	// Tables lists the tables the analyst may query, with their declared
-	// schemas and bounds.
+	// schemas and bounds, and the public tables they may join (marked
+	// Public).
 	Tables(analyst string) []TableInfo
 }
 

@@ -50,7 +50,7 @@ func New(svc *query.Service, cat *catalog.Catalog, led *ledger.Ledger) (*Answere
 }
 
 func tableInfo(t *catalog.Table) server.TableInfo {
-	ti := server.TableInfo{Name: t.Name, IDSpace: t.IDSpace, PrivacyUnit: t.PrivacyUnit}
+	ti := server.TableInfo{Name: t.Name, IDSpace: t.IDSpace, PrivacyUnit: t.PrivacyUnit, Public: t.Public}
 	if t.HasPrivacyUnit() {
 		ti.MaxGroupsPerUnit, ti.MaxRowsPerGroup = int(t.MaxGroupsPerUnit), int(t.MaxRowsPerGroup)
 	}
@@ -86,7 +86,8 @@ func valueText(v any) string {
 func (a *Answerer) Tables(analyst string) []server.TableInfo {
 	var out []server.TableInfo
 	for _, t := range a.tables {
-		if analyst != "" {
+		if analyst != "" && !t.Public {
+			// A public table has no budget: every analyst may join it.
 			if _, err := a.ledger.Status(ledger.Key{Dataset: t.BudgetDataset(), Analyst: analyst}); err != nil {
 				continue
 			}

@@ -17,7 +17,8 @@ import (
 )
 
 // Answerer is a fake server.Answerer over two declared tables, "adult" and
-// "visits". Its answers are fixed numbers; only its charging is real.
+// "visits", and the public table "weekdays". Its answers are fixed
+// numbers; only its charging is real.
 type Answerer struct {
 	// Ledger is charged for every answer.
 	Ledger *ledger.Ledger
@@ -40,6 +41,11 @@ var tables = []server.TableInfo{
 		{Name: "visitor_id", Type: "int"},
 		{Name: "day", Type: "int", Values: []string{"1", "2", "3", "4", "5", "6", "7"}},
 		{Name: "euros_spent", Type: "float", Lower: f(0), Upper: f(60)},
+		{Name: "first_visit", Type: "date", Lower: f(19723), Upper: f(20088), Range: []string{"2024-01-01", "2024-12-31"}},
+	}},
+	{Name: "weekdays", Public: true, Columns: []server.ColumnInfo{
+		{Name: "day", Type: "int", Values: []string{"1", "2", "3", "4", "5", "6", "7"}},
+		{Name: "name", Type: "text"},
 	}},
 }
 
@@ -49,6 +55,10 @@ func (a *Answerer) Tables(analyst string) []server.TableInfo {
 	for _, t := range tables {
 		if analyst == "" {
 			out = append(out, t)
+			continue
+		}
+		if t.Public {
+			out = append(out, t) // no budget: every analyst may join it
 			continue
 		}
 		if _, err := a.Ledger.Status(ledger.Key{Dataset: t.Name, Analyst: analyst}); err == nil {

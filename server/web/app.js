@@ -91,6 +91,8 @@
 
   // ---- tables ----
   function decl(c) {
+    // Dates and timestamps come with their bounds spelt as such in range.
+    if (c.range && c.range.length === 2) return ' in [' + c.range[0] + ', ' + c.range[1] + ']';
     if (c.lower !== undefined || c.upper !== undefined) return ' in [' + fmt(c.lower) + ', ' + fmt(c.upper) + ']';
     if (c.values && c.values.length) {
       const v = c.values.length > 6 ? c.values.slice(0, 6).join(', ') + ', …' : c.values.join(', ');
@@ -103,18 +105,30 @@
     const data = await api('GET', '/v1/tables');
     const ul = $('tables');
     ul.replaceChildren();
-    if (!data.tables.length) ul.append(el('li', { class: 'decl' }, 'No table granted yet.'));
+    const private_ = data.tables.filter((t) => !t.public);
+    if (!private_.length) ul.append(el('li', { class: 'decl' }, 'No table granted yet.'));
+    // The query box starts from a table this analyst may query, unless
+    // the analyst has typed something already.
+    const box = $('sql');
+    if (private_.length && !box.dataset.edited && !private_.some((t) => box.value.includes(' ' + t.name))) {
+      box.value = 'SELECT COUNT(*) FROM ' + private_[0].name;
+      invalidatePreview();
+    }
     for (const t of data.tables) {
       const cols = el('ul', {}, ...t.columns.map((c) =>
         el('li', {}, el('code', {}, c.name), ' ', el('span', { class: 'decl' }, c.type + decl(c) + (c.nullable ? ', nullable' : '')))));
-      const unit = t.privacy_unit
-        ? 'privacy unit ' + t.privacy_unit + ' · ≤' + t.max_groups_per_unit + ' groups, ≤' + t.max_rows_per_group + ' rows/group'
-        : 'one row per person';
-      const name = el('span', { class: 'tname', title: 'Use in the query' }, t.name);
-      name.addEventListener('click', () => {
-        $('sql').value = 'SELECT COUNT(*) FROM ' + t.name;
-        invalidatePreview();
-      });
+      const unit = t.public
+        ? 'public · join it to a private table'
+        : t.privacy_unit
+          ? 'privacy unit ' + t.privacy_unit + ' · ≤' + t.max_groups_per_unit + ' groups, ≤' + t.max_rows_per_group + ' rows/group'
+          : 'one row per person';
+      const name = el('span', { class: 'tname' + (t.public ? ' public' : ''), title: t.public ? 'A public table: join it in the query' : 'Use in the query' }, t.name);
+      if (!t.public) {
+        name.addEventListener('click', () => {
+          $('sql').value = 'SELECT COUNT(*) FROM ' + t.name;
+          invalidatePreview();
+        });
+      }
       ul.append(el('li', {}, name, ' ', el('span', { class: 'unit' }, unit), cols));
     }
   }
@@ -176,6 +190,7 @@
     $('preview-box').hidden = true;
   }
   for (const id of ['sql', 'epsilon', 'delta', 'confidence']) $(id).addEventListener('input', invalidatePreview);
+  $('sql').addEventListener('input', () => { $('sql').dataset.edited = '1'; });
 
   $('preview').addEventListener('click', async () => {
     $('query-error').textContent = '';
