@@ -280,13 +280,25 @@ func (p *parser) mergeFrom(n *pg.Node, ctes map[string]*pg.SelectStmt, items *[]
 		j := n.GetJoinExpr()
 		rightNullable := j.Jointype == pg.JoinType_JOIN_LEFT || j.Jointype == pg.JoinType_JOIN_FULL
 		leftNullable := j.Jointype == pg.JoinType_JOIN_RIGHT || j.Jointype == pg.JoinType_JOIN_FULL
+		before := len(*subs)
 		l, err := p.mergeFrom(j.Larg, ctes, items, subs, nullable || leftNullable)
 		if err != nil {
 			return nil, err
 		}
+		if leftNullable {
+			if err := nullExtend(j, (*subs)[before:], false); err != nil {
+				return nil, err
+			}
+		}
+		before = len(*subs)
 		r, err := p.mergeFrom(j.Rarg, ctes, items, subs, nullable || rightNullable)
 		if err != nil {
 			return nil, err
+		}
+		if rightNullable {
+			if err := nullExtend(j, (*subs)[before:], j.Rarg.GetJoinExpr() == nil); err != nil {
+				return nil, err
+			}
 		}
 		j.Larg, j.Rarg = l, r
 		return n, nil
