@@ -304,7 +304,14 @@ func (p *Prepared) FormSQL(f dpplan.Form) (string, error) {
 // Prepare parses, checks and plans a query and calibrates its noise. Every
 // refusal happens here, before any engine runs.
 func (s *Service) Prepare(sql string, opts Options) (*Prepared, error) {
-	p, err := prepareWith(s.cat, s.eng.Dialect(), sql, opts, s.public)
+	return s.PrepareContext(context.Background(), sql, opts)
+}
+
+// PrepareContext is Prepare within ctx: planning that has not finished when
+// ctx is done is refused (nothing is charged), so that a query timeout
+// covers planning as well as the engine's run.
+func (s *Service) PrepareContext(ctx context.Context, sql string, opts Options) (*Prepared, error) {
+	p, err := prepareWith(ctx, s.cat, s.eng.Dialect(), sql, opts, s.public)
 	if err != nil {
 		return nil, err
 	}
@@ -330,10 +337,10 @@ func (s *Service) Prepare(sql string, opts Options) (*Prepared, error) {
 // Joins with public tables need those tables' values, which a Service reads
 // when it starts: Prepare refuses them, Service.Prepare plans them.
 func Prepare(cat *catalog.Catalog, d engine.Dialect, sql string, opts Options) (*Prepared, error) {
-	return prepareWith(cat, d, sql, opts, nil)
+	return prepareWith(context.Background(), cat, d, sql, opts, nil)
 }
 
-func prepareWith(cat *catalog.Catalog, d engine.Dialect, sql string, opts Options, public map[string]*ir.PublicFacts) (*Prepared, error) {
+func prepareWith(ctx context.Context, cat *catalog.Catalog, d engine.Dialect, sql string, opts Options, public map[string]*ir.PublicFacts) (*Prepared, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
@@ -341,8 +348,11 @@ func prepareWith(cat *catalog.Catalog, d engine.Dialect, sql string, opts Option
 	if err != nil {
 		return nil, err
 	}
-	q, err := parse.ParseWith(sql, cat, public)
+	q, err := parse.ParseContext(ctx, sql, cat, public)
 	if err != nil {
+		return nil, err
+	}
+	if err := recordable(q); err != nil {
 		return nil, err
 	}
 	table := cat.Table(q.Table)
@@ -352,6 +362,9 @@ func prepareWith(cat *catalog.Catalog, d engine.Dialect, sql string, opts Option
 	plan, err := dpplan.NewPlanDelta(q, table, opts.Epsilon, opts.Delta)
 	if err != nil {
 		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, parse.TimeRefusal(err)
 	}
 	nz, err := plan.NewNoise(opts.Source)
 	if err != nil {
@@ -368,6 +381,9 @@ func prepareWith(cat *catalog.Catalog, d engine.Dialect, sql string, opts Option
 	}
 	prep := &Prepared{Plan: plan, Noise: nz, SQL: text, Opts: opts, ExplainOnly: explain, dialect: d}
 	for h := range plan.Histograms {
+		if err := ctx.Err(); err != nil {
+			return nil, parse.TimeRefusal(err)
+		}
 		hs, err := sqlgen.HistogramSQL(plan, d, h)
 		if err != nil {
 			return nil, err
@@ -408,7 +424,7 @@ func (e *EngineError) Unwrap() error { return e.Err }
 // then add noise and release. A query refused before the charge costs
 // nothing; once charged, it costs its ε whatever happens next.
 func (s *Service) Answer(ctx context.Context, sql string, opts Options) (*Result, error) {
-	p, err := s.Prepare(sql, opts)
+	p, err := s.PrepareContext(ctx, sql, opts)
 	if err != nil {
 		return nil, err
 	}

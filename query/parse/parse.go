@@ -1,6 +1,7 @@
 package parse
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strconv"
@@ -21,6 +22,17 @@ func Parse(sql string, cat *catalog.Catalog) (*ir.Query, error) {
 // ParseWith is Parse with the facts of the catalog's public tables, which
 // joins need.
 func ParseWith(sql string, cat *catalog.Catalog, public map[string]*ir.PublicFacts) (*ir.Query, error) {
+	return ParseContext(context.Background(), sql, cat, public)
+}
+
+// ParseContext is ParseWith within ctx: once ctx is done (the query
+// timeout of the service answering has passed, or the request has ended),
+// parsing stops with a refusal. The node and item limits bound parsing
+// whatever the context; the context bounds its time on a busy machine too.
+func ParseContext(ctx context.Context, sql string, cat *catalog.Catalog, public map[string]*ir.PublicFacts) (*ir.Query, error) {
+	if err := refuseNUL(sql); err != nil {
+		return nil, err
+	}
 	if strings.TrimSpace(sql) == "" {
 		return nil, ir.Refuse("empty query; write e.g. SELECT COUNT(*) FROM t")
 	}
@@ -35,7 +47,7 @@ func ParseWith(sql string, cat *catalog.Catalog, public map[string]*ir.PublicFac
 	if sel == nil {
 		return nil, ir.Refuse("only SELECT queries are answered, got %s", statementKind(tree.Stmts[0].Stmt))
 	}
-	p := &parser{cat: cat, public: public}
+	p := &parser{ctx: ctx, cat: cat, public: public, cteSize: map[*pg.SelectStmt]int{}}
 	q, err := p.selectStmt(sel)
 	if err != nil {
 		return nil, err
@@ -76,6 +88,13 @@ type parser struct {
 	joined []ir.JoinedTable
 	// pre is the per-person pre-aggregation the query reads, if any.
 	pre *ir.PreAggregate
+
+	// ctx bounds the time parsing may take (nil: unbounded).
+	ctx context.Context
+	// copied counts the syntax nodes merging has copied (MaxMergedCopies);
+	// cteSize holds the size of each merged common table expression.
+	copied  int
+	cteSize map[*pg.SelectStmt]int
 }
 
 func (p *parser) selectStmt(s *pg.SelectStmt) (*ir.Query, error) {
@@ -129,9 +148,20 @@ func (p *parser) selectStmt(s *pg.SelectStmt) (*ir.Query, error) {
 	if len(s.TargetList) == 0 {
 		return nil, ir.Refuse("empty select list; select at least one aggregate (COUNT, SUM or AVG)")
 	}
-	for _, t := range s.TargetList {
+	if len(s.TargetList) > MaxSelectItems {
+		return nil, ir.Refuse("the select list has %d items: want at most %d", len(s.TargetList), MaxSelectItems)
+	}
+	for i, t := range s.TargetList {
+		if err := p.checkTime(); err != nil {
+			return nil, err
+		}
 		if err := p.target(t); err != nil {
 			return nil, err
+		}
+		// Counted as the list is read: a longer list is refused at the
+		// first aggregate too many, not after building them all.
+		if n := len(p.q.Aggregates()); n > MaxAggregates {
+			return nil, ir.Refuse("%d aggregates in one query by the select list's item %d (of %d): want at most %d (each takes a share of ε)", n, i+1, len(s.TargetList), MaxAggregates)
 		}
 	}
 	if n := len(p.q.Aggregates()); n > MaxAggregates {

@@ -90,6 +90,7 @@ func (p *parser) mergeSubqueries(s *pg.SelectStmt, top bool, outer map[string]*p
 				return err
 			}
 			ctes[strings.ToLower(c.Ctename)] = sel
+			p.cteSize[sel] = countNodes(sel.ProtoReflect())
 		}
 		s.WithClause = nil
 	}
@@ -189,7 +190,55 @@ func (p *parser) mergeSubqueries(s *pg.SelectStmt, top bool, outer map[string]*p
 			}
 		}
 	}
+	// The merged query's size is counted before any column is copied: a
+	// query that would grow past MaxMergedNodes is refused without
+	// building it.
 	var firstErr error
+	parts := []proto.Message{listMsg(s.TargetList), s.WhereClause, listMsg(s.GroupClause), s.HavingClause, listMsg(s.SortClause), listMsg(s.FromClause)}
+	size, visited := countNodes(s.ProtoReflect()), 0
+	sizes := map[*pg.Node]int{}
+	count := func(n *pg.Node) bool {
+		cr := n.GetColumnRef()
+		if visited++; visited%1024 == 0 && firstErr == nil {
+			firstErr = p.checkTime()
+		}
+		if cr == nil || firstErr != nil {
+			return firstErr == nil
+		}
+		out, err := resolve(cr)
+		if err != nil {
+			firstErr = err
+			return false
+		}
+		if out != nil {
+			if _, ok := sizes[out]; !ok {
+				sizes[out] = countNodes(out.ProtoReflect())
+			}
+			size += sizes[out] - countNodes(n.ProtoReflect())
+			return false
+		}
+		return true
+	}
+	for _, part := range parts {
+		if part == nil || !part.ProtoReflect().IsValid() {
+			continue
+		}
+		walkNodes(part.ProtoReflect(), count)
+		if firstErr != nil {
+			return firstErr
+		}
+	}
+	for _, sq := range subs {
+		if sq.where != nil {
+			size += countNodes(sq.where.ProtoReflect())
+		}
+	}
+	if size > MaxMergedNodes {
+		return ir.Refuse("the query would have %d syntax nodes once its subqueries are merged: want at most %d; a column of a subquery used many times is copied each time", size, MaxMergedNodes)
+	}
+	if err := p.copying(size, "the merged query"); err != nil {
+		return err
+	}
 	replace := func(n *pg.Node) bool {
 		cr := n.GetColumnRef()
 		if cr == nil || firstErr != nil {
@@ -206,7 +255,7 @@ func (p *parser) mergeSubqueries(s *pg.SelectStmt, top bool, outer map[string]*p
 		}
 		return true
 	}
-	for _, part := range []proto.Message{listMsg(s.TargetList), s.WhereClause, listMsg(s.GroupClause), s.HavingClause, listMsg(s.SortClause), listMsg(s.FromClause)} {
+	for _, part := range parts {
 		if part == nil || !part.ProtoReflect().IsValid() {
 			continue
 		}
@@ -220,9 +269,6 @@ func (p *parser) mergeSubqueries(s *pg.SelectStmt, top bool, outer map[string]*p
 			s.WhereClause = and(s.WhereClause, proto.Clone(sq.where).(*pg.Node))
 		}
 	}
-	if n := countNodes(s.ProtoReflect()); n > MaxMergedNodes {
-		return ir.Refuse("the query has %d syntax nodes once its subqueries are merged: want at most %d; a column of a subquery used many times is copied each time", n, MaxMergedNodes)
-	}
 	return nil
 }
 
@@ -234,13 +280,25 @@ func (p *parser) mergeFrom(n *pg.Node, ctes map[string]*pg.SelectStmt, items *[]
 		j := n.GetJoinExpr()
 		rightNullable := j.Jointype == pg.JoinType_JOIN_LEFT || j.Jointype == pg.JoinType_JOIN_FULL
 		leftNullable := j.Jointype == pg.JoinType_JOIN_RIGHT || j.Jointype == pg.JoinType_JOIN_FULL
+		before := len(*subs)
 		l, err := p.mergeFrom(j.Larg, ctes, items, subs, nullable || leftNullable)
 		if err != nil {
 			return nil, err
 		}
+		if leftNullable {
+			if err := nullExtend(j, (*subs)[before:], false); err != nil {
+				return nil, err
+			}
+		}
+		before = len(*subs)
 		r, err := p.mergeFrom(j.Rarg, ctes, items, subs, nullable || rightNullable)
 		if err != nil {
 			return nil, err
+		}
+		if rightNullable {
+			if err := nullExtend(j, (*subs)[before:], j.Rarg.GetJoinExpr() == nil); err != nil {
+				return nil, err
+			}
 		}
 		j.Larg, j.Rarg = l, r
 		return n, nil
@@ -274,6 +332,9 @@ func (p *parser) mergeFrom(n *pg.Node, ctes map[string]*pg.SelectStmt, items *[]
 				if len(rv.Alias.Colnames) > 0 {
 					return nil, ir.Refuse("column aliases in FROM are not supported; name the columns inside WITH %s AS (…) with AS", rv.Relname)
 				}
+			}
+			if err := p.copying(p.cteSize[c], "WITH "+rv.Relname); err != nil {
+				return nil, err
 			}
 			return p.subqueryItem(proto.Clone(c).(*pg.SelectStmt), alias, items, subs, nullable)
 		}

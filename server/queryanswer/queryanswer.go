@@ -145,7 +145,7 @@ func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Resp
 	if opts.Confidence == 0 {
 		opts.Confidence = query.DefaultConfidence
 	}
-	p, err := a.svc.Prepare(req.SQL, opts)
+	p, err := a.svc.PrepareContext(ctx, req.SQL, opts)
 	if err != nil {
 		var re *ir.RefusedError
 		if errors.As(err, &re) {

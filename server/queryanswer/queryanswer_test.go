@@ -41,6 +41,7 @@ type stack struct {
 	http   *httptest.Server
 	pgAddr string
 	alice  string
+	ans    server.Answerer
 }
 
 // start runs the HTTP and PostgreSQL front ends over the real query path on
@@ -91,7 +92,7 @@ func frontEnds(t testing.TB, l *ledger.Ledger, path string, reg *analyst.Registr
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &stack{ledger: l, path: path, reg: reg, http: httptest.NewServer(api.Handler())}
+	s := &stack{ledger: l, path: path, reg: reg, http: httptest.NewServer(api.Handler()), ans: ans}
 	t.Cleanup(s.http.Close)
 	pg, err := pgwire.New(pgwire.Options{Answerer: ans, Analysts: reg})
 	if err != nil {
