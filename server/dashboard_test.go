@@ -222,3 +222,30 @@ func checkScreenshot(t *testing.T, shot []byte, name string) {
 		t.Fatal(err)
 	}
 }
+
+// TestDashboardTablesForTheAnalyst signs in as an analyst who may query
+// visits only: the query box starts from visits, a date column's bounds
+// are spelt as dates, and the public table is listed, marked public.
+func TestDashboardTablesForTheAnalyst(t *testing.T) {
+	e := newEnv(t, server.Options{}, nil)
+	ctx := browser(t)
+	var tables, sql string
+	if err := chromedp.Run(ctx,
+		signIn(e.ts.URL, e.bob),
+		chromedp.Text("#tables", &tables, chromedp.ByQuery),
+		chromedp.Value("#sql", &sql, chromedp.ByQuery),
+	); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"visits", "date in [2024-01-01, 2024-12-31]", "weekdays", "public · join it to a private table"} {
+		if !strings.Contains(tables, want) {
+			t.Errorf("tables panel lacks %q: %q", want, tables)
+		}
+	}
+	if strings.Contains(tables, "19,723") || strings.Contains(tables, "adult") {
+		t.Errorf("tables panel: %q", tables)
+	}
+	if sql != "SELECT COUNT(*) FROM visits" {
+		t.Errorf("the query box starts with %q, want a query on visits", sql)
+	}
+}
