@@ -10,6 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/engine"
+	"github.com/dpstat/dpstat/engine/engines"
+	"github.com/dpstat/dpstat/engine/postgres/pgtest"
 	"github.com/dpstat/dpstat/query/ir"
 )
 
@@ -67,13 +71,25 @@ func occurrenceData() map[string][]string {
 	return data
 }
 
-var occurrenceHeaders = map[string]string{"r": "rid,day,x,u", "t": "pid", "p": "pid", "cal": "d,w"}
+var occurrenceColumns = map[string][]pgtest.Column{
+	"r":   {{Name: "rid", Type: catalog.Int}, {Name: "day", Type: catalog.Int}, {Name: "x", Type: catalog.Int}, {Name: "u", Type: catalog.Text}},
+	"t":   {{Name: "pid", Type: catalog.Int}},
+	"p":   {{Name: "pid", Type: catalog.Int}},
+	"cal": {{Name: "d", Type: catalog.Int}, {Name: "w", Type: catalog.Int}},
+}
 
-// occurrenceService opens a service over the tables, less the rows that
-// drop reports true for (table name, row).
-func occurrenceService(t *testing.T, drop func(table, row string) bool) *Service {
+// occurrenceService opens a service over the tables on the engine kind
+// ("duckdb": files; "postgres": a test server's tables named after the
+// variant), less the rows that drop reports true for (table name, row).
+func occurrenceService(t *testing.T, kind, variant string, drop func(table, row string) bool) *Service {
 	t.Helper()
 	dir := t.TempDir()
+	decl := occurrenceCatalog
+	var pg *pgtest.Server
+	if kind == "postgres" {
+		pg = pgtest.Shared(t)
+		decl = strings.Replace(decl, "tables:", fmt.Sprintf("engine: {kind: postgres, dsn: %q, statement_timeout: 60s, max_connections: 1}\ntables:", pg.ReaderDSN()), 1)
+	}
 	for table, rows := range occurrenceData() {
 		var kept []string
 		for _, r := range rows {
@@ -81,17 +97,46 @@ func occurrenceService(t *testing.T, drop func(table, row string) bool) *Service
 				kept = append(kept, r)
 			}
 		}
-		csv := occurrenceHeaders[table] + "\n" + strings.Join(kept, "\n") + "\n"
+		csv := strings.Join(occurrenceColumnNames(table), ",") + "\n" + strings.Join(kept, "\n") + "\n"
+		if pg != nil {
+			name := "occ_" + variant + "_" + table
+			if err := pg.LoadTable(context.Background(), name, occurrenceColumns[table], []byte(csv)); err != nil {
+				t.Fatal(err)
+			}
+			decl = strings.Replace(decl, "source: "+table+".csv", "source: public."+name, 1)
+			continue
+		}
 		if err := os.WriteFile(filepath.Join(dir, table+".csv"), []byte(csv), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	path := filepath.Join(dir, "catalog.yaml")
-	if err := os.WriteFile(path, []byte(occurrenceCatalog), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(decl), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	svc, _, _ := newTestService(t, path)
+	if pg == nil {
+		svc, _, _ := newTestService(t, path)
+		return svc
+	}
+	cat := loadCatalog(t, path)
+	eng, err := engine.Open(context.Background(), engines.Spec(cat))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	svc, err := NewService(context.Background(), cat, eng, &fakeLedger{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return svc
+}
+
+func occurrenceColumnNames(table string) []string {
+	var names []string
+	for _, c := range occurrenceColumns[table] {
+		names = append(names, c.Name)
+	}
+	return names
 }
 
 // TestRepeatedOccurrencesNeighbours runs queries that join one table more
@@ -100,35 +145,53 @@ func occurrenceService(t *testing.T, drop func(table, row string) bool) *Service
 // key selection are the same (a key held by the removed person alone is
 // released only with probability δ).
 func TestRepeatedOccurrencesNeighbours(t *testing.T) {
+	testRepeatedOccurrences(t, "duckdb")
+}
+
+// TestRepeatedOccurrencesNeighboursPostgres runs the same cases on
+// PostgreSQL.
+func TestRepeatedOccurrencesNeighboursPostgres(t *testing.T) {
+	testRepeatedOccurrences(t, "postgres")
+}
+
+func testRepeatedOccurrences(t *testing.T, kind string) {
 	opts := Options{Epsilon: 1e20, Delta: 1e-6, Confidence: 0.95, Analyst: "a"}
 	dropRow1 := func(table, row string) bool { return table == "r" && strings.HasPrefix(row, "1,") }
 	dropPerson18 := func(table, row string) bool { return (table == "t" || table == "p") && row == "18" }
 	tests := []struct {
 		name string
 		sql  string
-		drop func(table, row string) bool
+		drop string // the variant: D less row 1 of r, or less person 18
 	}{
 		// Finding 1: the second occurrence's ON is applied, and its
 		// multiplicity counted.
-		{"public table twice", "SELECT SUM(x.x) FROM r x JOIN cal c1 ON x.day = c1.d JOIN cal c2 ON x.day = c2.d WHERE x.rid = 1", dropRow1},
-		{"public table twice, count", "SELECT COUNT(*), SUM(x.x) FROM r x JOIN cal c1 ON x.day = c1.d JOIN cal c2 ON x.day = c2.w", dropRow1},
-		{"public table twice, left", "SELECT COUNT(*) FROM r x JOIN cal c1 ON x.day = c1.d LEFT JOIN cal c2 ON x.day = c2.d WHERE x.rid = 1", dropRow1},
+		{"public table twice", "SELECT SUM(x.x) FROM r x JOIN cal c1 ON x.day = c1.d JOIN cal c2 ON x.day = c2.d WHERE x.rid = 1", "row1"},
+		{"public table twice, count", "SELECT COUNT(*), SUM(x.x) FROM r x JOIN cal c1 ON x.day = c1.d JOIN cal c2 ON x.day = c2.w", "row1"},
+		{"public table twice, left", "SELECT COUNT(*) FROM r x JOIN cal c1 ON x.day = c1.d LEFT JOIN cal c2 ON x.day = c2.d WHERE x.rid = 1", "row1"},
+		// The same through a merged common table expression and subquery.
+		{"public table twice, through a CTE", "WITH j AS (SELECT x.x, x.rid, c1.d FROM r x JOIN cal c1 ON x.day = c1.d) SELECT SUM(j.x) FROM j JOIN cal c2 ON j.d = c2.d WHERE j.rid = 1", "row1"},
+		{"public table twice, in a subquery", "SELECT SUM(s.x) FROM (SELECT x.x, x.rid FROM r x JOIN cal c1 ON x.day = c1.d JOIN cal c2 ON x.day = c2.w) s WHERE s.rid = 1", "row1"},
 		// Finding 2: a private table joined a third time joins each
 		// person's rows with that person's rows only.
-		{"private table twice, pre-aggregated", "SELECT COUNT(*) FROM (SELECT x.pid, COUNT(*) AS n FROM t x JOIN p y ON x.pid = y.pid JOIN p z ON x.pid = z.pid GROUP BY x.pid) s WHERE n >= 18", dropPerson18},
-		{"private table twice", "SELECT COUNT(*), COUNT(DISTINCT x.pid) FROM t x JOIN p y ON x.pid = y.pid JOIN p z ON x.pid = z.pid", dropPerson18},
+		{"private table twice, pre-aggregated", "SELECT COUNT(*) FROM (SELECT x.pid, COUNT(*) AS n FROM t x JOIN p y ON x.pid = y.pid JOIN p z ON x.pid = z.pid GROUP BY x.pid) s WHERE n >= 18", "pid18"},
+		{"private table twice, pre-aggregated in a CTE", "WITH s AS (SELECT x.pid, COUNT(*) AS n FROM t x JOIN p y USING (pid) JOIN p z ON x.pid = z.pid GROUP BY x.pid) SELECT COUNT(*) FROM s WHERE n >= 18", "pid18"},
+		{"private table twice", "SELECT COUNT(*), COUNT(DISTINCT x.pid) FROM t x JOIN p y ON x.pid = y.pid JOIN p z ON x.pid = z.pid", "pid18"},
 		// Finding 4: key selection after a public join that turns a row
 		// into 3 rows under one key, without a privacy unit.
-		{"key selection after a join, separate count", "SELECT x.u, SUM(x.x) FROM r x JOIN cal c ON x.day = c.w GROUP BY x.u", dropRow1},
-		{"key selection after a join, by the count", "SELECT x.u, COUNT(*) FROM r x JOIN cal c ON x.day = c.w GROUP BY x.u", dropRow1},
-		{"key selection after a join, keys alone", "SELECT x.u FROM r x JOIN cal c ON x.day = c.w GROUP BY x.u", dropRow1},
-		{"key selection after two joins", "SELECT x.u, SUM(x.x) FROM r x JOIN cal c1 ON x.day = c1.w JOIN cal c2 ON x.day = c2.d GROUP BY x.u", dropRow1},
+		{"key selection after a join, separate count", "SELECT x.u, SUM(x.x) FROM r x JOIN cal c ON x.day = c.w GROUP BY x.u", "row1"},
+		{"key selection after a join, by the count", "SELECT x.u, COUNT(*) FROM r x JOIN cal c ON x.day = c.w GROUP BY x.u", "row1"},
+		{"key selection after a join, keys alone", "SELECT x.u FROM r x JOIN cal c ON x.day = c.w GROUP BY x.u", "row1"},
+		{"key selection after two joins", "SELECT x.u, SUM(x.x) FROM r x JOIN cal c1 ON x.day = c1.w JOIN cal c2 ON x.day = c2.d GROUP BY x.u", "row1"},
 	}
 	ctx := context.Background()
-	full := occurrenceService(t, nil)
+	full := occurrenceService(t, kind, "d", nil)
+	variants := map[string]*Service{
+		"row1":  occurrenceService(t, kind, "row1", dropRow1),
+		"pid18": occurrenceService(t, kind, "pid18", dropPerson18),
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			less := occurrenceService(t, tt.drop)
+			less := variants[tt.drop]
 			d, errD := full.Answer(ctx, tt.sql, opts)
 			n, errN := less.Answer(ctx, tt.sql, opts)
 			if errD != nil || errN != nil {
@@ -176,7 +239,7 @@ func TestRepeatedOccurrencesNeighbours(t *testing.T) {
 // one's are not; an unqualified column that two occurrences have is
 // refused, free, naming both.
 func TestOccurrenceBinding(t *testing.T) {
-	svc := occurrenceService(t, nil)
+	svc := occurrenceService(t, "duckdb", "d", nil)
 	opts := Options{Epsilon: 1, Delta: 1e-6, Confidence: 0.95, Analyst: "a"}
 	p, err := svc.Prepare("SELECT COUNT(*) FROM r x JOIN cal c1 ON x.day = c1.d LEFT JOIN cal c2 ON x.rid = c2.d WHERE c1.w = 3 AND c2.w IS NULL", opts)
 	if err != nil {
