@@ -175,10 +175,20 @@ var neighbourBattery = []string{
 	"SELECT x.t, MIN(x.i), COUNT(*) FILTER (WHERE c.weight > 1) FROM T x JOIN codes c ON c.t = x.t GROUP BY x.t",
 	"SELECT COUNT(*) FROM T x JOIN codes c ON x.t = c.label",
 	"SELECT COUNT(*) FROM codes",
+	// A public table joined twice: each occurrence its own ON and
+	// multiplicity (weight is unique; t holds b twice).
+	"SELECT COUNT(*), SUM(x.i) FROM T x JOIN codes c1 ON x.i = c1.weight JOIN codes c2 ON x.i = c2.weight",
+	"SELECT c2.label, COUNT(*), SUM(x.i) FROM T x JOIN codes c1 ON x.t = c1.t LEFT JOIN codes c2 ON c1.label = c2.label GROUP BY c2.label",
+	"SELECT COUNT(*) FROM T x JOIN codes c1 ON x.t = c1.t JOIN codes c2 ON x.t = c2.t WHERE c1.weight <> c2.weight",
+	"SELECT x.u, SUM(x.i) FROM T x JOIN codes c ON x.t = c.t GROUP BY x.u",
 	// Joins of private tables of one id space, on the privacy unit.
 	"SELECT COUNT(*), SUM(y.i), COUNT(DISTINCT x.pid) FROM T x JOIN visits y ON x.pid = y.pid",
 	"SELECT x.t, COUNT(*), AVG(y.f) FROM T x LEFT JOIN visits y USING (pid) GROUP BY x.t",
 	"SELECT COUNT(*) FROM T x JOIN visits y ON x.t = y.t",
+	// A private table joined a third time: each person's rows with that
+	// person's rows only, also under a per-person pre-aggregation.
+	"SELECT COUNT(*), SUM(z.i) FROM T x JOIN visits y ON x.pid = y.pid JOIN visits z ON x.pid = z.pid",
+	"SELECT COUNT(*) FROM (SELECT x.pid, COUNT(*) AS n FROM T x JOIN visits y ON x.pid = y.pid JOIN visits z ON x.pid = z.pid GROUP BY x.pid) s WHERE n >= 12",
 	// Dates and timestamps: infinities, malformed values, dates beyond
 	// the bounds and beyond what a timestamp holds.
 	"SELECT COUNT(dt), COUNT(ts), COUNT(*) FILTER (WHERE dt > '2024-06-01') FROM T",
@@ -711,7 +721,9 @@ func testNeighbouringTables(t *testing.T, kind string) {
 					continue
 				}
 				d := runNeighbour(t, fix.services[variants]["D"], sql)
-				if table == "wide" && d.err == nil && !boundsNotBinding(d.prep.Plan) {
+				// (A per-person pre-aggregation that joins inside is one
+				// row per person outside, and compared by value anyway.)
+				if table == "wide" && d.err == nil && len(d.prep.Plan.Query.Joins) > 0 && !boundsNotBinding(d.prep.Plan) {
 					t.Errorf("%s: the wide table's bounds may bind, so its values are not compared", sql)
 				}
 				for _, v := range fix.persons[variants] {

@@ -38,8 +38,10 @@ import (
 //
 // The threshold. One person (or one protected group of group_size people)
 // has rows under at most Sensitivity keys, and a key that only they have
-// has a count of at most MaxCount (Linf, or 1 for distinct people; times
-// group_size). τ is the smallest integer with
+// has a count of at most MaxCount (Linf, or 1 for distinct people; without
+// a privacy unit the engine counts rows, and a row that the joins turn into
+// m rows counts m under one key; times group_size). τ is the smallest
+// integer with
 //
 //	Sensitivity · P(Z ≥ τ − MaxCount) ≤ Delta,  P(Z ≥ k) = a^k/(1 + a) for k ≥ 1,  a = exp(−1/b),
 //
@@ -302,9 +304,15 @@ func (n *Noise) DescribeSelection() string {
 			n.plan.Query.KeyNames(), strings.Join(ks.Columns, ", "), what, n.Sel.M.Scale(), ks.Epsilon,
 			n.Sel.Threshold, groupWords(n.plan.Contribution.People()), ks.Sensitivity, max(ks.MaxCount, 1), n.Sel.Single, ks.Sensitivity, ks.Delta)
 	}
-	return fmt.Sprintf("DP key selection on %s (no public value list for %s; no aggregate has a count to select with, so it is a separate noisy count): per key, the number of distinct people (each counted in at most %d key(s)) plus discrete Laplace noise of scale %.4g (ε=%g); keys with a noisy count ≥ %d are released. A key that only one person%s has is released with probability %.3g (≤ δ/%d), so the selection costs ε=%g, δ=%g",
-		n.plan.Query.KeyNames(), strings.Join(ks.Columns, ", "), ks.Sensitivity, n.Sel.M.Scale(), ks.Epsilon,
-		n.Sel.Threshold, groupWords(ks.MaxCount), n.Sel.Single, ks.Sensitivity, ks.Epsilon, ks.Delta)
+	what := fmt.Sprintf("the number of distinct people (each counted in at most %d key(s))", ks.Sensitivity)
+	if people := n.plan.Contribution.People(); ks.MaxCount > people {
+		// Without a privacy unit, rows are counted, and the joins turn one
+		// row into several.
+		what = fmt.Sprintf("the number of rows (each row is a person, and the joins turn it into at most %d rows under one key, in at most %d key(s))", ks.MaxCount/people, ks.Sensitivity)
+	}
+	return fmt.Sprintf("DP key selection on %s (no public value list for %s; no aggregate has a count to select with, so it is a separate noisy count): per key, %s plus discrete Laplace noise of scale %.4g (ε=%g); keys with a noisy count ≥ %d are released. A key that only one person%s has counts at most %d and is released with probability %.3g (≤ δ/%d), so the selection costs ε=%g, δ=%g",
+		n.plan.Query.KeyNames(), strings.Join(ks.Columns, ", "), what, n.Sel.M.Scale(), ks.Epsilon,
+		n.Sel.Threshold, groupWords(n.plan.Contribution.People()), max(ks.MaxCount, 1), n.Sel.Single, ks.Sensitivity, ks.Epsilon, ks.Delta)
 }
 
 func groupWords(k int64) string {

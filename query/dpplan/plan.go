@@ -46,11 +46,15 @@ func (p *Plan) Notes() []string {
 		for _, e := range j.On {
 			on = append(on, e[0]+" = "+e[1])
 		}
+		table := j.Table
+		if j.Alias != j.Table {
+			table += " AS " + j.Alias
+		}
 		if j.Private {
-			n = append(n, fmt.Sprintf("%s with %s on %s, a table about the same people: every joined row is one person's, and each person's joined rows are bounded as above", kind, j.Table, strings.Join(on, " AND ")))
+			n = append(n, fmt.Sprintf("%s with %s on %s, a table about the same people: every joined row is one person's, and each person's joined rows are bounded as above", kind, table, strings.Join(on, " AND ")))
 			continue
 		}
-		n = append(n, fmt.Sprintf("%s with public table %s on %s (public: its values are read from the data at no cost)", kind, j.Table, strings.Join(on, " AND ")))
+		n = append(n, fmt.Sprintf("%s with public table %s on %s (public: its values are read from the data at no cost)", kind, table, strings.Join(on, " AND ")))
 	}
 	if len(p.Query.Joins) > 0 && !p.Bounded && p.Query.JoinRows > 1 {
 		n = append(n, fmt.Sprintf("each row is a person and the joins turn a row into at most %d rows: every sensitivity counts %d rows in each of %d groups", p.Query.JoinRows, p.Query.JoinRows, p.Query.JoinRows))
@@ -479,6 +483,13 @@ func NewPlanDelta(q *ir.Query, table *catalog.Table, epsilon, delta float64) (*P
 		p.Selection.Stat = p.statistic(Summand{Kind: DistinctUnits, Column: table.PrivacyUnit})
 		p.Selection.Sensitivity = p.Contribution.GroupsTouched()
 		p.Selection.MaxCount = p.Contribution.KeyCount(DistinctUnits)
+		if !p.Bounded {
+			// Without a privacy unit the engine counts rows (each row is
+			// a person), and the joins turn one row into up to
+			// RowsPerGroup rows under one key: a key only one person has
+			// counts up to KeyRows, not 1.
+			p.Selection.MaxCount = p.Contribution.KeyRows()
+		}
 	}
 	if q.TopK > 0 {
 		// The selection of the most common keys takes all of the ε left,

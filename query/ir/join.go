@@ -1,6 +1,8 @@
 package ir
 
 import (
+	"strings"
+
 	"github.com/dpstat/dpstat/catalog"
 )
 
@@ -18,14 +20,31 @@ type PublicFacts struct {
 type Join struct {
 	// Table is the joined table's catalog name.
 	Table string
+	// Alias names this occurrence of the table in FROM (the table's name
+	// when FROM gives none): the relation's columns of the occurrence are
+	// named "alias.column" (see QualifiedName), so that a table joined
+	// twice is two occurrences with their own columns.
+	Alias string
 	// Private is true for a private table of the private table's id space.
 	Private bool
 	// Left is true for LEFT JOIN: private rows without a match are kept,
 	// with NULL public columns.
 	Left bool
 	// On lists the equalities, as pairs of relation column names (the
-	// already joined side first, then "table.column").
+	// already joined side first, then this occurrence's "alias.column").
 	On [][2]string
+}
+
+// QualifiedName is the relation's name of column col of the joined
+// occurrence alias: "alias.col". Every name of a joined occurrence's
+// column is built here and read back by Join.Column, so that a name always
+// resolves to its occurrence, never to another occurrence of the table.
+func QualifiedName(alias, col string) string { return alias + "." + col }
+
+// Column reports whether the relation column name belongs to this
+// occurrence, and the column's name in the joined table.
+func (j Join) Column(name string) (string, bool) {
+	return strings.CutPrefix(name, j.Alias+".")
 }
 
 // JoinedTable is one table of a FROM clause, with the name its columns are
@@ -40,7 +59,10 @@ type JoinedTable struct {
 // person's rows only (the privacy units are equal), so every joined row
 // still belongs to one person and bounding after the join, per person,
 // bounds the sensitivity. The bounds that apply are the first table's.
-func PrivateJoin(left, right *catalog.Table, on [][2]string) error {
+// The occurrence of right joined is rightAlias: its privacy unit must be
+// equal to the first table's in on, whatever other occurrences of the
+// same table are joined.
+func PrivateJoin(left, right *catalog.Table, rightAlias string, on [][2]string) error {
 	if !left.HasPrivacyUnit() || !right.HasPrivacyUnit() {
 		return Refuse("JOIN %s: joining two private tables needs a privacy unit in both, so that each joined row belongs to one person", right.Name)
 	}
@@ -49,7 +71,7 @@ func PrivateJoin(left, right *catalog.Table, on [][2]string) error {
 	}
 	unitJoined := false
 	for _, e := range on {
-		unitJoined = unitJoined || (e[0] == left.PrivacyUnit && e[1] == right.Name+"."+right.PrivacyUnit)
+		unitJoined = unitJoined || (e[0] == left.PrivacyUnit && e[1] == QualifiedName(rightAlias, right.PrivacyUnit))
 	}
 	if !unitJoined {
 		return Refuse("JOIN %s: private tables join on their privacy units (ON a.%s = b.%s); any other join mixes people's rows", right.Name, left.PrivacyUnit, right.PrivacyUnit)

@@ -144,7 +144,8 @@ type Query struct {
 	Derived map[string]*Derived
 	// Joins lists the public tables joined to the private one; Relation is
 	// then the joined relation's columns (public ones named
-	// "table.column"), and JoinRows the most rows one private row becomes.
+	// "alias.column", one set per occurrence: see QualifiedName), and
+	// JoinRows the most rows one private row becomes.
 	Joins    []Join
 	Relation *catalog.Table
 	JoinRows int64

@@ -30,6 +30,9 @@ func (p *parser) fromJoin(je *pg.JoinExpr) error {
 			}
 			jt.Alias = rv.Alias.Aliasname
 		}
+		if strings.Contains(jt.Alias, ".") {
+			return ir.JoinedTable{}, ir.Refuse("FROM %s %q: an alias in a join cannot contain a dot; name the table e.g. %s", rv.Relname, jt.Alias, strings.ReplaceAll(jt.Alias, ".", "_"))
+		}
 		for _, prev := range tables {
 			if strings.EqualFold(prev.Alias, jt.Alias) {
 				return ir.JoinedTable{}, ir.Refuse("FROM names %s twice; give each table its own alias", jt.Alias)
@@ -54,7 +57,7 @@ func (p *parser) fromJoin(je *pg.JoinExpr) error {
 		if err != nil {
 			return err
 		}
-		join := ir.Join{Table: right.Table.Name, Private: !right.Table.Public}
+		join := ir.Join{Table: right.Table.Name, Alias: right.Alias, Private: !right.Table.Public}
 		switch j.Jointype {
 		case pg.JoinType_JOIN_INNER:
 		case pg.JoinType_JOIN_LEFT:
@@ -71,7 +74,7 @@ func (p *parser) fromJoin(je *pg.JoinExpr) error {
 		}
 		join.On = on
 		if join.Private {
-			if err := ir.PrivateJoin(tables[0].Table, right.Table, on); err != nil {
+			if err := ir.PrivateJoin(tables[0].Table, right.Table, right.Alias, on); err != nil {
 				return err
 			}
 		}
@@ -91,20 +94,36 @@ func (p *parser) fromJoin(je *pg.JoinExpr) error {
 		}
 	}
 	p.joined = tables
-	p.table = p.relationOf(tables)
+	rel, err := p.relationOf(tables)
+	if err != nil {
+		return err
+	}
+	p.table = rel
 	p.alias = tables[0].Alias
 	return nil
 }
 
-// relationOf builds the joined relation's columns: the private table's, and
-// each public column as "table.column" with its public values.
-func (p *parser) relationOf(tables []ir.JoinedTable) *catalog.Table {
+// relationOf builds the joined relation's columns: the first (private)
+// table's under their names, and each column of every other occurrence as
+// "alias.column" (ir.QualifiedName), with its occurrence's NULL-ability
+// (every column of a LEFT JOIN occurrence is nullable) and, for a public
+// table, its public values. Every occurrence is its own set of columns: a
+// table joined twice has two. A name that could be read as two columns is
+// refused.
+func (p *parser) relationOf(tables []ir.JoinedTable) (*catalog.Table, error) {
 	rel := *tables[0].Table
 	rel.Columns = append([]*catalog.Column{}, tables[0].Table.Columns...)
+	for _, jt := range tables[1:] {
+		for _, c := range rel.Columns[:len(tables[0].Table.Columns)] {
+			if len(c.Name) > len(jt.Alias) && strings.EqualFold(c.Name[:len(jt.Alias)+1], jt.Alias+".") {
+				return nil, ir.Refuse("column %q of %s reads like a column of the joined %s; give %s another alias", c.Name, tables[0].Alias, jt.Alias, jt.Table.Name)
+			}
+		}
+	}
 	for i, jt := range tables[1:] {
 		for _, c := range jt.Table.Columns {
 			cc := *c // a private table's declaration: its bounds and value lists
-			cc.Name = jt.Table.Name + "." + c.Name
+			cc.Name = ir.QualifiedName(jt.Alias, c.Name)
 			cc.Nullable = c.Nullable || p.joins[i].Left
 			if jt.Table.Public {
 				// A public table's values are read from the data.
@@ -113,7 +132,7 @@ func (p *parser) relationOf(tables []ir.JoinedTable) *catalog.Table {
 			rel.Columns = append(rel.Columns, &cc)
 		}
 	}
-	return &rel
+	return &rel, nil
 }
 
 // joinOn reads a join's condition: equalities between a column of a table
@@ -125,8 +144,8 @@ func (p *parser) joinOn(j *pg.JoinExpr, tables []ir.JoinedTable, right ir.Joined
 			return "", nil
 		}
 		if jt.Alias != tables[0].Alias {
-			// A joined table's columns are named table.column.
-			return jt.Table.Name + "." + c.Name, c
+			// A joined occurrence's columns are named alias.column.
+			return ir.QualifiedName(jt.Alias, c.Name), c
 		}
 		return c.Name, c
 	}
@@ -144,13 +163,18 @@ func (p *parser) joinOn(j *pg.JoinExpr, tables []ir.JoinedTable, right ir.Joined
 			rn, rc := name(right, col)
 			var ln string
 			var lc *catalog.Column
+			var in []string
 			for _, jt := range tables[:len(tables)-1] {
-				if n, c := name(jt, col); c != nil && ln == "" {
+				if n, c := name(jt, col); c != nil {
 					ln, lc = n, c
+					in = append(in, jt.Alias)
 				}
 			}
 			if rc == nil || lc == nil {
-				return nil, ir.Refuse("JOIN %s USING (%s): both sides need a column %s", right.Table.Name, col, col)
+				return nil, ir.Refuse("JOIN %s USING (%s): both sides need a column %s", right.Alias, col, col)
+			}
+			if len(in) > 1 {
+				return nil, ir.Refuse("JOIN %s USING (%s): column %s is in %s; write ON with qualified columns, e.g. ON %s.%s = %s.%s", right.Alias, col, col, strings.Join(in, " and "), in[0], col, right.Alias, col)
 			}
 			if err := pair(ln, rn, lc, rc); err != nil {
 				return nil, err
@@ -190,15 +214,30 @@ func (p *parser) joinOn(j *pg.JoinExpr, tables []ir.JoinedTable, right ir.Joined
 		for _, f := range cr.Fields {
 			parts = append(parts, f.GetString_().GetSval())
 		}
+		if len(parts) > 2 {
+			return ir.JoinedTable{}, "", nil, ir.Refuse("JOIN %s ON: unsupported column reference %s", right.Alias, strings.Join(parts, "."))
+		}
+		// The occurrences in scope: those joined so far and this one.
+		var found ir.JoinedTable
+		var nm string
+		var col *catalog.Column
+		var in []string
 		for _, jt := range tables {
 			if len(parts) == 2 && !strings.EqualFold(parts[0], jt.Alias) {
 				continue
 			}
-			if nm, c := name(jt, parts[len(parts)-1]); c != nil {
-				return jt, nm, c, nil
+			if n, c := name(jt, parts[len(parts)-1]); c != nil {
+				found, nm, col = jt, n, c
+				in = append(in, jt.Alias)
 			}
 		}
-		return ir.JoinedTable{}, "", nil, ir.Refuse("JOIN %s ON: unknown column %s", right.Table.Name, strings.Join(parts, "."))
+		switch {
+		case len(in) > 1:
+			return ir.JoinedTable{}, "", nil, ir.Refuse("JOIN %s ON: column %s is in %s: qualify it, e.g. %s.%s", right.Alias, parts[len(parts)-1], strings.Join(in, " and "), in[len(in)-1], parts[len(parts)-1])
+		case col == nil:
+			return ir.JoinedTable{}, "", nil, ir.Refuse("JOIN %s ON: unknown column %s", right.Alias, strings.Join(parts, "."))
+		}
+		return found, nm, col, nil
 	}
 	for _, c := range conds {
 		a := c.GetAExpr()
@@ -239,7 +278,8 @@ func (p *parser) joinRows() int64 {
 		f := p.public[j.Table]
 		most := int64(0)
 		for i, on := range j.On {
-			col := strings.TrimPrefix(on[1], j.Table+".")
+			// The multiplicity of this occurrence's own join column.
+			col, _ := j.Column(on[1])
 			if i == 0 || f.Multiplicity[col] < most {
 				// Every equality must hold: the rows matching all of them
 				// are at most those matching any one.
@@ -265,7 +305,7 @@ func (p *parser) joinedColumn(parts []string) (*catalog.Column, error) {
 	}
 	relName := func(jt ir.JoinedTable, col string) string {
 		if jt.Alias != p.joined[0].Alias {
-			return jt.Table.Name + "." + col
+			return ir.QualifiedName(jt.Alias, col)
 		}
 		return col
 	}
@@ -275,10 +315,11 @@ func (p *parser) joinedColumn(parts []string) (*catalog.Column, error) {
 		if len(parts) == 2 && !strings.EqualFold(parts[0], jt.Alias) {
 			continue
 		}
-		if jt.Table.Column(parts[len(parts)-1]) == nil {
+		c := jt.Table.Column(parts[len(parts)-1])
+		if c == nil {
 			continue
 		}
-		found = p.table.Column(relName(jt, parts[len(parts)-1]))
+		found = p.table.Column(relName(jt, c.Name))
 		where = append(where, jt.Alias)
 	}
 	switch {

@@ -2,7 +2,6 @@ package sqlgen
 
 import (
 	"fmt"
-	"strings"
 )
 
 // fromClause builds the plan's FROM: the private table (or view) alone,
@@ -37,15 +36,18 @@ func (g *sqlGen) fromClause(view string) (relation, error) {
 }
 
 // colRef renders a column of the relation: its quoted name, qualified by
-// its table's alias when the query joins tables.
+// its occurrence's alias (t0 for the first table, t1, … for the joined
+// ones in order) when the query joins tables. A joined occurrence's
+// columns are named "alias.column" (ir.QualifiedName): each name resolves
+// to its own occurrence, never to another occurrence of the same table.
 func (g *sqlGen) colRef(name string) string {
 	q := g.p.Query
 	if len(q.Joins) == 0 {
 		return g.ident(name)
 	}
 	for i, j := range q.Joins {
-		if rest, ok := strings.CutPrefix(name, j.Table+"."); ok {
-			return g.ident(fmt.Sprintf("t%d", i+1)) + "." + g.ident(rest)
+		if col, ok := j.Column(name); ok {
+			return g.ident(fmt.Sprintf("t%d", i+1)) + "." + g.ident(col)
 		}
 	}
 	return g.ident("t0") + "." + g.ident(name)
