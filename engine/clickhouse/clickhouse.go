@@ -951,13 +951,24 @@ func (dialect) KeptCount(list string, i int) string {
 // KeptExactSum sums the high and low 32 bits of each value apart, in
 // 64 bits (at most 2^32 values of at most 2^31 in magnitude cannot
 // overflow), and joins them in a Decimal128: arraySum has no Decimal.
+// The split is floor division with a non-negative remainder, so that
+// hi·2^32 + lo = x for every Int64 x: lo = ((x % 2^32) + 2^32) % 2^32
+// (in [0, 2^32)) and hi = (x − lo) / 2^32, exact. ClickHouse's intDiv
+// and modulo truncate toward zero, and a divisor typed UInt64 turns a
+// negative Int64 into a huge unsigned one, so every constant is an Int64.
 func (dialect) KeptExactSum(list string, i int) string {
 	e := "t." + strconv.Itoa(i+1)
+	x := "assumeNotNull(" + e + ")"
+	lo := "modulo(modulo(" + x + ", " + splitBase + ") + " + splitBase + ", " + splitBase + ")"
+	hi := "intDiv(" + x + " - " + lo + ", " + splitBase + ")"
 	part := func(f string) string {
-		return "arraySum(arrayMap(t -> " + f + "(assumeNotNull(" + e + "), 4294967296), arrayFilter(t -> NOT isNull(" + e + "), " + list + ")))"
+		return "arraySum(arrayMap(t -> " + f + ", arrayFilter(t -> NOT isNull(" + e + "), " + list + ")))"
 	}
-	return "if(arrayExists(t -> NOT isNull(" + e + "), " + list + "), toDecimal128(" + part("intDiv") + ", 0) * toDecimal128(4294967296, 0) + toDecimal128(" + part("modulo") + ", 0), NULL)"
+	return "if(arrayExists(t -> NOT isNull(" + e + "), " + list + "), toDecimal128(" + part(hi) + ", 0) * toDecimal128(4294967296, 0) + toDecimal128(" + part(lo) + ", 0), NULL)"
 }
+
+// splitBase is 2^32 as an Int64, the base KeptExactSum splits values by.
+const splitBase = "toInt64(4294967296)"
 
 // KeptGridSum sums the non-NULL i-th elements as doubles.
 func (dialect) KeptGridSum(list string, i int) string {
