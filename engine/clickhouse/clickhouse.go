@@ -819,7 +819,7 @@ func project(col, typ string, c engine.Column) (string, error) {
 		if base == "String" {
 			return col, nil
 		}
-		return "CAST(toString(" + col + ") AS Nullable(String))", nil
+		return enumText(col, base)
 	case engine.Date:
 		// A Date (Date32 on servers that have it) converts to its
 		// number of days since 1970-01-01.
@@ -837,6 +837,85 @@ func project(col, typ string, c engine.Column) (string, error) {
 		return "(CAST(" + col + " AS Nullable(Int64)) * 1000000)", nil
 	}
 	return "", fmt.Errorf("declared type %d is not one a catalog declares", c.Type)
+}
+
+// enumText spells the read of an Enum8 or Enum16 column (of type typ,
+// without Nullable) as text: its number mapped to its name by a CASE of
+// constants. toString of a Nullable Enum reads the value stored under a
+// NULL (0, no name of most enums) and fails, and ClickHouse evaluates
+// every function over every row, NULLs included, so the NULL-safe read
+// never names an enum value: the number (any value reads) picks the name
+// and a NULL matches no WHEN.
+func enumText(col, typ string) (string, error) {
+	names, nums, err := enumValues(typ)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteString("CASE CAST(" + col + " AS Nullable(Int32))")
+	for i, n := range names {
+		b.WriteString(" WHEN " + strconv.FormatInt(nums[i], 10) + " THEN " + Dialect.QuoteString(n))
+	}
+	b.WriteString(" ELSE CAST(NULL AS Nullable(String)) END")
+	return b.String(), nil
+}
+
+// enumValues reads the names and numbers of an Enum8('a' = 1, …) or
+// Enum16 type as the server writes it (names quoted, with backslash
+// escapes).
+func enumValues(typ string) (names []string, nums []int64, err error) {
+	open := strings.IndexByte(typ, '(')
+	if open < 0 || !strings.HasSuffix(typ, ")") {
+		return nil, nil, fmt.Errorf("cannot read the enum type %s", typ)
+	}
+	rest := typ[open+1 : len(typ)-1]
+	bad := fmt.Errorf("cannot read the enum type %s", typ)
+	for len(rest) > 0 {
+		if rest[0] != '\'' {
+			return nil, nil, bad
+		}
+		var name strings.Builder
+		i := 1
+		for ; i < len(rest) && rest[i] != '\''; i++ {
+			if rest[i] == '\\' && i+1 < len(rest) {
+				i++
+				switch rest[i] {
+				case 'n':
+					name.WriteByte('\n')
+				case 't':
+					name.WriteByte('\t')
+				case '0':
+					name.WriteByte(0)
+				default:
+					name.WriteByte(rest[i])
+				}
+				continue
+			}
+			name.WriteByte(rest[i])
+		}
+		if i >= len(rest) {
+			return nil, nil, bad
+		}
+		rest = strings.TrimLeft(rest[i+1:], " ")
+		if !strings.HasPrefix(rest, "=") {
+			return nil, nil, bad
+		}
+		rest = strings.TrimLeft(rest[1:], " ")
+		end := strings.IndexByte(rest, ',')
+		if end < 0 {
+			end = len(rest)
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(rest[:end]), 10, 64)
+		if err != nil {
+			return nil, nil, bad
+		}
+		names, nums = append(names, name.String()), append(nums, n)
+		rest = strings.TrimLeft(strings.TrimPrefix(rest[end:], ","), " ")
+	}
+	if len(names) == 0 {
+		return nil, nil, bad
+	}
+	return names, nums, nil
 }
 
 // Dialect is ClickHouse's SQL dialect, as versions 18.16 and later run
