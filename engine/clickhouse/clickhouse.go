@@ -841,7 +841,7 @@ func project(col, typ string, c engine.Column) (string, error) {
 
 // enumText spells the read of an Enum8 or Enum16 column (of type typ,
 // without Nullable) as text: its number mapped to its name by a CASE of
-// constants. toString of a Nullable Enum reads the value stored under a
+// constants (multiIf). toString of a Nullable Enum reads the value stored under a
 // NULL (0, no name of most enums) and fails, and ClickHouse evaluates
 // every function over every row, NULLs included, so the NULL-safe read
 // never names an enum value: the number (any value reads) picks the name
@@ -851,12 +851,13 @@ func enumText(col, typ string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	n := "CAST(" + col + " AS Nullable(Int16))"
 	var b strings.Builder
-	b.WriteString("CASE CAST(" + col + " AS Nullable(Int32))")
-	for i, n := range names {
-		b.WriteString(" WHEN " + strconv.FormatInt(nums[i], 10) + " THEN " + Dialect.QuoteString(n))
+	b.WriteString("multiIf(")
+	for i, name := range names {
+		b.WriteString(n + " = " + strconv.FormatInt(nums[i], 10) + ", " + Dialect.QuoteString(name) + ", ")
 	}
-	b.WriteString(" ELSE CAST(NULL AS Nullable(String)) END")
+	b.WriteString("CAST(NULL AS Nullable(String)))")
 	return b.String(), nil
 }
 
