@@ -1035,10 +1035,12 @@ func (dialect) KeptCount(list string, i int) string {
 // hi·2^32 + lo = x for every Int64 x: lo = ((x % 2^32) + 2^32) % 2^32
 // (in [0, 2^32)) and hi = (x − lo) / 2^32, exact. ClickHouse's intDiv
 // and modulo truncate toward zero, and a divisor typed UInt64 turns a
-// negative Int64 into a huge unsigned one, so every constant is an Int64.
+// negative Int64 into a huge unsigned one, so every constant is an Int64,
+// and so is each value (an Int32 summand mixed with Int64 constants in
+// these lambdas stops an 18.16 server).
 func (dialect) KeptExactSum(list string, i int) string {
 	e := "t." + strconv.Itoa(i+1)
-	x := "assumeNotNull(" + e + ")"
+	x := "toInt64(assumeNotNull(" + e + "))"
 	lo := "modulo(modulo(" + x + ", " + splitBase + ") + " + splitBase + ", " + splitBase + ")"
 	hi := "intDiv(" + x + " - " + lo + ", " + splitBase + ")"
 	part := func(f string) string {
