@@ -819,7 +819,7 @@ func project(col, typ string, c engine.Column) (string, error) {
 		if base == "String" {
 			return col, nil
 		}
-		return "CAST(toString(" + col + ") AS Nullable(String))", nil
+		return enumText(col, base)
 	case engine.Date:
 		// A Date (Date32 on servers that have it) converts to its
 		// number of days since 1970-01-01.
@@ -837,6 +837,86 @@ func project(col, typ string, c engine.Column) (string, error) {
 		return "(CAST(" + col + " AS Nullable(Int64)) * 1000000)", nil
 	}
 	return "", fmt.Errorf("declared type %d is not one a catalog declares", c.Type)
+}
+
+// enumText spells the read of an Enum8 or Enum16 column (of type typ,
+// without Nullable) as text: its number mapped to its name by a CASE of
+// constants (multiIf). toString of a Nullable Enum reads the value stored under a
+// NULL (0, no name of most enums) and fails, and ClickHouse evaluates
+// every function over every row, NULLs included, so the NULL-safe read
+// never names an enum value: the number (any value reads) picks the name
+// and a NULL matches no WHEN.
+func enumText(col, typ string) (string, error) {
+	names, nums, err := enumValues(typ)
+	if err != nil {
+		return "", err
+	}
+	n := "CAST(" + col + " AS Nullable(Int16))"
+	var b strings.Builder
+	b.WriteString("multiIf(")
+	for i, name := range names {
+		b.WriteString(n + " = " + strconv.FormatInt(nums[i], 10) + ", " + Dialect.QuoteString(name) + ", ")
+	}
+	b.WriteString("CAST(NULL AS Nullable(String)))")
+	return b.String(), nil
+}
+
+// enumValues reads the names and numbers of an Enum8('a' = 1, …) or
+// Enum16 type as the server writes it (names quoted, with backslash
+// escapes).
+func enumValues(typ string) (names []string, nums []int64, err error) {
+	open := strings.IndexByte(typ, '(')
+	if open < 0 || !strings.HasSuffix(typ, ")") {
+		return nil, nil, fmt.Errorf("cannot read the enum type %s", typ)
+	}
+	rest := typ[open+1 : len(typ)-1]
+	bad := fmt.Errorf("cannot read the enum type %s", typ)
+	for len(rest) > 0 {
+		if rest[0] != '\'' {
+			return nil, nil, bad
+		}
+		var name strings.Builder
+		i := 1
+		for ; i < len(rest) && rest[i] != '\''; i++ {
+			if rest[i] == '\\' && i+1 < len(rest) {
+				i++
+				switch rest[i] {
+				case 'n':
+					name.WriteByte('\n')
+				case 't':
+					name.WriteByte('\t')
+				case '0':
+					name.WriteByte(0)
+				default:
+					name.WriteByte(rest[i])
+				}
+				continue
+			}
+			name.WriteByte(rest[i])
+		}
+		if i >= len(rest) {
+			return nil, nil, bad
+		}
+		rest = strings.TrimLeft(rest[i+1:], " ")
+		if !strings.HasPrefix(rest, "=") {
+			return nil, nil, bad
+		}
+		rest = strings.TrimLeft(rest[1:], " ")
+		end := strings.IndexByte(rest, ',')
+		if end < 0 {
+			end = len(rest)
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(rest[:end]), 10, 64)
+		if err != nil {
+			return nil, nil, bad
+		}
+		names, nums = append(names, name.String()), append(nums, n)
+		rest = strings.TrimLeft(strings.TrimPrefix(rest[end:], ","), " ")
+	}
+	if len(names) == 0 {
+		return nil, nil, bad
+	}
+	return names, nums, nil
 }
 
 // Dialect is ClickHouse's SQL dialect, as versions 18.16 and later run
@@ -951,13 +1031,26 @@ func (dialect) KeptCount(list string, i int) string {
 // KeptExactSum sums the high and low 32 bits of each value apart, in
 // 64 bits (at most 2^32 values of at most 2^31 in magnitude cannot
 // overflow), and joins them in a Decimal128: arraySum has no Decimal.
+// The split is floor division with a non-negative remainder, so that
+// hi·2^32 + lo = x for every Int64 x: lo = ((x % 2^32) + 2^32) % 2^32
+// (in [0, 2^32)) and hi = (x − lo) / 2^32, exact. ClickHouse's intDiv
+// and modulo truncate toward zero, and a divisor typed UInt64 turns a
+// negative Int64 into a huge unsigned one, so every constant is an Int64,
+// and so is each value (an Int32 summand mixed with Int64 constants in
+// these lambdas stops an 18.16 server).
 func (dialect) KeptExactSum(list string, i int) string {
 	e := "t." + strconv.Itoa(i+1)
+	x := "toInt64(assumeNotNull(" + e + "))"
+	lo := "modulo(modulo(" + x + ", " + splitBase + ") + " + splitBase + ", " + splitBase + ")"
+	hi := "intDiv(" + x + " - " + lo + ", " + splitBase + ")"
 	part := func(f string) string {
-		return "arraySum(arrayMap(t -> " + f + "(assumeNotNull(" + e + "), 4294967296), arrayFilter(t -> NOT isNull(" + e + "), " + list + ")))"
+		return "arraySum(arrayMap(t -> " + f + ", arrayFilter(t -> NOT isNull(" + e + "), " + list + ")))"
 	}
-	return "if(arrayExists(t -> NOT isNull(" + e + "), " + list + "), toDecimal128(" + part("intDiv") + ", 0) * toDecimal128(4294967296, 0) + toDecimal128(" + part("modulo") + ", 0), NULL)"
+	return "if(arrayExists(t -> NOT isNull(" + e + "), " + list + "), toDecimal128(" + part(hi) + ", 0) * toDecimal128(4294967296, 0) + toDecimal128(" + part(lo) + ", 0), NULL)"
 }
+
+// splitBase is 2^32 as an Int64, the base KeptExactSum splits values by.
+const splitBase = "toInt64(4294967296)"
 
 // KeptGridSum sums the non-NULL i-th elements as doubles.
 func (dialect) KeptGridSum(list string, i int) string {

@@ -109,3 +109,22 @@ func mustText(t *testing.T, d engine.Dialect, name string, args ...string) strin
 	}
 	return s
 }
+
+// TestEnumText: an Enum reads as text through its numbers, never through
+// toString (which fails on the value stored under a NULL).
+func TestEnumText(t *testing.T) {
+	for _, c := range []struct{ typ, want string }{
+		{"Enum8('a' = 1, 'b' = 2)", `multiIf(CAST("e" AS Nullable(Int16)) = 1, 'a', CAST("e" AS Nullable(Int16)) = 2, 'b', CAST(NULL AS Nullable(String)))`},
+		{`Enum16('it\'s' = -3, 'x, y' = 300)`, `multiIf(CAST("e" AS Nullable(Int16)) = -3, 'it\'s', CAST("e" AS Nullable(Int16)) = 300, 'x, y', CAST(NULL AS Nullable(String)))`},
+	} {
+		got, err := enumText(`"e"`, c.typ)
+		if err != nil || got != c.want {
+			t.Errorf("%s: got %s (%v), want %s", c.typ, got, err, c.want)
+		}
+	}
+	for _, typ := range []string{"Enum8()", "Enum8('a' = x)", "Enum8('a)"} {
+		if _, err := enumText(`"e"`, typ); err == nil {
+			t.Errorf("%s: read", typ)
+		}
+	}
+}

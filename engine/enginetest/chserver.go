@@ -355,7 +355,8 @@ func (c *ClickHouse) Backend() Backend {
 // LoadTable creates name_local (MergeTree) on every server and name
 // (Distributed over cluster) on every server, with the fixture's columns
 // (int as Int64, float as Float64, text as String, bool as UInt8, date as
-// Date, timestamp as DateTime, each Nullable except the privacy unit), and
+// Date, timestamp as DateTime, each Nullable except the privacy unit; or
+// the table's ClickHouse type of the column), and
 // fills it from the fixture's CSV. ClickHouse 18.16 holds dates and
 // timestamps from 1970 to 2105 only, timestamps to the second: a value
 // outside that range, or infinity, is stored as NULL (as the other engines
@@ -386,6 +387,9 @@ func (c *ClickHouse) LoadTable(ctx context.Context, name string, tb Table, clust
 			catalog.Date: "Date", catalog.Timestamp: "DateTime"}[col.Type]
 		if col.Name != unit {
 			typ = "Nullable(" + typ + ")"
+		}
+		if ct := tb.ClickHouse[col.Name]; ct != "" {
+			typ = ct
 		}
 		defs[i] = "`" + col.Name + "` " + typ
 	}

@@ -18,6 +18,7 @@ func TestDuckDB(t *testing.T) {
 	enginetest.Run(t, enginetest.DuckDB())
 	t.Run("nan_free", func(t *testing.T) { enginetest.RunDeclared(t, enginetest.DuckDB()) })
 	t.Run("forms", func(t *testing.T) { enginetest.RunForms(t, enginetest.DuckDB()) })
+	t.Run("neighbours", func(t *testing.T) { enginetest.RunNeighbours(t, enginetest.DuckDB()) })
 }
 
 // TestPostgres runs the conformance suite on a PostgreSQL 15 server
@@ -28,6 +29,7 @@ func TestPostgres(t *testing.T) {
 	enginetest.Run(t, enginetest.PostgresBackend(pg))
 	t.Run("nan_free", func(t *testing.T) { enginetest.RunDeclared(t, enginetest.PostgresBackend(pg)) })
 	t.Run("forms", func(t *testing.T) { enginetest.RunForms(t, enginetest.PostgresBackend(pg)) })
+	t.Run("neighbours", func(t *testing.T) { enginetest.RunNeighbours(t, enginetest.PostgresBackend(pg)) })
 }
 
 // TestClickHouse runs the conformance suite on a two-shard ClickHouse
@@ -39,4 +41,5 @@ func TestClickHouse(t *testing.T) {
 	t.Run("nan_free", func(t *testing.T) { enginetest.RunDeclared(t, c.Backend()) })
 	t.Run("forms", func(t *testing.T) { enginetest.RunForms(t, c.Backend()) })
 	t.Run("per shard", func(t *testing.T) { enginetest.RunPerShard(t, c.Backend()) })
+	t.Run("neighbours", func(t *testing.T) { enginetest.RunNeighbours(t, c.Backend()) })
 }

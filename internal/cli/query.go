@@ -19,6 +19,7 @@ import (
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/engine/engines"
+	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query"
 	"github.com/dpstat/dpstat/query/dpplan"
 	"github.com/dpstat/dpstat/query/ir"
@@ -87,36 +88,42 @@ budget on first use.`,
 			if err != nil {
 				return err
 			}
-			// Every refusal happens here, before the engine or the ledger.
-			dialect, err := engine.DialectFor(engines.Spec(cat))
-			if err != nil {
-				return err
-			}
-			prep, err := query.Prepare(cat, dialect, args[0], opts)
-			if err != nil {
-				return err
-			}
-			if dryRun || prep.ExplainOnly {
-				// A preview needs neither the engine nor the ledger.
-				return writeExplanation(cmd.OutOrStdout(), prep.Explain(), format)
-			}
 			ctx := cmd.Context()
 			if ctx == nil {
 				ctx = context.Background()
 			}
+			// The query is planned as dpstat serve plans it: with the
+			// engine (a table sharded by its privacy unit is bounded on
+			// the shards) and the public tables' facts (joins). Every
+			// refusal happens in Prepare, before the ledger is opened.
 			eng, err := engine.Open(ctx, engines.Spec(cat))
 			if err != nil {
 				return err
 			}
 			defer eng.Close()
-			led, err := openLedger(ledgerPath)
-			if err != nil {
-				return err
+			// A preview (--dry-run, EXPLAIN) reads no budget and charges
+			// nothing: its service has no ledger.
+			var led query.Ledger = noLedger{}
+			trimmed := strings.TrimSpace(args[0])
+			preview := dryRun || len(trimmed) >= 7 && strings.EqualFold(trimmed[:7], "explain")
+			if !preview {
+				l, err := openLedger(ledgerPath)
+				if err != nil {
+					return err
+				}
+				defer l.Close()
+				led = l
 			}
-			defer led.Close()
 			svc, err := query.NewService(ctx, cat, eng, led)
 			if err != nil {
 				return err
+			}
+			prep, err := svc.Prepare(args[0], opts)
+			if err != nil {
+				return err
+			}
+			if preview || prep.ExplainOnly {
+				return writeExplanation(cmd.OutOrStdout(), prep.Explain(), format)
 			}
 			res, err := svc.Run(ctx, prep)
 			var ex *accounting.ExceededError
@@ -151,6 +158,20 @@ budget on first use.`,
 	f.StringVar(&analyst, "analyst", defaultAnalyst(), "whose budget is charged; the default is $USER, or \"default\" when it is unset")
 	addLedgerFlag(cmd, &ledgerPath)
 	return cmd
+}
+
+// noLedger is the ledger of a preview (--dry-run): it is never charged,
+// and refuses if it were.
+type noLedger struct{}
+
+// EnsureBudget refuses: a preview reads no budget.
+func (noLedger) EnsureBudget(ledger.Key, accounting.EpsDelta, accounting.Rule) (ledger.Status, error) {
+	return ledger.Status{}, errors.New("a preview (--dry-run) reads no budget")
+}
+
+// Charge refuses: a preview is never charged.
+func (noLedger) Charge(context.Context, ledger.Charge) (ledger.Receipt, error) {
+	return ledger.Receipt{}, errors.New("a preview (--dry-run) is never charged")
 }
 
 // writeExplanation prints a query preview: JSON as one object, otherwise

@@ -55,7 +55,7 @@ func HistogramSQL(p *dpplan.Plan, d engine.Dialect, h int) (string, error) {
 				from:  subquery{query: inner, alias: "distinct_values"},
 			}
 		}
-		return &selectStmt{items: append(cols(keys...), as("0", "b"), as("count(DISTINCT b)", "c")), from: from, groupBy: keys}
+		return &selectStmt{items: append(cols(keys...), as("CAST(0 AS "+d.TypeName(engine.Integer)+")", "b"), as("count(DISTINCT b)", "c")), from: from, groupBy: keys}
 	}
 	st := &statement{stages: []stage{{name: "r", body: rows}}}
 	if !p.Bounded {

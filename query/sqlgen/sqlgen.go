@@ -90,7 +90,7 @@ func (g *sqlGen) rowStage(table string, values func() ([]item, []string, error))
 		if err != nil {
 			return nil, err
 		}
-		items = append(items, as(e, "k"+strconv.Itoa(i)))
+		items = append(items, as(g.typedKey(k, e), "k"+strconv.Itoa(i)))
 	}
 	vals, extra, err := values()
 	if err != nil {
@@ -199,11 +199,11 @@ func (g *sqlGen) generate() (string, error) {
 			return "count(" + rowExprs[i] + ")"
 		case dpplan.DistinctUnits:
 			if p.Bounded {
-				return "1" // per (person, group): the person is there once
+				return g.intConst(1) // per (person, group): the person is there once
 			}
 			return "count(*)"
 		case dpplan.DistinctValues:
-			return "0" // computed by its own statement (HistogramSQL)
+			return g.intConst(0) // computed by its own statement (HistogramSQL)
 		default:
 			return g.sum(i, rowExprs[i])
 		}
@@ -312,9 +312,9 @@ func (g *sqlGen) shardBounded(sb engine.ShardBounder, rows *selectStmt, rowExprs
 		case dpplan.RowCount:
 			return "least(count(*), " + L + ")"
 		case dpplan.DistinctUnits:
-			return "1"
+			return g.intConst(1)
 		case dpplan.DistinctValues:
-			return "0"
+			return g.intConst(0)
 		case dpplan.NonNullCount:
 			return sb.KeptCount(list, index[rowExprs[i]])
 		}
@@ -388,9 +388,9 @@ func (g *sqlGen) sampled(sm engine.Sampler, rows *selectStmt, keys, rowExprs []s
 		case dpplan.RowCount:
 			return "least(count(*), " + strconv.FormatInt(L, 10) + ")"
 		case dpplan.DistinctUnits:
-			return "1"
+			return g.intConst(1)
 		case dpplan.DistinctValues:
-			return "0"
+			return g.intConst(0)
 		case dpplan.NonNullCount:
 			return sm.ListCount(sm.SmallestN(rowExprs[i], "rk", L))
 		default:

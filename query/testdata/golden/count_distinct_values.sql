@@ -8,4 +8,4 @@ kept_pairs AS MATERIALIZED (SELECT u, k0, n FROM per_unit_bounded),
 kept AS (SELECT r.k0, r.b FROM (SELECT "visitor_id" AS u, "day" AS k0, "euros_spent" AS b FROM "visits" WHERE "visitor_id" IS NOT NULL AND "day" IN (1, 2, 3, 4, 5, 6, 7) AND "euros_spent" IS NOT NULL) AS r JOIN (SELECT u, k0 FROM kept_pairs WHERE n <= 1) AS light ON r.u = light.u AND r.k0 IS NOT DISTINCT FROM light.k0
 UNION ALL
 SELECT k0, unnest(bs) AS b FROM (SELECT r.u, r.k0, min_by(r.b, r.rk, 1) AS bs FROM (SELECT "visitor_id" AS u, "day" AS k0, "euros_spent" AS b, random() AS rk FROM "visits" WHERE "visitor_id" IS NOT NULL AND "day" IN (1, 2, 3, 4, 5, 6, 7) AND "euros_spent" IS NOT NULL) AS r JOIN (SELECT u, k0 FROM kept_pairs WHERE n > 1) AS heavy ON r.u = heavy.u AND r.k0 IS NOT DISTINCT FROM heavy.k0 GROUP BY r.u, r.k0) AS sampled)
-SELECT k0, 0 AS b, count(DISTINCT b) AS c FROM kept GROUP BY k0
+SELECT k0, CAST(0 AS BIGINT) AS b, count(DISTINCT b) AS c FROM kept GROUP BY k0

@@ -1,6 +1,6 @@
 -- SELECT minutes_spent, COUNT(DISTINCT visitor_id) FROM visits GROUP BY minutes_spent
 WITH r AS (SELECT "visitor_id" AS u, "minutes_spent" AS k0 FROM "visits" WHERE "visitor_id" IS NOT NULL),
-per_unit AS MATERIALIZED (SELECT u, k0, 1 AS s0, random() AS h FROM r GROUP BY u, k0),
+per_unit AS MATERIALIZED (SELECT u, k0, CAST(1 AS BIGINT) AS s0, random() AS h FROM r GROUP BY u, k0),
 thresholds AS (SELECT u, min(h, 4)[4] AS t FROM per_unit GROUP BY u),
 per_unit_bounded AS (SELECT per_unit.* FROM per_unit JOIN thresholds ON per_unit.u = thresholds.u WHERE t IS NULL OR h < t)
 SELECT k0, sum(s0) AS s0 FROM per_unit_bounded GROUP BY k0
