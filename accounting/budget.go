@@ -269,9 +269,9 @@ type ExceededError struct {
 
 // Error states the request and the budget's figures.
 func (e *ExceededError) Error() string {
-	return fmt.Sprintf("privacy budget exceeded: request %v would bring spending to ε=%g δ=%g, over the limit ε=%g δ=%g (rule %s: spent ε=%g δ=%g, remaining ε=%g δ=%g)",
-		e.Requested, e.Would.Epsilon, e.Would.Delta, e.Limit.Epsilon, e.Limit.Delta,
-		e.Rule, e.Spent.Epsilon, e.Spent.Delta, e.Remaining.Epsilon, e.Remaining.Delta)
+	return fmt.Sprintf("privacy budget exceeded: the request (%s) would bring spending to ε=%s δ=%s, over the limit ε=%s δ=%s (%s composition: spent ε=%s δ=%s, remaining ε=%s δ=%s)",
+		e.Requested.Display(e.Rule), Num(e.Would.Epsilon), Num(e.Would.Delta), Num(e.Limit.Epsilon), Num(e.Limit.Delta),
+		e.Rule, Num(e.Spent.Epsilon), Num(e.Spent.Delta), Num(e.Remaining.Epsilon), Num(e.Remaining.Delta))
 }
 
 // budgetJSON is the stored form of a Budget: exact sums as rationals.

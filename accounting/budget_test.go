@@ -102,7 +102,7 @@ func TestBasicBudget(t *testing.T) {
 			if ee.Requested != s.cost || ee.Limit != (EpsDelta{1, 1e-6}) || ee.Rule != Basic || ee.Spent != s.spent || ee.Remaining != s.remains {
 				t.Fatalf("step %d: ExceededError = %+v", i, ee)
 			}
-			for _, part := range []string{"exceeded", "limit ε=1", "rule basic", "remaining"} {
+			for _, part := range []string{"exceeded", "limit ε=1", "basic composition", "remaining"} {
 				if !strings.Contains(err.Error(), part) {
 					t.Fatalf("step %d: message %q lacks %q", i, err, part)
 				}

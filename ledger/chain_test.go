@@ -125,13 +125,13 @@ func TestTamperingIsDetected(t *testing.T) {
 		edit func(*bolt.Tx) error
 		want string
 	}{
-		{"a sum set to zero", replaceIn(bucketBudgets, tamperAlice.bytes(), `"sum_epsilon":"3/4"`, `"sum_epsilon":"0"`), `budget of dataset "census" analyst "alice": stored sum_epsilon=0`},
+		{"a sum set to zero", replaceIn(bucketBudgets, tamperAlice.bytes(), `"sum_epsilon":"3/4"`, `"sum_epsilon":"0"`), `budget of analyst "alice" on "census": stored sum_epsilon=0`},
 		{"the release count lowered", replaceIn(bucketBudgets, tamperAlice.bytes(), `"releases":3`, `"releases":1`), `analyst "alice"`},
-		{"a limit raised", replaceIn(bucketBudgets, tamperBob.bytes(), `"limit":{"epsilon":10`, `"limit":{"epsilon":100`), `analyst "bob": stored limit ε=100`},
+		{"a limit raised", replaceIn(bucketBudgets, tamperBob.bytes(), `"limit":{"epsilon":10`, `"limit":{"epsilon":100`), `analyst "bob" on "census": stored limit ε=100`},
 		{"the total's sum set to zero", replaceIn(bucketTotals, []byte("census"), `"sum_epsilon":"5/4"`, `"sum_epsilon":"0"`), `total budget of dataset "census"`},
 		{"the total's limit raised", replaceIn(bucketTotals, []byte("census"), `"epsilon":15`, `"epsilon":150`), `total budget of dataset "census": stored limit ε=150`},
 		{"the total removed", func(tx *bolt.Tx) error { return tx.Bucket(bucketTotals).Delete([]byte("census")) }, `total budget of dataset "census" was granted but is not stored`},
-		{"a budget removed", func(tx *bolt.Tx) error { return tx.Bucket(bucketBudgets).Delete(tamperBob.bytes()) }, `analyst "bob" has 1 release records`},
+		{"a budget removed", func(tx *bolt.Tx) error { return tx.Bucket(bucketBudgets).Delete(tamperBob.bytes()) }, `analyst "bob" on "census" has 1 release records`},
 		{"a release's cost lowered", replaceIn(bucketReleases, idBytes(3), `"epsilon":0.5`, `"epsilon":0`), "release 4 (event 7) does not hold the hash of the event before it"},
 		{"a middle release deleted", func(tx *bolt.Tx) error { return tx.Bucket(bucketReleases).Delete(idBytes(2)) }, "release 3 is event 6 of the chain where event 5 was expected"},
 		{"a middle release deleted and the sums fixed", func(tx *bolt.Tx) error {
@@ -394,7 +394,7 @@ func TestFormat1Upgrade(t *testing.T) {
 		path := build(t)
 		editBolt(t, path, replaceIn(bucketBudgets, tamperAlice.bytes(), `"sum_epsilon":"1"`, `"sum_epsilon":"0"`))
 		before, _ := os.ReadFile(path)
-		if _, err := Open(path, Options{}); !errors.Is(err, ErrTampered) || !strings.Contains(err.Error(), `format 1 ledger cannot be upgraded: budget of dataset "census" analyst "alice"`) {
+		if _, err := Open(path, Options{}); !errors.Is(err, ErrTampered) || !strings.Contains(err.Error(), `format 1 ledger cannot be upgraded: budget of analyst "alice" on "census"`) {
 			t.Fatalf("Open = %v", err)
 		}
 		if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {

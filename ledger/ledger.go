@@ -461,7 +461,7 @@ type Key struct {
 
 // String formats the key for messages.
 func (k Key) String() string {
-	return fmt.Sprintf("dataset %q analyst %q", k.Dataset, k.Analyst)
+	return fmt.Sprintf("analyst %q on %q", k.Analyst, k.Dataset)
 }
 
 func validName(what, s string, allowEmpty bool) error {
@@ -684,7 +684,7 @@ func (l *Ledger) Check(k Key, c accounting.Cost) error {
 			return err
 		}
 		if err := b.Check(c); err != nil {
-			return fmt.Errorf("analyst budget of %v: %w", k, err)
+			return fmt.Errorf("the budget of %v: %w", k, err)
 		}
 		t, err := loadTotal(tx, k.Dataset)
 		if err != nil {
@@ -979,7 +979,7 @@ func (l *Ledger) apply(r *chargeReq, tx *bolt.Tx) error {
 	// Both budgets are spent in memory first; nothing is stored unless
 	// both admit the cost.
 	if err := b.Spend(c.Cost); err != nil {
-		r.err = fmt.Errorf("analyst budget of %v: %w", c.Key, err)
+		r.err = fmt.Errorf("the budget of %v: %w", c.Key, err)
 		return nil
 	}
 	if total != nil {

@@ -23,7 +23,7 @@ var bucketTotals = []byte("totals")
 // analyst's releases together) rather than by the analyst's own budget.
 // The error also matches *accounting.ExceededError with the total's
 // figures.
-var ErrTotalExceeded = errors.New("the dataset's total budget (all analysts together) is exhausted")
+var ErrTotalExceeded = errors.New("the total budget (every analyst together) is exhausted")
 
 // TotalStatus is the state of a dataset's total budget.
 type TotalStatus struct {
@@ -200,5 +200,5 @@ func (l *Ledger) Totals() ([]TotalStatus, error) {
 
 // totalRefusal wraps the total budget's refusal of a charge to k.
 func totalRefusal(k Key, err error) error {
-	return fmt.Errorf("%w (dataset %q, charge for analyst %q): %w", ErrTotalExceeded, k.Dataset, k.Analyst, err)
+	return fmt.Errorf("%w on %q (a charge for analyst %q): %w", ErrTotalExceeded, k.Dataset, k.Analyst, err)
 }

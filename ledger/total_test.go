@@ -136,9 +136,9 @@ func TestTotalRefusalSaysWhichBudget(t *testing.T) {
 				if !errors.As(e, &ex) || errors.Is(e, ErrTotalExceeded) != s.total {
 					t.Fatalf("error %v: want a refusal by the total = %v", e, s.total)
 				}
-				want := "analyst budget of"
+				want := `the budget of analyst "alice" on "census"`
 				if s.total {
-					want = "total budget (all analysts together)"
+					want = "total budget (every analyst together)"
 				}
 				if !strings.Contains(e.Error(), want) {
 					t.Fatalf("error %q does not say %q", e, want)

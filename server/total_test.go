@@ -24,7 +24,7 @@ func TestTotalBudgetOverHTTP(t *testing.T) {
 		{"grant the total", "POST", "/v1/admin/grants", e.admin, `{"table":"adult","total":true,"epsilon":1}`, 200, []string{`"table":"adult"`, `"limit":{"epsilon":1,"delta":0}`, `"releases":0`}},
 		{"budget shows it", "GET", "/v1/budget", e.alice, "", 200, []string{`"total":{"table":"adult","rule":"basic","limit":{"epsilon":1`}},
 		{"a query within both", "POST", "/v1/query", e.alice, `{"sql":"SELECT sex, COUNT(*) FROM adult GROUP BY sex","epsilon":0.75}`, 200, []string{`"total":{"table":"adult"`, `"spent":{"epsilon":0.75`}},
-		{"within alice's, over the total", "POST", "/v1/query", e.alice, `{"sql":"SELECT sex, COUNT(*) FROM adult GROUP BY sex","epsilon":0.5}`, 409, []string{"total budget (all analysts together)"}},
+		{"within alice's, over the total", "POST", "/v1/query", e.alice, `{"sql":"SELECT sex, COUNT(*) FROM adult GROUP BY sex","epsilon":0.5}`, 409, []string{"total budget (every analyst together)"}},
 		{"a total below its spending", "POST", "/v1/admin/grants", e.admin, `{"table":"adult","total":true,"epsilon":0.5}`, 400, []string{"below what is already spent"}},
 		{"the total raised", "POST", "/v1/admin/grants", e.admin, `{"table":"adult","total":true,"epsilon":2}`, 200, []string{`"remaining":{"epsilon":1.25`}},
 		{"now it fits", "POST", "/v1/query", e.alice, `{"sql":"SELECT sex, COUNT(*) FROM adult GROUP BY sex","epsilon":0.5}`, 200, nil},

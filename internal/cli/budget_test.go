@@ -44,7 +44,7 @@ func chargeDirect(t *testing.T, path string, k ledger.Key, eps float64, desc str
 func TestBudgetGrantShow(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "l.db")
 	out := mustRun(t, "budget", "grant", "--ledger", path, "--dataset", "census", "--analyst", "alice", "--epsilon", "1")
-	if !strings.Contains(out, `granted dataset "census" analyst "alice": limit ε=1 δ=0 (rule basic)`) || !strings.Contains(out, path) {
+	if !strings.Contains(out, `granted analyst "alice" on "census": limit ε=1 δ=0 (rule basic)`) || !strings.Contains(out, path) {
 		t.Fatalf("grant output:\n%s", out)
 	}
 	mustRun(t, "budget", "grant", "--ledger", path, "--dataset", "census", "--analyst", "bob", "--epsilon", "3", "--delta", "1e-6", "--rule", "zcdp")

@@ -128,7 +128,7 @@ budget on first use.`,
 			res, err := svc.Run(ctx, prep)
 			var ex *accounting.ExceededError
 			if errors.As(err, &ex) {
-				return fmt.Errorf("%w. To spend more, the data owner raises the budget: dpstat budget grant --table TABLE --analyst %s --epsilon E (dpstat budget show --analyst %s lists the budgets)", err, analyst, analyst)
+				return fmt.Errorf("%w. %s", err, raiseAdvice(err, prep.Plan.Table.Name, analyst))
 			}
 			if err != nil {
 				return err
@@ -465,4 +465,14 @@ func costLine(r *query.Result) string {
 	return fmt.Sprintf("cost ε=%s δ=%s; budget of %s on %s: spent ε=%s δ=%s, left ε=%s δ=%s",
 		fmtNum(r.Cost.Epsilon), fmtNum(r.Cost.Delta), r.Budget.Analyst, r.Budget.Dataset,
 		fmtNum(r.Budget.Spent.Epsilon), fmtNum(r.Budget.Spent.Delta), fmtNum(r.Budget.Remaining.Epsilon), fmtNum(r.Budget.Remaining.Delta))
+}
+
+// raiseAdvice says how to spend more after a budget refused a charge: the
+// table's total budget (every analyst together) or the analyst's own,
+// whichever refused, with the table's name.
+func raiseAdvice(err error, table, analyst string) string {
+	if errors.Is(err, ledger.ErrTotalExceeded) {
+		return fmt.Sprintf("The total budget of every analyst together is spent; to spend more, the data owner raises it: dpstat budget grant --table %s --total --epsilon E (dpstat budget show lists the budgets)", table)
+	}
+	return fmt.Sprintf("To spend more, the data owner raises the analyst's budget: dpstat budget grant --table %s --analyst %s --epsilon E (dpstat budget show --analyst %s lists the budgets)", table, analyst, analyst)
 }

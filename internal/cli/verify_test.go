@@ -108,7 +108,7 @@ func TestBudgetVerify(t *testing.T) {
 	db.Close()
 	for _, args := range [][]string{{"budget", "verify"}, {"budget", "show"}, {"budget", "history"}} {
 		_, errOut, code := runBudgetCLI(append(args, "--ledger", path)...)
-		if code != 1 || !strings.Contains(errOut, `budget of dataset "census" analyst "alice": stored sum_epsilon=0`) || !strings.Contains(errOut, "add up to sum_epsilon=3") {
+		if code != 1 || !strings.Contains(errOut, `budget of analyst "alice" on "census": stored sum_epsilon=0`) || !strings.Contains(errOut, "add up to sum_epsilon=3") {
 			t.Fatalf("%v on an edited ledger: exit %d, %s", args, code, errOut)
 		}
 	}

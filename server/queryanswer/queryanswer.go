@@ -105,8 +105,11 @@ func classify(err error) error {
 	var ue *engine.UnavailableError
 	switch {
 	case errors.As(err, &ex):
-		return &server.Error{Kind: server.KindBudgetExceeded, Err: err,
-			Message: err.Error() + ". To spend more, an admin raises the grant (the dashboard's admin view, POST /v1/admin/grants, or dpstat analyst grant NAME --table TABLE --epsilon E while the server is stopped)"}
+		advice := ". To spend more, an admin raises the analyst's grant (the dashboard's admin view or POST /v1/admin/grants)"
+		if errors.Is(err, ledger.ErrTotalExceeded) {
+			advice = ". The total budget of every analyst together is spent; to spend more, an admin raises the table's total (POST /v1/admin/grants with \"total\": true)"
+		}
+		return &server.Error{Kind: server.KindBudgetExceeded, Err: err, Message: err.Error() + advice}
 	case errors.As(err, &re):
 		kind := server.KindRefused
 		switch {
