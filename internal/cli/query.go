@@ -449,6 +449,14 @@ func writeQueryTable(w io.Writer, r *query.Result) error {
 		}
 	}
 	fmt.Fprintf(w, what+"; ε split: %s\n", r.Confidence*100, strings.Join(split, ", "))
+	// The notes say what shaped the numbers (contribution bounding above
+	// all: counts below the rows in the file, with no other word on
+	// screen, confuse), as the JSON output, psql and the dashboard do.
+	for _, n := range r.Notes {
+		if n != query.RepeatedNote {
+			fmt.Fprintln(w, "note: "+n)
+		}
+	}
 	if r.Repeated {
 		fmt.Fprintf(w, "%s (first answered at a cost of ε=%s δ=%s)\n", query.RepeatedNote, fmtNum(r.OriginalCost.Epsilon), fmtNum(r.OriginalCost.Delta))
 	}
