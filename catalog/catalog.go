@@ -721,10 +721,13 @@ func (c *Catalog) Summary() string {
 		} else {
 			fmt.Fprintf(&b, "table %s: %s (%s)", t.Name, filepath.Base(t.Source), t.Format)
 		}
-		if t.HasPrivacyUnit() {
+		switch {
+		case t.Public:
+			b.WriteString(", public (about no one: joined to private tables, no budget)")
+		case t.HasPrivacyUnit():
 			fmt.Fprintf(&b, ", privacy unit %s, at most %d groups and %d rows per group per person",
 				t.PrivacyUnit, t.MaxGroupsPerUnit, t.MaxRowsPerGroup)
-		} else {
+		default:
 			b.WriteString(", one row per person")
 		}
 		if t.IDSpace != "" {

@@ -90,6 +90,27 @@ func contains(list []string, s string) bool {
 
 // nearestKey returns the accepted key within two edits of key (the
 // closest), or "".
+// Nearest returns the name of names nearest to name (at most two letters
+// off, case aside), or "" where none is that near: the "did you mean" of
+// a misspelt name. A name longer than 64 bytes has no suggestion, so the
+// work is bounded whatever the input.
+func Nearest(name string, names []string) string {
+	if len(name) > 64 {
+		return ""
+	}
+	lower := make([]string, len(names))
+	for i, n := range names {
+		lower[i] = strings.ToLower(n)
+	}
+	near := nearestKey(name, lower)
+	for i, n := range lower {
+		if n == near && near != "" {
+			return names[i]
+		}
+	}
+	return ""
+}
+
 func nearestKey(key string, accepted []string) string {
 	type cand struct {
 		key  string

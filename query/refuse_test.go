@@ -32,6 +32,7 @@ func TestRefusals(t *testing.T) {
 		{"drop", "DROP TABLE people", "only SELECT", nil},
 		{"copy", "COPY people TO '/tmp/x'", "only SELECT", nil},
 		{"select star", "SELECT * FROM people", "SELECT * is not supported", nil},
+		{"misspelt column", "SELECT AVG(agee) FROM people", `unknown column "agee" in table people (did you mean age?)`, nil},
 		{"non-aggregated column", "SELECT age, COUNT(*) FROM people", "column age is neither aggregated nor in GROUP BY", nil},
 		{"no aggregate", "SELECT 3 FROM people", "no aggregate", nil},
 		{"sum without bounds", "SELECT SUM(id) FROM people", "SUM(id) needs declared bounds: declare `lower:` and `upper:` for column id", nil},

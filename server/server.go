@@ -689,6 +689,12 @@ func (s *Server) grantTarget(g GrantBody) (string, accounting.Rule, error) {
 	dataset := ""
 	var names []string
 	for _, t := range s.opts.Answerer.Tables("") {
+		if t.Public {
+			if t.Name == g.Table {
+				return "", "", badRequest("table %q is public: it is about no one and has no budget (analysts join it to private tables); grant a budget on a private table", g.Table)
+			}
+			continue
+		}
 		names = append(names, t.Name)
 		if t.Name == g.Table {
 			dataset = t.BudgetDataset()

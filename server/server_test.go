@@ -221,6 +221,7 @@ func TestAttacksAreRefusedAndNeverCharged(t *testing.T) {
 		{"path traversal in name", "POST", "/v1/admin/analysts/..%2f..%2fetc/revoke", e.admin, "", 404, "not_found"},
 		{"admin bad name", "POST", "/v1/admin/analysts", e.admin, `{"name":"x'; DROP TABLE analysts;--"}`, 400, "bad_request"},
 		{"admin grant unknown table", "POST", "/v1/admin/grants", e.admin, `{"analyst":"alice","table":"secrets","epsilon":1}`, 400, "bad_request"},
+		{"admin grant on a public table", "POST", "/v1/admin/grants", e.admin, `{"analyst":"alice","table":"weekdays","epsilon":1}`, 400, "bad_request"},
 		{"admin grant NaN-like", "POST", "/v1/admin/grants", e.admin, `{"analyst":"alice","table":"adult","epsilon":-5}`, 400, "bad_request"},
 	}
 	for _, tc := range tests {

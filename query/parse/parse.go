@@ -344,6 +344,13 @@ func (p *parser) columnRef(cr *pg.ColumnRef) (*catalog.Column, error) {
 	}
 	col := p.table.Column(parts[0])
 	if col == nil {
+		var names []string
+		for _, c := range p.table.Columns {
+			names = append(names, c.Name)
+		}
+		if near := catalog.Nearest(parts[0], names); near != "" {
+			return nil, ir.Refuse("unknown column %q in table %s (did you mean %s?); declared columns: %s", parts[0], p.table.Name, near, p.columnNames())
+		}
 		return nil, ir.Refuse("unknown column %q in table %s; declared columns: %s", parts[0], p.table.Name, p.columnNames())
 	}
 	return col, nil
