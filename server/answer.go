@@ -62,11 +62,11 @@ type Share struct {
 // nil for group keys and exact values), the cost and the budget left.
 type Response struct {
 	Columns []string `json:"columns"`
-	// Types names, for each column that is a group key, its type as a
-	// catalog spells it (int, float, text, bool, date, timestamp), and
-	// "date" or "timestamp" for a MIN, MAX or quantile of one (its
-	// interval stays in days or microseconds since 1970-01-01); "" for
-	// the other columns. Empty when unknown.
+	// Types names each column's type as a catalog spells it (int, float,
+	// text, bool, date, timestamp): a group key's type, "int" for a
+	// count, "date" or "timestamp" for a MIN, MAX or quantile of one (its
+	// interval stays in days or microseconds since 1970-01-01), "float"
+	// for the other aggregates and computed columns. Empty when unknown.
 	Types []string        `json:"types,omitempty"`
 	Rows  [][]any         `json:"rows"`
 	CI    [][]*[2]float64 `json:"ci"`

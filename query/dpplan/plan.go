@@ -92,40 +92,67 @@ func (p *Plan) KeyValues(g string) []any {
 	return p.Table.Column(g).Values
 }
 
-// KeyTypes names the catalog type of each visible output that is a group
-// key ("date", "timestamp", "int", "text", …) or a MIN, MAX or quantile
-// of a date or timestamp ("date", "timestamp"), and "" for other aggregates,
-// computed outputs and keys whose type is best read from their values
-// (numeric bins), in the order of the answer's columns. Clients type
-// their result columns by it.
-func (p *Plan) KeyTypes() []string {
+// ColumnTypes names the type of each visible output, in the order of the
+// answer's columns, as the catalog spells types: a group key its
+// column's or its computed values' type ("int", "float", "text", "bool",
+// "date", "timestamp"); a COUNT "int" (counts are released as whole
+// numbers); a MIN, MAX or quantile of a date or timestamp "date" or
+// "timestamp"; every other aggregate and computed output "float". Every
+// front end types its result columns by it.
+func (p *Plan) ColumnTypes() []string {
 	var out []string
 	for _, o := range p.Query.Outputs {
 		if o.Hidden {
 			continue
 		}
-		t := string(ir.AggTemporal(o.Agg, p.Query.Derived, p.Table))
-		if o.IsKey() {
-			if b := p.Query.Buckets[o.Key]; b != nil {
-				switch {
-				case b.Kind == ir.DateBucket && b.Trunc:
-					t = string(b.Type)
-				case b.Kind == ir.DateBucket:
-					t = string(catalog.Int)
-				case b.Kind == ir.TextBucket:
-					t = map[string]string{"text": "text", "number": "int", "bool": "bool"}[b.Fn.ValueKind()]
-				case b.Kind == ir.CaseBucket && b.ValueKind() != "number":
-					t = b.ValueKind()
-				case b.Kind == ir.WidthBucket:
-					t = string(catalog.Int)
-				}
-			} else if c := p.Table.Column(o.Key); c != nil {
-				t = string(c.Type)
-			}
-		}
-		out = append(out, t)
+		out = append(out, p.outputType(o))
 	}
 	return out
+}
+
+// outputType is the type of one output (see ColumnTypes).
+func (p *Plan) outputType(o ir.Output) string {
+	switch {
+	case o.Post != nil:
+		return string(catalog.Float)
+	case o.Agg != nil:
+		if t := ir.AggTemporal(o.Agg, p.Query.Derived, p.Table); t != "" {
+			return string(t)
+		}
+		switch o.Agg.Func {
+		case ir.CountStar, ir.Count, ir.CountDistinct:
+			return string(catalog.Int)
+		}
+		return string(catalog.Float)
+	}
+	b := p.Query.Buckets[o.Key]
+	if b == nil {
+		if c := p.Table.Column(o.Key); c != nil {
+			return string(c.Type)
+		}
+		return ""
+	}
+	switch {
+	case b.Kind == ir.DateBucket && b.Trunc:
+		return string(b.Type)
+	case b.Kind == ir.DateBucket, b.Kind == ir.WidthBucket, b.Kind == ir.RangeBucket:
+		return string(catalog.Int)
+	case b.Kind == ir.TextBucket:
+		return map[string]string{"text": "text", "number": "int", "bool": "bool"}[b.Fn.ValueKind()]
+	case b.Kind == ir.CaseBucket && b.ValueKind() != "number":
+		return b.ValueKind()
+	}
+	// Numbers: typed as the planned values are (the SQL casts the key to
+	// that type too): any double makes the column a float.
+	if b.Kind == ir.FloorBucket {
+		return string(catalog.Float)
+	}
+	for _, v := range p.KeyValues(o.Key) {
+		if _, ok := v.(float64); ok {
+			return string(catalog.Float)
+		}
+	}
+	return string(catalog.Int)
 }
 
 // gridValue spells a candidate of an aggregate's quantile grid for

@@ -173,7 +173,7 @@ func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Resp
 	}
 	resp := &server.Response{
 		Columns: res.Columns,
-		Types:   p.Plan.KeyTypes(),
+		Types:   p.Plan.ColumnTypes(),
 		Rows:    res.Rows,
 		CI:      make([][]*[2]float64, len(res.CI)),
 		Cost:    server.Pair{Epsilon: res.Cost.Epsilon, Delta: res.Cost.Delta},
@@ -243,7 +243,7 @@ func (a *Answerer) preview(p *query.Prepared, st ledger.Status) (*server.Respons
 		Table:      p.Plan.Table.Name,
 		DryRun:     true,
 		Confidence: p.Opts.Confidence,
-		Types:      p.Plan.KeyTypes(),
+		Types:      p.Plan.ColumnTypes(),
 	}
 	resp.Budget.Rule = string(st.Rule)
 	for _, o := range q.Outputs {
