@@ -14,9 +14,13 @@ func (g *sqlGen) keyExpr(k string) (string, error) {
 	if b == nil {
 		return g.colRef(k), nil
 	}
+	// A value that the dialect cannot spell is an error before anything
+	// runs, never a NULL in its place.
+	var litErr error
 	lit := func(v any) string {
 		l, err := engine.Literal(g.d, v)
 		if err != nil {
+			litErr = err
 			return "NULL"
 		}
 		return l
@@ -56,13 +60,16 @@ func (g *sqlGen) keyExpr(k string) (string, error) {
 	case ir.TextBucket:
 		return g.textKeySQL(b)
 	case ir.RangeBucket:
-		// Whole numbers within ±2^53 (checked when parsed): the cast
-		// cannot fail.
+		// The key range [KLo, KHi] was derived by interval arithmetic;
+		// the value is mapped into it here as well (enforce what you
+		// assume), so that a corner case of the derivation makes a key
+		// less accurate, never a group the plan did not list.
 		e, err := g.scalarSQL(b.Num)
 		if err != nil {
 			return "", err
 		}
-		return "CAST(" + e + " AS " + g.d.TypeName(engine.Integer) + ")", nil
+		k := g.clampKey(e, lit(float64(b.KLo)), lit(float64(b.KHi)))
+		return engine.CastInt(g.d, k, engine.Integer), litErr
 	}
 	var s strings.Builder
 	s.WriteString("CASE")
@@ -74,5 +81,16 @@ func (g *sqlGen) keyExpr(k string) (string, error) {
 		s.WriteString(" WHEN " + cond + " THEN " + lit(b.Thens[i]))
 	}
 	s.WriteString(" ELSE " + lit(b.Else) + " END")
-	return s.String(), nil
+	return s.String(), litErr
+}
+
+// clampKey spells the double expression e mapped into [lo, hi] with SQL's
+// NULL semantics: NULL stays NULL, a value below lo is lo, above hi is hi,
+// and NaN (which DuckDB and PostgreSQL order above every number, and
+// which no comparison holds for on ClickHouse) is hi on every engine. The
+// result lies in [lo, hi] or is NULL, so a cast of it to an integer type
+// that holds lo and hi cannot fail, and with whole lo and hi, a cast that
+// rounds keeps it in [lo, hi].
+func (g *sqlGen) clampKey(e, lo, hi string) string {
+	return "CASE WHEN " + e + " <= " + lo + " THEN " + lo + " WHEN " + e + " < " + hi + " THEN " + e + " WHEN " + e + " IS NOT NULL THEN " + hi + " END"
 }
