@@ -279,9 +279,10 @@ func rawRange(s Scalar, t *catalog.Table) (Span, error) {
 	case Cond:
 		var out Span
 		first := true
+		nullArm := false // a NULL arm, wherever it comes
 		add := func(sp Span) {
 			if math.IsNaN(sp.Lo) {
-				out.nullable = true // a NULL arm
+				nullArm = true
 				return
 			}
 			if first {
@@ -311,6 +312,7 @@ func rawRange(s Scalar, t *catalog.Table) (Span, error) {
 		if first {
 			return Span{}, Refuse("%s is NULL in every case: nothing to aggregate", ScalarString(s))
 		}
+		out.nullable = out.nullable || nullArm
 		return checked(out)
 	case DatePart:
 		return datePartRange(x, t)
