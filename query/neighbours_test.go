@@ -222,6 +222,10 @@ var neighbourBattery = []string{
 	"SELECT LEAST(GREATEST(i, 0), 3) AS k, COUNT(*), SUM(f) FROM T GROUP BY k",
 	"SELECT i % 5 AS r, CAST(f AS int) AS c, COUNT(*) FROM T GROUP BY r, c",
 	"SELECT LEAST(n, 3) AS k, COUNT(*) FROM (SELECT pid, COUNT(*) AS n FROM T GROUP BY pid) s GROUP BY LEAST(n, 3)",
+	// LEAST and GREATEST skip NULL arguments; % and ROUND in doubles.
+	"SELECT LEAST(CASE WHEN f > 0 THEN NULL ELSE 0 END, 1) AS k, LEAST(i, 2) AS l, COUNT(*), SUM(GREATEST(i, 7)) FROM T GROUP BY k, l",
+	"SELECT CAST(f % 1.5 AS int) AS k, CAST(ROUND(f, 1) AS int) AS r, COUNT(*) FROM T GROUP BY k, r",
+	"SELECT LEAST(m, 9) AS k, COUNT(*) FROM (SELECT pid, MIN(i) AS m FROM T GROUP BY pid) s GROUP BY k",
 	// Numeric expressions in conditions, over clamped values.
 	"SELECT COUNT(*), SUM(i) FROM T WHERE i * 2 - f > 10 OR ABS(f) < 1",
 	"SELECT t, COUNT(*) FROM T WHERE COALESCE(i, 0) % 7 = 1 OR CAST(f AS int) BETWEEN -3 AND 3 GROUP BY t",

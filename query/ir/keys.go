@@ -149,9 +149,11 @@ func KeyIndex(keys [][]any) map[string]int {
 }
 
 // UnknownKeyError reports an engine row whose group key is none of the
-// plan's groups. The generated SQL keeps only the plan's groups, so this is
-// an internal error: a row is never dropped silently, since whether it was
-// dropped would depend on one person's data.
+// plan's groups. The generated SQL maps every key into the plan's groups
+// (a range key clamped into its keys, listed keys filtered to the list), so
+// this cannot happen: it is kept as an internal error that detects a bug in
+// dpstat, and a row is never dropped silently, since whether it was dropped
+// would depend on one person's data.
 type UnknownKeyError struct {
 	// Key is the engine's key, for the data owner's logs only: it may be
 	// a value of the data.

@@ -199,8 +199,14 @@ func rawRange(s Scalar, t *catalog.Table) (Span, error) {
 			if math.Max(math.Abs(a.Lo), math.Abs(a.Hi))/m > MaxExact {
 				return Span{}, Refuse("%s: the quotient can exceed 2^53; use a larger divisor", ScalarString(s))
 			}
-			// The remainder has the dividend's sign and is below |c|.
-			out.Lo, out.Hi = math.Max(math.Min(a.Lo, 0), -m), math.Min(math.Max(a.Hi, 0), m)
+			// The remainder has the dividend's sign and is below |c|;
+			// computed in doubles (l − c·trunc(l / c)) it can miss by
+			// remSlack, with either sign.
+			w := remSlack(a, b, m)
+			out.Lo, out.Hi = math.Max(math.Min(a.Lo, 0), -m)-w, math.Min(math.Max(a.Hi, 0), m)+w
+			if out.IsInt {
+				out.Lo, out.Hi = math.Floor(out.Lo), math.Ceil(out.Hi)
+			}
 		default:
 			return Span{}, fmt.Errorf("query: unknown operator %s", x.Op)
 		}
@@ -217,22 +223,21 @@ func rawRange(s Scalar, t *catalog.Table) (Span, error) {
 		out := args[0]
 		switch x.Func {
 		case "least", "greatest":
-			// NULL arguments are skipped: NULL only if all are NULL.
-			for _, a := range args[1:] {
-				if x.Func == "least" {
-					out.Lo, out.Hi = math.Min(out.Lo, a.Lo), math.Min(out.Hi, a.Hi)
-				} else {
-					out.Lo, out.Hi = math.Max(out.Lo, a.Lo), math.Max(out.Hi, a.Hi)
-				}
-				out.IsInt = out.IsInt && a.IsInt
-				out.nullable = out.nullable && a.nullable
-			}
-			return checked(out)
+			return checked(extremumRange(x.Func == "least", args))
 		case "coalesce":
-			for _, a := range args[1:] {
+			// The value is one of the arguments' (a NULL literal adds
+			// none); NULL only if all can be.
+			out = Span{Lo: math.NaN(), Hi: math.NaN(), IsInt: true, nullable: true}
+			for _, a := range args {
+				out.nullable = out.nullable && a.nullable
+				if math.IsNaN(a.Lo) {
+					continue
+				}
+				if math.IsNaN(out.Lo) {
+					out.Lo, out.Hi = a.Lo, a.Hi
+				}
 				out.Lo, out.Hi = math.Min(out.Lo, a.Lo), math.Max(out.Hi, a.Hi)
 				out.IsInt = out.IsInt && a.IsInt
-				out.nullable = out.nullable && a.nullable
 			}
 			return checked(out)
 		case "nullif":
@@ -257,8 +262,15 @@ func rawRange(s Scalar, t *catalog.Table) (Span, error) {
 			out.Lo, out.Hi, out.IsInt = math.Ceil(out.Lo), math.Ceil(out.Hi), true
 		case "round":
 			// round(x) and round(x, n ≥ 0) stay within the floor and
-			// ceiling of the bounds.
-			out.Lo, out.Hi = math.Floor(out.Lo), math.Ceil(out.Hi)
+			// ceiling of the bounds, in doubles too while the bounds
+			// scaled by 10^n are exact (roundSlack).
+			w := 0.0
+			if len(x.Args) == 2 {
+				if c, ok := x.Args[1].(Constant); ok {
+					w = roundSlack(out, math.Pow(10, c.Value))
+				}
+			}
+			out.Lo, out.Hi = math.Floor(out.Lo)-w, math.Ceil(out.Hi)+w
 			out.IsInt = out.IsInt || len(x.Args) == 1
 		default:
 			return Span{}, fmt.Errorf("query: unknown function %s", x.Func)
@@ -267,9 +279,10 @@ func rawRange(s Scalar, t *catalog.Table) (Span, error) {
 	case Cond:
 		var out Span
 		first := true
+		nullArm := false // a NULL arm, wherever it comes
 		add := func(sp Span) {
 			if math.IsNaN(sp.Lo) {
-				out.nullable = true // a NULL arm
+				nullArm = true
 				return
 			}
 			if first {
@@ -299,6 +312,7 @@ func rawRange(s Scalar, t *catalog.Table) (Span, error) {
 		if first {
 			return Span{}, Refuse("%s is NULL in every case: nothing to aggregate", ScalarString(s))
 		}
+		out.nullable = out.nullable || nullArm
 		return checked(out)
 	case DatePart:
 		return datePartRange(x, t)
@@ -320,6 +334,80 @@ func rawRange(s Scalar, t *catalog.Table) (Span, error) {
 		return checked(a)
 	}
 	return Span{}, fmt.Errorf("query: unknown expression %T", s)
+}
+
+// extremumRange is the span of LEAST (least) or GREATEST of args as SQL
+// computes them: NULL arguments are skipped, so the result is NULL only if
+// every argument is NULL, and otherwise the least (greatest) of the
+// arguments that are not NULL. Its lower bound (for LEAST) is the least
+// lower bound of any argument; its upper bound the least upper bound of
+// the arguments that cannot be NULL (one of them is always there), or,
+// when every argument can be NULL, the greatest upper bound of any (each
+// may be the only one that is not NULL). GREATEST is the mirror image. A
+// NULL literal (a NaN span) adds nothing.
+func extremumRange(least bool, args []Span) Span {
+	out := Span{IsInt: true, nullable: true}
+	anyLo, anyHi := math.Inf(1), math.Inf(-1)   // over every argument
+	sureLo, sureHi := math.Inf(-1), math.Inf(1) // over those never NULL
+	values := false
+	for _, a := range args {
+		out.nullable = out.nullable && a.nullable
+		if math.IsNaN(a.Lo) {
+			continue
+		}
+		values = true
+		out.IsInt = out.IsInt && a.IsInt
+		anyLo, anyHi = math.Min(anyLo, a.Lo), math.Max(anyHi, a.Hi)
+		if !a.nullable {
+			sureLo, sureHi = math.Max(sureLo, a.Lo), math.Min(sureHi, a.Hi)
+		}
+	}
+	if !values {
+		return Span{Lo: math.NaN(), Hi: math.NaN(), IsInt: true, nullable: true}
+	}
+	if least {
+		out.Lo, out.Hi = anyLo, anyHi
+		if !out.nullable {
+			out.Hi = sureHi
+		}
+	} else {
+		out.Lo, out.Hi = anyLo, anyHi
+		if !out.nullable {
+			out.Lo = sureLo
+		}
+	}
+	return out
+}
+
+// remSlack bounds how far l − m·trunc(l / m), computed in doubles for l in
+// a and a literal divisor of magnitude m, can fall outside the exact
+// remainder's range: the quotient rounds to at most u·|l| from its value
+// (u = 2^-53), so the truncation can step to the next whole number (a
+// remainder of the other sign, of magnitude at most u·|l|), and the product
+// and the difference round by at most u·(|l| + m) and u·2m. 2^-51·(|l| + 2m)
+// covers the sum. Whole numbers below 2^53 in magnitude are exact at every
+// step: no slack.
+func remSlack(a, b Span, m float64) float64 {
+	A := math.Max(math.Abs(a.Lo), math.Abs(a.Hi))
+	if a.IsInt && b.IsInt && A < MaxExact {
+		return 0
+	}
+	return math.Ldexp(A+2*m, -51)
+}
+
+// roundSlack bounds how far round(x · p) / p (ROUND(x, n) with p = 10^n),
+// computed in doubles for x in a, can fall outside the floor and ceiling of
+// a's bounds: none while those, scaled by p, are whole numbers of at most
+// 2^53 (every step is monotone and meets them exactly); otherwise the
+// product and the quotient each round by u·|x|·p and u·|x| (u = 2^-53),
+// and the rounding to a whole number adds at most 1/2: 2^-51·|x| + 1
+// covers it.
+func roundSlack(a Span, p float64) float64 {
+	A := math.Max(math.Abs(math.Floor(a.Lo)), math.Abs(math.Ceil(a.Hi)))
+	if A*p <= MaxExact {
+		return 0
+	}
+	return math.Ceil(math.Ldexp(A, -51)) + 1
 }
 
 // Corners applies f to the four corners of two spans.

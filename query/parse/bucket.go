@@ -260,8 +260,10 @@ func (p *parser) rangeBucket(n *pg.Node) (*ir.Bucket, error) {
 	if math.IsNaN(sp.Lo) {
 		return nil, ir.Refuse("GROUP BY %s: the expression is always NULL", text)
 	}
-	if count := sp.Hi - sp.Lo + 1; count > ir.MaxGroups {
+	if count := math.Ceil(sp.Hi) - math.Floor(sp.Lo) + 1; count > ir.MaxGroups {
 		return nil, ir.Refuse("GROUP BY %s: its range [%g, %g] holds %g values; want at most %d groups: clamp it with LEAST/GREATEST", text, sp.Lo, sp.Hi, count, ir.MaxGroups)
 	}
-	return &ir.Bucket{Kind: ir.RangeBucket, Num: s, KLo: int64(sp.Lo), KHi: int64(sp.Hi)}, nil
+	// The bounds of whole numbers are whole; floor and ceil keep the key
+	// range around every value whatever rounding gave them.
+	return &ir.Bucket{Kind: ir.RangeBucket, Num: s, KLo: int64(math.Floor(sp.Lo)), KHi: int64(math.Ceil(sp.Hi))}, nil
 }

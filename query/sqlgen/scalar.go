@@ -133,8 +133,11 @@ func (g *sqlGen) scalarSQL(s ir.Scalar) (string, error) {
 }
 
 // column renders a column of the plan's relation: a declared column by its
-// quoted name, a derived one by its expression (an integer one cast to a
-// 64-bit integer, exact within its ±2^53 bounds).
+// quoted name, a derived one by its expression mapped into the range the
+// plan derived for it (clampKey: NULL stays NULL; a sensitivity, a bin or
+// a cast relies on that range, so it is enforced where the value is made),
+// an integer one then cast to a 64-bit integer, exact within its ±2^53
+// bounds.
 func (g *sqlGen) column(name string) (string, error) {
 	dv := g.p.Query.Derived[name]
 	if dv == nil {
@@ -144,8 +147,21 @@ func (g *sqlGen) column(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if c := g.p.Table.Column(name); c != nil && c.Type == catalog.Int {
-		return "CAST(" + e + " AS " + g.d.TypeName(engine.Integer) + ")", nil
+	c := g.p.Table.Column(name)
+	if c == nil || !c.Bounded() {
+		return "", fmt.Errorf("query: derived column %s has no derived range", name)
+	}
+	lo, err := engine.Literal(g.d, *c.Lower)
+	if err != nil {
+		return "", err
+	}
+	hi, err := engine.Literal(g.d, *c.Upper)
+	if err != nil {
+		return "", err
+	}
+	e = g.clampKey(e, lo, hi)
+	if c.Type == catalog.Int {
+		return engine.CastInt(g.d, e, engine.Integer), nil
 	}
 	return "(" + e + ")", nil
 }
