@@ -102,15 +102,21 @@ func TestDateRefusals(t *testing.T) {
 	}
 }
 
-// TestKeyTypes checks the types clients give the answer's key columns.
-func TestKeyTypes(t *testing.T) {
+// TestColumnTypes checks the types clients give the answer's columns:
+// every column is typed.
+func TestColumnTypes(t *testing.T) {
 	cat := loadCatalog(t, "testdata/dates.yaml")
-	p, err := Prepare(cat, duckdb.Dialect, "SELECT visit AS v, date_trunc('month', seen) AS m, EXTRACT(dow FROM signup) AS d, lower(city) AS c, COUNT(*) FROM events GROUP BY visit, m, d, c", exactOpts())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := strings.Join(p.Plan.KeyTypes(), ","); got != "date,timestamp,int,text," {
-		t.Errorf("key types = %s", got)
+	for _, tc := range []struct{ sql, want string }{
+		{"SELECT visit AS v, date_trunc('month', seen) AS m, EXTRACT(dow FROM signup) AS d, lower(city) AS c, COUNT(*) FROM events GROUP BY visit, m, d, c", "date,timestamp,int,text,int"},
+		{"SELECT COUNT(*) AS n, MIN(signup), MEDIAN(seen), COUNT(*) * 2 AS twice FROM events", "int,date,timestamp,float"},
+	} {
+		p, err := Prepare(cat, duckdb.Dialect, tc.sql, exactOpts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(p.Plan.ColumnTypes(), ","); got != tc.want {
+			t.Errorf("%s: column types = %s, want %s", tc.sql, got, tc.want)
+		}
 	}
 }
 
