@@ -78,7 +78,7 @@ func explainStatement(sql string) (string, bool, error) {
 	}
 	tree, err := pg.Parse(sql)
 	if err != nil {
-		return "", false, ir.Refuse("syntax error: %v", err)
+		return "", false, ir.RefuseAs(ir.KindSyntax, "syntax error: %v", err)
 	}
 	if len(tree.Stmts) != 1 {
 		return "", false, ir.Refuse("one statement at a time, got %d", len(tree.Stmts))

@@ -10,7 +10,26 @@ type RefusedError struct {
 	// Reason says what is wrong and, where there is one, what would be
 	// accepted.
 	Reason string
+	// Kind says what sort of refusal it is, for front ends that report
+	// it as a code (an HTTP error code, a SQLSTATE); KindRefused unless
+	// said otherwise.
+	Kind RefusalKind
 }
+
+// RefusalKind sorts refusals for the front ends' codes.
+type RefusalKind int
+
+// The kinds of refusal.
+const (
+	// KindRefused is a query dpstat does not answer as it stands.
+	KindRefused RefusalKind = iota
+	// KindSyntax is SQL that does not parse.
+	KindSyntax
+	// KindUnknownTable names a table the catalog does not declare.
+	KindUnknownTable
+	// KindUnknownColumn names a column the table does not declare.
+	KindUnknownColumn
+)
 
 // Error says that the query is refused, and why.
 func (e *RefusedError) Error() string { return "query refused: " + e.Reason }
@@ -18,6 +37,11 @@ func (e *RefusedError) Error() string { return "query refused: " + e.Reason }
 // Refuse returns a RefusedError with the formatted reason.
 func Refuse(format string, args ...any) error {
 	return &RefusedError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// RefuseAs returns a RefusedError of the kind with the formatted reason.
+func RefuseAs(kind RefusalKind, format string, args ...any) error {
+	return &RefusedError{Reason: fmt.Sprintf(format, args...), Kind: kind}
 }
 
 // MaxExprDepth is the deepest nesting of conditions (AND, OR, NOT) a query

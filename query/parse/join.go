@@ -21,7 +21,7 @@ func (p *parser) fromJoin(je *pg.JoinExpr) error {
 		}
 		t := p.cat.Table(rv.Relname)
 		if t == nil || rv.Schemaname != "" || rv.Catalogname != "" {
-			return ir.JoinedTable{}, ir.Refuse("unknown table %q; the catalog declares: %s", rv.Relname, p.tableNames())
+			return ir.JoinedTable{}, ir.RefuseAs(ir.KindUnknownTable, "unknown table %q; the catalog declares: %s", rv.Relname, p.tableNames())
 		}
 		jt := ir.JoinedTable{Table: t, Alias: t.Name}
 		if rv.Alias != nil {
@@ -326,7 +326,7 @@ func (p *parser) joinedColumn(parts []string) (*catalog.Column, error) {
 	case len(where) > 1:
 		return nil, ir.Refuse("column %s is in %s: qualify it, e.g. %s.%s", parts[len(parts)-1], strings.Join(where, " and "), where[0], parts[len(parts)-1])
 	case found == nil:
-		return nil, ir.Refuse("unknown column %s in the joined tables; qualify a column with its table's alias", strings.Join(parts, "."))
+		return nil, ir.RefuseAs(ir.KindUnknownColumn, "unknown column %s in the joined tables; qualify a column with its table's alias", strings.Join(parts, "."))
 	}
 	return found, nil
 }

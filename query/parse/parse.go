@@ -38,7 +38,7 @@ func ParseContext(ctx context.Context, sql string, cat *catalog.Catalog, public 
 	}
 	tree, err := pg.Parse(sql)
 	if err != nil {
-		return nil, ir.Refuse("syntax error: %v", err)
+		return nil, ir.RefuseAs(ir.KindSyntax, "syntax error: %v", err)
 	}
 	if len(tree.Stmts) != 1 {
 		return nil, ir.Refuse("one statement at a time, got %d", len(tree.Stmts))
@@ -284,7 +284,7 @@ func (p *parser) from(from []*pg.Node) error {
 		if strings.ContainsAny(rv.Relname, "/\\.") {
 			hint = " (file paths are not allowed in FROM)"
 		}
-		return ir.Refuse("unknown table %q%s; the catalog declares: %s", rv.Relname, hint, p.tableNames())
+		return ir.RefuseAs(ir.KindUnknownTable, "unknown table %q%s; the catalog declares: %s", rv.Relname, hint, p.tableNames())
 	}
 	if t.Public {
 		return ir.Refuse("table %s is public (it is about no one): query a private table, joining %s to it", t.Name, t.Name)
@@ -336,7 +336,7 @@ func (p *parser) columnRef(cr *pg.ColumnRef) (*catalog.Column, error) {
 	case 2:
 		q := parts[0]
 		if !(q == p.alias || (p.alias == "" && strings.EqualFold(q, p.table.Name))) {
-			return nil, ir.Refuse("unknown table or alias %q in %s; the query reads only %s", q, strings.Join(parts, "."), p.table.Name)
+			return nil, ir.RefuseAs(ir.KindUnknownTable, "unknown table or alias %q in %s; the query reads only %s", q, strings.Join(parts, "."), p.table.Name)
 		}
 		parts = parts[1:]
 	default:
@@ -349,9 +349,9 @@ func (p *parser) columnRef(cr *pg.ColumnRef) (*catalog.Column, error) {
 			names = append(names, c.Name)
 		}
 		if near := catalog.Nearest(parts[0], names); near != "" {
-			return nil, ir.Refuse("unknown column %q in table %s (did you mean %s?); declared columns: %s", parts[0], p.table.Name, near, p.columnNames())
+			return nil, ir.RefuseAs(ir.KindUnknownColumn, "unknown column %q in table %s (did you mean %s?); declared columns: %s", parts[0], p.table.Name, near, p.columnNames())
 		}
-		return nil, ir.Refuse("unknown column %q in table %s; declared columns: %s", parts[0], p.table.Name, p.columnNames())
+		return nil, ir.RefuseAs(ir.KindUnknownColumn, "unknown column %q in table %s; declared columns: %s", parts[0], p.table.Name, p.columnNames())
 	}
 	return col, nil
 }

@@ -167,7 +167,7 @@ func (p *parser) mergeSubqueries(s *pg.SelectStmt, top bool, outer map[string]*p
 				}
 				out := it.sub.outputs[strings.ToLower(parts[1])]
 				if out == nil {
-					return nil, ir.Refuse("unknown column %s.%s: %s has the columns %s", parts[0], parts[1], it.alias, strings.Join(it.sub.names, ", "))
+					return nil, ir.RefuseAs(ir.KindUnknownColumn, "unknown column %s.%s: %s has the columns %s", parts[0], parts[1], it.alias, strings.Join(it.sub.names, ", "))
 				}
 				return out, nil
 			}

@@ -112,12 +112,12 @@ func classify(err error) error {
 		return &server.Error{Kind: server.KindBudgetExceeded, Err: err, Message: err.Error() + advice}
 	case errors.As(err, &re):
 		kind := server.KindRefused
-		switch {
-		case strings.HasPrefix(re.Reason, "syntax error"):
+		switch re.Kind {
+		case ir.KindSyntax:
 			kind = server.KindSyntax
-		case strings.HasPrefix(re.Reason, "unknown table"):
+		case ir.KindUnknownTable:
 			kind = server.KindUnknownTable
-		case strings.HasPrefix(re.Reason, "unknown column"):
+		case ir.KindUnknownColumn:
 			kind = server.KindUnknownColumn
 		}
 		return &server.Error{Kind: kind, Message: err.Error(), Err: err}
