@@ -493,7 +493,7 @@ func (ss *session) describeDP(sql string) (*description, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ss.shape(resp, sql), nil
+	return ss.shape(resp), nil
 }
 
 // noisy reports whether column j of resp carries intervals.
@@ -506,36 +506,13 @@ func noisy(resp *server.Response, j int) bool {
 	return false
 }
 
-// countColumns reports, for each output of a DP query, whether it is a
-// COUNT (an integer); nil when the outputs cannot be read.
-func countColumns(sql string) []bool {
-	tree, err := pg_query.Parse(sql)
-	if err != nil || len(tree.Stmts) != 1 {
-		return nil
-	}
-	sel := tree.Stmts[0].Stmt.GetSelectStmt()
-	if sel == nil {
-		return nil
-	}
-	out := make([]bool, len(sel.TargetList))
-	for i, t := range sel.TargetList {
-		fc := t.GetResTarget().GetVal().GetFuncCall()
-		if fc != nil && fc.Over == nil && len(fc.Funcname) > 0 {
-			out[i] = strings.EqualFold(fc.Funcname[len(fc.Funcname)-1].GetString_().GetSval(), "count")
-		}
-	}
-	return out
-}
-
-// shape is the result description of resp, the answer to sql: group keys
+// shape is the result description of resp, typed as the answer types its
+// columns (server.Response.Types): group keys
 // typed by their declared type, counts as int8, other noisy values as
 // float8, and with dpstat.intervals on, a _low and a _high column (float8)
 // after each noisy one.
-func (ss *session) shape(resp *server.Response, sql string) *description {
-	counts := countColumns(sql)
-	if len(counts) != len(resp.Columns) {
-		counts = make([]bool, len(resp.Columns))
-	}
+func (ss *session) shape(resp *server.Response) *description {
+	typed := len(resp.Types) == len(resp.Columns)
 	types := map[string]string{}
 	// Declared types do not depend on who asks: list every table, which
 	// needs no budget lookups.
@@ -549,15 +526,15 @@ func (ss *session) shape(resp *server.Response, sql string) *description {
 	d := &description{kind: kindDP, intervals: ss.intervals}
 	for j, name := range resp.Columns {
 		if noisy(resp, j) {
+			// Counts are whole numbers; MIN, MAX and quantiles of dates
+			// and timestamps are released as such (their intervals stay
+			// numbers: days or microseconds since 1970-01-01); the rest
+			// are doubles. The answer types every column.
 			oid := uint32(oidFloat8)
-			if counts[j] {
-				oid = oidInt8
-			}
-			// MIN, MAX and quantiles of dates and timestamps are released
-			// as such; their intervals stay numbers (days or microseconds
-			// since 1970-01-01).
-			if len(resp.Types) == len(resp.Columns) {
+			if typed {
 				switch resp.Types[j] {
+				case "int":
+					oid = oidInt8
 				case "date":
 					oid = oidDate
 				case "timestamp":
@@ -572,7 +549,7 @@ func (ss *session) shape(resp *server.Response, sql string) *description {
 		}
 		oid := uint32(oidText)
 		declared := types[name]
-		if len(resp.Types) == len(resp.Columns) && resp.Types[j] != "" {
+		if typed && resp.Types[j] != "" {
 			// The key's type from the plan: a computed key (date_trunc,
 			// lower(…)) or a column under an alias.
 			declared = resp.Types[j]
@@ -603,7 +580,7 @@ func (ss *session) dpQuery(sql string, formats []int16, describe bool) error {
 	if err != nil {
 		return err
 	}
-	d := ss.shape(resp, sql)
+	d := ss.shape(resp)
 	if !describe && ss.expect != nil && !sameShape(ss.expect.cols, d.cols) {
 		// The answer was charged, but its columns no longer match what the
 		// client was told (e.g. dpstat.intervals changed since the

@@ -35,7 +35,7 @@ func TestShapeTemporalAggregate(t *testing.T) {
 	ss := &session{s: &Server{opts: Options{Answerer: &servertest.Answerer{}}}, intervals: true}
 	resp := &server.Response{Columns: []string{"min_signup"}, Types: []string{"date"},
 		Rows: [][]any{{"2024-01-15"}}, CI: [][]*[2]float64{{{19723, 20088}}}}
-	d := ss.shape(resp, "SELECT MIN(signup) FROM events")
+	d := ss.shape(resp)
 	if len(d.cols) != 3 || d.cols[0].oid != oidDate || d.cols[1].oid != oidFloat8 {
 		t.Errorf("columns %+v: want a date and two float8 interval ends", d.cols)
 	}

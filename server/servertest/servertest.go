@@ -111,12 +111,14 @@ func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Resp
 	cost := accounting.Approximate(eps, req.Delta)
 	resp := &server.Response{
 		Columns: []string{"sex", "count"},
+		Types:   []string{"text", "int"},
 		Table:   table,
 		Cost:    server.Pair{Epsilon: eps, Delta: req.Delta},
 	}
 	withAvg := strings.Contains(low, "avg(")
 	if withAvg {
 		resp.Columns = append(resp.Columns, "avg")
+		resp.Types = append(resp.Types, "float")
 	}
 	if req.DryRun {
 		resp.DryRun = true
