@@ -1,0 +1,297 @@
+package ledger
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sort"
+	"unicode/utf8"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/dpstat/dpstat/accounting"
+)
+
+// Key names a budget: one per (dataset, analyst).
+type Key struct {
+	Dataset string `json:"dataset"`
+	Analyst string `json:"analyst"`
+}
+
+// String formats the key for messages.
+func (k Key) String() string {
+	return fmt.Sprintf("analyst %q on %q", k.Analyst, k.Dataset)
+}
+
+func validName(what, s string, allowEmpty bool) error {
+	if s == "" {
+		if allowEmpty {
+			return nil
+		}
+		return fmt.Errorf("%s is empty: want a name", what)
+	}
+	if len(s) > MaxNameLen {
+		return fmt.Errorf("%s is %d bytes long: want at most %d", what, len(s), MaxNameLen)
+	}
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%s %q is not valid UTF-8", what, s)
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return fmt.Errorf("%s %q contains a control character: want printable text", what, s)
+		}
+	}
+	return nil
+}
+
+// Validate reports whether k names one budget: dataset and analyst must be
+// non-empty printable UTF-8 text of at most MaxNameLen bytes.
+func (k Key) Validate() error {
+	if err := validName("dataset", k.Dataset, false); err != nil {
+		return err
+	}
+	return validName("analyst", k.Analyst, false)
+}
+
+// bytes encodes the key: dataset, NUL, analyst (names hold no control
+// characters), so that keys sort by dataset, then analyst.
+func (k Key) bytes() []byte {
+	b := make([]byte, 0, len(k.Dataset)+1+len(k.Analyst))
+	b = append(b, k.Dataset...)
+	b = append(b, 0)
+	return append(b, k.Analyst...)
+}
+
+// matches reports whether k is selected by filter f (empty fields match
+// everything).
+func (f Key) matches(k Key) bool {
+	return (f.Dataset == "" || f.Dataset == k.Dataset) && (f.Analyst == "" || f.Analyst == k.Analyst)
+}
+
+// Status is the state of one budget.
+type Status struct {
+	Key       Key                 `json:"key"`
+	Rule      accounting.Rule     `json:"rule"`
+	Limit     accounting.EpsDelta `json:"limit"`
+	Spent     accounting.EpsDelta `json:"spent"`
+	Remaining accounting.EpsDelta `json:"remaining"`
+	Releases  int                 `json:"releases"`
+	// Totals are the sums of the charged costs' ε, δ, ρ and
+	// approximate-zCDP δ, rounded up (see accounting.Budget.Totals).
+	Totals accounting.Cost `json:"totals"`
+	// Total is the dataset's total budget (every analyst's releases
+	// together), or nil when the dataset has none.
+	Total *TotalStatus `json:"total,omitempty"`
+}
+
+func statusOf(k Key, b *accounting.Budget) Status {
+	return Status{Key: k, Rule: b.Rule(), Limit: b.Limit(), Spent: b.Spent(), Remaining: b.Remaining(), Releases: b.Releases(), Totals: b.Totals()}
+}
+
+// budgetRecord is the stored form of a budget.
+type budgetRecord struct {
+	Key    Key                `json:"key"`
+	Budget *accounting.Budget `json:"budget"`
+}
+
+func loadBudget(tx *bolt.Tx, k Key) (*accounting.Budget, error) {
+	v := tx.Bucket(bucketBudgets).Get(k.bytes())
+	if v == nil {
+		return nil, fmt.Errorf("%v: %w", k, ErrNoBudget)
+	}
+	rec := budgetRecord{Budget: new(accounting.Budget)}
+	if err := json.Unmarshal(v, &rec); err != nil {
+		return nil, fmt.Errorf("stored budget for %v is damaged: %w", k, err)
+	}
+	return rec.Budget, nil
+}
+
+func storeBudget(tx *bolt.Tx, k Key, b *accounting.Budget) error {
+	v, err := json.Marshal(budgetRecord{Key: k, Budget: b})
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bucketBudgets).Put(k.bytes(), v)
+}
+
+func (l *Ledger) writable() error {
+	if l.readOnly {
+		return fmt.Errorf("ledger %s: %w", l.path, ErrReadOnly)
+	}
+	select {
+	case <-l.done:
+		return fmt.Errorf("ledger %s: %w", l.path, ErrClosed)
+	default:
+	}
+	return nil
+}
+
+// Grant sets the budget of k to limit under rule, creating it if needed.
+// A limit may be raised, or lowered down to what is already spent but not
+// below it; the rule of a budget with releases cannot change.
+func (l *Ledger) Grant(k Key, limit accounting.EpsDelta, rule accounting.Rule) (Status, error) {
+	if err := k.Validate(); err != nil {
+		return Status{}, err
+	}
+	if err := accounting.ValidateLimit(limit, rule); err != nil {
+		return Status{}, err
+	}
+	if err := l.writable(); err != nil {
+		return Status{}, err
+	}
+	var st Status
+	err := l.update(func(tx *bolt.Tx) error {
+		b, err := loadBudget(tx, k)
+		switch {
+		case errors.Is(err, ErrNoBudget):
+			if b, err = accounting.NewBudget(limit, rule); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		default:
+			if err := b.SetLimit(limit, rule); err != nil {
+				return fmt.Errorf("%v: %w", k, err)
+			}
+		}
+		if err := l.recordGrant(tx, k, b); err != nil {
+			return err
+		}
+		st = statusOf(k, b)
+		return withTotal(tx, &st)
+	})
+	return st, err
+}
+
+// withTotal adds the dataset's total budget, if any, to st.
+func withTotal(tx *bolt.Tx, st *Status) error {
+	t, err := loadTotal(tx, st.Key.Dataset)
+	if err != nil || t == nil {
+		return err
+	}
+	ts := totalStatusOf(st.Key.Dataset, t)
+	st.Total = &ts
+	return nil
+}
+
+// EnsureBudget returns the budget of k, creating it with limit def under
+// rule if it does not exist. An existing budget is returned unchanged
+// (whatever its limit and rule).
+func (l *Ledger) EnsureBudget(k Key, def accounting.EpsDelta, rule accounting.Rule) (Status, error) {
+	if err := k.Validate(); err != nil {
+		return Status{}, err
+	}
+	if err := accounting.ValidateLimit(def, rule); err != nil {
+		return Status{}, err
+	}
+	if st, err := l.Status(k); err == nil || !errors.Is(err, ErrNoBudget) {
+		return st, err
+	}
+	if err := l.writable(); err != nil {
+		return Status{}, err
+	}
+	var st Status
+	err := l.update(func(tx *bolt.Tx) error {
+		b, err := loadBudget(tx, k)
+		if errors.Is(err, ErrNoBudget) {
+			if b, err = accounting.NewBudget(def, rule); err != nil {
+				return err
+			}
+			if err := l.recordGrant(tx, k, b); err != nil {
+				return err
+			}
+		} else if err != nil {
+			return err
+		}
+		st = statusOf(k, b)
+		return withTotal(tx, &st)
+	})
+	return st, err
+}
+
+// Status returns the budget of k, or an error wrapping ErrNoBudget.
+func (l *Ledger) Status(k Key) (Status, error) {
+	if err := k.Validate(); err != nil {
+		return Status{}, err
+	}
+	var st Status
+	err := l.view(func(tx *bolt.Tx) error {
+		b, err := loadBudget(tx, k)
+		if err != nil {
+			return err
+		}
+		st = statusOf(k, b)
+		return withTotal(tx, &st)
+	})
+	return st, err
+}
+
+// Check reports whether cost c would fit in the budget of k now, without
+// charging it: nil, an error wrapping ErrNoBudget, a validation error, or
+// an *accounting.ExceededError. Another charge may take the budget first:
+// only Charge decides.
+func (l *Ledger) Check(k Key, c accounting.Cost) error {
+	if err := k.Validate(); err != nil {
+		return err
+	}
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("charge to %v: %w", k, err)
+	}
+	return l.view(func(tx *bolt.Tx) error {
+		b, err := loadBudget(tx, k)
+		if err != nil {
+			return err
+		}
+		if err := b.Check(c); err != nil {
+			return fmt.Errorf("the budget of %v: %w", k, err)
+		}
+		t, err := loadTotal(tx, k.Dataset)
+		if err != nil {
+			return err
+		}
+		if t != nil {
+			if err := t.Check(c); err != nil {
+				return totalRefusal(k, err)
+			}
+		}
+		return nil
+	})
+}
+
+// Budgets returns every budget, sorted by dataset and then analyst.
+func (l *Ledger) Budgets() ([]Status, error) {
+	var out []Status
+	err := l.view(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketBudgets).ForEach(func(key, v []byte) error {
+			rec := budgetRecord{Budget: new(accounting.Budget)}
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return fmt.Errorf("stored budget %q is damaged: %w", key, err)
+			}
+			st := statusOf(rec.Key, rec.Budget)
+			if err := withTotal(tx, &st); err != nil {
+				return err
+			}
+			out = append(out, st)
+			return nil
+		})
+	})
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Key.Dataset != out[j].Key.Dataset {
+			return out[i].Key.Dataset < out[j].Key.Dataset
+		}
+		return out[i].Key.Analyst < out[j].Key.Analyst
+	})
+	return out, err
+}
+
+func (l *Ledger) view(fn func(*bolt.Tx) error) (err error) {
+	select {
+	case <-l.done:
+		return fmt.Errorf("ledger %s: %w", l.path, ErrClosed)
+	default:
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recoverCorrupt(l.path, &err)
+	return l.db.View(fn)
+}
