@@ -1,5 +1,4 @@
 -- SELECT city, MIN(signup), MAX(seen - INTERVAL '1 hour'), MEDIAN(signup + INTERVAL '1 week') FROM events GROUP BY city
-
 -- histogram 0
 WITH r AS (SELECT "city" AS k0, CAST(least(greatest(floor((least(greatest("signup", CAST(19723.0 AS DOUBLE)), CAST(20088.0 AS DOUBLE)) - CAST(19723.0 AS DOUBLE)) / CAST(1.0 AS DOUBLE)), 0), 365) AS INTEGER) AS b FROM "events" WHERE "city" IN ('Paris', 'Lyon', 'Nice') AND "signup" IS NOT NULL)
 SELECT k0, b, count(*) AS c FROM r GROUP BY k0, b

@@ -1,5 +1,4 @@
 -- SELECT sex, MIN(age), MAX(hours_per_week) FROM adult GROUP BY sex
-
 -- histogram 0
 WITH r AS (SELECT "sex" AS k0, CAST(least(greatest(floor((least(greatest("age", CAST(17.0 AS DOUBLE)), CAST(90.0 AS DOUBLE)) - CAST(17.0 AS DOUBLE)) / CAST(1.0 AS DOUBLE)), 0), 73) AS INTEGER) AS b FROM "adult" WHERE "sex" IN ('Female', 'Male') AND "age" IS NOT NULL)
 SELECT k0, b, count(*) AS c FROM r GROUP BY k0, b

@@ -1,5 +1,4 @@
 -- SELECT day, COUNT(DISTINCT euros_spent) FROM visits GROUP BY day
-
 -- histogram 0
 WITH per_unit AS MATERIALIZED (SELECT u, k0, count(*) AS n, random() AS h FROM (SELECT "visitor_id" AS u, "day" AS k0, "euros_spent" AS b FROM "visits" WHERE "visitor_id" IS NOT NULL AND "day" IN (1, 2, 3, 4, 5, 6, 7) AND "euros_spent" IS NOT NULL) AS r GROUP BY u, k0),
 thresholds AS (SELECT u, min(h, 4)[4] AS t FROM per_unit GROUP BY u),

@@ -1,6 +1,7 @@
-package query
+package sqlgen_test
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -8,17 +9,31 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/engine"
+	"github.com/dpstat/dpstat/engine/clickhouse"
 	"github.com/dpstat/dpstat/engine/duckdb"
+	"github.com/dpstat/dpstat/engine/postgres"
 	"github.com/dpstat/dpstat/query/dpplan"
+	"github.com/dpstat/dpstat/query/parse"
+	"github.com/dpstat/dpstat/query/sqlgen"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
-// TestGoldenSQL compares the engine SQL generated for each query shape with
-// testdata/golden/NAME.sql, so that a change in the rewriting shows up as a
-// readable diff. Run with -update to rewrite the files.
+// goldenDialects are the dialects whose statements are kept as golden
+// files, each in testdata/golden/NAME.
+var goldenDialects = []struct {
+	name string
+	d    engine.Dialect
+}{{"duckdb", duckdb.Dialect}, {"postgres", postgres.Dialect}, {"clickhouse", clickhouse.Dialect}}
+
+// TestGoldenSQL compares the engine SQL generated for each query shape, in
+// each dialect, with testdata/golden/DIALECT/NAME.sql, so that a change in
+// the rewriting shows up as a readable diff. Run with -update to rewrite
+// the files.
 func TestGoldenSQL(t *testing.T) {
-	cats := map[string]string{"test": "testdata/catalog.yaml", "examples": "../examples/catalog.yaml", "dates": "testdata/dates.yaml"}
+	cats := map[string]string{"test": "../testdata/catalog.yaml", "examples": "../../examples/catalog.yaml", "dates": "../testdata/dates.yaml"}
 	tests := []struct {
 		name, catalog, sql string
 	}{
@@ -71,41 +86,80 @@ func TestGoldenSQL(t *testing.T) {
 		{"case_bins_unit", "examples", "SELECT CASE WHEN euros_spent < 10 THEN 'low' WHEN euros_spent < 30 THEN 'mid' ELSE 'high' END AS spend, COUNT(*) FROM visits GROUP BY spend"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cat := loadCatalog(t, cats[tt.catalog])
-			p, err := Prepare(cat, duckdb.Dialect, tt.sql, Options{Epsilon: 1, Delta: 1e-6, Confidence: 0.95, Analyst: "a"})
+		for _, dia := range goldenDialects {
+			t.Run(dia.name+"/"+tt.name, func(t *testing.T) {
+				cat, err := catalog.Load(cats[tt.catalog])
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := "-- " + tt.sql + "\n" + statements(t, cat, dia.d, tt.sql)
+				path := filepath.Join("testdata", "golden", dia.name, tt.name+".sql")
+				if *update {
+					if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					return
+				}
+				want, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatalf("%v (run go test -run TestGoldenSQL -update to create it)", err)
+				}
+				if got != string(want) {
+					t.Errorf("generated SQL differs from %s:\n got:\n%s\nwant:\n%s", path, got, want)
+				}
+				if strings.Contains(got[len(tt.sql)+4:], tt.sql) {
+					t.Errorf("the analyst's text reached the engine SQL")
+				}
+			})
+		}
+	}
+}
+
+// statements plans sql as the answer service does (parse, plan) and
+// spells its statements in dialect d: the first form's, each later form
+// that differs, and each histogram's.
+func statements(t *testing.T, cat *catalog.Catalog, d engine.Dialect, sql string) string {
+	t.Helper()
+	q, err := parse.ParseContext(context.Background(), sql, cat, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := cat.Table(q.Table)
+	if q.Relation != nil {
+		table = q.Relation
+	}
+	plan, err := dpplan.NewPlanDelta(q, table, 1, 1e-6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out string
+	if !plan.OnlyHistograms() && !plan.PublicKeysOnly() {
+		first, err := sqlgen.SQL(plan, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out += first + "\n"
+		prev := first
+		for f := plan.FirstForm() + 1; f <= dpplan.IntegerForm; f++ {
+			s, err := sqlgen.FormSQL(plan, d, f)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := "-- " + tt.sql + "\n" + p.SQL + "\n"
-			for f := p.Plan.FirstForm() + 1; f <= dpplan.IntegerForm; f++ {
-				if formSQL(t, p, f) != "" && formSQL(t, p, f) != formSQL(t, p, f-1) {
-					got += fmt.Sprintf("-- %v form\n%s\n", f, formSQL(t, p, f))
-				}
+			if s != "" && s != prev {
+				out += fmt.Sprintf("-- %v form\n%s\n", f, s)
 			}
-			for i, hs := range p.HistogramSQL {
-				got += fmt.Sprintf("-- histogram %d\n%s\n", i, hs)
-			}
-			path := filepath.Join("testdata", "golden", tt.name+".sql")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -run TestGoldenSQL -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("generated SQL differs from %s:\n got:\n%s\nwant:\n%s", path, got, want)
-			}
-			if strings.Contains(p.SQL, tt.sql) {
-				t.Errorf("the analyst's text reached the engine SQL")
-			}
-		})
+			prev = s
+		}
 	}
+	for h := range plan.Histograms {
+		hs, err := sqlgen.HistogramSQL(plan, d, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out += fmt.Sprintf("-- histogram %d\n%s\n", h, hs)
+	}
+	return out
 }

@@ -1,5 +1,4 @@
 -- SELECT MEDIAN(euros_spent) FROM visits
-
 -- histogram 0
 WITH per_unit AS (SELECT u, count(*) AS n FROM (SELECT "visitor_id" AS u, CAST(least(greatest(floor((least(greatest("euros_spent", CAST(0.0 AS DOUBLE)), CAST(60.0 AS DOUBLE)) - CAST(0.0 AS DOUBLE)) / CAST(0.05859375 AS DOUBLE)), 0), 1024) AS INTEGER) AS b FROM "visits" WHERE "visitor_id" IS NOT NULL AND "euros_spent" IS NOT NULL) AS r GROUP BY u),
 kept_pairs AS MATERIALIZED (SELECT u, n FROM per_unit),

@@ -1,0 +1,2 @@
+-- SELECT COUNT(age) FROM people
+SELECT count(("age")) AS s0 FROM "people"

@@ -1,0 +1,2 @@
+-- SELECT COUNT(*) FROM people
+SELECT count(*) AS s0 FROM "people"

@@ -1,0 +1,6 @@
+-- SELECT city, COUNT(*), AVG(score) FROM people GROUP BY city
+SELECT "city" AS k0, count(*) AS s0, sum(((least(coalesce(greatest(coalesce(toFloat64("score"), toFloat64(0.0)), toFloat64(0.0)), toFloat64(10.0)), toFloat64(10.0)) + CAST(1.00663296e+08 AS Float64) - CAST(1.00663296e+08 AS Float64)))) AS s1, count(("score")) AS s2 FROM "people$raw" WHERE "city" IN ('A', 'B', 'D') GROUP BY k0
+-- clean form
+SELECT "city" AS k0, count(*) AS s0, sum(((least(coalesce(greatest(coalesce(toFloat64("score"), toFloat64(0.0)), toFloat64(0.0)), toFloat64(10.0)), toFloat64(10.0)) + CAST(1.00663296e+08 AS Float64) - CAST(1.00663296e+08 AS Float64)))) AS s1, count(("score")) AS s2 FROM "people" WHERE "city" IN ('A', 'B', 'D') GROUP BY k0
+-- integer form
+SELECT "city" AS k0, count(*) AS s0, sum(toDecimal128((CASE WHEN "score" IS NULL THEN NULL ELSE CAST(round(least(coalesce(greatest(coalesce(toFloat64("score"), toFloat64(0.0)), toFloat64(0.0)), toFloat64(10.0)), toFloat64(10.0)) * toFloat64(6.7108864e+07)) AS Nullable(Int32)) END), 0)) AS s1, count((CASE WHEN "score" IS NULL THEN NULL ELSE CAST(round(least(coalesce(greatest(coalesce(toFloat64("score"), toFloat64(0.0)), toFloat64(0.0)), toFloat64(10.0)), toFloat64(10.0)) * toFloat64(6.7108864e+07)) AS Nullable(Int32)) END)) AS s2 FROM "people" WHERE "city" IN ('A', 'B', 'D') GROUP BY k0

@@ -1,0 +1,4 @@
+-- SELECT minutes_spent, COUNT(DISTINCT visitor_id) FROM visits GROUP BY minutes_spent
+SELECT k0, sum(toDecimal128(s0, 0)) AS s0 FROM (SELECT * FROM (SELECT u, k0, CAST(1 AS Nullable(Int64)) AS s0 FROM (SELECT "visitor_id" AS u, "minutes_spent" AS k0 FROM "visits" WHERE "visitor_id" IS NOT NULL) AS r GROUP BY u, k0) AS per_unit ORDER BY cityHash64(toUInt64(3826668155611651310), isNull(u), assumeNotNull(u), isNull(k0), assumeNotNull(k0)) LIMIT 3 BY u) AS per_unit_bounded GROUP BY k0
+-- integer form
+SELECT k0, sum(toDecimal128(s0, 0)) AS s0 FROM (SELECT * FROM (SELECT u, k0, CAST(1 AS Nullable(Int64)) AS s0 FROM (SELECT "visitor_id" AS u, "minutes_spent" AS k0 FROM "visits" WHERE "visitor_id" IS NOT NULL) AS r GROUP BY u, k0) AS per_unit ORDER BY cityHash64(toUInt64(77990928641764866), isNull(u), assumeNotNull(u), isNull(k0), assumeNotNull(k0)) LIMIT 3 BY u) AS per_unit_bounded GROUP BY k0

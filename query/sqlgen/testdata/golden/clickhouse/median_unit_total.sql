@@ -1,0 +1,3 @@
+-- SELECT MEDIAN(euros_spent) FROM visits
+-- histogram 0
+SELECT b, count(*) AS c FROM (SELECT * FROM (SELECT "visitor_id" AS u, CAST(least(coalesce(greatest(coalesce(floor((least(coalesce(greatest(coalesce(toFloat64("euros_spent"), toFloat64(0.0)), toFloat64(0.0)), toFloat64(60.0)), toFloat64(60.0)) - toFloat64(0.0)) / toFloat64(0.05859375)), 0), 0), 1024), 1024) AS Nullable(Int32)) AS b FROM "visits" WHERE "visitor_id" IS NOT NULL AND "euros_spent" IS NOT NULL) AS r ORDER BY cityHash64(toUInt64(13229029567215589853), isNull(u), assumeNotNull(u), isNull(b), assumeNotNull(b)) LIMIT 1 BY u) AS r_bounded GROUP BY b

@@ -1,0 +1,2 @@
+-- SELECT lower(city) AS c, COUNT(*) FROM people WHERE starts_with(trim(city), 'A') OR length(city) > 1 GROUP BY c
+SELECT CAST(CASE WHEN lower("city") IN ('a', 'b', 'd') THEN lower("city") END AS Nullable(String)) AS k0, count(*) AS s0 FROM "people" WHERE CASE WHEN lower("city") IN ('a', 'b', 'd') THEN lower("city") END IS NOT NULL AND (((substring(replaceRegexpOne(replaceRegexpOne("city", '^ +', ''), ' +$', ''), 1, length('A')) = 'A') = 1) OR (CAST(lengthUTF8("city") AS Nullable(Int64)) > 1)) GROUP BY k0

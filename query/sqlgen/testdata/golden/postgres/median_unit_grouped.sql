@@ -1,0 +1,7 @@
+-- SELECT day, MEDIAN(minutes_spent) FROM visits GROUP BY day
+-- histogram 0
+WITH r AS (SELECT "visitor_id" AS u, "day" AS k0, CAST(least(greatest(floor((least(greatest("minutes_spent", CAST(0.0 AS double precision)), CAST(60.0 AS double precision)) - CAST(0.0 AS double precision)) / CAST(0.05859375 AS double precision)), 0), 1024) AS integer) AS b FROM "visits" WHERE "visitor_id" IS NOT NULL AND "day" IN (1, 2, 3, 4, 5, 6, 7) AND "minutes_spent" IS NOT NULL),
+r_bounded AS (SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY u, k0 ORDER BY random()) AS rn FROM r) AS numbered WHERE rn <= 1),
+unit_groups AS (SELECT u, k0 FROM r_bounded GROUP BY u, k0),
+unit_groups_bounded AS (SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY u ORDER BY random()) AS rn FROM unit_groups) AS numbered WHERE rn <= 3)
+SELECT k0, b, count(*) AS c FROM r_bounded JOIN (SELECT u AS pair_u, k0 AS pair_k0 FROM unit_groups_bounded) AS pairs ON u = pair_u AND k0 IS NOT DISTINCT FROM pair_k0 GROUP BY k0, b

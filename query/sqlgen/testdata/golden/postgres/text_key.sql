@@ -1,0 +1,3 @@
+-- SELECT lower(city) AS c, COUNT(*) FROM people WHERE starts_with(trim(city), 'A') OR length(city) > 1 GROUP BY c
+WITH r AS (SELECT CAST(CASE WHEN translate("city", 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') IN ('a', 'b', 'd') THEN translate("city", 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') END AS text) AS k0 FROM "people" WHERE CASE WHEN translate("city", 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') IN ('a', 'b', 'd') THEN translate("city", 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') END IS NOT NULL AND ((starts_with(ltrim(rtrim("city", ' '), ' '), 'A') = TRUE) OR (CAST(length("city") AS bigint) > 1)))
+SELECT k0, count(*) AS s0 FROM r GROUP BY k0
