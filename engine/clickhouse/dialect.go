@@ -255,13 +255,11 @@ func (dialect) Extremum(f string, args []string) string {
 	return out
 }
 
-var (
-	floatLitRE = regexp.MustCompile(`^toFloat64\([-+0-9.eE]+\)$`)
-	intLitRE   = regexp.MustCompile(`^-?[0-9]+$`)
-)
+var intLitRE = regexp.MustCompile(`^-?[0-9]+$`)
 
-// FloatLiteral is toFloat64(text), a constant that is not Nullable.
-func (dialect) FloatLiteral(text string) string { return "toFloat64(" + text + ")" }
+// FloatLiteral is toFloat64(text), a constant that is not Nullable; a
+// subnormal is a product of two normal doubles (floatLiteral).
+func (dialect) FloatLiteral(text string) string { return floatLiteral(text) }
 
 // TruncatingCast marks casts of Float64 to integers, which truncate.
 func (dialect) TruncatingCast() {}
@@ -341,7 +339,7 @@ func (dialect) DatePart(field, day string) string {
 
 // TextFunc spells lower and upper with ClickHouse's lower and upper, which
 // change the ASCII letters only (as the other engines' translate);
-// length with lengthUTF8, substr with substringUTF8 (code points); trims
+// length with lengthUTF8, substr by code points (substrCodePoints); trims
 // with regular expressions that remove spaces only; concat with coalesce
 // of each argument to the empty string (ClickHouse's concat is NULL when an argument
 // is); starts_with by comparing the prefix's bytes.
@@ -371,7 +369,7 @@ func (dialect) TextFunc(name string, args []string) (string, bool) {
 	case name == "starts_with" && len(args) == 2:
 		return "(substring(" + args[0] + ", 1, length(" + args[1] + ")) = " + args[1] + ")", true
 	case name == "substr" && (len(args) == 2 || len(args) == 3):
-		return "substringUTF8(" + strings.Join(args, ", ") + ")", true
+		return substrCodePoints(args), true
 	}
 	return "", false
 }

@@ -285,7 +285,7 @@ var Battery = append([]Case{
 	{Name: "unknown table", SQL: "SELECT COUNT(*) FROM nosuch", Refused: "nosuch"},
 	{Name: "date image above the group limit", SQL: "SELECT date_trunc('minute', ts), COUNT(*) FROM calendar GROUP BY 1", Refused: "date_trunc('minute', ts) has 1578240 values over the range of ts [1999-01-01 00:00:00, 2001-12-31 23:59:59.999999] (declared, narrowed by WHERE); want at most 1000000 groups"},
 	{Name: "key selection needs delta", SQL: "SELECT region, COUNT(*) FROM visits GROUP BY region", Refused: "delta"},
-}, edgeCases...)
+}, append(edgeCases, capabilityCases...)...)
 
 // nullKeyMedians checks the medians of v by k over nullkeys: the keys
 // NULL, a and b, in that order (NULL first), each median next to the true

@@ -667,6 +667,9 @@ func (g *sqlGen) expr(e ir.Expr) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		if x.Op == "ILIKE" || x.Op == "NOT ILIKE" {
+			return g.ilike(x, l)
+		}
 		r, err := g.operand(x.Right)
 		if err != nil {
 			return "", err

@@ -80,3 +80,24 @@ func (g *sqlGen) textLengthSQL(x ir.TextLength) (string, error) {
 	}
 	return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE least(greatest(%s, CAST(%g AS %s)), CAST(%g AS %s)) END", e, e, sp.Lo, dbl, sp.Hi, dbl), nil
 }
+
+// ilike spells l [NOT] ILIKE 'pattern' as lower(l) [NOT] LIKE 'pattern'
+// with the pattern's ASCII letters lowered, on every engine: ILIKE folds
+// the ASCII letters only, as lower and upper do. The engines' own ILIKE
+// fold other letters each its own way (DuckDB folds Ÿ to ÿ, PostgreSQL by
+// its locale), and ClickHouse 18.16 has none.
+func (g *sqlGen) ilike(x ir.Compare, l string) (string, error) {
+	pat, ok := x.Right.Value.(string)
+	if x.Right.Kind != ir.Literal || !ok {
+		return "", fmt.Errorf("query: ILIKE needs a literal pattern")
+	}
+	folded, ok := engine.TextFunc(g.d, "lower", []string{l})
+	if !ok {
+		return "", fmt.Errorf("query: the %s dialect cannot spell lower", g.d.Name())
+	}
+	lit, err := engine.Literal(g.d, ir.ASCIILower(pat))
+	if err != nil {
+		return "", err
+	}
+	return folded + " " + strings.TrimSuffix(x.Op, "ILIKE") + "LIKE " + lit, nil
+}
