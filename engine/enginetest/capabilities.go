@@ -43,3 +43,11 @@ var capabilityCases = []Case{
 	{Name: "quarters of a timestamp pre-aggregate", SQL: "WITH s AS (SELECT pid, MAX(ts) AS last FROM glyphs GROUP BY pid) SELECT date_trunc('quarter', last) AS q, COUNT(*) FROM s GROUP BY q",
 		Want: "2024-01-01 00:00:00 3; 2024-04-01 00:00:00 3; 2024-07-01 00:00:00 2; 2024-10-01 00:00:00 0"},
 }
+
+// refusedOnCases are answered by some engines and refused, before the
+// charge, by the others, which declare that they cannot run them as the
+// others do.
+var refusedOnCases = []Case{
+	{Name: "two public joins", SQL: "SELECT COUNT(*), COUNT(z.zone) FROM visits v JOIN regions r ON v.region = r.region LEFT JOIN zones z ON v.region = z.region",
+		Want: "63 42", RefusedOn: map[string]string{"clickhouse": "joins one table per SELECT"}},
+}

@@ -28,6 +28,9 @@ func (g *sqlGen) textSQL(f *ir.TextFn) (string, error) {
 		}
 		args[i] = s
 	}
+	if err := g.require(engine.Construct(f.Func)); err != nil {
+		return "", err
+	}
 	if f.Func == "substr" {
 		args = append(args, strconv.FormatInt(f.From, 10))
 		if f.For >= 0 {
@@ -87,6 +90,9 @@ func (g *sqlGen) textLengthSQL(x ir.TextLength) (string, error) {
 // fold other letters each its own way (DuckDB folds Ÿ to ÿ, PostgreSQL by
 // its locale), and ClickHouse 18.16 has none.
 func (g *sqlGen) ilike(x ir.Compare, l string) (string, error) {
+	if err := g.require(engine.ILike); err != nil {
+		return "", err
+	}
 	pat, ok := x.Right.Value.(string)
 	if x.Right.Kind != ir.Literal || !ok {
 		return "", fmt.Errorf("query: ILIKE needs a literal pattern")
@@ -100,4 +106,13 @@ func (g *sqlGen) ilike(x ir.Compare, l string) (string, error) {
 		return "", err
 	}
 	return folded + " " + strings.TrimSuffix(x.Op, "ILIKE") + "LIKE " + lit, nil
+}
+
+// require refuses, before the charge, a construct the dialect declines
+// (engine.Declining), naming it, the engine and what would be accepted.
+func (g *sqlGen) require(c engine.Construct) error {
+	if instead, declined := engine.Declined(g.d, c); declined {
+		return ir.Refuse("%s is not supported on the %s engine: %s", c, g.d.Name(), instead)
+	}
+	return nil
 }
