@@ -16,6 +16,13 @@ var capabilityCases = []Case{
 		Want: "1 2 1 21"},
 	{Name: "substr keys of 4-byte characters", SQL: "SELECT substr(w, 2, 2) AS s, COUNT(*) FROM glyphs GROUP BY s",
 		Want: "ES 1; bc 2; es 2; mo 1; 𝄞b 1; 😀b 1; 😀😀 1"},
+	{Name: "substr at its limits", SQL: "SELECT COUNT(*) FILTER (WHERE substr(w, 2147483647) = ''), COUNT(*) FILTER (WHERE substr(w, 1, 0) = ''), COUNT(*) FILTER (WHERE substr(w, 1, 2147483647) = w) FROM glyphs",
+		Want: "9 9 9"},
+	{Name: "text functions over 4-byte characters", SQL: "SELECT COUNT(*) FILTER (WHERE starts_with(w, '😀')), COUNT(*) FILTER (WHERE w LIKE '%😀%'), COUNT(*) FILTER (WHERE w IN ('𝄞mol', 'ÿes')), SUM(length(concat(w, '𝄞'))), SUM(length(w || '😀')), COUNT(*) FILTER (WHERE trim(w) = w) FROM glyphs",
+		Want: "1 2 2 39 39 9"},
+	// Go lists the images of the keys as the engines compute them.
+	{Name: "text keys of 4-byte characters", SQL: "SELECT substr(w, 3) AS s, lower(w) AS lw, COUNT(*) FROM glyphs GROUP BY s, lw HAVING COUNT(*) > 0",
+		Want: "S yes 1; b a𝄞b 1; b😀c a😀b😀c 1; c Ábc 1; c ábc 1; ol 𝄞mol 1; s ÿes 1; s Ÿes 1; 😀 😀😀😀 1"},
 	{Name: "LIKE matches a 4-byte character with _", SQL: "SELECT COUNT(*) FILTER (WHERE w LIKE 'a_b%'), COUNT(*) FILTER (WHERE w LIKE '_😀_') FROM glyphs", Want: "2 1"},
 	// ILIKE folds the ASCII letters only, on every engine (as lower and
 	// upper do): Ÿ is not ÿ, Á is not á; ClickHouse 18.16 has no ILIKE.
