@@ -101,6 +101,11 @@ type Case struct {
 	Check func(rows [][]any) error
 	// Refused, when set, is a part of the refusal every engine must give.
 	Refused string
+	// RefusedOn gives, by engine name (Backend.Name), a part of the
+	// refusal that engine gives instead of the answer the others give: a
+	// construct it declares it cannot run as the others do. A refusal
+	// comes before the charge, on every engine.
+	RefusedOn map[string]string
 }
 
 // Battery is the suite's queries. Answers were computed by hand from the
@@ -285,7 +290,7 @@ var Battery = append([]Case{
 	{Name: "unknown table", SQL: "SELECT COUNT(*) FROM nosuch", Refused: "nosuch"},
 	{Name: "date image above the group limit", SQL: "SELECT date_trunc('minute', ts), COUNT(*) FROM calendar GROUP BY 1", Refused: "date_trunc('minute', ts) has 1578240 values over the range of ts [1999-01-01 00:00:00, 2001-12-31 23:59:59.999999] (declared, narrowed by WHERE); want at most 1000000 groups"},
 	{Name: "key selection needs delta", SQL: "SELECT region, COUNT(*) FROM visits GROUP BY region", Refused: "delta"},
-}, edgeCases...)
+}, append(edgeCases, append(capabilityCases, refusedOnCases...)...)...)
 
 // nullKeyMedians checks the medians of v by k over nullkeys: the keys
 // NULL, a and b, in that order (NULL first), each median next to the true
@@ -404,12 +409,13 @@ func catalogDeclaring(t testing.TB, b Backend, nanFree func(Table) bool) *catalo
 // that charges without limit.
 func Service(t testing.TB, b Backend) (*query.Service, engine.Engine) {
 	t.Helper()
-	return serviceOver(t, b, Catalog(t, b))
+	svc, eng, _ := serviceOver(t, b, Catalog(t, b))
+	return svc, eng
 }
 
 // serviceOver opens the backend's engine and returns a query service over
-// cat.
-func serviceOver(t testing.TB, b Backend, cat *catalog.Catalog) (*query.Service, engine.Engine) {
+// cat, and its ledger.
+func serviceOver(t testing.TB, b Backend, cat *catalog.Catalog) (*query.Service, engine.Engine, *Ledger) {
 	t.Helper()
 	ctx := context.Background()
 	eng, err := engine.Open(ctx, engines.Spec(cat))
@@ -417,17 +423,18 @@ func serviceOver(t testing.TB, b Backend, cat *catalog.Catalog) (*query.Service,
 		t.Fatalf("opening %s: %v", b.Name, err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	svc, err := query.NewService(ctx, cat, eng, &Ledger{})
+	led := &Ledger{}
+	svc, err := query.NewService(ctx, cat, eng, led)
 	if err != nil {
 		t.Fatalf("binding the suite's tables on %s: %v", b.Name, err)
 	}
-	return svc, eng
+	return svc, eng, led
 }
 
 // Run runs the battery on the backend's engine.
 func Run(t *testing.T, b Backend) {
-	svc, _ := Service(t, b)
-	runBattery(t, b, svc)
+	svc, _, led := serviceOver(t, b, Catalog(t, b))
+	runBattery(t, b, svc, led)
 }
 
 // RunDeclared runs the battery on the backend's engine over a catalog
@@ -439,11 +446,11 @@ func Run(t *testing.T, b Backend) {
 // every number), the lower one on ClickHouse (where greatest(nan, 0) is
 // 0). It also checks the owner's report of that table (query.DeclaredNaN).
 func RunDeclared(t *testing.T, b Backend) {
-	svc, _ := serviceOver(t, b, catalogDeclaring(t, b, func(tb Table) bool { return !tb.holdsNaN(t) }))
-	runBattery(t, b, svc)
+	svc, _, led := serviceOver(t, b, catalogDeclaring(t, b, func(tb Table) bool { return !tb.holdsNaN(t) }))
+	runBattery(t, b, svc, led)
 	t.Run("NaN in a declared table", func(t *testing.T) {
 		cat := catalogDeclaring(t, b, func(tb Table) bool { return tb.Name == "special" })
-		svc, eng := serviceOver(t, b, cat)
+		svc, eng, _ := serviceOver(t, b, cat)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		// What dpstat catalog check and dpstat serve tell the owner.
@@ -493,16 +500,21 @@ func (tb Table) holdsNaN(t testing.TB) bool {
 }
 
 // runBattery answers every battery query with svc and checks the answers.
-func runBattery(t *testing.T, b Backend, svc *query.Service) {
+// A refusal must come before the charge: led records none for it.
+func runBattery(t *testing.T, b Backend, svc *query.Service, led *Ledger) {
 	for _, c := range Battery {
 		t.Run(c.Name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			opts := query.Options{Epsilon: 1e20, Delta: c.Delta, Confidence: 0.95, Analyst: "conformance"}
+			charges := led.Charges()
 			res, err := svc.Answer(ctx, c.SQL, opts)
-			if c.Refused != "" {
-				if err == nil || !strings.Contains(err.Error(), c.Refused) {
-					t.Fatalf("%s on %s: got %v, want a refusal mentioning %q", c.SQL, b.Name, err, c.Refused)
+			if refused := c.refusalOn(b.Name); refused != "" {
+				if err == nil || !strings.Contains(err.Error(), refused) {
+					t.Fatalf("%s on %s: got %v, want a refusal mentioning %q", c.SQL, b.Name, err, refused)
+				}
+				if n := led.Charges() - charges; n != 0 {
+					t.Errorf("%s on %s: refused after %d charges, want none", c.SQL, b.Name, n)
 				}
 				return
 			}
@@ -522,6 +534,14 @@ func runBattery(t *testing.T, b Backend, svc *query.Service) {
 	}
 }
 
+// refusalOn is the refusal the engine named must give, or "".
+func (c Case) refusalOn(engine string) string {
+	if c.Refused != "" {
+		return c.Refused
+	}
+	return c.RefusedOn[engine]
+}
+
 // RunForms checks, on the backend's engine, that every form of every
 // battery query's statement runs (each must be total on every value of the
 // fixtures, the fast form over tables holding NaN too) and that the forms give the same exact statistics where the
@@ -529,7 +549,7 @@ func runBattery(t *testing.T, b Backend, svc *query.Service) {
 func RunForms(t *testing.T, b Backend) {
 	svc, eng := Service(t, b)
 	for _, c := range Battery {
-		if c.Refused != "" {
+		if c.refusalOn(b.Name) != "" {
 			continue
 		}
 		t.Run(c.Name, func(t *testing.T) {
@@ -605,7 +625,7 @@ func RunPerShard(t *testing.T, b Backend) {
 	}
 	perShard := 0
 	for _, c := range Battery {
-		if c.Refused != "" {
+		if c.refusalOn(b.Name) != "" {
 			continue
 		}
 		opts := query.Options{Epsilon: 1e20, Delta: c.Delta, Confidence: 0.95, Analyst: "conformance"}

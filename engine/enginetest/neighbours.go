@@ -44,6 +44,9 @@ var neighbourCases = []neighbourCase{
 	{"small integer keys of one person", "SELECT CASE WHEN v > 0 THEN 1 ELSE 2 END AS s, COUNT(*) FROM %s WHERE pid = 3 GROUP BY s", 3},
 	{"distinct persons", "SELECT grp, COUNT(DISTINCT pid), COUNT(*) FROM %s GROUP BY grp", 1},
 	{"NULL enum", "SELECT e, COUNT(*), COUNT(e) FROM %s GROUP BY e", 1},
+	// ILIKE and substr to the end failed on ClickHouse after the charge
+	// (capabilityCases).
+	{"ILIKE and substr", "SELECT COUNT(*) FILTER (WHERE grp ILIKE 'X'), COUNT(*) FILTER (WHERE substr(grp, 1) = 'y'), SUM(v) FILTER (WHERE grp NOT ILIKE 'Z') FROM %s", 10},
 }
 
 // RunNeighbours asks every neighbourCase of acct and acct_minus on the

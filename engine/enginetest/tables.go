@@ -104,6 +104,22 @@ var Tables = []Table{
 	// without person 3.
 	{Name: "acct", File: "acct.csv", Columns: acctColumns, Declaration: acctDeclaration, ClickHouse: acctClickHouse},
 	{Name: "acct_minus", File: "acct_minus.csv", Columns: acctColumns, Declaration: acctDeclaration, ClickHouse: acctClickHouse},
+	// Text and numbers that engines read differently (see
+	// capabilityCases): 4-byte UTF-8 characters, non-ASCII letters with
+	// an ASCII look-alike, subnormal doubles, dates per person.
+	{Name: "glyphs", File: "glyphs.csv",
+		Columns: []Column{{"pid", catalog.Int}, {"w", catalog.Text}, {"f", catalog.Float}, {"d", catalog.Date}, {"v", catalog.Int}, {"ts", catalog.Timestamp}},
+		Declaration: `    privacy_unit: pid
+    max_groups_per_unit: 3
+    max_rows_per_group: 1
+    columns:
+      pid: {type: int}
+      w:   {type: text, values: ["a😀b😀c", "😀😀😀", "𝄞mol", "Ÿes", "ÿes", "YES", "Ábc", "ábc", "a𝄞b"]}
+      f:   {type: float, lower: -10, upper: 10, nullable: true}
+      d:   {type: date, lower: "2024-01-01", upper: "2024-12-31", nullable: true}
+      v:   {type: int, lower: 0, upper: 10}
+      ts:  {type: timestamp, lower: "2024-01-01 00:00:00", upper: "2024-12-31 23:59:59", nullable: true}
+`},
 	{Name: "calendar", File: "calendar.csv",
 		Columns: []Column{{"id", catalog.Int}, {"d", catalog.Date}, {"ts", catalog.Timestamp}},
 		Declaration: `    columns:

@@ -95,6 +95,11 @@ func (f *TextFn) columns() []string {
 	return out
 }
 
+// ASCIILower changes the ASCII letters of s to lower case, and no other
+// character: lower as every engine computes it, and how ILIKE folds its
+// pattern.
+func ASCIILower(s string) string { return asciiLower(s) }
+
 // asciiLower and asciiUpper change the ASCII letters only, as the SQL
 // that TextFn renders does.
 func asciiLower(s string) string {

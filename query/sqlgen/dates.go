@@ -24,7 +24,11 @@ func (g *sqlGen) dateSQL(x ir.DatePart) (string, error) {
 	}
 	col := g.colRef(column)
 	big, dbl := d.TypeName(engine.Integer), d.TypeName(engine.Double)
-	clamped := fmt.Sprintf("(CASE WHEN %s IS NULL THEN NULL ELSE least(greatest(%s, %d), %d) END)", col, col, int64(*c.Lower), int64(*c.Upper))
+	// The column read as the 64-bit integer the plan takes it for (a
+	// per-person MIN of a date is a double on some engines), beside
+	// integer bounds: ClickHouse's least and greatest refuse a Float64
+	// beside a UInt64 or Int64 constant.
+	clamped := fmt.Sprintf("(CASE WHEN %s IS NULL THEN NULL ELSE least(greatest(CAST(%s AS %s), %d), %d) END)", col, col, big, int64(*c.Lower), int64(*c.Upper))
 	shift := x.Shift
 	if c.Type == catalog.Date {
 		if shift%catalog.MicrosPerDay != 0 {

@@ -45,11 +45,16 @@ func (g *sqlGen) preSQL(pre *ir.PreAggregate) (*selectStmt, error) {
 
 // preAggregate spells one per-person aggregate over the clamped values of
 // its column: totals in doubles (exact for whole numbers below 2^53 and
-// never failing), a minimum or maximum of whole numbers cast back to a
-// 64-bit integer (within ±2^53: the cast cannot fail).
+// never failing), a minimum or maximum of whole numbers, dates or
+// timestamps cast back to a 64-bit integer (within ±2^53: the cast cannot
+// fail), counts cast to a 64-bit integer. Each is cast to the type the
+// plan gives its column, so that the engine never meets two types where
+// the plan has one (ClickHouse's count is a UInt64, which its least and
+// greatest refuse beside a Float64).
 func (g *sqlGen) preAggregate(a *ir.Aggregate) (string, error) {
+	big := g.d.TypeName(engine.Integer)
 	if a.Func == ir.CountStar {
-		return "count(*)", nil
+		return "CAST(count(*) AS " + big + ")", nil
 	}
 	var arg string
 	var err error
@@ -63,7 +68,7 @@ func (g *sqlGen) preAggregate(a *ir.Aggregate) (string, error) {
 	}
 	switch {
 	case a.Func == ir.Count:
-		return "count(" + arg + ")", nil
+		return "CAST(count(" + arg + ") AS " + big + ")", nil
 	case a.Func == ir.Sum:
 		return "sum(" + arg + ")", nil
 	case a.Func == ir.Avg:
@@ -74,8 +79,8 @@ func (g *sqlGen) preAggregate(a *ir.Aggregate) (string, error) {
 		f = "max"
 	}
 	e := f + "(" + arg + ")"
-	if c := g.p.Table.Column(a.Column); c != nil && c.Type == catalog.Int && c.Bounded() && math.Abs(*c.Lower) <= ir.MaxExact && math.Abs(*c.Upper) <= ir.MaxExact {
-		e = "CAST(" + e + " AS " + g.d.TypeName(engine.Integer) + ")"
+	if c := g.p.Table.Column(a.Column); c != nil && (c.Type == catalog.Int || c.Type.Temporal()) && c.Bounded() && math.Abs(*c.Lower) <= ir.MaxExact && math.Abs(*c.Upper) <= ir.MaxExact {
+		e = "CAST(" + e + " AS " + big + ")"
 	}
 	return e, nil
 }

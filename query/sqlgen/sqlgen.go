@@ -667,6 +667,14 @@ func (g *sqlGen) expr(e ir.Expr) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		if x.Op == "ILIKE" || x.Op == "NOT ILIKE" {
+			return g.ilike(x, l)
+		}
+		if x.Op == "LIKE" || x.Op == "NOT LIKE" {
+			if err := g.require(engine.Like); err != nil {
+				return "", err
+			}
+		}
 		r, err := g.operand(x.Right)
 		if err != nil {
 			return "", err

@@ -28,6 +28,9 @@ func (g *sqlGen) textSQL(f *ir.TextFn) (string, error) {
 		}
 		args[i] = s
 	}
+	if err := g.require(engine.Construct(f.Func)); err != nil {
+		return "", err
+	}
 	if f.Func == "substr" {
 		args = append(args, strconv.FormatInt(f.From, 10))
 		if f.For >= 0 {
@@ -79,4 +82,37 @@ func (g *sqlGen) textLengthSQL(x ir.TextLength) (string, error) {
 		return e, nil
 	}
 	return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE least(greatest(%s, CAST(%g AS %s)), CAST(%g AS %s)) END", e, e, sp.Lo, dbl, sp.Hi, dbl), nil
+}
+
+// ilike spells l [NOT] ILIKE 'pattern' as lower(l) [NOT] LIKE 'pattern'
+// with the pattern's ASCII letters lowered, on every engine: ILIKE folds
+// the ASCII letters only, as lower and upper do. The engines' own ILIKE
+// fold other letters each its own way (DuckDB folds Ÿ to ÿ, PostgreSQL by
+// its locale), and ClickHouse 18.16 has none.
+func (g *sqlGen) ilike(x ir.Compare, l string) (string, error) {
+	if err := g.require(engine.ILike); err != nil {
+		return "", err
+	}
+	pat, ok := x.Right.Value.(string)
+	if x.Right.Kind != ir.Literal || !ok {
+		return "", fmt.Errorf("query: ILIKE needs a literal pattern")
+	}
+	folded, ok := engine.TextFunc(g.d, "lower", []string{l})
+	if !ok {
+		return "", fmt.Errorf("query: the %s dialect cannot spell lower", g.d.Name())
+	}
+	lit, err := engine.Literal(g.d, ir.ASCIILower(pat))
+	if err != nil {
+		return "", err
+	}
+	return folded + " " + strings.TrimSuffix(x.Op, "ILIKE") + "LIKE " + lit, nil
+}
+
+// require refuses, before the charge, a construct the dialect declines
+// (engine.Declining), naming it, the engine and what would be accepted.
+func (g *sqlGen) require(c engine.Construct) error {
+	if instead, declined := engine.Declined(g.d, c); declined {
+		return ir.Refuse("%s is not supported on the %s engine: %s", c, g.d.Name(), instead)
+	}
+	return nil
 }
