@@ -2,11 +2,18 @@ package sqlgen
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/dpstat/dpstat/engine"
 )
 
 // fromClause builds the plan's FROM: the private table (or view) alone,
 // joined with its public tables under the aliases t0, t1, …, or the
-// per-person pre-aggregation it reads.
+// per-person pre-aggregation it reads. When a private table is joined,
+// every private occurrence is read through capped: at most joinCap rows
+// per person, so that the join's rows per person are bounded before the
+// join, not only after it.
 func (g *sqlGen) fromClause(view string) (relation, error) {
 	q := g.p.Query
 	if q.Pre != nil {
@@ -20,7 +27,12 @@ func (g *sqlGen) fromClause(view string) (relation, error) {
 	if len(q.Joins) == 0 {
 		return table{name: view, quote: true}, nil
 	}
-	from := join{left: table{name: view, alias: "t0", quote: true}}
+	capJoins := g.privateJoin()
+	var left relation = table{name: view, alias: "t0", quote: true}
+	if capJoins {
+		left = g.capped(view, "t0", g.p.Table.PrivacyUnit, g.occurrenceColumns(""))
+	}
+	from := join{left: left}
 	for i, j := range q.Joins {
 		kind := "JOIN"
 		if j.Left {
@@ -30,9 +42,106 @@ func (g *sqlGen) fromClause(view string) (relation, error) {
 		for k, c := range j.On {
 			on[k] = g.colRef(c[0]) + " = " + g.colRef(c[1])
 		}
-		from.joins = append(from.joins, joinClause{kind: kind, right: table{name: j.Table, alias: fmt.Sprintf("t%d", i+1), quote: true}, on: on})
+		alias := fmt.Sprintf("t%d", i+1)
+		var right relation = table{name: j.Table, alias: alias, quote: true}
+		if j.Private {
+			unit, _ := j.Column(j.Unit)
+			right = g.capped(j.Table, alias, unit, g.occurrenceColumns(j.Alias))
+		}
+		from.joins = append(from.joins, joinClause{kind: kind, right: right, on: on})
 	}
 	return from, nil
+}
+
+// privateJoin reports whether the plan joins a private table: a join
+// whose rows per person grow with the product of that person's rows in
+// each private occurrence, unlike a public join, which multiplies them by
+// a public multiplicity.
+func (g *sqlGen) privateJoin() bool {
+	for _, j := range g.p.Query.Joins {
+		if j.Private {
+			return true
+		}
+	}
+	return false
+}
+
+// joinCap is the most rows per person that each private occurrence of a
+// private join keeps before the join: L0·L∞ of the plan's contribution
+// bounds (the most rows per person the bounding after the join keeps, so
+// that the cap still lets the join give each person that many rows), or,
+// for the inner query of a pre-aggregation, the first table's declared
+// max_groups_per_unit · max_rows_per_group (preCap).
+func (g *sqlGen) joinCap() int64 {
+	if g.preCap > 0 {
+		return g.preCap
+	}
+	return max(g.p.Contribution.Groups*g.p.Contribution.RowsPerGroup, 1)
+}
+
+// occurrenceColumns lists the catalog columns of a table occurrence of the
+// plan's relation, by their names in the table: the first table's (alias
+// "") are the relation's columns under their own names (a declared name
+// holds neither "." nor "#"), a joined occurrence's are those named
+// "alias.column" (ir.QualifiedName).
+func (g *sqlGen) occurrenceColumns(alias string) []string {
+	var out []string
+	for _, c := range g.p.Table.Columns {
+		if alias == "" {
+			if !strings.ContainsAny(c.Name, ".#") {
+				out = append(out, c.Name)
+			}
+			continue
+		}
+		if col, ok := strings.CutPrefix(c.Name, alias+"."); ok {
+			out = append(out, col)
+		}
+	}
+	return out
+}
+
+// capped reads table name under alias with at most joinCap rows per
+// person (unit, a column of the table; rows without a person are left
+// out, as the join and the row filter leave them out), chosen as the
+// bounding stages choose rows (see keepRandom): which rows of a person are
+// kept depends only on that person's rows and on the statement's
+// randomness, never on another person's rows.
+//
+//   - A LimitBy dialect (ClickHouse) keeps the rows with the smallest keyed
+//     hash of their values (LimitBy.RowKey with the statement's salt).
+//   - A Sampler dialect (DuckDB) spells the row stage once per read
+//     (splitPairs, sampledHistogram), so each read must keep the same rows:
+//     they are numbered per person by a keyed hash of their values
+//     (Sampler.RowHash) and then by the values themselves, an order that
+//     only ties rows equal in every column.
+//   - Any other dialect numbers each person's rows in a random order.
+//
+// The columns read are listed (never *), so that the row number's name
+// (rn$, which no declared column can hold) stays out of the relation.
+func (g *sqlGen) capped(name, alias, unit string, columns []string) relation {
+	n := g.joinCap()
+	qcols := make([]string, len(columns))
+	for i, c := range columns {
+		qcols[i] = g.ident(c)
+	}
+	src := table{name: name, quote: true}
+	where := []string{g.ident(unit) + " IS NOT NULL"}
+	if lb, ok := g.d.(engine.LimitBy); ok {
+		return subquery{alias: g.ident(alias), query: &selectStmt{items: cols(qcols...), from: src, where: where,
+			tail: lb.KeepFirst(lb.RowKey(g.salt, qcols), []string{g.ident(unit)}, n)}}
+	}
+	order := g.d.Random()
+	if sm, ok := g.d.(engine.Sampler); ok {
+		order = strings.Join(append([]string{sm.RowHash(g.salt, qcols)}, qcols...), ", ")
+	}
+	rn := "row_number() OVER (PARTITION BY " + g.ident(unit) + " ORDER BY " + order + ")"
+	limit := strconv.FormatInt(n, 10)
+	if g.d.SupportsQualify() {
+		return subquery{alias: g.ident(alias), query: &selectStmt{items: cols(qcols...), from: src, where: where, qualify: rn + " <= " + limit}}
+	}
+	rnName := g.ident("rn$")
+	numbered := &selectStmt{items: append(cols(qcols...), as(rn, rnName)), from: src, where: where}
+	return subquery{alias: g.ident(alias), query: &selectStmt{items: cols(qcols...), from: subquery{query: numbered, alias: "numbered"}, where: []string{rnName + " <= " + limit}}}
 }
 
 // colRef renders a column of the relation: its quoted name, qualified by

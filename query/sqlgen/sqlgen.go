@@ -37,15 +37,20 @@ type sqlGen struct {
 	d    engine.Dialect
 	p    *dpplan.Plan
 	form dpplan.Form
-	// salt keys the row hashes of a LimitBy dialect; drawn afresh for
-	// every statement.
+	// salt keys the row hashes of a LimitBy or Sampler dialect; drawn
+	// afresh for every statement.
 	salt uint64
+	// preCap, when positive, is joinCap for the inner query of a
+	// pre-aggregation, whose plan has no contribution bounds of its own.
+	preCap int64
 }
 
 // newSQLGen starts the generation of one statement.
 func newSQLGen(d engine.Dialect, p *dpplan.Plan, f dpplan.Form) *sqlGen {
 	g := &sqlGen{d: d, p: p, form: f}
-	if _, ok := d.(engine.LimitBy); ok {
+	_, lb := d.(engine.LimitBy)
+	_, sm := d.(engine.Sampler)
+	if lb || sm {
 		g.salt = newSalt()
 	}
 	return g
