@@ -65,11 +65,6 @@ type Sampler interface {
 	// Materialized is the keyword that makes a WITH query computed once
 	// (so that random values in it are the same wherever it is read).
 	Materialized() string
-	// RowHash spells a 64-bit key of the values of exprs (NULL included,
-	// as a value of its own) and salt: the same for a row wherever the
-	// statement reads it, so that a choice of rows made by it is the same
-	// in every read of a query the statement spells more than once.
-	RowHash(salt uint64, exprs []string) string
 	NullSafe
 }
 

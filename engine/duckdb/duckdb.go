@@ -547,12 +547,6 @@ func (dialect) NthSmallest(col string, n int64) string {
 	return "min(" + col + ", " + k + ")[" + k + "]"
 }
 
-// RowHash is DuckDB's hash of the salt and the values (hash takes any
-// number of arguments of any type, NULL included).
-func (dialect) RowHash(salt uint64, exprs []string) string {
-	return "hash(" + strings.Join(append([]string{strconv.FormatUint(salt, 10)}, exprs...), ", ") + ")"
-}
-
 // Materialized is DuckDB's AS MATERIALIZED.
 func (dialect) Materialized() string { return "MATERIALIZED" }
 

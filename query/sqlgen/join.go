@@ -110,11 +110,12 @@ func (g *sqlGen) occurrenceColumns(alias string) []string {
 //   - A LimitBy dialect (ClickHouse) keeps the rows with the smallest keyed
 //     hash of their values (LimitBy.RowKey with the statement's salt).
 //   - A Sampler dialect (DuckDB) spells the row stage once per read
-//     (splitPairs, sampledHistogram), so each read must keep the same rows:
-//     they are numbered per person by a keyed hash of their values
-//     (Sampler.RowHash) and then by the values themselves, an order that
-//     only ties rows equal in every column.
-//   - Any other dialect numbers each person's rows in a random order.
+//     (splitPairs, sampledHistogram), and every read must see the same
+//     rows: the capped occurrence is a MATERIALIZED stage of the statement
+//     (named alias$capped, which no catalog table can be named), computed
+//     once with a random order, and read under alias.
+//   - Any other dialect numbers each person's rows in a random order, in a
+//     subquery the statement reads once.
 //
 // The columns read are listed (never *), so that the row number's name
 // (rn$, which no declared column can hold) stays out of the relation.
@@ -130,18 +131,35 @@ func (g *sqlGen) capped(name, alias, unit string, columns []string) relation {
 		return subquery{alias: g.ident(alias), query: &selectStmt{items: cols(qcols...), from: src, where: where,
 			tail: lb.KeepFirst(lb.RowKey(g.salt, qcols), []string{g.ident(unit)}, n)}}
 	}
-	order := g.d.Random()
-	if sm, ok := g.d.(engine.Sampler); ok {
-		order = strings.Join(append([]string{sm.RowHash(g.salt, qcols)}, qcols...), ", ")
-	}
-	rn := "row_number() OVER (PARTITION BY " + g.ident(unit) + " ORDER BY " + order + ")"
+	rn := "row_number() OVER (PARTITION BY " + g.ident(unit) + " ORDER BY " + g.d.Random() + ")"
 	limit := strconv.FormatInt(n, 10)
+	var body *selectStmt
 	if g.d.SupportsQualify() {
-		return subquery{alias: g.ident(alias), query: &selectStmt{items: cols(qcols...), from: src, where: where, qualify: rn + " <= " + limit}}
+		body = &selectStmt{items: cols(qcols...), from: src, where: where, qualify: rn + " <= " + limit}
+	} else {
+		rnName := g.ident("rn$")
+		numbered := &selectStmt{items: append(cols(qcols...), as(rn, rnName)), from: src, where: where}
+		body = &selectStmt{items: cols(qcols...), from: subquery{query: numbered, alias: "numbered"}, where: []string{rnName + " <= " + limit}}
 	}
-	rnName := g.ident("rn$")
-	numbered := &selectStmt{items: append(cols(qcols...), as(rn, rnName)), from: src, where: where}
-	return subquery{alias: g.ident(alias), query: &selectStmt{items: cols(qcols...), from: subquery{query: numbered, alias: "numbered"}, where: []string{rnName + " <= " + limit}}}
+	if sm, ok := g.d.(engine.Sampler); ok {
+		st := stage{name: g.ident(alias + "$capped"), kw: sm.Materialized(), body: body}
+		g.caps = append(g.caps, st)
+		return table{name: st.name, alias: g.ident(alias)}
+	}
+	return subquery{alias: g.ident(alias), query: body}
+}
+
+// render spells n through the dialect, after the stages of the capped
+// private occurrences it reads (g.caps), if any.
+func (g *sqlGen) render(n sqlNode) string {
+	if len(g.caps) == 0 {
+		return render(g.d, n)
+	}
+	st, ok := n.(*statement)
+	if !ok {
+		st = &statement{body: n}
+	}
+	return render(g.d, &statement{stages: append(append([]stage{}, g.caps...), st.stages...), body: st.body})
 }
 
 // colRef renders a column of the relation: its quoted name, qualified by

@@ -43,6 +43,7 @@ func (g *sqlGen) preSQL(pre *ir.PreAggregate) (*selectStmt, error) {
 	if err != nil {
 		return nil, err
 	}
+	g.caps = append(g.caps, ig.caps...)
 	return &selectStmt{items: items, from: source, where: conds, groupBy: keys}, nil
 }
 
