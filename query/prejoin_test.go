@@ -146,6 +146,9 @@ var prejoinQueries = []struct {
 	{"SELECT x.day, COUNT(*), SUM(x.v) FROM t x JOIN p y ON x.pid = y.pid GROUP BY x.day", true},
 	{"SELECT y.kind, COUNT(*), SUM(y.w) FROM t x JOIN p y USING (pid) GROUP BY y.kind", true},
 	{"SELECT x.day, COUNT(*) FROM t x LEFT JOIN p y ON x.pid = y.pid WHERE y.w >= 5 OR y.kind IS NULL GROUP BY x.day", true},
+	// Each occurrence's own conjuncts filter its rows before the cap, so
+	// the heavy person's kept rows are among those that match.
+	{"SELECT COUNT(*), SUM(x.v) FROM t x JOIN p y ON x.pid = y.pid WHERE y.kind = 'a' AND x.day = 2", true},
 	{"SELECT COUNT(*), SUM(z.w) FROM t x JOIN p y ON x.pid = y.pid JOIN p z ON x.pid = z.pid", true},
 	{"SELECT COUNT(*) FROM (SELECT x.pid, COUNT(*) AS n FROM t x JOIN p y ON x.pid = y.pid GROUP BY x.pid) s WHERE n >= 2", true},
 	{"SELECT AVG(x.v), MEDIAN(y.w) FROM t x JOIN p y ON x.pid = y.pid", false},

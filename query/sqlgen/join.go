@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/dpstat/dpstat/engine"
+	"github.com/dpstat/dpstat/query/ir"
 )
 
 // fromClause builds the plan's FROM: the private table (or view) alone,
@@ -28,9 +29,16 @@ func (g *sqlGen) fromClause(view string) (relation, error) {
 		return table{name: view, quote: true}, nil
 	}
 	capJoins := g.privateJoin()
+	var filters [][]string
+	if capJoins {
+		var err error
+		if filters, err = g.occurrenceFilters(); err != nil {
+			return nil, err
+		}
+	}
 	var left relation = table{name: view, alias: "t0", quote: true}
 	if capJoins {
-		left = g.capped(view, "t0", g.p.Table.PrivacyUnit, g.occurrenceColumns(""))
+		left = g.capped(view, "t0", g.p.Table.PrivacyUnit, g.occurrenceColumns(""), filters[0])
 	}
 	from := join{left: left}
 	for i, j := range q.Joins {
@@ -46,7 +54,7 @@ func (g *sqlGen) fromClause(view string) (relation, error) {
 		var right relation = table{name: j.Table, alias: alias, quote: true}
 		if j.Private {
 			unit, _ := j.Column(j.Unit)
-			right = g.capped(j.Table, alias, unit, g.occurrenceColumns(j.Alias))
+			right = g.capped(j.Table, alias, unit, g.occurrenceColumns(j.Alias), filters[i+1])
 		}
 		from.joins = append(from.joins, joinClause{kind: kind, right: right, on: on})
 	}
@@ -79,6 +87,63 @@ func (g *sqlGen) joinCap() int64 {
 	return max(g.p.Contribution.Groups*g.p.Contribution.RowsPerGroup, 1)
 }
 
+// occurrenceFilters spells, for each occurrence (t0, then each join's),
+// the conjuncts of the query's WHERE that read only that occurrence's
+// columns, where filtering its rows before the join keeps the join's
+// result: the first table's, and an INNER-joined occurrence's (a row that
+// fails such a conjunct fails it in every joined row it is part of), not a
+// LEFT-joined one's (its failing rows become NULL-extended rows, which the
+// conjunct reads differently). capped filters each occurrence by them
+// before it chooses a person's rows, so that the rows it keeps are among
+// those the query counts; the WHERE still applies after the join.
+func (g *sqlGen) occurrenceFilters() ([][]string, error) {
+	q := g.p.Query
+	out := make([][]string, len(q.Joins)+1)
+	var conjuncts []ir.Expr
+	var flatten func(e ir.Expr)
+	flatten = func(e ir.Expr) {
+		if a, ok := e.(ir.And); ok {
+			for _, x := range a.Args {
+				flatten(x)
+			}
+			return
+		}
+		if e != nil {
+			conjuncts = append(conjuncts, e)
+		}
+	}
+	flatten(q.Where)
+	for _, c := range conjuncts {
+		occ := -1
+		ok := ir.WalkColumns(c, func(name string) {
+			o := -2 // a name of no occurrence (a derived column)
+			for i, j := range q.Joins {
+				if _, in := j.Column(name); in {
+					o = i + 1
+				}
+			}
+			if o == -2 && !strings.ContainsAny(name, ".#") && g.p.Table.Column(name) != nil {
+				o = 0
+			}
+			switch {
+			case o == -2 || (occ >= 0 && occ != o):
+				occ = -2
+			case occ == -1:
+				occ = o
+			}
+		})
+		if !ok || occ < 0 || (occ > 0 && q.Joins[occ-1].Left) {
+			continue
+		}
+		e, err := g.expr(c)
+		if err != nil {
+			return nil, err
+		}
+		out[occ] = append(out[occ], "("+e+")")
+	}
+	return out, nil
+}
+
 // occurrenceColumns lists the catalog columns of a table occurrence of the
 // plan's relation, by their names in the table: the first table's (alias
 // "") are the relation's columns under their own names (a declared name
@@ -102,7 +167,9 @@ func (g *sqlGen) occurrenceColumns(alias string) []string {
 
 // capped reads table name under alias with at most joinCap rows per
 // person (unit, a column of the table; rows without a person are left
-// out, as the join and the row filter leave them out), chosen as the
+// out, as the join and the row filter leave them out, and so are rows
+// that fail filters, the WHERE conjuncts of this occurrence alone: see
+// occurrenceFilters), chosen as the
 // bounding stages choose rows (see keepRandom): which rows of a person are
 // kept depends only on that person's rows and on the statement's
 // randomness, never on another person's rows.
@@ -119,14 +186,16 @@ func (g *sqlGen) occurrenceColumns(alias string) []string {
 //
 // The columns read are listed (never *), so that the row number's name
 // (rn$, which no declared column can hold) stays out of the relation.
-func (g *sqlGen) capped(name, alias, unit string, columns []string) relation {
+func (g *sqlGen) capped(name, alias, unit string, columns []string, filters []string) relation {
 	n := g.joinCap()
 	qcols := make([]string, len(columns))
 	for i, c := range columns {
 		qcols[i] = g.ident(c)
 	}
-	src := table{name: name, quote: true}
-	where := []string{g.ident(unit) + " IS NOT NULL"}
+	// The table is read under the occurrence's alias, which the filters'
+	// column references name (colRef).
+	src := table{name: name, alias: alias, quote: true}
+	where := append([]string{g.ident(unit) + " IS NOT NULL"}, filters...)
 	if lb, ok := g.d.(engine.LimitBy); ok {
 		return subquery{alias: g.ident(alias), query: &selectStmt{items: cols(qcols...), from: src, where: where,
 			tail: lb.KeepFirst(lb.RowKey(g.salt, qcols), []string{g.ident(unit)}, n)}}

@@ -1,6 +1,6 @@
 -- SELECT x.day, COUNT(*), SUM(x.v) FROM t x LEFT JOIN p y ON x.pid = y.pid WHERE y.kind = 'a' GROUP BY x.day
-WITH "t0$capped" AS MATERIALIZED (SELECT "pid", "day", "v" FROM "t" WHERE "pid" IS NOT NULL QUALIFY row_number() OVER (PARTITION BY "pid" ORDER BY random()) <= 6),
-"t1$capped" AS MATERIALIZED (SELECT "pid", "kind" FROM "p" WHERE "pid" IS NOT NULL QUALIFY row_number() OVER (PARTITION BY "pid" ORDER BY random()) <= 6),
+WITH "t0$capped" AS MATERIALIZED (SELECT "pid", "day", "v" FROM "t" AS "t0" WHERE "pid" IS NOT NULL QUALIFY row_number() OVER (PARTITION BY "pid" ORDER BY random()) <= 6),
+"t1$capped" AS MATERIALIZED (SELECT "pid", "kind" FROM "p" AS "t1" WHERE "pid" IS NOT NULL QUALIFY row_number() OVER (PARTITION BY "pid" ORDER BY random()) <= 6),
 per_unit AS MATERIALIZED (SELECT u, k0, count(*) AS n, least(count(*), 3) AS s0, sum(v1) AS s1, nullif(count(v1), 0) AS s2, random() AS h FROM (SELECT "t0"."pid" AS u, "t0"."day" AS k0, CASE WHEN "t0"."v" IS NULL THEN NULL ELSE least(greatest("t0"."v", 0), 10) END AS v1, random() AS rk FROM "t0$capped" AS "t0" LEFT JOIN "t1$capped" AS "t1" ON "t0"."pid" = "t1"."pid" WHERE "t0"."pid" IS NOT NULL AND "t0"."day" IN (1, 2, 3) AND ("t1"."kind" = 'a')) AS r GROUP BY u, k0),
 thresholds AS (SELECT u, min(h, 3)[3] AS t FROM per_unit GROUP BY u),
 per_unit_bounded AS (SELECT per_unit.* FROM per_unit JOIN thresholds ON per_unit.u = thresholds.u WHERE t IS NULL OR h < t),
