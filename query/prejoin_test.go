@@ -175,6 +175,20 @@ func TestPrejoinCapNeighboursPostgres(t *testing.T) {
 	testPrejoinCap(t, "postgres")
 }
 
+// TestPrejoinCapNote checks that the answer's notes state the cap: one
+// group, so L0·L∞ = 1·2 rows per person of each table.
+func TestPrejoinCapNote(t *testing.T) {
+	svc := prejoinService(t, "duckdb", "d", 0)
+	prep, err := svc.Prepare("SELECT COUNT(*) FROM t x JOIN p y ON x.pid = y.pid", neighbourOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := strings.Join(prep.Plan.Notes(), "\n")
+	if !strings.Contains(notes, "before the join each person keeps at most 2 row(s) of each table of the join") {
+		t.Errorf("the notes do not state the cap before the join:\n%s", notes)
+	}
+}
+
 func testPrejoinCap(t *testing.T, kind string) {
 	full := prejoinService(t, kind, "d", 0)
 	heavyLess := prejoinService(t, kind, "heavy", prejoinHeavy)
