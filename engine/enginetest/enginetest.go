@@ -196,6 +196,14 @@ var Battery = append([]Case{
 		Want: "1 22 158; 2 21 122; 3 0 0"},
 	{Name: "per-person pre-aggregation", SQL: "SELECT COUNT(*), SUM(LEAST(n, 3)), MAX(m) FROM (SELECT pid, COUNT(*) AS n, MAX(v) AS m FROM visits GROUP BY pid) s",
 		Want: "62 64 10"},
+	// A private join (visits with itself, on the person): each occurrence
+	// keeps at most L0·L∞ rows per person before the join (2 here, with
+	// one group; 4 in a pre-aggregation, by the declared 2·2), so the heavy
+	// person's 300 rows become 4 joined rows, not 90,000, and 16 under the
+	// pre-aggregation.
+	{Name: "private join capped before the join", SQL: "SELECT COUNT(*), COUNT(DISTINCT x.pid) FROM visits x JOIN visits y ON x.pid = y.pid", Want: "63 62"},
+	{Name: "private join filtered before the cap", SQL: "SELECT COUNT(*), COUNT(DISTINCT x.pid) FROM visits x JOIN visits y ON x.pid = y.pid WHERE x.g = 1 AND y.x >= 2", Want: "14 13"},
+	{Name: "private join pre-aggregated", SQL: "SELECT COUNT(*), SUM(LEAST(n, 20)) FROM (SELECT x.pid, COUNT(*) AS n FROM visits x JOIN visits y ON x.pid = y.pid GROUP BY x.pid) s", Want: "62 77"},
 	{Name: "distinct values", SQL: "SELECT g, COUNT(DISTINCT v), COUNT(DISTINCT region) FROM visits GROUP BY g", Want: "1 8 2; 2 7 3; 3 7 2"},
 
 	// Key selection: region has no public list; "east" has one person.

@@ -40,6 +40,7 @@ var Tables = []Table{
 	{Name: "visits", File: "visits.csv",
 		Columns: []Column{{"pid", catalog.Int}, {"g", catalog.Int}, {"v", catalog.Int}, {"x", catalog.Float}, {"region", catalog.Text}},
 		Declaration: `    privacy_unit: pid
+    id_space: persons
     max_groups_per_unit: 2
     max_rows_per_group: 2
     columns:

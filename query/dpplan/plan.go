@@ -51,7 +51,7 @@ func (p *Plan) Notes() []string {
 			table += " AS " + j.Alias
 		}
 		if j.Private {
-			n = append(n, fmt.Sprintf("%s with %s on %s, a table about the same people: every joined row is one person's, and each person's joined rows are bounded as above", kind, table, strings.Join(on, " AND ")))
+			n = append(n, fmt.Sprintf("%s with %s on %s, a table about the same people: every joined row is one person's; before the join each person keeps at most %d row(s) of each table of the join, chosen at random, and each person's joined rows are bounded as above", kind, table, strings.Join(on, " AND "), max(p.Contribution.Groups*p.Contribution.RowsPerGroup, 1)))
 			continue
 		}
 		n = append(n, fmt.Sprintf("%s with public table %s on %s (public: its values are read from the data at no cost)", kind, table, strings.Join(on, " AND ")))

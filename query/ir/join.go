@@ -27,6 +27,10 @@ type Join struct {
 	Alias string
 	// Private is true for a private table of the private table's id space.
 	Private bool
+	// Unit is a private occurrence's privacy unit column, named
+	// "alias.column" ("" for a public table): its rows are bounded per
+	// person by it before the join (see sqlgen's capped).
+	Unit string
 	// Left is true for LEFT JOIN: private rows without a match are kept,
 	// with NULL public columns.
 	Left bool

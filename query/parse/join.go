@@ -58,6 +58,9 @@ func (p *parser) fromJoin(je *pg.JoinExpr) error {
 			return err
 		}
 		join := ir.Join{Table: right.Table.Name, Alias: right.Alias, Private: !right.Table.Public}
+		if join.Private {
+			join.Unit = ir.QualifiedName(right.Alias, right.Table.PrivacyUnit)
+		}
 		switch j.Jointype {
 		case pg.JoinType_JOIN_INNER:
 		case pg.JoinType_JOIN_LEFT:

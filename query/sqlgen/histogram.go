@@ -60,7 +60,7 @@ func HistogramSQL(p *dpplan.Plan, d engine.Dialect, h int) (string, error) {
 	st := &statement{stages: []stage{{name: "r", body: rows}}}
 	if !p.Bounded {
 		st.body = final(stageRef("r"))
-		return render(d, st), nil
+		return g.render(st), nil
 	}
 	if sm, ok := d.(engine.Sampler); ok {
 		// The sampled rows carry the random key rk of each row (see
@@ -103,7 +103,7 @@ func HistogramSQL(p *dpplan.Plan, d engine.Dialect, h int) (string, error) {
 		from = join{left: from, joins: []joinClause{{kind: "JOIN", right: subquery{query: pairs, alias: "pairs"}, on: on}}}
 	}
 	st.body = final(from)
-	return render(d, st), nil
+	return g.render(st), nil
 }
 
 // sampledHistogram writes the bounded histogram statement for dialects
@@ -154,7 +154,7 @@ func (g *sqlGen) sampledHistogram(sm engine.Sampler, rows, sampledRows *selectSt
 	}
 	heavy := &selectStmt{items: append(cols(keys...), as(sm.Unnest("bs"), "b")), from: subquery{query: sampled, alias: "sampled"}}
 	stages = append(stages, stage{name: "kept", body: &unionAll{parts: []sqlNode{light, heavy}, lines: true}})
-	return render(g.d, &statement{stages: stages, body: final(stageRef("kept"))})
+	return g.render(&statement{stages: stages, body: final(stageRef("kept"))})
 }
 
 // bin spells the candidate bin of a histogram's column value.

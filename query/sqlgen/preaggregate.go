@@ -12,6 +12,9 @@ import (
 // preSQL builds the pre-aggregation, read as a subquery.
 func (g *sqlGen) preSQL(pre *ir.PreAggregate) (*selectStmt, error) {
 	ig := newSQLGen(g.d, &dpplan.Plan{Query: pre.Query, Table: pre.Relation, Bounded: true}, dpplan.CleanForm)
+	// A private join inside is capped per person by the first table's
+	// declared bounds (see joinCap).
+	ig.preCap = max(pre.Relation.MaxGroupsPerUnit*pre.Relation.MaxRowsPerGroup, 1)
 	var items []item
 	for _, c := range pre.Columns {
 		if c.Key != "" {
@@ -40,6 +43,7 @@ func (g *sqlGen) preSQL(pre *ir.PreAggregate) (*selectStmt, error) {
 	if err != nil {
 		return nil, err
 	}
+	g.caps = append(g.caps, ig.caps...)
 	return &selectStmt{items: items, from: source, where: conds, groupBy: keys}, nil
 }
 

@@ -40,6 +40,13 @@ type sqlGen struct {
 	// salt keys the row hashes of a LimitBy dialect; drawn afresh for
 	// every statement.
 	salt uint64
+	// preCap, when positive, is joinCap for the inner query of a
+	// pre-aggregation, whose plan has no contribution bounds of its own.
+	preCap int64
+	// caps are the stages that capped adds: the private occurrences of a
+	// private join, capped per person, computed once (see capped); g.render
+	// puts them first in the statement.
+	caps []stage
 }
 
 // newSQLGen starts the generation of one statement.
@@ -223,12 +230,12 @@ func (g *sqlGen) generate() (string, error) {
 			}
 		}
 		one := &selectStmt{items: append(rows.items[:nk:nk], aggs(exact)...), from: rows.from, where: rows.where, groupBy: keys}
-		return render(g.d, one), nil
+		return g.render(one), nil
 	}
 	st := &statement{stages: []stage{{name: "r", body: rows}}}
 	if !p.Bounded {
 		st.body = perGroup(stageRef("r"), exact)
-		return render(g.d, st), nil
+		return g.render(st), nil
 	}
 
 	// Bounded: keep at most RowsPerGroup rows per (person, group), sum per
@@ -264,7 +271,7 @@ func (g *sqlGen) generate() (string, error) {
 		from = "per_unit_bounded"
 	}
 	st.body = perGroup(stageRef(from), g.resum)
-	return render(g.d, st), nil
+	return g.render(st), nil
 }
 
 // perShard reports whether the statement bounds each person on the
@@ -340,7 +347,7 @@ func (g *sqlGen) shardBounded(sb engine.ShardBounder, rows *selectStmt, rowExprs
 	source := g.ident(rows.from.(table).name)
 	perShard := sb.ShardGroups(source, strings.Join(rows.where, " AND "), keyExprs, keys, sums, render(g.d, perGroup))
 	final := &selectStmt{items: append(cols(keys...), aggs(g.resum)...), from: subquery{query: rawSQL(perShard), alias: "per_shard"}, groupBy: keys, settings: sb.PerShard()}
-	return render(g.d, final)
+	return g.render(final)
 }
 
 // checkJoins refuses, before anything runs, a join the dialect cannot
@@ -403,7 +410,7 @@ func (g *sqlGen) sampled(sm engine.Sampler, rows *selectStmt, keys, rowExprs []s
 	stages, from := g.keepGroups(sm, append(cols(keys...), aggs(perUnit)...), stageRef("r"), append([]string{"u"}, keys...))
 	st := &statement{stages: append([]stage{{name: "r", body: rows}}, stages...)}
 	st.body = &selectStmt{items: append(cols(keys...), aggs(g.resum)...), from: stageRef(from), groupBy: keys}
-	return render(g.d, st)
+	return g.render(st)
 }
 
 // splitPairs writes the sampled bounding of a plan that sums or counts
@@ -459,7 +466,7 @@ func (g *sqlGen) splitPairs(sm engine.Sampler, rows *selectStmt, keys, rowExprs 
 		&selectStmt{items: list, from: stageRef("sampled")},
 	}}
 	st := &statement{stages: stages, body: &selectStmt{items: append(cols(keys...), aggs(g.resum)...), from: subquery{query: keptValues, alias: "kept_values"}, groupBy: keys}}
-	return render(g.d, st)
+	return g.render(st)
 }
 
 // keepGroups builds the per-person stages of the sampled bounding: the

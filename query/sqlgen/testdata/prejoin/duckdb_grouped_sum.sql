@@ -1,0 +1,9 @@
+-- SELECT x.day, COUNT(*), SUM(x.v) FROM t x LEFT JOIN p y ON x.pid = y.pid WHERE y.kind = 'a' GROUP BY x.day
+WITH "t0$capped" AS MATERIALIZED (SELECT "pid", "day", "v" FROM "t" AS "t0" WHERE "pid" IS NOT NULL QUALIFY row_number() OVER (PARTITION BY "pid" ORDER BY random()) <= 6),
+"t1$capped" AS MATERIALIZED (SELECT "pid", "kind" FROM "p" AS "t1" WHERE "pid" IS NOT NULL QUALIFY row_number() OVER (PARTITION BY "pid" ORDER BY random()) <= 6),
+per_unit AS MATERIALIZED (SELECT u, k0, count(*) AS n, least(count(*), 3) AS s0, sum(v1) AS s1, nullif(count(v1), 0) AS s2, random() AS h FROM (SELECT "t0"."pid" AS u, "t0"."day" AS k0, CASE WHEN "t0"."v" IS NULL THEN NULL ELSE least(greatest("t0"."v", 0), 10) END AS v1, random() AS rk FROM "t0$capped" AS "t0" LEFT JOIN "t1$capped" AS "t1" ON "t0"."pid" = "t1"."pid" WHERE "t0"."pid" IS NOT NULL AND "t0"."day" IN (1, 2, 3) AND ("t1"."kind" = 'a')) AS r GROUP BY u, k0),
+thresholds AS (SELECT u, min(h, 3)[3] AS t FROM per_unit GROUP BY u),
+per_unit_bounded AS (SELECT per_unit.* FROM per_unit JOIN thresholds ON per_unit.u = thresholds.u WHERE t IS NULL OR h < t),
+kept AS MATERIALIZED (SELECT * FROM per_unit_bounded),
+sampled AS (SELECT u, k0, least(count(*), 3) AS s0, list_sum(min_by(v1, rk, 3)) AS s1, list_count(min_by(v1, rk, 3)) AS s2 FROM (SELECT "t0"."pid" AS u, "t0"."day" AS k0, CASE WHEN "t0"."v" IS NULL THEN NULL ELSE least(greatest("t0"."v", 0), 10) END AS v1, random() AS rk FROM "t0$capped" AS "t0" LEFT JOIN "t1$capped" AS "t1" ON "t0"."pid" = "t1"."pid" WHERE "t0"."pid" IS NOT NULL AND "t0"."day" IN (1, 2, 3) AND ("t1"."kind" = 'a')) AS r JOIN (SELECT u AS pair_u, k0 AS pair_k0 FROM kept WHERE n > 3) AS heavy ON u = pair_u AND k0 IS NOT DISTINCT FROM pair_k0 GROUP BY u, k0)
+SELECT k0, sum(s0) AS s0, sum(s1) AS s1, sum(s2) AS s2 FROM (SELECT u, k0, s0, s1, s2 FROM kept WHERE n <= 3 UNION ALL SELECT u, k0, s0, s1, s2 FROM sampled) AS kept_values GROUP BY k0

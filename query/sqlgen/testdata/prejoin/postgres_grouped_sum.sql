@@ -1,0 +1,6 @@
+-- SELECT x.day, COUNT(*), SUM(x.v) FROM t x LEFT JOIN p y ON x.pid = y.pid WHERE y.kind = 'a' GROUP BY x.day
+WITH r AS (SELECT "t0"."pid" AS u, "t0"."day" AS k0, CASE WHEN "t0"."v" IS NULL THEN NULL ELSE least(greatest("t0"."v", 0), 10) END AS v1 FROM (SELECT "pid", "day", "v" FROM (SELECT "pid", "day", "v", row_number() OVER (PARTITION BY "pid" ORDER BY random()) AS "rn$" FROM "t" AS "t0" WHERE "pid" IS NOT NULL) AS numbered WHERE "rn$" <= 6) AS "t0" LEFT JOIN (SELECT "pid", "kind" FROM (SELECT "pid", "kind", row_number() OVER (PARTITION BY "pid" ORDER BY random()) AS "rn$" FROM "p" AS "t1" WHERE "pid" IS NOT NULL) AS numbered WHERE "rn$" <= 6) AS "t1" ON "t0"."pid" = "t1"."pid" WHERE "t0"."pid" IS NOT NULL AND "t0"."day" IN (1, 2, 3) AND ("t1"."kind" = 'a')),
+r_bounded AS (SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY u, k0 ORDER BY random()) AS rn FROM r) AS numbered WHERE rn <= 3),
+per_unit AS (SELECT u, k0, count(*) AS s0, sum(CAST(v1 AS bigint)) AS s1, count(v1) AS s2 FROM r_bounded GROUP BY u, k0),
+per_unit_bounded AS (SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY u ORDER BY random()) AS rn FROM per_unit) AS numbered WHERE rn <= 2)
+SELECT k0, sum(CAST(s0 AS bigint)) AS s0, sum(CAST(s1 AS bigint)) AS s1, sum(CAST(s2 AS bigint)) AS s2 FROM per_unit_bounded GROUP BY k0

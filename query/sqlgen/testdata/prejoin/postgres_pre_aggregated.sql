@@ -1,0 +1,3 @@
+-- SELECT COUNT(*) FROM (SELECT x.pid, COUNT(*) AS n FROM t x JOIN p y ON x.pid = y.pid GROUP BY x.pid) s WHERE n >= 2
+WITH r AS (SELECT 1 AS one FROM (SELECT "t0"."pid" AS "pid", count(*) AS "n" FROM (SELECT "pid", "day", "v" FROM (SELECT "pid", "day", "v", row_number() OVER (PARTITION BY "pid" ORDER BY random()) AS "rn$" FROM "t" AS "t0" WHERE "pid" IS NOT NULL) AS numbered WHERE "rn$" <= 6) AS "t0" JOIN (SELECT "pid", "kind" FROM (SELECT "pid", "kind", row_number() OVER (PARTITION BY "pid" ORDER BY random()) AS "rn$" FROM "p" AS "t1" WHERE "pid" IS NOT NULL) AS numbered WHERE "rn$" <= 6) AS "t1" ON "t0"."pid" = "t1"."pid" WHERE "t0"."pid" IS NOT NULL GROUP BY "t0"."pid") AS "t0" WHERE ("n" >= 2))
+SELECT count(*) AS s0 FROM r
