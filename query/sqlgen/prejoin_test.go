@@ -18,7 +18,7 @@ import (
 	"github.com/dpstat/dpstat/query/parse"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/prejoin")
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden and testdata/prejoin")
 
 // prejoinCatalog declares two private tables of one id space (t: at most
 // 2 groups and 3 rows per group per person; p) and a public table.
