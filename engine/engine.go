@@ -283,6 +283,15 @@ type StrictUnderflow interface {
 }
 
 // smallestNormal is the smallest positive normal double, 2^-1022.
+// MaxStatementBytes is the longest statement dpstat sends an engine. The
+// planner refuses, before the charge, a query whose statements would be
+// longer (nested expressions over computed values repeat them, so the
+// text can grow faster than the query's), and engines that limit the
+// statements they parse are configured to take this much (ClickHouse's
+// max_query_size), so that no statement fails after the charge for its
+// length.
+const MaxStatementBytes = 4 << 20
+
 const smallestNormal = 0x1p-1022
 
 // flushTiny spells expr op c, or 0 where |expr| < below, for a dialect

@@ -390,7 +390,44 @@ func prepareWith(ctx context.Context, cat *catalog.Catalog, d engine.Dialect, sq
 		}
 		prep.HistogramSQL = append(prep.HistogramSQL, hs)
 	}
+	if err := statementsFit(prep); err != nil {
+		return nil, err
+	}
 	return prep, nil
+}
+
+// statementsFit refuses, before the charge, a query any of whose
+// statements (every form the data may need, and the histograms) is longer
+// than an engine takes (engine.MaxStatementBytes): its length is a
+// function of the query and the catalog alone, and a statement the engine
+// refuses for its length would fail after the charge.
+func statementsFit(p *Prepared) error {
+	check := func(s string) error {
+		if len(s) > engine.MaxStatementBytes {
+			return ir.Refuse("the statement dpstat would run for this query is %d bytes, over the %d an engine takes: simplify nested expressions (a LEAST, GREATEST or CASE over a computed value repeats it in the statement)", len(s), engine.MaxStatementBytes)
+		}
+		return nil
+	}
+	if err := check(p.SQL); err != nil {
+		return err
+	}
+	if p.SQL != "" {
+		for f := p.Plan.FirstForm() + 1; f <= dpplan.IntegerForm; f++ {
+			s, err := p.FormSQL(f)
+			if err != nil {
+				return err
+			}
+			if err := check(s); err != nil {
+				return err
+			}
+		}
+	}
+	for _, hs := range p.HistogramSQL {
+		if err := check(hs); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // EngineError reports that a query failed after its cost was charged: the

@@ -168,6 +168,8 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	e.settings = ch.Settings{
 		"max_execution_time": max(int(math.Ceil(timeout.Seconds())), 1),
 		"join_use_nulls":     1, // an unmatched LEFT JOIN row reads NULL, as in SQL
+		// The planner refuses longer statements before the charge.
+		"max_query_size": engine.MaxStatementBytes + 1<<16,
 	}
 	switch ro {
 	case "0":

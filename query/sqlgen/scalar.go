@@ -11,10 +11,23 @@ import (
 	"github.com/dpstat/dpstat/query/ir"
 )
 
-// scalarSQL renders a scalar for the engine, every value a double: a
+// scalarSQL spells s (see scalarNode), refusing, free, an expression
+// whose spelling is longer than an engine takes: some spellings repeat
+// their arguments (a clamp, ClickHouse's NULL-skipping LEAST), so the text
+// can grow exponentially with the nesting, and checking each node as it is
+// built bounds the work and memory of planning whatever the query.
+func (g *sqlGen) scalarSQL(s ir.Scalar) (string, error) {
+	e, err := g.scalarNode(s)
+	if err == nil && len(e) > engine.MaxStatementBytes {
+		return "", ir.Refuse("an expression of this query spells as %d bytes of SQL, over the %d an engine takes: simplify nested expressions (a LEAST, GREATEST or CASE over a computed value repeats it in the statement)", len(e), engine.MaxStatementBytes)
+	}
+	return e, err
+}
+
+// scalarNode renders a scalar for the engine, every value a double: a
 // bounded column clamped to its bounds in t (NULL kept NULL), an unbounded
 // one as it is (only LEAST and GREATEST read it, see rawRange).
-func (g *sqlGen) scalarSQL(s ir.Scalar) (string, error) {
+func (g *sqlGen) scalarNode(s ir.Scalar) (string, error) {
 	d := g.d
 	dbl := d.TypeName(engine.Double)
 	switch x := s.(type) {
