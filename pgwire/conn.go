@@ -175,9 +175,11 @@ func (s *Server) serveConn(c net.Conn, pending *pendingConn) {
 	s.opts.Audit.Record(server.AuditEvent{Event: server.EventLogin, Via: "pg", Address: c.RemoteAddr().String(), Analyst: user})
 	a := login.Analyst
 	be.SetAuthType(pgproto3.AuthTypeOk)
-	// Logged in: the connection stops counting against its address and
-	// takes a session slot, if one is free.
-	pending.done()
+	// Logged in: the connection stops counting as waiting and takes a
+	// session slot, if one is free; one displaced meanwhile ends.
+	if !pending.login() {
+		return
+	}
 	select {
 	case s.slots <- struct{}{}:
 		defer func() { <-s.slots }()
