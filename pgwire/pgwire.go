@@ -65,10 +65,10 @@ const (
 	DefaultStartupTimeout = 5 * time.Second
 	// DefaultMaxPending bounds the connections that have not logged in
 	// yet, from every address together.
-	DefaultMaxPending = 128
-	DefaultIdleTimeout       = 30 * time.Minute
-	DefaultQueryTimeout      = 30 * time.Second
-	DefaultMaxQueryLen       = 16 << 10
+	DefaultMaxPending   = 128
+	DefaultIdleTimeout  = 30 * time.Minute
+	DefaultQueryTimeout = 30 * time.Second
+	DefaultMaxQueryLen  = 16 << 10
 	// ServerVersion is what the front end reports as server_version;
 	// psql chooses its catalog queries by it.
 	ServerVersion = "15.0 (dpstat)"
