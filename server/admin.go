@@ -227,4 +227,3 @@ func (s *Server) handleRotate(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, map[string]any{"analyst": a, "token": tok})
 	return nil
 }
-
