@@ -117,6 +117,9 @@ type Options struct {
 	DefaultEpsilon float64
 	// Logger receives internal errors; nil means the standard logger.
 	Logger *log.Logger
+	// Observer, when set, is told of every DP query (for logs and
+	// metrics), with the request id generated for it.
+	Observer server.Observer
 }
 
 // Limits admits one request of an analyst, or refuses it with an error

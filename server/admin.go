@@ -144,12 +144,12 @@ func (s *Server) handleGrant(w http.ResponseWriter, r *http.Request) error {
 // auditGrant records a grant made through the admin API.
 func (s *Server) auditGrant(r *http.Request, g GrantBody) {
 	s.opts.Audit.Record(AuditEvent{Event: EventGrant, Via: "http", Address: r.RemoteAddr, Actor: analystOf(r).Name,
-		Analyst: g.Analyst, Table: g.Table, Total: g.Total, Limit: &Pair{g.Epsilon, g.Delta}})
+		Analyst: g.Analyst, Table: g.Table, Total: g.Total, Limit: &Pair{g.Epsilon, g.Delta}, RequestID: RequestIDOf(r.Context())})
 }
 
 // auditAdmin records an admin action on an analyst.
 func (s *Server) auditAdmin(r *http.Request, action, name string) {
-	s.opts.Audit.Record(AuditEvent{Event: EventAdmin, Via: "http", Address: r.RemoteAddr, Actor: analystOf(r).Name, Action: action, Analyst: name})
+	s.opts.Audit.Record(AuditEvent{Event: EventAdmin, Via: "http", Address: r.RemoteAddr, Actor: analystOf(r).Name, Action: action, Analyst: name, RequestID: RequestIDOf(r.Context())})
 }
 
 type addAnalystBody struct {

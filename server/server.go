@@ -74,6 +74,14 @@ type Options struct {
 	// when the server is reached over TLS, so that browsers never fall
 	// back to plain HTTP.
 	HSTS bool
+	// Observer, when set, is told of every query (for logs and metrics).
+	Observer Observer
+	// Health answers GET /healthz and /readyz; nil means one that checks
+	// the ledger.
+	Health *Health
+	// Reload, when set, serves POST /v1/admin/reload: it re-reads the
+	// catalog and switches to it.
+	Reload ReloadFunc
 }
 
 // HSTSHeader is the Strict-Transport-Security value sent with HSTS: one
@@ -127,6 +135,9 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = log.Default()
 	}
+	if opts.Health == nil {
+		opts.Health = NewHealth(opts.Logger, LedgerCheck(opts.Ledger))
+	}
 	s := &Server{opts: opts, sem: make(chan struct{}, opts.MaxConcurrent), log: opts.Logger}
 	if opts.RatePerAnalyst > 0 {
 		burst := opts.Burst
@@ -141,6 +152,13 @@ func New(opts Options) (*Server, error) {
 
 // MaxSQLLen is the longest SQL text the server accepts, in bytes.
 func (s *Server) MaxSQLLen() int { return s.opts.MaxSQLLen }
+
+// InFlight is the number of requests (HTTP API requests and PostgreSQL
+// statements) being served now; MaxConcurrent is its limit.
+func (s *Server) InFlight() int { return len(s.sem) }
+
+// MaxConcurrent is the most requests served at once.
+func (s *Server) MaxConcurrent() int { return s.opts.MaxConcurrent }
 
 // Handler returns the server's HTTP handler.
 func (s *Server) Handler() http.Handler {
@@ -184,6 +202,8 @@ func (s *Server) routes() {
 	m.Handle("POST /v1/admin/grants", s.api(true, s.handleGrant))
 	m.Handle("GET /v1/admin/releases", s.api(true, s.handleAllReleases))
 	m.Handle("GET /v1/admin/verify", s.api(true, s.handleVerify))
+	m.Handle("POST /v1/admin/reload", s.api(true, s.handleReload))
+	s.opts.Health.Register(m)
 	m.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s %s; see /openapi.json", r.Method, r.URL.Path))
 	})
@@ -231,12 +251,16 @@ func (s *Server) api(admin bool, fn apiFunc) http.Handler {
 			}
 		}()
 		w.Header().Set("Cache-Control", "no-store")
+		id := NewRequestID()
+		w.Header().Set(RequestIDHeader, id)
+		r = r.WithContext(WithRequestID(r.Context(), id))
 		select {
 		case s.sem <- struct{}{}:
 			defer func() { <-s.sem }()
 		default:
 			w.Header().Set("Retry-After", "1")
 			writeError(w, http.StatusTooManyRequests, "overloaded", fmt.Sprintf("the server is serving its maximum of %d requests; retry shortly", s.opts.MaxConcurrent))
+			s.limited(r, "", KindOverloaded)
 			return
 		}
 		a, ok := s.authenticate(w, r)
@@ -246,6 +270,7 @@ func (s *Server) api(admin bool, fn apiFunc) http.Handler {
 		if s.limiter != nil && !s.limiter.allow(a.Name) {
 			w.Header().Set("Retry-After", "1")
 			writeError(w, http.StatusTooManyRequests, "rate_limited", fmt.Sprintf("analyst %q is over the limit of %g requests per second; retry shortly", a.Name, s.opts.RatePerAnalyst))
+			s.limited(r, a.Name, KindRateLimited)
 			return
 		}
 		if admin && !a.IsAdmin() {
@@ -257,6 +282,13 @@ func (s *Server) api(admin bool, fn apiFunc) http.Handler {
 			s.writeErr(w, err)
 		}
 	})
+}
+
+// limited tells the observer of a query refused by the server's limits.
+func (s *Server) limited(r *http.Request, name string, k Kind) {
+	if s.opts.Observer != nil && r.URL.Path == "/v1/query" {
+		s.opts.Observer.ObserveQuery(QueryEvent{RequestID: RequestIDOf(r.Context()), Frontend: "http", Analyst: name, Outcome: OutcomeLimited, Kind: k})
+	}
 }
 
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (analyst.Analyst, bool) {
@@ -274,7 +306,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (analyst.A
 	}
 	a, err := s.opts.Analysts.Authenticate(strings.TrimSpace(tok))
 	if err != nil {
-		s.opts.Audit.Record(AuditEvent{Event: EventLoginFailed, Via: "http", Address: r.RemoteAddr, Detail: err.Error()})
+		s.opts.Audit.Record(AuditEvent{Event: EventLoginFailed, Via: "http", Address: r.RemoteAddr, Detail: err.Error(), RequestID: RequestIDOf(r.Context())})
 	}
 	switch {
 	case errors.Is(err, analyst.ErrRevoked):
@@ -476,10 +508,14 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.QueryTimeout)
 	defer cancel()
+	start := time.Now()
 	resp, err := s.opts.Answerer.Answer(ctx, req)
+	if s.opts.Observer != nil {
+		s.opts.Observer.ObserveQuery(NewQueryEvent("http", RequestIDOf(r.Context()), req.Analyst, resp, err, time.Since(start)))
+	}
 	if err != nil {
 		if AsError(err).Kind == KindBudgetExceeded {
-			s.opts.Audit.Record(AuditEvent{Event: EventRefusedBudget, Via: "http", Address: r.RemoteAddr, Analyst: req.Analyst, Detail: err.Error()})
+			s.opts.Audit.Record(AuditEvent{Event: EventRefusedBudget, Via: "http", Address: r.RemoteAddr, Analyst: req.Analyst, Detail: err.Error(), RequestID: RequestIDOf(r.Context())})
 		}
 		return err
 	}
@@ -622,7 +658,7 @@ func (s *Server) handleAllReleases(w http.ResponseWriter, r *http.Request) error
 // reported as 500 with code "ledger_tampered" and the message naming the
 // budget.
 func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) error {
-	s.opts.Audit.Record(AuditEvent{Event: EventAdmin, Via: "http", Address: r.RemoteAddr, Actor: analystOf(r).Name, Action: "verify"})
+	s.opts.Audit.Record(AuditEvent{Event: EventAdmin, Via: "http", Address: r.RemoteAddr, Actor: analystOf(r).Name, Action: "verify", RequestID: RequestIDOf(r.Context())})
 	rep, err := s.opts.Ledger.Verify()
 	if errors.Is(err, ledger.ErrTampered) || errors.Is(err, ledger.ErrKey) {
 		s.log.Printf("dpstat serve: ledger verification failed: %v", err)
@@ -637,7 +673,7 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) handleMe(w http.ResponseWriter, r *http.Request) error {
-	s.opts.Audit.Record(AuditEvent{Event: EventLogin, Via: "http", Address: r.RemoteAddr, Analyst: analystOf(r).Name})
+	s.opts.Audit.Record(AuditEvent{Event: EventLogin, Via: "http", Address: r.RemoteAddr, Analyst: analystOf(r).Name, RequestID: RequestIDOf(r.Context())})
 	writeJSON(w, http.StatusOK, analystOf(r))
 	return nil
 }
