@@ -64,6 +64,8 @@ type session struct {
 	expect *description
 	// reqID is the id of the DP query being answered, if any.
 	reqID string
+	// refusedSQL is the last query observed as refused at a dry run.
+	refusedSQL string
 }
 
 // statement is a prepared statement.
@@ -483,10 +485,21 @@ func (ss *session) request(sql string, dry bool) server.Request {
 func (ss *session) answer(sql string, dry bool) (*server.Response, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), ss.s.opts.QueryTimeout)
 	defer cancel()
-	if ss.reqID != "" {
-		ctx = server.WithRequestID(ctx, ss.reqID)
+	if ss.reqID == "" {
+		ss.reqID = server.NewRequestID()
 	}
+	ctx = server.WithRequestID(ctx, ss.reqID)
+	start := time.Now()
 	resp, err := ss.s.opts.Answerer.Answer(ctx, ss.request(sql, dry))
+	// A query is observed when it runs, or when it is refused at its
+	// dry run (a Describe, or the check of a multi-statement string):
+	// once, however often a driver describes it again.
+	if o := ss.s.opts.Observer; o != nil && (!dry || (err != nil && ss.refusedSQL != sql)) {
+		o.ObserveQuery(server.NewQueryEvent("pg", ss.reqID, ss.user.Name, resp, err, time.Since(start)))
+		if dry {
+			ss.refusedSQL = sql
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -586,12 +599,8 @@ func (ss *session) shape(resp *server.Response) *description {
 }
 
 func (ss *session) dpQuery(sql string, formats []int16, describe bool) error {
-	ss.reqID = server.NewRequestID()
-	start := time.Now()
+	ss.reqID, ss.refusedSQL = server.NewRequestID(), ""
 	resp, err := ss.answer(sql, false)
-	if o := ss.s.opts.Observer; o != nil {
-		o.ObserveQuery(server.NewQueryEvent("pg", ss.reqID, ss.user.Name, resp, err, time.Since(start)))
-	}
 	if err != nil {
 		return err
 	}
