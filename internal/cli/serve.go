@@ -31,6 +31,7 @@ type serveConfig struct {
 	httpAddr, pgAddr string
 	tlsCert, tlsKey  string
 	maxConns         int
+	maxPending       int
 	maxSessions      int
 	auditLog         string
 	maxConcurrent    int
@@ -93,9 +94,10 @@ GET /healthz and /readyz answer load balancers on --http (no token) and on
 	f.StringVar(&cfg.pgAddr, "pg", "127.0.0.1:5433", "address of the PostgreSQL protocol; empty disables")
 	f.StringVar(&cfg.tlsCert, "tls-cert", "", "TLS certificate (PEM) for HTTPS and PostgreSQL TLS; with --tls-key")
 	f.StringVar(&cfg.tlsKey, "tls-key", "", "TLS private key (PEM)")
-	f.IntVar(&cfg.maxConns, "max-conns", pgwire.DefaultMaxConns, "maximum PostgreSQL sessions")
+	f.IntVar(&cfg.maxConns, "max-conns", 128, "maximum PostgreSQL sessions")
+	f.IntVar(&cfg.maxPending, "max-pending", pgwire.DefaultMaxPending, "maximum PostgreSQL connections still logging in, from every address together (at the cap, quieter addresses displace the busiest one's)")
 	f.StringVar(&cfg.auditLog, "audit-log", "", "append an audit log (JSON lines: logins, failed logins, admin actions, grants, refusals over budget) to this file")
-	f.IntVar(&cfg.maxSessions, "max-sessions-per-analyst", 8, "maximum PostgreSQL sessions of one analyst at once (0: only --max-conns)")
+	f.IntVar(&cfg.maxSessions, "max-sessions-per-analyst", 64, "maximum PostgreSQL sessions of one analyst at once (0: only --max-conns)")
 	f.IntVar(&cfg.maxConcurrent, "max-concurrent", server.DefaultMaxConcurrent, "maximum HTTP API requests served at once (429 beyond)")
 	f.Float64Var(&cfg.rate, "rate", 0, "per-analyst requests per second, HTTP API and PostgreSQL statements together (0: unlimited; 429 or SQLSTATE 53400 beyond)")
 	f.IntVar(&cfg.maxSQL, "max-sql", server.DefaultMaxSQLLen, "maximum SQL text length in bytes")
@@ -128,6 +130,7 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 		min  int64
 	}{
 		{"max-conns", int64(cfg.maxConns), 1},
+		{"max-pending", int64(cfg.maxPending), 0},
 		{"max-concurrent", int64(cfg.maxConcurrent), 1},
 		{"max-sql", int64(cfg.maxSQL), 1},
 		{"threads", int64(cfg.threads), 0},
@@ -250,7 +253,7 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 				return err
 			}
 		}
-		pgSrv, err = pgwire.New(pgwire.Options{Answerer: ans, Analysts: reg, TLS: tlsCfg, MaxConns: cfg.maxConns,
+		pgSrv, err = pgwire.New(pgwire.Options{Answerer: ans, Analysts: reg, TLS: tlsCfg, MaxConns: cfg.maxConns, MaxPending: cfg.maxPending,
 			MaxSessionsPerAnalyst: cfg.maxSessions, Limits: api, Audit: audit,
 			QueryTimeout: cfg.queryTimeout, MaxQueryLen: cfg.maxSQL, Logger: logger, Observer: observer})
 		if err != nil {
