@@ -62,6 +62,10 @@ type session struct {
 	// expect is the row description the client was given for the portal
 	// being executed, if any.
 	expect *description
+	// reqID is the id of the DP query being answered, if any.
+	reqID string
+	// refusedSQL is the last query observed as refused at a dry run.
+	refusedSQL string
 }
 
 // statement is a prepared statement.
@@ -165,19 +169,22 @@ func (s *Server) serveConn(c net.Conn, pending *pendingConn) {
 		return
 	}
 	login, fail := s.scramLogin(be, user)
+	loginID := server.NewRequestID()
 	if fail != nil {
 		if fail.code != "" {
-			s.opts.Audit.Record(server.AuditEvent{Event: server.EventLoginFailed, Via: "pg", Address: c.RemoteAddr().String(), Analyst: user, Detail: fail.msg})
+			s.opts.Audit.Record(server.AuditEvent{Event: server.EventLoginFailed, Via: "pg", Address: c.RemoteAddr().String(), Analyst: user, Detail: fail.msg, RequestID: loginID})
 			fatal(fail.code, fail.msg)
 		}
 		return
 	}
-	s.opts.Audit.Record(server.AuditEvent{Event: server.EventLogin, Via: "pg", Address: c.RemoteAddr().String(), Analyst: user})
+	s.opts.Audit.Record(server.AuditEvent{Event: server.EventLogin, Via: "pg", Address: c.RemoteAddr().String(), Analyst: user, RequestID: loginID})
 	a := login.Analyst
 	be.SetAuthType(pgproto3.AuthTypeOk)
-	// Logged in: the connection stops counting against its address and
-	// takes a session slot, if one is free.
-	pending.done()
+	// Logged in: the connection stops counting as waiting and takes a
+	// session slot, if one is free; one displaced meanwhile ends.
+	if !pending.login() {
+		return
+	}
 	select {
 	case s.slots <- struct{}{}:
 		defer func() { <-s.slots }()
@@ -326,7 +333,7 @@ func (ss *session) sendError(err error) {
 		case server.KindInternal:
 			ss.s.log.Printf("dpstat serve: pg session of %q: internal error: %v", ss.user.Name, err)
 		case server.KindBudgetExceeded:
-			ss.s.opts.Audit.Record(server.AuditEvent{Event: server.EventRefusedBudget, Via: "pg", Address: ss.conn.RemoteAddr().String(), Analyst: ss.user.Name, Detail: e.Message})
+			ss.s.opts.Audit.Record(server.AuditEvent{Event: server.EventRefusedBudget, Via: "pg", Address: ss.conn.RemoteAddr().String(), Analyst: ss.user.Name, Detail: e.Message, RequestID: ss.reqID})
 		}
 		pe = &pgError{code: e.Kind.SQLState(), msg: e.Message}
 	}
@@ -364,6 +371,7 @@ func (ss *session) checkLen(sql string) error {
 // simpleQuery runs each statement of a simple-protocol query string; the
 // first error stops the rest.
 func (ss *session) simpleQuery(text string) {
+	ss.reqID = ""
 	if err := ss.checkLen(text); err != nil {
 		ss.sendError(err)
 		return
@@ -408,6 +416,7 @@ func (ss *session) simpleQuery(text string) {
 // is set (simple protocol), then the rows and the command tag. formats are
 // the result format codes (extended protocol).
 func (ss *session) run(sql string, formats []int16, describe bool) error {
+	ss.reqID = ""
 	if err := ss.checkUser(); err != nil {
 		return err
 	}
@@ -476,7 +485,21 @@ func (ss *session) request(sql string, dry bool) server.Request {
 func (ss *session) answer(sql string, dry bool) (*server.Response, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), ss.s.opts.QueryTimeout)
 	defer cancel()
+	if ss.reqID == "" {
+		ss.reqID = server.NewRequestID()
+	}
+	ctx = server.WithRequestID(ctx, ss.reqID)
+	start := time.Now()
 	resp, err := ss.s.opts.Answerer.Answer(ctx, ss.request(sql, dry))
+	// A query is observed when it runs, or when it is refused at its
+	// dry run (a Describe, or the check of a multi-statement string):
+	// once, however often a driver describes it again.
+	if o := ss.s.opts.Observer; o != nil && (!dry || (err != nil && ss.refusedSQL != sql)) {
+		o.ObserveQuery(server.NewQueryEvent("pg", ss.reqID, ss.user.Name, resp, err, time.Since(start)))
+		if dry {
+			ss.refusedSQL = sql
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -576,6 +599,7 @@ func (ss *session) shape(resp *server.Response) *description {
 }
 
 func (ss *session) dpQuery(sql string, formats []int16, describe bool) error {
+	ss.reqID, ss.refusedSQL = server.NewRequestID(), ""
 	resp, err := ss.answer(sql, false)
 	if err != nil {
 		return err

@@ -5,9 +5,14 @@
 // A client logs in with its analyst name as the user and its token as the
 // password, by SCRAM-SHA-256 (the only method offered): the token never
 // crosses the connection, and the server holds only its salted verifier.
-// A connection takes a session slot only once logged in; before that, at
-// most MaxPendingPerAddr connections per address wait, each for at most
-// StartupTimeout. A session is bound to the token it logged in with:
+// A connection takes a session slot only once logged in; before that it
+// waits at most StartupTimeout, and at most MaxPending connections wait at
+// once, from any number of addresses: a pool of 64 logins from one
+// application server is served in full. Only when MaxPending is reached
+// does an address's share matter: a newcomer from an address holding fewer
+// waiting connections than the busiest one displaces that address's oldest
+// waiting connection, so that a flood from one address cannot lock others
+// out, and a newcomer from the busiest address is refused (53300). A session is bound to the token it logged in with:
 // rotating or revoking that token ends it at its next statement.
 // Queries go to a server.Answerer exactly as over HTTP: rows come back as a
 // normal result set and the intervals, the cost and the budget left as
@@ -58,12 +63,12 @@ import (
 const (
 	DefaultMaxConns       = 64
 	DefaultStartupTimeout = 5 * time.Second
-	// DefaultMaxPendingPerAddr bounds the connections one address may
-	// hold open before logging in.
-	DefaultMaxPendingPerAddr = 8
-	DefaultIdleTimeout       = 30 * time.Minute
-	DefaultQueryTimeout      = 30 * time.Second
-	DefaultMaxQueryLen       = 16 << 10
+	// DefaultMaxPending bounds the connections that have not logged in
+	// yet, from every address together.
+	DefaultMaxPending   = 128
+	DefaultIdleTimeout  = 30 * time.Minute
+	DefaultQueryTimeout = 30 * time.Second
+	DefaultMaxQueryLen  = 16 << 10
 	// ServerVersion is what the front end reports as server_version;
 	// psql chooses its catalog queries by it.
 	ServerVersion = "15.0 (dpstat)"
@@ -83,9 +88,12 @@ type Options struct {
 	// it has logged in, so idle unauthenticated sockets cannot lock
 	// analysts out.
 	MaxConns int
-	// MaxPendingPerAddr bounds the connections from one IP address that
-	// have not logged in yet; more are refused at once (53300).
-	MaxPendingPerAddr int
+	// MaxPending bounds the connections that have not logged in yet,
+	// from every address together. At the cap, a connection from an
+	// address holding fewer waiting connections than the busiest address
+	// displaces the busiest address's oldest one; a connection from the
+	// busiest address is refused at once (53300).
+	MaxPending int
 	// MaxSessionsPerAnalyst bounds one analyst's sessions at once; a
 	// login beyond it gets 53300. Zero means no cap besides MaxConns.
 	MaxSessionsPerAnalyst int
@@ -109,6 +117,9 @@ type Options struct {
 	DefaultEpsilon float64
 	// Logger receives internal errors; nil means the standard logger.
 	Logger *log.Logger
+	// Observer, when set, is told of every DP query (for logs and
+	// metrics), with the request id generated for it.
+	Observer server.Observer
 }
 
 // Limits admits one request of an analyst, or refuses it with an error
@@ -129,8 +140,14 @@ type Server struct {
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[net.Conn]struct{}
-	// pending counts, per IP address, the connections not logged in yet.
-	pending map[string]int
+	// pending holds, per IP address, the connections not logged in yet,
+	// oldest first; npending counts them all.
+	pending  map[string][]*pendingConn
+	npending int
+	// displaced and refusedPending count the waiting connections closed
+	// to make room for another address, and the connections refused at
+	// the cap.
+	displaced, refusedPending uint64
 	// sessions counts each analyst's sessions.
 	sessions map[string]int
 	// secret keys the fake SCRAM salts of unknown user names.
@@ -150,7 +167,7 @@ func New(opts Options) (*Server, error) {
 		negative bool
 	}{
 		{"MaxConns", opts.MaxConns, opts.MaxConns < 0},
-		{"MaxPendingPerAddr", opts.MaxPendingPerAddr, opts.MaxPendingPerAddr < 0},
+		{"MaxPending", opts.MaxPending, opts.MaxPending < 0},
 		{"MaxSessionsPerAnalyst", opts.MaxSessionsPerAnalyst, opts.MaxSessionsPerAnalyst < 0},
 		{"StartupTimeout", opts.StartupTimeout, opts.StartupTimeout < 0},
 		{"IdleTimeout", opts.IdleTimeout, opts.IdleTimeout < 0},
@@ -169,8 +186,8 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxConns == 0 {
 		opts.MaxConns = DefaultMaxConns
 	}
-	if opts.MaxPendingPerAddr == 0 {
-		opts.MaxPendingPerAddr = DefaultMaxPendingPerAddr
+	if opts.MaxPending == 0 {
+		opts.MaxPending = DefaultMaxPending
 	}
 	if opts.StartupTimeout == 0 {
 		opts.StartupTimeout = DefaultStartupTimeout
@@ -189,7 +206,7 @@ func New(opts Options) (*Server, error) {
 	}
 	srv := &Server{
 		opts: opts, slots: make(chan struct{}, opts.MaxConns), log: opts.Logger,
-		listeners: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}, pending: map[string]int{}, sessions: map[string]int{},
+		listeners: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}, pending: map[string][]*pendingConn{}, sessions: map[string]int{},
 	}
 	if _, err := rand.Read(srv.secret[:]); err != nil {
 		return nil, fmt.Errorf("pgwire: reading random bytes: %w", err)
@@ -255,9 +272,9 @@ func (s *Server) Serve(ln net.Listener) error {
 					s.log.Printf("dpstat serve: pg session from %s: internal error: %v\n%s", c.RemoteAddr(), r, debug.Stack())
 				}
 			}()
-			p := s.newPending(c)
+			p, held := s.newPending(c)
 			if p == nil {
-				s.refuseNow(c, fmt.Sprintf("sorry, too many connections from %s that have not logged in (at most %d)", addrOf(c), s.opts.MaxPendingPerAddr))
+				s.refuseNow(c, fmt.Sprintf("sorry, too many connections that have not logged in: the server holds at most %d, and %s holds %d of them, the most of any address; retry shortly", s.opts.MaxPending, addrOf(c), held))
 				return
 			}
 			defer p.done()
@@ -276,36 +293,103 @@ func addrOf(c net.Conn) string {
 	return a
 }
 
-// pendingConn is a connection counted against its address until it logs in
-// or closes.
+// pendingConn is a connection counted until it logs in or closes.
 type pendingConn struct {
 	s    *Server
+	c    net.Conn
 	addr string
-	once sync.Once
+	// gone is set (under s.mu) once the connection stops counting: it
+	// logged in, closed, or was displaced.
+	gone bool
 }
 
-// newPending counts c against its address, or returns nil when the address
-// has MaxPendingPerAddr connections that have not logged in.
-func (s *Server) newPending(c net.Conn) *pendingConn {
+// newPending counts c as waiting to log in. At MaxPending, a connection
+// from an address holding fewer waiting connections than the busiest one
+// displaces (closes) the busiest address's oldest; otherwise it returns
+// nil and how many its address holds.
+func (s *Server) newPending(c net.Conn) (*pendingConn, int) {
 	addr := addrOf(c)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.pending[addr] >= s.opts.MaxPendingPerAddr {
-		return nil
+	if s.npending >= s.opts.MaxPending {
+		busiest, n := "", 0
+		for a, l := range s.pending {
+			if len(l) > n || (len(l) == n && a < busiest) {
+				busiest, n = a, len(l)
+			}
+		}
+		if held := len(s.pending[addr]); held+1 >= n {
+			s.refusedPending++
+			return nil, held
+		}
+		victim := s.pending[busiest][0]
+		s.dropPendingLocked(victim)
+		s.displaced++
+		// Its handshake fails at its next read or write and ends.
+		victim.c.Close()
 	}
-	s.pending[addr]++
-	return &pendingConn{s: s, addr: addr}
+	p := &pendingConn{s: s, c: c, addr: addr}
+	s.pending[addr] = append(s.pending[addr], p)
+	s.npending++
+	return p, 0
 }
 
-// done stops counting the connection (at login, or when it closes).
-func (p *pendingConn) done() {
-	p.once.Do(func() {
-		p.s.mu.Lock()
-		defer p.s.mu.Unlock()
-		if p.s.pending[p.addr]--; p.s.pending[p.addr] <= 0 {
-			delete(p.s.pending, p.addr)
+// dropPendingLocked stops counting p; s.mu is held.
+func (s *Server) dropPendingLocked(p *pendingConn) {
+	if p.gone {
+		return
+	}
+	p.gone = true
+	l := s.pending[p.addr]
+	for i, q := range l {
+		if q == p {
+			l = append(l[:i:i], l[i+1:]...)
+			break
 		}
-	})
+	}
+	if len(l) == 0 {
+		delete(s.pending, p.addr)
+	} else {
+		s.pending[p.addr] = l
+	}
+	s.npending--
+}
+
+// done stops counting the connection (when it closes).
+func (p *pendingConn) done() {
+	p.s.mu.Lock()
+	defer p.s.mu.Unlock()
+	p.s.dropPendingLocked(p)
+}
+
+// login stops counting a connection that logged in; false means it was
+// displaced meanwhile and must end.
+func (p *pendingConn) login() bool {
+	p.s.mu.Lock()
+	defer p.s.mu.Unlock()
+	if p.gone {
+		return false
+	}
+	p.s.dropPendingLocked(p)
+	return true
+}
+
+// Stats are the front end's connection counts, for monitoring.
+type Stats struct {
+	// Sessions are the logged-in sessions; Pending the connections that
+	// have not logged in yet.
+	Sessions, Pending int
+	// Displaced counts waiting connections closed at the MaxPending cap
+	// to make room for another address; RefusedPending the connections
+	// refused at the cap.
+	Displaced, RefusedPending uint64
+}
+
+// Stats returns the current connection counts.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Stats{Sessions: len(s.slots), Pending: s.npending, Displaced: s.displaced, RefusedPending: s.refusedPending}
 }
 
 // openSession counts a session of name, or returns false when the analyst

@@ -595,10 +595,10 @@ func TestRotationEndsSessions(t *testing.T) {
 
 // TestIdleUnauthenticatedConnections: sockets that never log in hold no
 // session slot (before, MaxConns of them refused every login until they
-// timed out), one address may hold only MaxPendingPerAddr of them, and
-// they are dropped after StartupTimeout.
+// timed out), at most MaxPending of them wait (from one address, the
+// next is refused), and they are dropped after StartupTimeout.
 func TestIdleUnauthenticatedConnections(t *testing.T) {
-	e := newEnv(t, pgwire.Options{MaxConns: 4, MaxPendingPerAddr: 6, StartupTimeout: time.Second})
+	e := newEnv(t, pgwire.Options{MaxConns: 4, MaxPending: 6, StartupTimeout: time.Second})
 	ctx := context.Background()
 	var idle []net.Conn
 	for range 5 {

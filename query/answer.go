@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/catalog"
@@ -55,6 +56,8 @@ type Service struct {
 	// public holds the facts of the catalog's public tables, read when
 	// the service starts.
 	public map[string]*ir.PublicFacts
+	// obs is told the engine time of each charged query (observe.go).
+	obs Observer
 }
 
 // NewService registers every table of the catalog with the engine (which
@@ -590,7 +593,9 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 		}
 		return nil, fmt.Errorf("charging the ledger failed, nothing read or released: %w", err)
 	}
+	computing := time.Now()
 	res, err := s.compute(ctx, p)
+	s.engineDone(time.Since(computing), err)
 	if err != nil {
 		ee := &EngineError{Table: p.Plan.Table.Name, ReleaseID: receipt.ReleaseID, Err: err}
 		s.logger().Error("query failed after its charge", "table", ee.Table, "analyst", key.Analyst,

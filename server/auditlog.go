@@ -43,6 +43,9 @@ type AuditEvent struct {
 	Limit *Pair `json:"limit,omitempty"`
 	// Detail says why, for failures and refusals.
 	Detail string `json:"detail,omitempty"`
+	// RequestID is the request's id, as in the server's log lines (and,
+	// for an HTTP request, its X-Request-Id header).
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // AuditLog writes audit events as JSON lines. It is safe for concurrent

@@ -74,6 +74,14 @@ type Options struct {
 	// when the server is reached over TLS, so that browsers never fall
 	// back to plain HTTP.
 	HSTS bool
+	// Observer, when set, is told of every query (for logs and metrics).
+	Observer Observer
+	// Health answers GET /healthz and /readyz; nil means one that checks
+	// the ledger.
+	Health *Health
+	// Reload, when set, serves POST /v1/admin/reload: it re-reads the
+	// catalog and switches to it.
+	Reload ReloadFunc
 }
 
 // HSTSHeader is the Strict-Transport-Security value sent with HSTS: one
@@ -127,6 +135,9 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = log.Default()
 	}
+	if opts.Health == nil {
+		opts.Health = NewHealth(opts.Logger, LedgerCheck(opts.Ledger))
+	}
 	s := &Server{opts: opts, sem: make(chan struct{}, opts.MaxConcurrent), log: opts.Logger}
 	if opts.RatePerAnalyst > 0 {
 		burst := opts.Burst
@@ -141,6 +152,13 @@ func New(opts Options) (*Server, error) {
 
 // MaxSQLLen is the longest SQL text the server accepts, in bytes.
 func (s *Server) MaxSQLLen() int { return s.opts.MaxSQLLen }
+
+// InFlight is the number of requests (HTTP API requests and PostgreSQL
+// statements) being served now; MaxConcurrent is its limit.
+func (s *Server) InFlight() int { return len(s.sem) }
+
+// MaxConcurrent is the most requests served at once.
+func (s *Server) MaxConcurrent() int { return s.opts.MaxConcurrent }
 
 // Handler returns the server's HTTP handler.
 func (s *Server) Handler() http.Handler {
@@ -184,6 +202,8 @@ func (s *Server) routes() {
 	m.Handle("POST /v1/admin/grants", s.api(true, s.handleGrant))
 	m.Handle("GET /v1/admin/releases", s.api(true, s.handleAllReleases))
 	m.Handle("GET /v1/admin/verify", s.api(true, s.handleVerify))
+	m.Handle("POST /v1/admin/reload", s.api(true, s.handleReload))
+	s.opts.Health.Register(m)
 	m.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s %s; see /openapi.json", r.Method, r.URL.Path))
 	})
@@ -231,12 +251,16 @@ func (s *Server) api(admin bool, fn apiFunc) http.Handler {
 			}
 		}()
 		w.Header().Set("Cache-Control", "no-store")
+		id := NewRequestID()
+		w.Header().Set(RequestIDHeader, id)
+		r = r.WithContext(WithRequestID(r.Context(), id))
 		select {
 		case s.sem <- struct{}{}:
 			defer func() { <-s.sem }()
 		default:
 			w.Header().Set("Retry-After", "1")
 			writeError(w, http.StatusTooManyRequests, "overloaded", fmt.Sprintf("the server is serving its maximum of %d requests; retry shortly", s.opts.MaxConcurrent))
+			s.limited(r, "", KindOverloaded)
 			return
 		}
 		a, ok := s.authenticate(w, r)
@@ -246,6 +270,7 @@ func (s *Server) api(admin bool, fn apiFunc) http.Handler {
 		if s.limiter != nil && !s.limiter.allow(a.Name) {
 			w.Header().Set("Retry-After", "1")
 			writeError(w, http.StatusTooManyRequests, "rate_limited", fmt.Sprintf("analyst %q is over the limit of %g requests per second; retry shortly", a.Name, s.opts.RatePerAnalyst))
+			s.limited(r, a.Name, KindRateLimited)
 			return
 		}
 		if admin && !a.IsAdmin() {
@@ -257,6 +282,13 @@ func (s *Server) api(admin bool, fn apiFunc) http.Handler {
 			s.writeErr(w, err)
 		}
 	})
+}
+
+// limited tells the observer of a query refused by the server's limits.
+func (s *Server) limited(r *http.Request, name string, k Kind) {
+	if s.opts.Observer != nil && r.URL.Path == "/v1/query" {
+		s.opts.Observer.ObserveQuery(QueryEvent{RequestID: RequestIDOf(r.Context()), Frontend: "http", Analyst: name, Outcome: OutcomeLimited, Kind: k})
+	}
 }
 
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (analyst.Analyst, bool) {
@@ -274,7 +306,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (analyst.A
 	}
 	a, err := s.opts.Analysts.Authenticate(strings.TrimSpace(tok))
 	if err != nil {
-		s.opts.Audit.Record(AuditEvent{Event: EventLoginFailed, Via: "http", Address: r.RemoteAddr, Detail: err.Error()})
+		s.opts.Audit.Record(AuditEvent{Event: EventLoginFailed, Via: "http", Address: r.RemoteAddr, Detail: err.Error(), RequestID: RequestIDOf(r.Context())})
 	}
 	switch {
 	case errors.Is(err, analyst.ErrRevoked):
@@ -476,10 +508,14 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.QueryTimeout)
 	defer cancel()
+	start := time.Now()
 	resp, err := s.opts.Answerer.Answer(ctx, req)
+	if s.opts.Observer != nil {
+		s.opts.Observer.ObserveQuery(NewQueryEvent("http", RequestIDOf(r.Context()), req.Analyst, resp, err, time.Since(start)))
+	}
 	if err != nil {
 		if AsError(err).Kind == KindBudgetExceeded {
-			s.opts.Audit.Record(AuditEvent{Event: EventRefusedBudget, Via: "http", Address: r.RemoteAddr, Analyst: req.Analyst, Detail: err.Error()})
+			s.opts.Audit.Record(AuditEvent{Event: EventRefusedBudget, Via: "http", Address: r.RemoteAddr, Analyst: req.Analyst, Detail: err.Error(), RequestID: RequestIDOf(r.Context())})
 		}
 		return err
 	}
@@ -622,7 +658,7 @@ func (s *Server) handleAllReleases(w http.ResponseWriter, r *http.Request) error
 // reported as 500 with code "ledger_tampered" and the message naming the
 // budget.
 func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) error {
-	s.opts.Audit.Record(AuditEvent{Event: EventAdmin, Via: "http", Address: r.RemoteAddr, Actor: analystOf(r).Name, Action: "verify"})
+	s.opts.Audit.Record(AuditEvent{Event: EventAdmin, Via: "http", Address: r.RemoteAddr, Actor: analystOf(r).Name, Action: "verify", RequestID: RequestIDOf(r.Context())})
 	rep, err := s.opts.Ledger.Verify()
 	if errors.Is(err, ledger.ErrTampered) || errors.Is(err, ledger.ErrKey) {
 		s.log.Printf("dpstat serve: ledger verification failed: %v", err)
@@ -637,225 +673,8 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) handleMe(w http.ResponseWriter, r *http.Request) error {
-	s.opts.Audit.Record(AuditEvent{Event: EventLogin, Via: "http", Address: r.RemoteAddr, Analyst: analystOf(r).Name})
+	s.opts.Audit.Record(AuditEvent{Event: EventLogin, Via: "http", Address: r.RemoteAddr, Analyst: analystOf(r).Name, RequestID: RequestIDOf(r.Context())})
 	writeJSON(w, http.StatusOK, analystOf(r))
-	return nil
-}
-
-// AnalystInfo is an analyst with its budgets, as the admin endpoints list
-// them.
-type AnalystInfo struct {
-	analyst.Analyst
-	Budgets []BudgetInfo `json:"budgets"`
-}
-
-func (s *Server) handleListAnalysts(w http.ResponseWriter, r *http.Request) error {
-	all, err := s.budgetsOf("")
-	if err != nil {
-		return err
-	}
-	out := []AnalystInfo{}
-	for _, a := range s.opts.Analysts.List() {
-		info := AnalystInfo{Analyst: a, Budgets: []BudgetInfo{}}
-		for _, b := range all {
-			if b.Analyst == a.Name {
-				info.Budgets = append(info.Budgets, b)
-			}
-		}
-		out = append(out, info)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"analysts": out})
-	return nil
-}
-
-// GrantBody is the body of POST /v1/admin/grants, and one grant in POST
-// /v1/admin/analysts. With Total set (and no analyst) it sets the table's
-// total budget, every analyst together.
-type GrantBody struct {
-	Analyst string  `json:"analyst,omitempty"`
-	Table   string  `json:"table"`
-	Epsilon float64 `json:"epsilon"`
-	Delta   float64 `json:"delta"`
-	Rule    string  `json:"rule,omitempty"`
-	Total   bool    `json:"total,omitempty"`
-}
-
-// grantTarget checks a grant's table and rule and returns the ledger
-// dataset its budgets are kept under.
-func (s *Server) grantTarget(g GrantBody) (string, accounting.Rule, error) {
-	if g.Table == "" {
-		return "", "", badRequest(`"table" is empty: want a table of the catalog`)
-	}
-	dataset := ""
-	var names []string
-	for _, t := range s.opts.Answerer.Tables("") {
-		if t.Public {
-			if t.Name == g.Table {
-				return "", "", badRequest("table %q is public: it is about no one and has no budget (analysts join it to private tables); grant a budget on a private table", g.Table)
-			}
-			continue
-		}
-		names = append(names, t.Name)
-		if t.Name == g.Table {
-			dataset = t.BudgetDataset()
-		}
-	}
-	if dataset == "" {
-		return "", "", badRequest("table %q is not in the catalog; its tables are %s", g.Table, strings.Join(names, ", "))
-	}
-	rule := accounting.Basic
-	if g.Rule != "" {
-		var err error
-		if rule, err = accounting.ParseRule(g.Rule); err != nil {
-			return "", "", badRequest("%v", err)
-		}
-	}
-	if err := accounting.ValidateLimit(accounting.EpsDelta{Epsilon: g.Epsilon, Delta: g.Delta}, rule); err != nil {
-		return "", "", badRequest("grant refused: %v", err)
-	}
-	return dataset, rule, nil
-}
-
-func (s *Server) grant(g GrantBody) (BudgetInfo, error) {
-	if g.Total {
-		return BudgetInfo{}, badRequest(`"total": true sets a table's total budget: send it alone to POST /v1/admin/grants, without an analyst`)
-	}
-	if _, ok := s.opts.Analysts.Get(g.Analyst); !ok {
-		return BudgetInfo{}, &httpError{http.StatusNotFound, "not_found", fmt.Sprintf("no analyst %q", g.Analyst)}
-	}
-	dataset, rule, err := s.grantTarget(g)
-	if err != nil {
-		return BudgetInfo{}, err
-	}
-	st, err := s.opts.Ledger.Grant(ledger.Key{Dataset: dataset, Analyst: g.Analyst}, accounting.EpsDelta{Epsilon: g.Epsilon, Delta: g.Delta}, rule)
-	if err != nil {
-		return BudgetInfo{}, badRequest("grant refused: %v", err)
-	}
-	return budgetInfo(st), nil
-}
-
-func (s *Server) grantTotal(g GrantBody) (*TotalInfo, error) {
-	if g.Analyst != "" {
-		return nil, badRequest(`a total budget (%q: true) covers every analyst: leave "analyst" out (it is %q)`, "total", g.Analyst)
-	}
-	dataset, rule, err := s.grantTarget(g)
-	if err != nil {
-		return nil, err
-	}
-	st, err := s.opts.Ledger.GrantTotal(dataset, accounting.EpsDelta{Epsilon: g.Epsilon, Delta: g.Delta}, rule)
-	if err != nil {
-		return nil, badRequest("grant refused: %v", err)
-	}
-	return TotalInfoOf(&st), nil
-}
-
-func (s *Server) handleGrant(w http.ResponseWriter, r *http.Request) error {
-	var g GrantBody
-	if err := s.decodeBody(w, r, &g); err != nil {
-		return err
-	}
-	if g.Total {
-		t, err := s.grantTotal(g)
-		if err != nil {
-			return err
-		}
-		s.auditGrant(r, g)
-		writeJSON(w, http.StatusOK, t)
-		return nil
-	}
-	b, err := s.grant(g)
-	if err != nil {
-		return err
-	}
-	s.auditGrant(r, g)
-	writeJSON(w, http.StatusOK, b)
-	return nil
-}
-
-// auditGrant records a grant made through the admin API.
-func (s *Server) auditGrant(r *http.Request, g GrantBody) {
-	s.opts.Audit.Record(AuditEvent{Event: EventGrant, Via: "http", Address: r.RemoteAddr, Actor: analystOf(r).Name,
-		Analyst: g.Analyst, Table: g.Table, Total: g.Total, Limit: &Pair{g.Epsilon, g.Delta}})
-}
-
-// auditAdmin records an admin action on an analyst.
-func (s *Server) auditAdmin(r *http.Request, action, name string) {
-	s.opts.Audit.Record(AuditEvent{Event: EventAdmin, Via: "http", Address: r.RemoteAddr, Actor: analystOf(r).Name, Action: action, Analyst: name})
-}
-
-type addAnalystBody struct {
-	Name   string      `json:"name"`
-	Role   string      `json:"role"`
-	Grants []GrantBody `json:"grants"`
-}
-
-func (s *Server) handleAddAnalyst(w http.ResponseWriter, r *http.Request) error {
-	var b addAnalystBody
-	if err := s.decodeBody(w, r, &b); err != nil {
-		return err
-	}
-	role := analyst.RoleAnalyst
-	if b.Role != "" {
-		var err error
-		if role, err = analyst.ParseRole(b.Role); err != nil {
-			return badRequest("%v", err)
-		}
-	}
-	// Every grant is checked before the analyst is created, so that a
-	// request with a bad grant creates nothing.
-	for i, g := range b.Grants {
-		if g.Total || (g.Analyst != "" && g.Analyst != b.Name) {
-			return badRequest("grants[%d]: a grant in a new analyst's request is for that analyst: leave out \"analyst\" and \"total\"", i)
-		}
-		if _, _, err := s.grantTarget(g); err != nil {
-			return badRequest("grants[%d]: %v; nothing was created", i, err)
-		}
-	}
-	a, tok, err := s.opts.Analysts.Add(b.Name, role)
-	if errors.Is(err, analyst.ErrExists) {
-		return &httpError{http.StatusConflict, "exists", err.Error()}
-	}
-	if err != nil {
-		return badRequest("%v", err)
-	}
-	s.auditAdmin(r, "add", a.Name)
-	info := AnalystInfo{Analyst: a, Budgets: []BudgetInfo{}}
-	for _, g := range b.Grants {
-		g.Analyst = a.Name
-		bi, err := s.grant(g)
-		if err != nil {
-			return err
-		}
-		s.auditGrant(r, g)
-		info.Budgets = append(info.Budgets, bi)
-	}
-	writeJSON(w, http.StatusCreated, map[string]any{"analyst": info, "token": tok})
-	return nil
-}
-
-func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) error {
-	a, err := s.opts.Analysts.Revoke(r.PathValue("name"))
-	if errors.Is(err, analyst.ErrUnknown) {
-		return &httpError{http.StatusNotFound, "not_found", err.Error()}
-	}
-	if err != nil {
-		return err
-	}
-	s.auditAdmin(r, "revoke", a.Name)
-	writeJSON(w, http.StatusOK, map[string]any{"analyst": a})
-	return nil
-}
-
-func (s *Server) handleRotate(w http.ResponseWriter, r *http.Request) error {
-	a, tok, err := s.opts.Analysts.Rotate(r.PathValue("name"))
-	if errors.Is(err, analyst.ErrUnknown) {
-		return &httpError{http.StatusNotFound, "not_found", err.Error()}
-	}
-	if err != nil {
-		return err
-	}
-	s.auditAdmin(r, "rotate", a.Name)
-	writeJSON(w, http.StatusOK, map[string]any{"analyst": a, "token": tok})
 	return nil
 }
 

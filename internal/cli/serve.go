@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
+	"log/slog"
 	"math"
 	"net"
 	"net/http"
@@ -19,12 +19,10 @@ import (
 
 	"github.com/dpstat/dpstat/analyst"
 	"github.com/dpstat/dpstat/catalog"
-	"github.com/dpstat/dpstat/engine"
-	"github.com/dpstat/dpstat/engine/engines"
 	"github.com/dpstat/dpstat/pgwire"
 	"github.com/dpstat/dpstat/query"
 	"github.com/dpstat/dpstat/server"
-	"github.com/dpstat/dpstat/server/queryanswer"
+	"github.com/dpstat/dpstat/server/metrics"
 )
 
 // serveConfig is what dpstat serve runs with.
@@ -33,6 +31,7 @@ type serveConfig struct {
 	httpAddr, pgAddr string
 	tlsCert, tlsKey  string
 	maxConns         int
+	maxPending       int
 	maxSessions      int
 	auditLog         string
 	maxConcurrent    int
@@ -43,6 +42,15 @@ type serveConfig struct {
 	threads          int
 	memoryLimit      string
 	loadTables       bool
+	metricsAddr      string
+	logFormat        string
+	// logTo receives the log (nil: standard error).
+	logTo io.Writer
+	// reloadSignal, when set, delivers SIGHUP: each one reloads the
+	// catalog.
+	reloadSignal <-chan os.Signal
+	// reloaded, when set, is told of each reload's outcome (tests).
+	reloaded func(server.ReloadReport, error)
 }
 
 func newServeCmd() *cobra.Command {
@@ -59,7 +67,12 @@ administrator granted (dpstat analyst add/grant, or the admin API).
 Create analysts before starting: while the server runs it holds the ledger,
 and the dpstat analyst commands cannot open it; use the admin API then.
 SIGINT or SIGTERM stops the server gracefully: no new requests, requests in
-flight finish, then the ledger is closed.`,
+flight finish, then the ledger is closed. SIGHUP (or POST /v1/admin/reload)
+re-reads the catalog: a catalog that does not load is refused and the old
+one keeps serving; sessions stay connected.
+
+GET /healthz and /readyz answer load balancers on --http (no token) and on
+--metrics, which also serves Prometheus metrics at /metrics.`,
 		Example: `  dpstat analyst add curator --admin --ledger ./ledger.db
   dpstat analyst add alice --table adult --epsilon 3 --delta 1e-6 --ledger ./ledger.db
   dpstat serve --catalog examples/catalog.yaml --ledger ./ledger.db --http 127.0.0.1:8080 --pg 127.0.0.1:5433`,
@@ -67,6 +80,10 @@ flight finish, then the ledger is closed.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
+			cfg.reloadSignal = hup
 			return runServe(ctx, cfg, cmd.OutOrStdout(), nil)
 		},
 	}
@@ -77,9 +94,10 @@ flight finish, then the ledger is closed.`,
 	f.StringVar(&cfg.pgAddr, "pg", "127.0.0.1:5433", "address of the PostgreSQL protocol; empty disables")
 	f.StringVar(&cfg.tlsCert, "tls-cert", "", "TLS certificate (PEM) for HTTPS and PostgreSQL TLS; with --tls-key")
 	f.StringVar(&cfg.tlsKey, "tls-key", "", "TLS private key (PEM)")
-	f.IntVar(&cfg.maxConns, "max-conns", pgwire.DefaultMaxConns, "maximum PostgreSQL sessions")
+	f.IntVar(&cfg.maxConns, "max-conns", 128, "maximum PostgreSQL sessions")
+	f.IntVar(&cfg.maxPending, "max-pending", pgwire.DefaultMaxPending, "maximum PostgreSQL connections still logging in, from every address together (at the cap, quieter addresses displace the busiest one's)")
 	f.StringVar(&cfg.auditLog, "audit-log", "", "append an audit log (JSON lines: logins, failed logins, admin actions, grants, refusals over budget) to this file")
-	f.IntVar(&cfg.maxSessions, "max-sessions-per-analyst", 8, "maximum PostgreSQL sessions of one analyst at once (0: only --max-conns)")
+	f.IntVar(&cfg.maxSessions, "max-sessions-per-analyst", 64, "maximum PostgreSQL sessions of one analyst at once (0: only --max-conns)")
 	f.IntVar(&cfg.maxConcurrent, "max-concurrent", server.DefaultMaxConcurrent, "maximum HTTP API requests served at once (429 beyond)")
 	f.Float64Var(&cfg.rate, "rate", 0, "per-analyst requests per second, HTTP API and PostgreSQL statements together (0: unlimited; 429 or SQLSTATE 53400 beyond)")
 	f.IntVar(&cfg.maxSQL, "max-sql", server.DefaultMaxSQLLen, "maximum SQL text length in bytes")
@@ -88,6 +106,8 @@ flight finish, then the ledger is closed.`,
 	f.IntVar(&cfg.threads, "threads", 0, "engine worker threads (0: one per core)")
 	f.BoolVar(&cfg.loadTables, "load-tables", true, "read each table's source into memory once at start (false: read the files on every query)")
 	f.StringVar(&cfg.memoryLimit, "memory-limit", "", "engine memory limit, e.g. 2GB (default: the engine's)")
+	f.StringVar(&cfg.metricsAddr, "metrics", "", "address of Prometheus metrics (/metrics) and health checks (/healthz, /readyz), e.g. 127.0.0.1:9090; empty disables")
+	f.StringVar(&cfg.logFormat, "log-format", "text", "log format on standard error: text or json")
 	return cmd
 }
 
@@ -110,6 +130,7 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 		min  int64
 	}{
 		{"max-conns", int64(cfg.maxConns), 1},
+		{"max-pending", int64(cfg.maxPending), 0},
 		{"max-concurrent", int64(cfg.maxConcurrent), 1},
 		{"max-sql", int64(cfg.maxSQL), 1},
 		{"threads", int64(cfg.threads), 0},
@@ -138,17 +159,25 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 		}
 		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
+	logTo := cfg.logTo
+	if logTo == nil {
+		logTo = os.Stderr
+	}
 	cat, err := catalog.Load(cfg.catalog)
 	if err != nil {
 		return err
 	}
-	spec := engines.Spec(cat)
-	spec.Threads, spec.MemoryLimit = cfg.threads, cfg.memoryLimit
-	eng, err := engine.Open(ctx, spec)
+	// The catalog's DSN never holds a password, but it names the
+	// database: it is kept out of the logs, with the password.
+	password := ""
+	if cat.Engine.PasswordEnv != "" {
+		password = os.Getenv(cat.Engine.PasswordEnv)
+	}
+	slogger, err := newServeLogger(logTo, cfg.logFormat, cat.Engine.DSN, password)
 	if err != nil {
 		return err
 	}
-	defer eng.Close()
+	logger := slog.NewLogLogger(slogger.Handler(), slog.LevelError)
 	led, err := openLedger(cfg.ledger)
 	if err != nil {
 		return err
@@ -158,31 +187,23 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 	if err != nil {
 		return err
 	}
-	svc, err := query.NewService(ctx, cat, eng, led)
-	if err != nil {
+	var m *metrics.Metrics
+	var qled query.Ledger = led
+	if cfg.metricsAddr != "" {
+		m = metrics.New()
+		qled = timedLedger{Ledger: led, m: m}
+	}
+	cs := &catalogServer{base: ctx, cfg: cfg, led: led, qled: qled, m: m, log: slogger}
+	if err := cs.start(cat); err != nil {
 		return err
 	}
-	// A server engine reads its tables where they live: only an engine
-	// over files loads them.
-	if _, ok := eng.(engine.Loader); ok && cfg.loadTables {
-		if err := queryanswer.LoadTables(ctx, eng); err != nil {
-			return err
-		}
+	defer cs.close()
+	ans := cs.sw
+	health := server.NewHealth(logger, server.LedgerCheck(led), cs.engineCheck())
+	observer := server.Observers{server.QueryLog{Log: slogger}}
+	if m != nil {
+		observer = append(observer, m)
 	}
-	// For the data owner: a table declaring nan_free that holds NaN is
-	// logged (which form queries run depends on the declaration alone).
-	nan, err := query.DeclaredNaN(ctx, cat, eng)
-	if err != nil {
-		return err
-	}
-	for _, line := range nan {
-		fmt.Fprintln(os.Stderr, "dpstat serve: warning: "+line)
-	}
-	ans, err := queryanswer.New(svc, cat, led)
-	if err != nil {
-		return err
-	}
-	logger := log.New(os.Stderr, "", log.LstdFlags)
 	var audit *server.AuditLog
 	if cfg.auditLog != "" {
 		if audit, err = server.OpenAuditLog(cfg.auditLog); err != nil {
@@ -201,7 +222,7 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 	if cfg.httpAddr != "" {
 		api, err = server.New(server.Options{Answerer: ans, Ledger: led, Analysts: reg, MaxSQLLen: cfg.maxSQL,
 			MaxConcurrent: cfg.maxConcurrent, RatePerAnalyst: cfg.rate, QueryTimeout: cfg.queryTimeout, Logger: logger,
-			HSTS: tlsCfg != nil, Audit: audit})
+			HSTS: tlsCfg != nil, Audit: audit, Observer: observer, Health: health, Reload: cs.reload})
 		if err != nil {
 			return err
 		}
@@ -227,13 +248,14 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 		if api == nil {
 			// The PostgreSQL port alone still gets the same limits.
 			if api, err = server.New(server.Options{Answerer: ans, Ledger: led, Analysts: reg, MaxSQLLen: cfg.maxSQL,
-				MaxConcurrent: cfg.maxConcurrent, RatePerAnalyst: cfg.rate, QueryTimeout: cfg.queryTimeout, Logger: logger, Audit: audit}); err != nil {
+				MaxConcurrent: cfg.maxConcurrent, RatePerAnalyst: cfg.rate, QueryTimeout: cfg.queryTimeout, Logger: logger, Audit: audit,
+				Observer: observer, Health: health, Reload: cs.reload}); err != nil {
 				return err
 			}
 		}
-		pgSrv, err = pgwire.New(pgwire.Options{Answerer: ans, Analysts: reg, TLS: tlsCfg, MaxConns: cfg.maxConns,
+		pgSrv, err = pgwire.New(pgwire.Options{Answerer: ans, Analysts: reg, TLS: tlsCfg, MaxConns: cfg.maxConns, MaxPending: cfg.maxPending,
 			MaxSessionsPerAnalyst: cfg.maxSessions, Limits: api, Audit: audit,
-			QueryTimeout: cfg.queryTimeout, MaxQueryLen: cfg.maxSQL, Logger: logger})
+			QueryTimeout: cfg.queryTimeout, MaxQueryLen: cfg.maxSQL, Logger: logger, Observer: observer})
 		if err != nil {
 			return err
 		}
@@ -251,6 +273,30 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 		}()
 		host, port, _ := net.SplitHostPort(pgAddr)
 		fmt.Fprintf(out, "dpstat serve: PostgreSQL protocol on %s (psql \"host=%s port=%s user=NAME password=TOKEN\")\n", pgAddr, host, port)
+	}
+	var metricsSrv *http.Server
+	if m != nil {
+		m.WatchServer(api)
+		if pgSrv != nil {
+			m.WatchPG(pgSrv)
+		}
+		ln, err := net.Listen("tcp", cfg.metricsAddr)
+		if err != nil {
+			if httpSrv != nil {
+				httpSrv.Close()
+			}
+			if pgSrv != nil {
+				pgSrv.Close()
+			}
+			return fmt.Errorf("--metrics %s: %w", cfg.metricsAddr, err)
+		}
+		metricsSrv = &http.Server{Handler: m.Mux(health), ReadHeaderTimeout: 5 * time.Second, ErrorLog: logger}
+		go func() {
+			if err := metricsSrv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("metrics server: %w", err)
+			}
+		}()
+		fmt.Fprintf(out, "dpstat serve: metrics on http://%s/metrics, health on /healthz and /readyz\n", ln.Addr())
 	}
 	if tlsCfg == nil {
 		for _, l := range []struct{ flag, addr string }{{"--http", httpAddr}, {"--pg", pgAddr}} {
@@ -273,10 +319,22 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 		ready(httpAddr, pgAddr)
 	}
 	var runErr error
-	select {
-	case <-ctx.Done():
-	case runErr = <-errc:
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			break wait
+		case runErr = <-errc:
+			break wait
+		case <-cfg.reloadSignal:
+			rep, err := cs.reload(ctx)
+			if cfg.reloaded != nil {
+				cfg.reloaded(rep, err)
+			}
+		}
 	}
+	// Load balancers see the server as not ready while it drains.
+	health.Stopping()
 	fmt.Fprintln(out, "dpstat serve: shutting down: finishing requests in flight")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
 	defer cancel()
@@ -287,6 +345,9 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 	}
 	if pgSrv != nil {
 		pgSrv.Shutdown(sctx)
+	}
+	if metricsSrv != nil {
+		metricsSrv.Close()
 	}
 	// The deferred Close calls run now: the ledger closes only after every
 	// request has finished or the shutdown timeout has passed.

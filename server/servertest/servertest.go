@@ -156,6 +156,7 @@ func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Resp
 	}
 	resp.Budget = server.BudgetLeft{Spent: server.Pair{Epsilon: rc.Spent.Epsilon, Delta: rc.Spent.Delta},
 		Remaining: server.Pair{Epsilon: rc.Remaining.Epsilon, Delta: rc.Remaining.Delta}, Total: server.TotalInfoOf(rc.Total)}
+	resp.ReleaseID = rc.ReleaseID
 	return resp, nil
 }
 
