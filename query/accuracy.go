@@ -205,7 +205,7 @@ func (s *accuracySearch) widths(plan *dpplan.Plan, nz *dpplan.Noise) map[int]flo
 		if !ok || math.IsNaN(h) {
 			h = math.Inf(1)
 		}
-		out[a.Output] = h
+		out[a.Output] = math.Max(h, 0) // never −0
 	}
 	return out
 }
