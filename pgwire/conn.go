@@ -46,6 +46,9 @@ type session struct {
 
 	epsilon, delta, confidence float64
 	intervals                  bool
+	// accuracy is dpstat.accuracy: when set, queries ask for it instead
+	// of epsilon (see assign).
+	accuracy *server.Accuracy
 	params                     map[string]string
 
 	stmts   map[string]*statement
@@ -470,7 +473,11 @@ func setTag(n *pg_query.Node) string {
 
 // request builds the answerer's request for sql with the session settings.
 func (ss *session) request(sql string, dry bool) server.Request {
-	return server.Request{Analyst: ss.user.Name, SQL: sql, Epsilon: ss.epsilon, Delta: ss.delta, Confidence: ss.confidence, DryRun: dry}
+	r := server.Request{Analyst: ss.user.Name, SQL: sql, Epsilon: ss.epsilon, Delta: ss.delta, Confidence: ss.confidence, DryRun: dry}
+	if ss.accuracy != nil {
+		r.Epsilon, r.Accuracy = 0, ss.accuracy
+	}
+	return r
 }
 
 func (ss *session) answer(sql string, dry bool) (*server.Response, error) {
