@@ -46,10 +46,11 @@ type session struct {
 
 	epsilon, delta, confidence float64
 	intervals                  bool
+	params                     map[string]string
+
 	// accuracy is dpstat.accuracy: when set, queries ask for it instead
 	// of epsilon (see assign).
 	accuracy *server.Accuracy
-	params                     map[string]string
 
 	stmts   map[string]*statement
 	portals map[string]*portal
