@@ -178,11 +178,19 @@ type accuracySearch struct {
 	confidence float64
 	// targets maps an output index to its asked half-width.
 	targets map[int]float64
+	// base is the query planned once, whose groups later plans reuse.
+	base *dpplan.Plan
 }
 
 // build plans the query at eps and calibrates its noise as Prepare does.
 func (s *accuracySearch) build(eps float64) (*dpplan.Plan, *dpplan.Noise, error) {
-	plan, err := dpplan.NewPlanDelta(s.q, s.table, eps, s.delta)
+	var plan *dpplan.Plan
+	var err error
+	if s.base == nil {
+		plan, err = dpplan.NewPlanDelta(s.q, s.table, eps, s.delta)
+	} else {
+		plan, err = s.base.Replan(s.table, eps, s.delta)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -349,9 +357,11 @@ func planAccuracy(ctx context.Context, q *ir.Query, table *catalog.Table, opts O
 		s.delta, ap.DefaultDelta = DefaultSelectionDelta, true
 	}
 	// A refusal that does not depend on ε comes first, as with --epsilon.
-	if _, _, err := s.build(DefaultEpsilon); err != nil {
+	base, _, err := s.build(DefaultEpsilon)
+	if err != nil {
 		return nil, nil, err
 	}
+	s.base = base
 	eps, ok := dpplan.SmallestEpsilon(func(e float64) bool { return ctx.Err() == nil && s.meets(e) })
 	if err := ctx.Err(); err != nil {
 		return nil, nil, parse.TimeRefusal(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -264,5 +265,33 @@ func TestAccuracyOverBudget(t *testing.T) {
 	}
 	if res.Cost.Epsilon > 0.05 || !strings.Contains(strings.Join(res.Notes, "\n"), "accuracy: asked at 95%: n (COUNT(*)) ±80") {
 		t.Errorf("cost %+v, notes %q: want a charge within the budget and the accuracy's note", res.Cost, res.Notes)
+	}
+}
+
+// TestReplanIsNewPlan: the search's Replan plans what NewPlanDelta plans.
+func TestReplanIsNewPlan(t *testing.T) {
+	svc, _, _ := newTestService(t, "testdata/catalog.yaml")
+	for _, sql := range []string{
+		"SELECT city, flag, COUNT(*) AS n, SUM(score) AS s, AVG(age) AS a FROM people GROUP BY city, flag",
+		"SELECT COUNT(*) AS n FROM people",
+		"SELECT id, COUNT(*) AS n FROM people GROUP BY id",
+	} {
+		p, err := svc.Prepare(sql, Options{Epsilon: 0.3, Delta: 1e-6, Confidence: 0.95, Analyst: "a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		table := svc.cat.Table(p.Plan.Query.Table)
+		base, err := dpplan.NewPlanDelta(p.Plan.Query, table, 1, 1e-6)
+		if err != nil {
+			t.Fatal(err)
+		}
+		re, err := base.Replan(table, 0.3, 1e-6)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(re.Releases, p.Plan.Releases) || !reflect.DeepEqual(re.Keys, p.Plan.Keys) ||
+			re.Contribution != p.Plan.Contribution || re.BoundGroups != p.Plan.BoundGroups || !reflect.DeepEqual(re.Selection, p.Plan.Selection) {
+			t.Errorf("%s: Replan differs from NewPlanDelta:\n%+v\n%+v", sql, re, p.Plan)
+		}
 	}
 }

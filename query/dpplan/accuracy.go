@@ -76,9 +76,11 @@ var gridLow = int64(math.Pow10(EpsilonDigits - 1))
 // gridAbove is the smallest grid value ≥ x > 0.
 func gridAbove(x float64) epsGrid {
 	e := int(math.Floor(math.Log10(x))) - (EpsilonDigits - 1)
-	m := int64(math.Ceil(x / math.Pow10(e)))
-	g := epsGrid{m, e}.norm()
-	for i := 0; i < 3 && g.value() < x; i++ {
+	// Start one step below the quotient (which float rounding can move
+	// either way) and step up to the first decimal value ≥ x.
+	m := min(max(int64(math.Floor(x/math.Pow10(e))), gridLow), 10*gridLow-1)
+	g := epsGrid{m, e}.prev()
+	for i := 0; i < 4 && g.value() < x; i++ {
 		g = g.next()
 	}
 	return g
