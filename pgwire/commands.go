@@ -9,6 +9,7 @@ import (
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/dpstat/dpstat/query"
+	"github.com/dpstat/dpstat/server"
 )
 
 // constText is the text of a constant in a SET statement: a string,
@@ -41,13 +42,16 @@ func constText(n *pg_query.Node) string {
 }
 
 // dpSettings are the session settings the front end keeps.
-var dpSettings = []string{"dpstat.confidence", "dpstat.delta", "dpstat.epsilon", "dpstat.intervals"}
+var dpSettings = []string{"dpstat.accuracy", "dpstat.confidence", "dpstat.delta", "dpstat.epsilon", "dpstat.intervals"}
 
 // reset sets one dpstat setting, or all of them, back to its default.
 func (ss *session) reset(name string) {
 	all := name == ""
 	if all || name == "dpstat.epsilon" {
 		ss.epsilon = ss.s.opts.DefaultEpsilon
+	}
+	if all || name == "dpstat.accuracy" {
+		ss.accuracy = nil
 	}
 	if all || name == "dpstat.delta" {
 		ss.delta = 0
@@ -132,7 +136,19 @@ func (ss *session) assign(name, val string) error {
 		if f <= 0 {
 			return pgErrorf("22023", "invalid value for dpstat.epsilon: %s; want a number > 0", val)
 		}
-		ss.epsilon = f
+		// An ε and an accuracy are two ways to ask: the last one set wins.
+		ss.epsilon, ss.accuracy = f, nil
+	case "dpstat.accuracy":
+		switch strings.ToLower(strings.TrimSpace(val)) {
+		case "", "off", "none":
+			ss.accuracy = nil
+			return nil
+		}
+		acc, err := query.ParseAccuracy(val)
+		if err != nil {
+			return pgErrorf("22023", "invalid value for dpstat.accuracy: %v; e.g. SET dpstat.accuracy = 20, or = 'n=20,total=500' (off to ask by dpstat.epsilon again)", err)
+		}
+		ss.accuracy = &server.Accuracy{All: acc.All, Columns: acc.Columns}
 	case "dpstat.delta":
 		f, err := num(name)
 		if err != nil {
@@ -170,6 +186,11 @@ func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'
 
 func (ss *session) dpSetting(name string) string {
 	switch name {
+	case "dpstat.accuracy":
+		if ss.accuracy == nil {
+			return "off"
+		}
+		return (&query.Accuracy{All: ss.accuracy.All, Columns: ss.accuracy.Columns}).String()
 	case "dpstat.epsilon":
 		// The ε the next query spends: the session's, or the answerer's
 		// default.

@@ -48,6 +48,10 @@ type session struct {
 	intervals                  bool
 	params                     map[string]string
 
+	// accuracy is dpstat.accuracy: when set, queries ask for it instead
+	// of epsilon (see assign).
+	accuracy *server.Accuracy
+
 	stmts   map[string]*statement
 	portals map[string]*portal
 	// cat answers catalog queries; acquired on the first one and shared
@@ -479,7 +483,11 @@ func setTag(n *pg_query.Node) string {
 
 // request builds the answerer's request for sql with the session settings.
 func (ss *session) request(sql string, dry bool) server.Request {
-	return server.Request{Analyst: ss.user.Name, SQL: sql, Epsilon: ss.epsilon, Delta: ss.delta, Confidence: ss.confidence, DryRun: dry}
+	r := server.Request{Analyst: ss.user.Name, SQL: sql, Epsilon: ss.epsilon, Delta: ss.delta, Confidence: ss.confidence, DryRun: dry}
+	if ss.accuracy != nil {
+		r.Epsilon, r.Accuracy = 0, ss.accuracy
+	}
+	return r
 }
 
 func (ss *session) answer(sql string, dry bool) (*server.Response, error) {

@@ -208,12 +208,25 @@ type Options struct {
 	Confidence float64
 	// Analyst names whose budget is charged.
 	Analyst string
+	// Accuracy, when set, asks for half-widths instead of an ε: Epsilon
+	// must then be 0, and Prepare sets it to the smallest ε that meets the
+	// accuracy (see Accuracy and Prepared.Accuracy).
+	Accuracy *Accuracy
 	// Source is the noise source; nil means the secure pooled source.
 	// Tests may pass a seeded source.
 	Source random.Source
 }
 
 func (o Options) validate() error {
+	if o.Accuracy != nil {
+		if o.Epsilon != 0 {
+			return ir.Refuse("an accuracy and an ε (%v) were both given: keep one, the accuracy (dpstat then chooses the smallest ε that meets it) or the ε (dpstat then reports the half-widths it gives)", o.Epsilon)
+		}
+		if err := o.Accuracy.validate(); err != nil {
+			return err
+		}
+		o.Epsilon = DefaultEpsilon // chosen by Prepare; checked there
+	}
 	if math.IsNaN(o.Epsilon) || math.IsInf(o.Epsilon, 0) || o.Epsilon <= 0 {
 		return ir.Refuse("epsilon = %v: want a finite number > 0", o.Epsilon)
 	}
@@ -291,6 +304,11 @@ type Prepared struct {
 	// EngineNotes says how the engine reads the table (engine.Describer),
 	// for EXPLAIN.
 	EngineNotes []string
+	// Accuracy is set when the query asked for an accuracy: how its ε
+	// (Opts.Epsilon) was chosen.
+	Accuracy *AccuracyPlan
+
+	acc *accuracySearch
 
 	dialect engine.Dialect
 }
@@ -362,6 +380,14 @@ func prepareWith(ctx context.Context, cat *catalog.Catalog, d engine.Dialect, sq
 	if q.Relation != nil {
 		table = q.Relation
 	}
+	var accPlan *AccuracyPlan
+	var acc *accuracySearch
+	if opts.Accuracy != nil {
+		if accPlan, acc, err = planAccuracy(ctx, q, table, opts); err != nil {
+			return nil, err
+		}
+		opts.Epsilon, opts.Delta = accPlan.Epsilon, accPlan.Delta
+	}
 	plan, err := dpplan.NewPlanDelta(q, table, opts.Epsilon, opts.Delta)
 	if err != nil {
 		return nil, err
@@ -382,7 +408,7 @@ func prepareWith(ctx context.Context, cat *catalog.Catalog, d engine.Dialect, sq
 			return nil, err
 		}
 	}
-	prep := &Prepared{Plan: plan, Noise: nz, SQL: text, Opts: opts, ExplainOnly: explain, dialect: d}
+	prep := &Prepared{Plan: plan, Noise: nz, SQL: text, Opts: opts, ExplainOnly: explain, dialect: d, Accuracy: accPlan, acc: acc}
 	for h := range plan.Histograms {
 		if err := ctx.Err(); err != nil {
 			return nil, parse.TimeRefusal(err)
@@ -528,7 +554,7 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 		if err := chk.Check(key, p.Noise.Cost); err != nil {
 			var ex *accounting.ExceededError
 			if errors.As(err, &ex) {
-				return nil, fmt.Errorf("query refused, nothing charged: %w", err)
+				return nil, p.budgetRefusal(err, s.led, key)
 			}
 			return nil, fmt.Errorf("checking the budget failed, nothing read or charged: %w", err)
 		}
@@ -589,7 +615,7 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 	if err != nil {
 		var ex *accounting.ExceededError
 		if errors.As(err, &ex) {
-			return nil, fmt.Errorf("query refused, nothing charged: %w", err)
+			return nil, p.budgetRefusal(err, s.led, key)
 		}
 		return nil, fmt.Errorf("charging the ledger failed, nothing read or released: %w", err)
 	}
@@ -863,6 +889,9 @@ func (p *Prepared) Release(exact *dpplan.Exact) (*Result, error) {
 		if o.Post != nil {
 			res.Notes = append(res.Notes, dpplan.DescribePost(o, q, p.Opts.Confidence))
 		}
+	}
+	if p.Accuracy != nil {
+		res.Notes = append(res.Notes, p.Accuracy.Lines()...)
 	}
 	return res, nil
 }

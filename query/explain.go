@@ -45,6 +45,9 @@ type Explanation struct {
 	HistogramSQL []string `json:"histogram_sql,omitempty"`
 	// Notes state how the answer is computed.
 	Notes []string `json:"notes,omitempty"`
+	// Accuracy is set when the query asked for an accuracy instead of an
+	// ε: the targets, the half-widths planned and the ε chosen (Cost).
+	Accuracy *AccuracyPlan `json:"accuracy,omitempty"`
 }
 
 // ColumnExplanation describes one output column of a query.
@@ -130,6 +133,7 @@ func (p *Prepared) Explain() *Explanation {
 		Form:         formName(p),
 		Notes:        append(append(plan.Notes(), nonEmpty(p.Noise.Choice)...), p.EngineNotes...),
 		Groups:       len(plan.Keys),
+		Accuracy:     p.Accuracy,
 	}
 	e.Keys = plan.DescribeKeys()
 	if plan.Selection != nil {
@@ -173,6 +177,9 @@ func (e *Explanation) Lines() []string {
 	var l []string
 	l = append(l, "query: "+e.Query)
 	l = append(l, fmt.Sprintf("cost: ε=%g δ=%g, charged to the budget on table %s (nothing is charged by EXPLAIN)", e.Cost.Epsilon, e.Cost.Delta, e.Table))
+	if e.Accuracy != nil {
+		l = append(l, e.Accuracy.Lines()...)
+	}
 	l = append(l, "groups: "+e.Keys)
 	for _, c := range e.Columns {
 		if c.Kind == "key" {

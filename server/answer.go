@@ -23,6 +23,17 @@ type Request struct {
 	// DryRun asks for the cost and the expected interval widths without
 	// touching the data or charging anything.
 	DryRun bool
+	// Accuracy, when set, asks for half-widths instead of an ε (Epsilon
+	// is then 0): the answerer spends the smallest ε that meets them.
+	Accuracy *Accuracy
+}
+
+// Accuracy is the half-width of the intervals an analyst asks for, at the
+// request's confidence: All for every COUNT, SUM and COUNT(DISTINCT)
+// column, or one per output column.
+type Accuracy struct {
+	All     float64
+	Columns map[string]float64
 }
 
 // Pair is an (ε, δ) amount.

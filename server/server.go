@@ -461,6 +461,34 @@ type queryBody struct {
 	Delta      *float64 `json:"delta"`
 	Confidence *float64 `json:"confidence"`
 	DryRun     bool     `json:"dry_run"`
+	// Accuracy is a number or an object {column: number}.
+	Accuracy json.RawMessage `json:"accuracy"`
+}
+
+// parseAccuracy reads the body's "accuracy": a half-width > 0, or an
+// object giving one per output column; nil when absent.
+func parseAccuracy(raw json.RawMessage) (*Accuracy, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	const want = `want a half-width > 0 (e.g. 20) or an object {"column": half-width} (e.g. {"n": 20, "total": 500})`
+	var h float64
+	if err := json.Unmarshal(raw, &h); err == nil {
+		if !(h > 0) || math.IsInf(h, 0) {
+			return nil, badRequest("accuracy = %v: %s", h, want)
+		}
+		return &Accuracy{All: h}, nil
+	}
+	var cols map[string]float64
+	if err := json.Unmarshal(raw, &cols); err != nil || len(cols) == 0 {
+		return nil, badRequest("accuracy = %s: %s", raw, want)
+	}
+	for c, h := range cols {
+		if strings.TrimSpace(c) == "" || !(h > 0) || math.IsInf(h, 0) {
+			return nil, badRequest("accuracy of %q = %v: %s", c, h, want)
+		}
+	}
+	return &Accuracy{Columns: cols}, nil
 }
 
 // ValidateParams checks the per-query parameters an analyst may set; zero
@@ -506,6 +534,14 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) error {
 	if err := ValidateParams(req.Epsilon, req.Delta, req.Confidence); err != nil {
 		return err
 	}
+	acc, err := parseAccuracy(b.Accuracy)
+	if err != nil {
+		return err
+	}
+	if acc != nil && b.Epsilon != nil {
+		return badRequest(`"accuracy" and "epsilon" were both given: keep one, "accuracy" (the server chooses the smallest ε that meets it) or "epsilon" (the answer reports the half-widths it gives)`)
+	}
+	req.Accuracy = acc
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.QueryTimeout)
 	defer cancel()
 	start := time.Now()

@@ -41,6 +41,7 @@ func oneQuery(cmd *cobra.Command, args []string) error {
 func newQueryCmd() *cobra.Command {
 	var (
 		catalogPath, ledgerPath, analyst, format string
+		accuracy                                 string
 		dryRun                                   bool
 		opts                                     = query.Options{Epsilon: query.DefaultEpsilon, Confidence: query.DefaultConfidence}
 	)
@@ -65,6 +66,19 @@ with intervals at the --confidence level. A refused query costs nothing.
 
 EXPLAIN <query> or --dry-run shows the cost, the split, the noise, the
 interval half-widths and the engine SQL without reading data or charging.
+--accuracy H asks for an accuracy instead of an epsilon: the half-width of
+the intervals at the --confidence level (95% by default), one number for
+every COUNT, SUM and COUNT(DISTINCT) column, or one per output column
+(--accuracy n=20,total=500). dpstat spends the smallest epsilon (4
+significant digits) whose planned intervals are at most that wide in every
+released group, shows it in the dry run, and charges it; when the budget
+left cannot pay for it, the query is refused, free, with the best
+half-widths the budget left would buy. AVG, variances, quantiles and
+computed columns have intervals that depend on the data: --accuracy does
+not target them (a per-column accuracy naming one is refused); the interval
+reported with the answer is the real one. Key selection spends the --delta
+given, or 1e-6. --accuracy and --epsilon cannot be given together.
+
 An identical query asked again by the same analyst (same epsilon, delta and
 confidence) returns the stored answer at no cost.
 
@@ -72,7 +86,9 @@ The budget charged is the analyst's budget on the queried table (the ledger
 key is the table name and the analyst); it is created from the catalog's
 budget on first use.`,
 		Example: `  dpstat query --catalog examples/catalog.yaml \
-    "SELECT sex, COUNT(*), AVG(hours_per_week) FROM adult GROUP BY sex"`,
+    "SELECT sex, COUNT(*), AVG(hours_per_week) FROM adult GROUP BY sex"
+  dpstat query --catalog examples/catalog.yaml --accuracy n=20,hours=5000 --dry-run \
+    "SELECT sex, COUNT(*) AS n, SUM(hours_per_week) AS hours FROM adult GROUP BY sex"`,
 		Args: oneQuery,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if catalogPath == "" {
@@ -84,6 +100,16 @@ budget on first use.`,
 				return fmt.Errorf("--format %q: want table, csv or json", format)
 			}
 			opts.Analyst = analyst
+			if cmd.Flags().Changed("accuracy") {
+				if cmd.Flags().Changed("epsilon") {
+					return fmt.Errorf("--accuracy and --epsilon were both given: keep one, --accuracy (dpstat chooses the smallest epsilon that meets it) or --epsilon (dpstat reports the half-widths it gives)")
+				}
+				acc, err := query.ParseAccuracy(accuracy)
+				if err != nil {
+					return err
+				}
+				opts.Accuracy, opts.Epsilon = acc, 0
+			}
 			cat, err := catalog.Load(catalogPath)
 			if err != nil {
 				return err
@@ -152,6 +178,7 @@ budget on first use.`,
 	f.StringVar(&catalogPath, "catalog", "", "the data owner's catalog file (YAML); required")
 	f.Float64Var(&opts.Epsilon, "epsilon", query.DefaultEpsilon, "the query's privacy cost ε, split equally among its aggregates")
 	f.Float64Var(&opts.Delta, "delta", 0, "the δ the query may spend, in [0, 1); a GROUP BY column without public values needs δ > 0 for key selection")
+	f.StringVar(&accuracy, "accuracy", "", "ask for a half-width instead of an ε: one number for every COUNT, SUM and COUNT(DISTINCT) column, or column=number pairs (n=20,total=500); dpstat spends the smallest ε that meets it")
 	f.Float64Var(&opts.Confidence, "confidence", query.DefaultConfidence, "confidence level of the reported intervals, in (0, 1)")
 	f.StringVar(&format, "format", "table", "output format: table, csv or json")
 	f.BoolVar(&dryRun, "dry-run", false, "show the cost, the split, the noise and interval half-widths and the engine SQL without reading data or charging (as EXPLAIN does)")

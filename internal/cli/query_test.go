@@ -336,3 +336,47 @@ func TestTemporalInterval(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryCLIAccuracy: --accuracy chooses and charges the smallest ε that
+// meets it, says so, and is refused with --epsilon.
+func TestQueryCLIAccuracy(t *testing.T) {
+	led := filepath.Join(t.TempDir(), "l.db")
+	sql := "SELECT sex, COUNT(*) AS n, SUM(hours_per_week) AS hours FROM adult GROUP BY sex"
+	out, errOut, code := runQueryCLI("query", "--catalog", exampleCatalog, "--ledger", led, "--analyst", "ana",
+		"--accuracy", "n=20,hours=5000", "--dry-run", sql)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"cost: ε=0.2921 δ=0", "accuracy: asked at 95%: n (COUNT(*)) ±20, planned ±20, hours (SUM(hours_per_week)) ±5000, planned ±2031; ε=0.2921 is the smallest"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("dry run lacks %q:\n%s", want, out)
+		}
+	}
+	out, errOut, code = runQueryCLI("query", "--catalog", exampleCatalog, "--ledger", led, "--analyst", "ana",
+		"--accuracy", "n=20,hours=5000", "--format", "json", sql)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if c := res["cost"].(map[string]any)["epsilon"].(float64); c != 0.2921 {
+		t.Errorf("charged ε=%v, want the ε the dry run showed, 0.2921", c)
+	}
+	for _, row := range res["ci"].([]any) {
+		if iv := row.([]any)[1].([]any); iv[1].(float64)-iv[0].(float64) > 40 {
+			t.Errorf("count interval %v wider than ±20", iv)
+		}
+	}
+	_, errOut, code = runQueryCLI("query", "--catalog", exampleCatalog, "--ledger", led, "--analyst", "ana",
+		"--accuracy", "20", "--epsilon", "1", sql)
+	if code == 0 || !strings.Contains(errOut, "--accuracy and --epsilon were both given: keep one") {
+		t.Errorf("--accuracy with --epsilon: exit %d, %s", code, errOut)
+	}
+	_, errOut, code = runQueryCLI("query", "--catalog", exampleCatalog, "--ledger", led, "--analyst", "ana",
+		"--accuracy", "total=5", sql)
+	if code == 0 || !strings.Contains(errOut, "the columns that accept an accuracy are n, hours") {
+		t.Errorf("unknown column: exit %d, %s", code, errOut)
+	}
+}

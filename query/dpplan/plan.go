@@ -417,6 +417,19 @@ func NewPlan(q *ir.Query, table *catalog.Table, epsilon float64) (*Plan, error) 
 // share all of ε; otherwise the selection takes half of ε and the
 // aggregates share the other half.
 func NewPlanDelta(q *ir.Query, table *catalog.Table, epsilon, delta float64) (*Plan, error) {
+	return newPlan(q, table, epsilon, delta, nil)
+}
+
+// Replan is NewPlanDelta(p.Query, table, epsilon, delta) for the table p
+// was planned over: the same query at another ε and δ. It reuses p's
+// groups instead of listing them again (they depend on the query and the
+// catalog only), so that a search over ε plans a query of many groups
+// quickly; the plans share Keys, which no stage modifies.
+func (p *Plan) Replan(table *catalog.Table, epsilon, delta float64) (*Plan, error) {
+	return newPlan(p.Query, table, epsilon, delta, p.Keys)
+}
+
+func newPlan(q *ir.Query, table *catalog.Table, epsilon, delta float64, keys [][]any) (*Plan, error) {
 	if math.IsNaN(epsilon) || math.IsInf(epsilon, 0) || epsilon <= 0 {
 		return nil, ir.Refuse("epsilon = %v: want a finite number > 0", epsilon)
 	}
@@ -460,10 +473,16 @@ func NewPlanDelta(q *ir.Query, table *catalog.Table, epsilon, delta float64) (*P
 
 	// Groups: the cross product of public value lists.
 	p.Keys = [][]any{{}}
+	if keys != nil && p.Selection == nil {
+		p.Keys = keys
+	}
 	for _, g := range q.GroupBy {
 		if p.Selection != nil {
 			p.Keys = nil
 			break
+		}
+		if keys != nil {
+			break // reused (Replan)
 		}
 		vals := p.KeyValues(g)
 		if len(p.Keys)*len(vals) > ir.MaxGroups {

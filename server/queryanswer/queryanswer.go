@@ -142,7 +142,10 @@ func classify(err error) error {
 // committed.
 func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Response, error) {
 	opts := query.Options{Epsilon: req.Epsilon, Delta: req.Delta, Confidence: req.Confidence, Analyst: req.Analyst}
-	if opts.Epsilon == 0 {
+	if a := req.Accuracy; a != nil {
+		opts.Accuracy = &query.Accuracy{All: a.All, Columns: a.Columns}
+	}
+	if opts.Epsilon == 0 && opts.Accuracy == nil {
 		opts.Epsilon = query.DefaultEpsilon
 	}
 	if opts.Confidence == 0 {
@@ -306,6 +309,9 @@ func (a *Answerer) preview(p *query.Prepared, st ledger.Status) (*server.Respons
 	// case no group can be listed before the run.
 	resp.Notes = append(resp.Notes, "groups: "+p.Explain().Keys)
 	resp.Notes = append(resp.Notes, "dry run: nothing was read or charged; intervals are shown as ± half-widths around zero")
+	if p.Accuracy != nil {
+		resp.Notes = append(resp.Notes, p.Accuracy.Lines()...)
+	}
 	for i, o := range q.Outputs {
 		if o.Agg == nil || o.Hidden {
 			continue
