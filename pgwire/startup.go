@@ -96,6 +96,16 @@ func (ss *session) applyStartup(params map[string]string) *pgError {
 	if err != nil {
 		return err
 	}
+	// An ε and an accuracy are two ways to ask what a query costs: given
+	// both at connect time, neither is known to win, so the connection
+	// is refused rather than one silently ignored.
+	given := map[string]bool{}
+	for _, kv := range settings {
+		given[kv[0]] = true
+	}
+	if given["dpstat.epsilon"] && given["dpstat.accuracy"] {
+		return pgErrorf("22023", "dpstat.epsilon and dpstat.accuracy are both given when connecting: keep one (an ε to spend, or a half-width for dpstat to choose ε by)")
+	}
 	for _, kv := range settings {
 		if err := ss.assign(kv[0], kv[1]); err != nil {
 			if pe, ok := err.(*pgError); ok {

@@ -35,6 +35,7 @@ func TestStartupSettings(t *testing.T) {
 		{name: "misspelt", params: map[string]string{"options": "-c dpstat.epsilom=0.05"}, errCode: "42704", errHas: []string{"dpstat.epsilom", "dpstat.epsilon"}},
 		{name: "misspelt startup parameter", params: map[string]string{"dpstat.eps": "0.05"}, errCode: "42704", errHas: []string{"dpstat.eps", "dpstat.epsilon"}},
 		{name: "invalid value", params: map[string]string{"options": "-c dpstat.epsilon=-1"}, errCode: "22023", errHas: []string{"dpstat.epsilon", "-1", "> 0"}},
+		{name: "epsilon and accuracy both", params: map[string]string{"options": "-c dpstat.epsilon=0.1 -c dpstat.accuracy=20"}, errCode: "22023", errHas: []string{"keep one"}},
 		{name: "dangling -c", params: map[string]string{"options": "-c"}, errCode: "22023", errHas: []string{"-c name=value"}},
 		{name: "not an option", params: map[string]string{"options": "dpstat.epsilon=1"}, errCode: "22023", errHas: []string{"dpstat.epsilon=1", "-c name=value"}},
 	}
