@@ -5,14 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dpstat/dpstat/catalog"
-	"github.com/dpstat/dpstat/engine"
-	"github.com/dpstat/dpstat/engine/engines"
 	"github.com/dpstat/dpstat/engine/postgres/pgtest"
 	"github.com/dpstat/dpstat/query/ir"
 )
@@ -83,60 +80,8 @@ var occurrenceColumns = map[string][]pgtest.Column{
 // variant), less the rows that drop reports true for (table name, row).
 func occurrenceService(t *testing.T, kind, variant string, drop func(table, row string) bool) *Service {
 	t.Helper()
-	dir := t.TempDir()
-	decl := occurrenceCatalog
-	var pg *pgtest.Server
-	if kind == "postgres" {
-		pg = pgtest.Shared(t)
-		decl = strings.Replace(decl, "tables:", fmt.Sprintf("engine: {kind: postgres, dsn: %q, statement_timeout: 60s, max_connections: 1}\ntables:", pg.ReaderDSN()), 1)
-	}
-	for table, rows := range occurrenceData() {
-		var kept []string
-		for _, r := range rows {
-			if drop == nil || !drop(table, r) {
-				kept = append(kept, r)
-			}
-		}
-		csv := strings.Join(occurrenceColumnNames(table), ",") + "\n" + strings.Join(kept, "\n") + "\n"
-		if pg != nil {
-			name := "occ_" + variant + "_" + table
-			if err := pg.LoadTable(context.Background(), name, occurrenceColumns[table], []byte(csv)); err != nil {
-				t.Fatal(err)
-			}
-			decl = strings.Replace(decl, "source: "+table+".csv", "source: public."+name, 1)
-			continue
-		}
-		if err := os.WriteFile(filepath.Join(dir, table+".csv"), []byte(csv), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	path := filepath.Join(dir, "catalog.yaml")
-	if err := os.WriteFile(path, []byte(decl), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if pg == nil {
-		svc, _, _ := newTestService(t, path)
-		return svc
-	}
-	cat := loadCatalog(t, path)
-	eng, err := engine.Open(context.Background(), engines.Spec(cat))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close() })
-	svc, err := NewService(context.Background(), cat, eng, &fakeLedger{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return svc
-}
-
-func occurrenceColumnNames(table string) []string {
-	var names []string
-	for _, c := range occurrenceColumns[table] {
-		names = append(names, c.Name)
-	}
-	return names
+	keep := func(table, row string) bool { return drop == nil || !drop(table, row) }
+	return variantService(t, kind, "occ", variant, occurrenceCatalog, 60*time.Second, occurrenceData(), occurrenceColumns, keep)
 }
 
 // TestRepeatedOccurrencesNeighbours runs queries that join one table more

@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dpstat/dpstat/catalog"
-	"github.com/dpstat/dpstat/engine"
-	"github.com/dpstat/dpstat/engine/engines"
 	"github.com/dpstat/dpstat/engine/postgres/pgtest"
 	"github.com/dpstat/dpstat/query/ir"
 )
@@ -82,56 +79,8 @@ func prejoinData() map[string][]string {
 // (0: none).
 func prejoinService(t *testing.T, kind, variant string, drop int) *Service {
 	t.Helper()
-	dir := t.TempDir()
-	decl := prejoinCatalog
-	var pg *pgtest.Server
-	if kind == "postgres" {
-		pg = pgtest.Shared(t)
-		decl = strings.Replace(decl, "tables:", fmt.Sprintf("engine: {kind: postgres, dsn: %q, statement_timeout: 5s, max_connections: 1}\ntables:", pg.ReaderDSN()), 1)
-	}
-	for table, rows := range prejoinData() {
-		var kept []string
-		for _, r := range rows {
-			if !strings.HasPrefix(r, fmt.Sprintf("%d,", drop)) {
-				kept = append(kept, r)
-			}
-		}
-		var names []string
-		for _, c := range prejoinColumns[table] {
-			names = append(names, c.Name)
-		}
-		csv := strings.Join(names, ",") + "\n" + strings.Join(kept, "\n") + "\n"
-		if pg != nil {
-			name := "prejoin_" + variant + "_" + table
-			if err := pg.LoadTable(context.Background(), name, prejoinColumns[table], []byte(csv)); err != nil {
-				t.Fatal(err)
-			}
-			decl = strings.Replace(decl, "source: "+table+".csv", "source: public."+name, 1)
-			continue
-		}
-		if err := os.WriteFile(filepath.Join(dir, table+".csv"), []byte(csv), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	path := filepath.Join(dir, "catalog.yaml")
-	if err := os.WriteFile(path, []byte(decl), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if pg == nil {
-		svc, _, _ := newTestService(t, path)
-		return svc
-	}
-	cat := loadCatalog(t, path)
-	eng, err := engine.Open(context.Background(), engines.Spec(cat))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close() })
-	svc, err := NewService(context.Background(), cat, eng, &fakeLedger{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return svc
+	keep := func(_, row string) bool { return !strings.HasPrefix(row, fmt.Sprintf("%d,", drop)) }
+	return variantService(t, kind, "prejoin", variant, prejoinCatalog, 5*time.Second, prejoinData(), prejoinColumns, keep)
 }
 
 // prejoinQueries are private joins (and one of a private table joined a
