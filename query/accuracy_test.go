@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"math"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/dpstat/dpstat/accounting"
-	"github.com/dpstat/dpstat/engine/duckdb"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query/dpplan"
 	"github.com/dpstat/dpstat/random"
@@ -225,28 +223,10 @@ func TestAccuracyCoverage(t *testing.T) {
 // refused before the engine runs, free (no ledger entry), saying the best
 // half-width the rest of the budget would buy.
 func TestAccuracyOverBudget(t *testing.T) {
-	cat := loadCatalog(t, "testdata/catalog.yaml")
-	eng, err := duckdb.Open(duckdb.Options{Threads: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close() })
-	rec := &recordingEngine{Engine: eng}
-	led, err := ledger.Open(filepath.Join(t.TempDir(), "ledger.db"), ledger.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { led.Close() })
+	svc, rec, led := ledgerService(t, 0.05)
 	key := ledger.Key{Dataset: "people", Analyst: "a"}
-	if _, err := led.Grant(key, accounting.EpsDelta{Epsilon: 0.05}, accounting.Basic); err != nil {
-		t.Fatal(err)
-	}
-	svc, err := NewService(context.Background(), cat, rec, led)
-	if err != nil {
-		t.Fatal(err)
-	}
 	before := rec.calls()
-	_, err = svc.Answer(context.Background(), "SELECT COUNT(*) AS n FROM people", Options{Accuracy: &Accuracy{All: 5}, Confidence: 0.95, Analyst: "a"})
+	_, err := svc.Answer(context.Background(), "SELECT COUNT(*) AS n FROM people", Options{Accuracy: &Accuracy{All: 5}, Confidence: 0.95, Analyst: "a"})
 	var exc *accounting.ExceededError
 	if !errors.As(err, &exc) || !strings.Contains(err.Error(), "nothing charged") ||
 		!strings.Contains(err.Error(), "the best the budget left would buy is ε≈0.05: n ±") {

@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -95,4 +96,31 @@ func newTestService(t testing.TB, catalogPath string) (*Service, *recordingEngin
 // exactOpts answers with ε = 1e20: noise far below every tolerance.
 func exactOpts() Options {
 	return Options{Epsilon: 1e20, Confidence: 0.95, Analyst: "tester"}
+}
+
+// ledgerService opens a service over the test catalog with a real ledger
+// in which analyst a has a budget of eps on people, and a recording
+// engine.
+func ledgerService(t *testing.T, eps float64) (*Service, *recordingEngine, *ledger.Ledger) {
+	t.Helper()
+	cat := loadCatalog(t, "testdata/catalog.yaml")
+	eng, err := duckdb.Open(duckdb.Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	rec := &recordingEngine{Engine: eng}
+	led, err := ledger.Open(filepath.Join(t.TempDir(), "ledger.db"), ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { led.Close() })
+	if _, err := led.Grant(ledger.Key{Dataset: "people", Analyst: "a"}, accounting.EpsDelta{Epsilon: eps}, accounting.Basic); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := NewService(context.Background(), cat, rec, led)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc, rec, led
 }

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"math"
 	"math/big"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/dpstat/dpstat/accounting"
-	"github.com/dpstat/dpstat/engine/duckdb"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query/dpplan"
 	"github.com/dpstat/dpstat/query/ir"
@@ -190,28 +188,10 @@ func TestSplitEpsilonNeverExceeds(t *testing.T) {
 // cannot pay for is refused before the engine runs, with the budget's
 // figures, and nothing is charged; a query that fits still runs.
 func TestOverBudgetReadsNothing(t *testing.T) {
-	cat := loadCatalog(t, "testdata/catalog.yaml")
-	eng, err := duckdb.Open(duckdb.Options{Threads: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close() })
-	rec := &recordingEngine{Engine: eng}
-	led, err := ledger.Open(filepath.Join(t.TempDir(), "ledger.db"), ledger.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { led.Close() })
+	svc, rec, led := ledgerService(t, 1)
 	key := ledger.Key{Dataset: "people", Analyst: "a"}
-	if _, err := led.Grant(key, accounting.EpsDelta{Epsilon: 1}, accounting.Basic); err != nil {
-		t.Fatal(err)
-	}
-	svc, err := NewService(context.Background(), cat, rec, led)
-	if err != nil {
-		t.Fatal(err)
-	}
 	before := rec.calls()
-	_, err = svc.Answer(context.Background(), "SELECT COUNT(*) FROM people", Options{Epsilon: 2, Confidence: 0.95, Analyst: "a"})
+	_, err := svc.Answer(context.Background(), "SELECT COUNT(*) FROM people", Options{Epsilon: 2, Confidence: 0.95, Analyst: "a"})
 	var ex *accounting.ExceededError
 	if !errors.As(err, &ex) || !strings.Contains(err.Error(), "nothing charged") {
 		t.Fatalf("error = %v, want a refusal carrying the budget's figures", err)
