@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"math"
 	"net"
@@ -115,49 +116,12 @@ GET /healthz and /readyz answer load balancers on --http (no token) and on
 // gracefully. ready, if not nil, is called with the bound addresses once
 // both listeners accept connections.
 func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(httpAddr, pgAddr string)) error {
-	if cfg.catalog == "" {
-		return errors.New("--catalog is required: the catalog file declaring the tables")
+	if err := cfg.validate(); err != nil {
+		return err
 	}
-	if cfg.httpAddr == "" && cfg.pgAddr == "" {
-		return errors.New("--http and --pg are both empty: give at least one address to listen on")
-	}
-	if (cfg.tlsCert == "") != (cfg.tlsKey == "") {
-		return errors.New("--tls-cert and --tls-key go together: give both or neither")
-	}
-	for _, f := range []struct {
-		flag string
-		v    int64
-		min  int64
-	}{
-		{"max-conns", int64(cfg.maxConns), 1},
-		{"max-pending", int64(cfg.maxPending), 0},
-		{"max-concurrent", int64(cfg.maxConcurrent), 1},
-		{"max-sql", int64(cfg.maxSQL), 1},
-		{"threads", int64(cfg.threads), 0},
-		{"max-sessions-per-analyst", int64(cfg.maxSessions), 0},
-	} {
-		if f.v < f.min {
-			return fmt.Errorf("--%s %d: want a whole number >= %d", f.flag, f.v, f.min)
-		}
-	}
-	for _, f := range []struct {
-		flag string
-		v    time.Duration
-	}{{"query-timeout", cfg.queryTimeout}, {"shutdown-timeout", cfg.shutdownTimeout}} {
-		if f.v <= 0 {
-			return fmt.Errorf("--%s %v: want a positive duration such as 30s", f.flag, f.v)
-		}
-	}
-	if math.IsNaN(cfg.rate) || math.IsInf(cfg.rate, 0) || cfg.rate < 0 {
-		return fmt.Errorf("--rate %v: want a finite number of requests per second >= 0 (0: unlimited)", cfg.rate)
-	}
-	var tlsCfg *tls.Config
-	if cfg.tlsCert != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.tlsCert, cfg.tlsKey)
-		if err != nil {
-			return fmt.Errorf("loading --tls-cert/--tls-key: %w", err)
-		}
-		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	tlsCfg, err := cfg.tls()
+	if err != nil {
+		return err
 	}
 	logTo := cfg.logTo
 	if logTo == nil {
@@ -276,27 +240,15 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 	}
 	var metricsSrv *http.Server
 	if m != nil {
-		m.WatchServer(api)
-		if pgSrv != nil {
-			m.WatchPG(pgSrv)
-		}
-		ln, err := net.Listen("tcp", cfg.metricsAddr)
-		if err != nil {
+		if metricsSrv, err = startMetrics(out, cfg.metricsAddr, m, health, api, pgSrv, logger, errc); err != nil {
 			if httpSrv != nil {
 				httpSrv.Close()
 			}
 			if pgSrv != nil {
 				pgSrv.Close()
 			}
-			return fmt.Errorf("--metrics %s: %w", cfg.metricsAddr, err)
+			return err
 		}
-		metricsSrv = &http.Server{Handler: m.Mux(health), ReadHeaderTimeout: 5 * time.Second, ErrorLog: logger}
-		go func() {
-			if err := metricsSrv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-				errc <- fmt.Errorf("metrics server: %w", err)
-			}
-		}()
-		fmt.Fprintf(out, "dpstat serve: metrics on http://%s/metrics, health on /healthz and /readyz\n", ln.Addr())
 	}
 	if tlsCfg == nil {
 		for _, l := range []struct{ flag, addr string }{{"--http", httpAddr}, {"--pg", pgAddr}} {
@@ -305,16 +257,7 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 			}
 		}
 	}
-	admins := 0
-	for _, a := range reg.List() {
-		if a.IsAdmin() && !a.Revoked {
-			admins++
-		}
-	}
-	fmt.Fprintf(out, "dpstat serve: %d tables, %d analysts (%d admins), ledger %s\n", len(cat.Tables), len(reg.List()), admins, led.Path())
-	if admins == 0 {
-		fmt.Fprintln(out, "dpstat serve: no admin analyst: the admin API is unusable until one is added (stop the server, then dpstat analyst add NAME --admin)")
-	}
+	printSummary(out, len(cat.Tables), reg, led.Path())
 	if ready != nil {
 		ready(httpAddr, pgAddr)
 	}
@@ -333,10 +276,42 @@ wait:
 			}
 		}
 	}
+	shutdown(out, cfg.shutdownTimeout, health, httpSrv, pgSrv, metricsSrv)
+	// The deferred Close calls run now: the ledger closes only after every
+	// request has finished or the shutdown timeout has passed.
+	fmt.Fprintln(out, "dpstat serve: stopped")
+	return runErr
+}
+
+// startMetrics serves the metrics and health endpoints on addr; a
+// failure of the running server is sent to errc.
+func startMetrics(out io.Writer, addr string, m *metrics.Metrics, health *server.Health, api *server.Server, pgSrv *pgwire.Server, logger *log.Logger, errc chan<- error) (*http.Server, error) {
+	m.WatchServer(api)
+	if pgSrv != nil {
+		m.WatchPG(pgSrv)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: m.Mux(health), ReadHeaderTimeout: 5 * time.Second, ErrorLog: logger}
+	go func() {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("metrics server: %w", err)
+		}
+	}()
+	fmt.Fprintf(out, "dpstat serve: metrics on http://%s/metrics, health on /healthz and /readyz\n", ln.Addr())
+	return srv, nil
+}
+
+// shutdown drains the servers: load balancers see the server as not
+// ready, requests in flight finish within the timeout, then the servers
+// close.
+func shutdown(out io.Writer, timeout time.Duration, health *server.Health, httpSrv *http.Server, pgSrv *pgwire.Server, metricsSrv *http.Server) {
 	// Load balancers see the server as not ready while it drains.
 	health.Stopping()
 	fmt.Fprintln(out, "dpstat serve: shutting down: finishing requests in flight")
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if httpSrv != nil {
 		if err := httpSrv.Shutdown(sctx); err != nil {
@@ -349,10 +324,75 @@ wait:
 	if metricsSrv != nil {
 		metricsSrv.Close()
 	}
-	// The deferred Close calls run now: the ledger closes only after every
-	// request has finished or the shutdown timeout has passed.
-	fmt.Fprintln(out, "dpstat serve: stopped")
-	return runErr
+}
+
+// validate checks the flags that need no file or network: each says what
+// is accepted.
+func (cfg serveConfig) validate() error {
+	if cfg.catalog == "" {
+		return errors.New("--catalog is required: the catalog file declaring the tables")
+	}
+	if cfg.httpAddr == "" && cfg.pgAddr == "" {
+		return errors.New("--http and --pg are both empty: give at least one address to listen on")
+	}
+	if (cfg.tlsCert == "") != (cfg.tlsKey == "") {
+		return errors.New("--tls-cert and --tls-key go together: give both or neither")
+	}
+	for _, f := range []struct {
+		flag string
+		v    int64
+		min  int64
+	}{
+		{"max-conns", int64(cfg.maxConns), 1},
+		{"max-pending", int64(cfg.maxPending), 0},
+		{"max-concurrent", int64(cfg.maxConcurrent), 1},
+		{"max-sql", int64(cfg.maxSQL), 1},
+		{"threads", int64(cfg.threads), 0},
+		{"max-sessions-per-analyst", int64(cfg.maxSessions), 0},
+	} {
+		if f.v < f.min {
+			return fmt.Errorf("--%s %d: want a whole number >= %d", f.flag, f.v, f.min)
+		}
+	}
+	for _, f := range []struct {
+		flag string
+		v    time.Duration
+	}{{"query-timeout", cfg.queryTimeout}, {"shutdown-timeout", cfg.shutdownTimeout}} {
+		if f.v <= 0 {
+			return fmt.Errorf("--%s %v: want a positive duration such as 30s", f.flag, f.v)
+		}
+	}
+	if math.IsNaN(cfg.rate) || math.IsInf(cfg.rate, 0) || cfg.rate < 0 {
+		return fmt.Errorf("--rate %v: want a finite number of requests per second >= 0 (0: unlimited)", cfg.rate)
+	}
+	return nil
+}
+
+// tls loads the TLS certificate and key, or returns nil without them.
+func (cfg serveConfig) tls() (*tls.Config, error) {
+	if cfg.tlsCert == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(cfg.tlsCert, cfg.tlsKey)
+	if err != nil {
+		return nil, fmt.Errorf("loading --tls-cert/--tls-key: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// printSummary says what the server serves and warns when no admin can
+// use the admin API.
+func printSummary(out io.Writer, tables int, reg *analyst.Registry, ledgerPath string) {
+	admins := 0
+	for _, a := range reg.List() {
+		if a.IsAdmin() && !a.Revoked {
+			admins++
+		}
+	}
+	fmt.Fprintf(out, "dpstat serve: %d tables, %d analysts (%d admins), ledger %s\n", tables, len(reg.List()), admins, ledgerPath)
+	if admins == 0 {
+		fmt.Fprintln(out, "dpstat serve: no admin analyst: the admin API is unusable until one is added (stop the server, then dpstat analyst add NAME --admin)")
+	}
 }
 
 // loopback reports whether addr (host:port, as bound) is reachable only
