@@ -121,26 +121,12 @@ func ScalarRange(s Scalar, t *catalog.Table) (Span, error) {
 // rawRange is ScalarRange without the final finiteness check: a column
 // without bounds spans ±Inf, which only LEAST and GREATEST may narrow.
 func rawRange(s Scalar, t *catalog.Table) (Span, error) {
-	checked := func(out Span) (Span, error) {
-		if out.finite() && (math.Abs(out.Lo) > MaxExact || math.Abs(out.Hi) > MaxExact) {
-			return Span{}, Refuse("the expression %s can reach [%g, %g], beyond ±2^53 = %d where doubles stop being exact; clamp its inputs to a smaller range", ScalarString(s), out.Lo, out.Hi, int64(MaxExact))
-		}
-		return out, nil
-	}
-	needFinite := func(parts ...Span) error {
-		for _, p := range parts {
-			if !p.finite() {
-				return Refuse("the expression %s does arithmetic on a column without declared bounds; clamp it first with LEAST(GREATEST(x, low), high) or declare `lower:` and `upper:` in the catalog", ScalarString(s))
-			}
-		}
-		return nil
-	}
 	switch x := s.(type) {
 	case nil:
 		// NULL: it adds no value, only the possibility of NULL.
 		return Span{Lo: math.NaN(), Hi: math.NaN(), IsInt: true, nullable: true}, nil
 	case Constant:
-		return checked(Span{Lo: x.Value, Hi: x.Value, IsInt: x.Int})
+		return checkedSpan(s, Span{Lo: x.Value, Hi: x.Value, IsInt: x.Int})
 	case ColumnValue:
 		c := t.Column(x.Column)
 		if c == nil {
@@ -173,7 +159,7 @@ func rawRange(s Scalar, t *catalog.Table) (Span, error) {
 		if err != nil {
 			return Span{}, err
 		}
-		if err := needFinite(a, b); err != nil {
+		if err := needFiniteSpans(s, a, b); err != nil {
 			return Span{}, err
 		}
 		out := Span{IsInt: a.IsInt && b.IsInt, nullable: a.nullable || b.nullable}
@@ -210,110 +196,11 @@ func rawRange(s Scalar, t *catalog.Table) (Span, error) {
 		default:
 			return Span{}, fmt.Errorf("query: unknown operator %s", x.Op)
 		}
-		return checked(out)
+		return checkedSpan(s, out)
 	case Call:
-		args := make([]Span, len(x.Args))
-		for i, a := range x.Args {
-			sp, err := rawRange(a, t)
-			if err != nil {
-				return Span{}, err
-			}
-			args[i] = sp
-		}
-		out := args[0]
-		switch x.Func {
-		case "least", "greatest":
-			return checked(extremumRange(x.Func == "least", args))
-		case "coalesce":
-			// The value is one of the arguments' (a NULL literal adds
-			// none); NULL only if all can be.
-			out = Span{Lo: math.NaN(), Hi: math.NaN(), IsInt: true, nullable: true}
-			for _, a := range args {
-				out.nullable = out.nullable && a.nullable
-				if math.IsNaN(a.Lo) {
-					continue
-				}
-				if math.IsNaN(out.Lo) {
-					out.Lo, out.Hi = a.Lo, a.Hi
-				}
-				out.Lo, out.Hi = math.Min(out.Lo, a.Lo), math.Max(out.Hi, a.Hi)
-				out.IsInt = out.IsInt && a.IsInt
-			}
-			return checked(out)
-		case "nullif":
-			out.nullable = true
-			return checked(out)
-		}
-		if err := needFinite(out); err != nil {
-			return Span{}, err
-		}
-		switch x.Func {
-		case "abs":
-			lo := 0.0
-			if out.Lo > 0 {
-				lo = out.Lo
-			} else if out.Hi < 0 {
-				lo = -out.Hi
-			}
-			out.Lo, out.Hi = lo, math.Max(math.Abs(out.Lo), math.Abs(out.Hi))
-		case "floor":
-			out.Lo, out.Hi, out.IsInt = math.Floor(out.Lo), math.Floor(out.Hi), true
-		case "ceil":
-			out.Lo, out.Hi, out.IsInt = math.Ceil(out.Lo), math.Ceil(out.Hi), true
-		case "round":
-			// round(x) and round(x, n ≥ 0) stay within the floor and
-			// ceiling of the bounds, in doubles too while the bounds
-			// scaled by 10^n are exact (roundSlack).
-			w := 0.0
-			if len(x.Args) == 2 {
-				if c, ok := x.Args[1].(Constant); ok {
-					w = roundSlack(out, math.Pow(10, c.Value))
-				}
-			}
-			out.Lo, out.Hi = math.Floor(out.Lo)-w, math.Ceil(out.Hi)+w
-			out.IsInt = out.IsInt || len(x.Args) == 1
-		default:
-			return Span{}, fmt.Errorf("query: unknown function %s", x.Func)
-		}
-		return checked(out)
+		return callRange(s, x, t)
 	case Cond:
-		var out Span
-		first := true
-		nullArm := false // a NULL arm, wherever it comes
-		add := func(sp Span) {
-			if math.IsNaN(sp.Lo) {
-				nullArm = true
-				return
-			}
-			if first {
-				out, first = sp, false
-				return
-			}
-			out.Lo, out.Hi = math.Min(out.Lo, sp.Lo), math.Max(out.Hi, sp.Hi)
-			out.IsInt = out.IsInt && sp.IsInt
-			out.nullable = out.nullable || sp.nullable
-		}
-		for _, th := range x.Thens {
-			sp, err := rawRange(th, t)
-			if err != nil {
-				return Span{}, err
-			}
-			add(sp)
-		}
-		if x.Else == nil {
-			out.nullable = true
-		} else {
-			sp, err := rawRange(x.Else, t)
-			if err != nil {
-				return Span{}, err
-			}
-			add(sp)
-		}
-		if first {
-			return Span{}, Refuse("%s is NULL in every case: nothing to aggregate", ScalarString(s))
-		}
-		out.nullable = out.nullable || nullArm
-		return checked(out)
+		return condRange(s, x, t)
 	case DatePart:
 		return datePartRange(x, t)
 	case TextLength:
@@ -324,16 +211,144 @@ func rawRange(s Scalar, t *catalog.Table) (Span, error) {
 			return Span{}, err
 		}
 		if x.Type == catalog.Int {
-			if err := needFinite(a); err != nil {
+			if err := needFiniteSpans(s, a); err != nil {
 				return Span{}, err
 			}
 			a.Lo, a.Hi, a.IsInt = math.Floor(a.Lo), math.Ceil(a.Hi), true
 		} else {
 			a.IsInt = false
 		}
-		return checked(a)
+		return checkedSpan(s, a)
 	}
 	return Span{}, fmt.Errorf("query: unknown expression %T", s)
+}
+
+// checkedSpan refuses a span of s beyond ±2^53, where doubles stop being
+// exact.
+func checkedSpan(s Scalar, out Span) (Span, error) {
+	if out.finite() && (math.Abs(out.Lo) > MaxExact || math.Abs(out.Hi) > MaxExact) {
+		return Span{}, Refuse("the expression %s can reach [%g, %g], beyond ±2^53 = %d where doubles stop being exact; clamp its inputs to a smaller range", ScalarString(s), out.Lo, out.Hi, int64(MaxExact))
+	}
+	return out, nil
+}
+
+// needFiniteSpans refuses arithmetic of s on a part without bounds.
+func needFiniteSpans(s Scalar, parts ...Span) error {
+	for _, p := range parts {
+		if !p.finite() {
+			return Refuse("the expression %s does arithmetic on a column without declared bounds; clamp it first with LEAST(GREATEST(x, low), high) or declare `lower:` and `upper:` in the catalog", ScalarString(s))
+		}
+	}
+	return nil
+}
+
+// callRange is rawRange of a function call.
+func callRange(s Scalar, x Call, t *catalog.Table) (Span, error) {
+	args := make([]Span, len(x.Args))
+	for i, a := range x.Args {
+		sp, err := rawRange(a, t)
+		if err != nil {
+			return Span{}, err
+		}
+		args[i] = sp
+	}
+	out := args[0]
+	switch x.Func {
+	case "least", "greatest":
+		return checkedSpan(s, extremumRange(x.Func == "least", args))
+	case "coalesce":
+		// The value is one of the arguments' (a NULL literal adds
+		// none); NULL only if all can be.
+		out = Span{Lo: math.NaN(), Hi: math.NaN(), IsInt: true, nullable: true}
+		for _, a := range args {
+			out.nullable = out.nullable && a.nullable
+			if math.IsNaN(a.Lo) {
+				continue
+			}
+			if math.IsNaN(out.Lo) {
+				out.Lo, out.Hi = a.Lo, a.Hi
+			}
+			out.Lo, out.Hi = math.Min(out.Lo, a.Lo), math.Max(out.Hi, a.Hi)
+			out.IsInt = out.IsInt && a.IsInt
+		}
+		return checkedSpan(s, out)
+	case "nullif":
+		out.nullable = true
+		return checkedSpan(s, out)
+	}
+	if err := needFiniteSpans(s, out); err != nil {
+		return Span{}, err
+	}
+	switch x.Func {
+	case "abs":
+		lo := 0.0
+		if out.Lo > 0 {
+			lo = out.Lo
+		} else if out.Hi < 0 {
+			lo = -out.Hi
+		}
+		out.Lo, out.Hi = lo, math.Max(math.Abs(out.Lo), math.Abs(out.Hi))
+	case "floor":
+		out.Lo, out.Hi, out.IsInt = math.Floor(out.Lo), math.Floor(out.Hi), true
+	case "ceil":
+		out.Lo, out.Hi, out.IsInt = math.Ceil(out.Lo), math.Ceil(out.Hi), true
+	case "round":
+		// round(x) and round(x, n ≥ 0) stay within the floor and
+		// ceiling of the bounds, in doubles too while the bounds
+		// scaled by 10^n are exact (roundSlack).
+		w := 0.0
+		if len(x.Args) == 2 {
+			if c, ok := x.Args[1].(Constant); ok {
+				w = roundSlack(out, math.Pow(10, c.Value))
+			}
+		}
+		out.Lo, out.Hi = math.Floor(out.Lo)-w, math.Ceil(out.Hi)+w
+		out.IsInt = out.IsInt || len(x.Args) == 1
+	default:
+		return Span{}, fmt.Errorf("query: unknown function %s", x.Func)
+	}
+	return checkedSpan(s, out)
+}
+
+// condRange is rawRange of a CASE: the union of its arms' spans.
+func condRange(s Scalar, x Cond, t *catalog.Table) (Span, error) {
+	var out Span
+	first := true
+	nullArm := false // a NULL arm, wherever it comes
+	add := func(sp Span) {
+		if math.IsNaN(sp.Lo) {
+			nullArm = true
+			return
+		}
+		if first {
+			out, first = sp, false
+			return
+		}
+		out.Lo, out.Hi = math.Min(out.Lo, sp.Lo), math.Max(out.Hi, sp.Hi)
+		out.IsInt = out.IsInt && sp.IsInt
+		out.nullable = out.nullable || sp.nullable
+	}
+	for _, th := range x.Thens {
+		sp, err := rawRange(th, t)
+		if err != nil {
+			return Span{}, err
+		}
+		add(sp)
+	}
+	if x.Else == nil {
+		out.nullable = true
+	} else {
+		sp, err := rawRange(x.Else, t)
+		if err != nil {
+			return Span{}, err
+		}
+		add(sp)
+	}
+	if first {
+		return Span{}, Refuse("%s is NULL in every case: nothing to aggregate", ScalarString(s))
+	}
+	out.nullable = out.nullable || nullArm
+	return checkedSpan(s, out)
 }
 
 // extremumRange is the span of LEAST (least) or GREATEST of args as SQL
