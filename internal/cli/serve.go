@@ -179,7 +179,7 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 		api              *server.Server
 		httpSrv          *http.Server
 		pgSrv            *pgwire.Server
-		httpLn, pgLn     net.Listener
+		pgLn             net.Listener
 		errc             = make(chan error, 2)
 		httpAddr, pgAddr string
 	)
@@ -190,23 +190,9 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 		if err != nil {
 			return err
 		}
-		if httpLn, err = net.Listen("tcp", cfg.httpAddr); err != nil {
-			return fmt.Errorf("--http %s: %w", cfg.httpAddr, err)
+		if httpSrv, httpAddr, err = startHTTP(out, cfg.httpAddr, api, tlsCfg, errc); err != nil {
+			return err
 		}
-		httpSrv = api.HTTPServer(cfg.httpAddr)
-		scheme := "http"
-		if tlsCfg != nil {
-			httpSrv.TLSConfig = tlsCfg.Clone()
-			httpLn = tls.NewListener(httpLn, httpSrv.TLSConfig)
-			scheme = "https"
-		}
-		httpAddr = httpLn.Addr().String()
-		go func() {
-			if err := httpSrv.Serve(httpLn); !errors.Is(err, http.ErrServerClosed) {
-				errc <- fmt.Errorf("HTTP server: %w", err)
-			}
-		}()
-		fmt.Fprintf(out, "dpstat serve: HTTP API and dashboard on %s://%s/\n", scheme, httpAddr)
 	}
 	if cfg.pgAddr != "" {
 		if api == nil {
@@ -261,14 +247,23 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 	if ready != nil {
 		ready(httpAddr, pgAddr)
 	}
-	var runErr error
-wait:
+	runErr := waitForStop(ctx, cfg, cs, errc)
+	shutdown(out, cfg.shutdownTimeout, health, httpSrv, pgSrv, metricsSrv)
+	// The deferred Close calls run now: the ledger closes only after every
+	// request has finished or the shutdown timeout has passed.
+	fmt.Fprintln(out, "dpstat serve: stopped")
+	return runErr
+}
+
+// waitForStop serves until the context ends or a server fails (its error
+// returned), reloading the catalog on each reload signal.
+func waitForStop(ctx context.Context, cfg serveConfig, cs *catalogServer, errc <-chan error) error {
 	for {
 		select {
 		case <-ctx.Done():
-			break wait
-		case runErr = <-errc:
-			break wait
+			return nil
+		case err := <-errc:
+			return err
 		case <-cfg.reloadSignal:
 			rep, err := cs.reload(ctx)
 			if cfg.reloaded != nil {
@@ -276,11 +271,30 @@ wait:
 			}
 		}
 	}
-	shutdown(out, cfg.shutdownTimeout, health, httpSrv, pgSrv, metricsSrv)
-	// The deferred Close calls run now: the ledger closes only after every
-	// request has finished or the shutdown timeout has passed.
-	fmt.Fprintln(out, "dpstat serve: stopped")
-	return runErr
+}
+
+// startHTTP serves the HTTP API and dashboard on addr (with TLS when
+// tlsCfg is set); a failure of the running server is sent to errc.
+func startHTTP(out io.Writer, addr string, api *server.Server, tlsCfg *tls.Config, errc chan<- error) (*http.Server, string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("--http %s: %w", addr, err)
+	}
+	srv := api.HTTPServer(addr)
+	scheme := "http"
+	if tlsCfg != nil {
+		srv.TLSConfig = tlsCfg.Clone()
+		ln = tls.NewListener(ln, srv.TLSConfig)
+		scheme = "https"
+	}
+	bound := ln.Addr().String()
+	go func() {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("HTTP server: %w", err)
+		}
+	}()
+	fmt.Fprintf(out, "dpstat serve: HTTP API and dashboard on %s://%s/\n", scheme, bound)
+	return srv, bound, nil
 }
 
 // startMetrics serves the metrics and health endpoints on addr; a
