@@ -115,72 +115,10 @@ func (p *parser) scalar(n *pg.Node) (ir.Scalar, error) {
 		return ir.Call{Func: "coalesce", Args: args}, nil
 	}
 	if ce := n.GetCaseExpr(); ce != nil {
-		if ce.Arg != nil {
-			return nil, ir.Refuse("write CASE WHEN condition THEN value … END (the CASE x WHEN v form is not supported)")
-		}
-		out := ir.Cond{}
-		for _, arm := range ce.Args {
-			w := arm.GetCaseWhen()
-			if w == nil {
-				return nil, ir.Refuse("malformed CASE")
-			}
-			cond, err := p.expr(w.Expr, false)
-			if err != nil {
-				return nil, err
-			}
-			th, err := p.thenValue(w.Result)
-			if err != nil {
-				return nil, err
-			}
-			out.Whens = append(out.Whens, cond)
-			out.Thens = append(out.Thens, th)
-		}
-		if ce.Defresult != nil {
-			e, err := p.thenValue(ce.Defresult)
-			if err != nil {
-				return nil, err
-			}
-			out.Else = e
-		}
-		return out, nil
+		return p.caseScalar(ce)
 	}
 	if fc := n.GetFuncCall(); fc != nil {
-		name := funcName(fc)
-		if aggregateNames[name] {
-			return nil, ir.Refuse("aggregates cannot be nested: %s inside another aggregate", strings.ToUpper(name))
-		}
-		if ir.IsDateFunc(name) {
-			return p.dateScalar(fc)
-		}
-		if name == "length" || name == "char_length" {
-			f, err := p.textFn(n, 0)
-			if err != nil {
-				return nil, err
-			}
-			return ir.TextLength{Fn: f}, nil
-		}
-		want := map[string][2]int{"abs": {1, 1}, "floor": {1, 1}, "ceil": {1, 1}, "ceiling": {1, 1}, "round": {1, 2}}
-		n, ok := want[name]
-		if !ok || fc.AggStar || fc.Over != nil {
-			return nil, ir.Refuse("function %s is not supported in an aggregated expression; use ABS, ROUND, FLOOR, CEIL, LEAST, GREATEST, COALESCE, NULLIF, CASE and arithmetic", name)
-		}
-		if len(fc.Args) < n[0] || len(fc.Args) > n[1] {
-			return nil, ir.Refuse("%s takes %d to %d arguments, got %d", strings.ToUpper(name), n[0], n[1], len(fc.Args))
-		}
-		args, err := p.scalars(fc.Args)
-		if err != nil {
-			return nil, err
-		}
-		if name == "ceiling" {
-			name = "ceil"
-		}
-		if name == "round" && len(args) == 2 {
-			d, ok := args[1].(ir.Constant)
-			if !ok || !d.Int || d.Value < 0 || d.Value > 15 {
-				return nil, ir.Refuse("ROUND(x, digits) takes a whole number of digits from 0 to 15")
-			}
-		}
-		return ir.Call{Func: name, Args: args}, nil
+		return p.callScalar(n, fc)
 	}
 	if n.GetSubLink() != nil {
 		return nil, ir.Refuse("a subquery in WHERE or in the select list is not supported: subqueries are read in FROM or WITH, e.g. WITH s AS (SELECT … FROM t WHERE …) SELECT COUNT(*) FROM s")
@@ -285,4 +223,77 @@ func isNumericExpr(n *pg.Node) bool {
 		}
 	}
 	return false
+}
+
+// caseScalar reads CASE WHEN condition THEN value … [ELSE value] END.
+func (p *parser) caseScalar(ce *pg.CaseExpr) (ir.Scalar, error) {
+	if ce.Arg != nil {
+		return nil, ir.Refuse("write CASE WHEN condition THEN value … END (the CASE x WHEN v form is not supported)")
+	}
+	out := ir.Cond{}
+	for _, arm := range ce.Args {
+		w := arm.GetCaseWhen()
+		if w == nil {
+			return nil, ir.Refuse("malformed CASE")
+		}
+		cond, err := p.expr(w.Expr, false)
+		if err != nil {
+			return nil, err
+		}
+		th, err := p.thenValue(w.Result)
+		if err != nil {
+			return nil, err
+		}
+		out.Whens = append(out.Whens, cond)
+		out.Thens = append(out.Thens, th)
+	}
+	if ce.Defresult != nil {
+		e, err := p.thenValue(ce.Defresult)
+		if err != nil {
+			return nil, err
+		}
+		out.Else = e
+	}
+	return out, nil
+}
+
+// callScalar reads a function call inside an aggregated expression:
+// date and text functions, and the numeric ones.
+func (p *parser) callScalar(n *pg.Node, fc *pg.FuncCall) (ir.Scalar, error) {
+	name := funcName(fc)
+	if aggregateNames[name] {
+		return nil, ir.Refuse("aggregates cannot be nested: %s inside another aggregate", strings.ToUpper(name))
+	}
+	if ir.IsDateFunc(name) {
+		return p.dateScalar(fc)
+	}
+	if name == "length" || name == "char_length" {
+		f, err := p.textFn(n, 0)
+		if err != nil {
+			return nil, err
+		}
+		return ir.TextLength{Fn: f}, nil
+	}
+	want := map[string][2]int{"abs": {1, 1}, "floor": {1, 1}, "ceil": {1, 1}, "ceiling": {1, 1}, "round": {1, 2}}
+	arity, ok := want[name]
+	if !ok || fc.AggStar || fc.Over != nil {
+		return nil, ir.Refuse("function %s is not supported in an aggregated expression; use ABS, ROUND, FLOOR, CEIL, LEAST, GREATEST, COALESCE, NULLIF, CASE and arithmetic", name)
+	}
+	if len(fc.Args) < arity[0] || len(fc.Args) > arity[1] {
+		return nil, ir.Refuse("%s takes %d to %d arguments, got %d", strings.ToUpper(name), arity[0], arity[1], len(fc.Args))
+	}
+	args, err := p.scalars(fc.Args)
+	if err != nil {
+		return nil, err
+	}
+	if name == "ceiling" {
+		name = "ceil"
+	}
+	if name == "round" && len(args) == 2 {
+		d, ok := args[1].(ir.Constant)
+		if !ok || !d.Int || d.Value < 0 || d.Value > 15 {
+			return nil, ir.Refuse("ROUND(x, digits) takes a whole number of digits from 0 to 15")
+		}
+	}
+	return ir.Call{Func: name, Args: args}, nil
 }
