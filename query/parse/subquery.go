@@ -54,43 +54,8 @@ func (p *parser) mergeSubqueries(s *pg.SelectStmt, top bool, outer map[string]*p
 		ctes[name] = c
 	}
 	if w := s.WithClause; w != nil {
-		own := map[string]bool{}
-		if w.Recursive {
-			return ir.Refuse("WITH RECURSIVE is not supported: a recursive query's rows are not bounded per person; write the steps as separate common table expressions")
-		}
-		for _, n := range w.Ctes {
-			c := n.GetCommonTableExpr()
-			if c == nil {
-				return ir.Refuse("unsupported WITH clause")
-			}
-			if p.cat.Table(c.Ctename) != nil {
-				return ir.Refuse("WITH %s: the catalog has a table named %s; give the common table expression another name", c.Ctename, c.Ctename)
-			}
-			if own[strings.ToLower(c.Ctename)] {
-				return ir.Refuse("WITH names %s twice; give each common table expression its own name", c.Ctename)
-			}
-			own[strings.ToLower(c.Ctename)] = true
-			sel := c.Ctequery.GetSelectStmt()
-			if sel == nil {
-				return ir.Refuse("WITH %s AS (…): only SELECT queries are allowed in a common table expression", c.Ctename)
-			}
-			sel = proto.Clone(sel).(*pg.SelectStmt)
-			if len(c.Aliascolnames) > 0 {
-				if len(c.Aliascolnames) != len(sel.TargetList) {
-					return ir.Refuse("WITH %s (%d column names) AS (…) selects %d columns; give one name per column", c.Ctename, len(c.Aliascolnames), len(sel.TargetList))
-				}
-				for i, a := range c.Aliascolnames {
-					if rt := sel.TargetList[i].GetResTarget(); rt != nil {
-						rt.Name = a.GetString_().GetSval()
-					}
-				}
-			}
-			// A common table expression may read those before it.
-			if err := p.mergeSubqueries(sel, false, ctes); err != nil {
-				return err
-			}
-			ctes[strings.ToLower(c.Ctename)] = sel
-			p.cteSize[sel] = countNodes(sel.ProtoReflect())
+		if err := p.mergeCTEs(w, ctes); err != nil {
+			return err
 		}
 		s.WithClause = nil
 	}
@@ -134,46 +99,7 @@ func (p *parser) mergeSubqueries(s *pg.SelectStmt, top bool, outer map[string]*p
 		}
 	}
 	// Every column of a subquery becomes its expression.
-	resolve := func(cr *pg.ColumnRef) (*pg.Node, error) {
-		var parts []string
-		for _, f := range cr.Fields {
-			if f.GetAStar() != nil {
-				return nil, nil
-			}
-			parts = append(parts, f.GetString_().GetSval())
-		}
-		switch len(parts) {
-		case 1:
-			var found *subquery
-			var in []string
-			for _, it := range items {
-				if it.sub != nil && it.sub.outputs[strings.ToLower(parts[0])] != nil {
-					found = it.sub
-					in = append(in, it.alias)
-				} else if it.table != nil && it.table.Column(parts[0]) != nil {
-					in = append(in, it.alias)
-				}
-			}
-			if len(in) > 1 && found != nil {
-				return nil, ir.Refuse("column %s is in %s: qualify it, e.g. %s.%s", parts[0], strings.Join(in, " and "), in[0], parts[0])
-			}
-			if found != nil {
-				return found.outputs[strings.ToLower(parts[0])], nil
-			}
-		case 2:
-			for _, it := range items {
-				if it.sub == nil || !strings.EqualFold(it.alias, parts[0]) {
-					continue
-				}
-				out := it.sub.outputs[strings.ToLower(parts[1])]
-				if out == nil {
-					return nil, ir.RefuseAs(ir.KindUnknownColumn, "unknown column %s.%s: %s has the columns %s", parts[0], parts[1], it.alias, strings.Join(it.sub.names, ", "))
-				}
-				return out, nil
-			}
-		}
-		return nil, nil
-	}
+	resolve := func(cr *pg.ColumnRef) (*pg.Node, error) { return resolveMerged(items, cr) }
 	// SELECT * and s.* name the columns of the subqueries they read.
 	if err := expandStars(s, items); err != nil {
 		return err
@@ -193,8 +119,136 @@ func (p *parser) mergeSubqueries(s *pg.SelectStmt, top bool, outer map[string]*p
 	// The merged query's size is counted before any column is copied: a
 	// query that would grow past MaxMergedNodes is refused without
 	// building it.
-	var firstErr error
 	parts := []proto.Message{listMsg(s.TargetList), s.WhereClause, listMsg(s.GroupClause), s.HavingClause, listMsg(s.SortClause), listMsg(s.FromClause)}
+	if err := p.checkMergedSize(s, parts, subs, resolve); err != nil {
+		return err
+	}
+	var firstErr error
+	replace := func(n *pg.Node) bool {
+		cr := n.GetColumnRef()
+		if cr == nil || firstErr != nil {
+			return true
+		}
+		out, err := resolve(cr)
+		if err != nil {
+			firstErr = err
+			return false
+		}
+		if out != nil {
+			n.Node = proto.Clone(out).(*pg.Node).Node
+			return false
+		}
+		return true
+	}
+	for _, part := range parts {
+		if part == nil || !part.ProtoReflect().IsValid() {
+			continue
+		}
+		walkNodes(part.ProtoReflect(), replace)
+		if firstErr != nil {
+			return firstErr
+		}
+	}
+	for _, sq := range subs {
+		if sq.where != nil {
+			s.WhereClause = and(s.WhereClause, proto.Clone(sq.where).(*pg.Node))
+		}
+	}
+	return nil
+}
+
+// mergeCTEs merges each common table expression of w (each may read
+// those before it) and adds it to ctes under its name.
+func (p *parser) mergeCTEs(w *pg.WithClause, ctes map[string]*pg.SelectStmt) error {
+	own := map[string]bool{}
+	if w.Recursive {
+		return ir.Refuse("WITH RECURSIVE is not supported: a recursive query's rows are not bounded per person; write the steps as separate common table expressions")
+	}
+	for _, n := range w.Ctes {
+		c := n.GetCommonTableExpr()
+		if c == nil {
+			return ir.Refuse("unsupported WITH clause")
+		}
+		if p.cat.Table(c.Ctename) != nil {
+			return ir.Refuse("WITH %s: the catalog has a table named %s; give the common table expression another name", c.Ctename, c.Ctename)
+		}
+		if own[strings.ToLower(c.Ctename)] {
+			return ir.Refuse("WITH names %s twice; give each common table expression its own name", c.Ctename)
+		}
+		own[strings.ToLower(c.Ctename)] = true
+		sel := c.Ctequery.GetSelectStmt()
+		if sel == nil {
+			return ir.Refuse("WITH %s AS (…): only SELECT queries are allowed in a common table expression", c.Ctename)
+		}
+		sel = proto.Clone(sel).(*pg.SelectStmt)
+		if len(c.Aliascolnames) > 0 {
+			if len(c.Aliascolnames) != len(sel.TargetList) {
+				return ir.Refuse("WITH %s (%d column names) AS (…) selects %d columns; give one name per column", c.Ctename, len(c.Aliascolnames), len(sel.TargetList))
+			}
+			for i, a := range c.Aliascolnames {
+				if rt := sel.TargetList[i].GetResTarget(); rt != nil {
+					rt.Name = a.GetString_().GetSval()
+				}
+			}
+		}
+		// A common table expression may read those before it.
+		if err := p.mergeSubqueries(sel, false, ctes); err != nil {
+			return err
+		}
+		ctes[strings.ToLower(c.Ctename)] = sel
+		p.cteSize[sel] = countNodes(sel.ProtoReflect())
+	}
+	return nil
+}
+
+// resolveMerged resolves a column reference of a query whose FROM holds
+// items: a column of a subquery is its expression; nil for anything else.
+func resolveMerged(items []fromItem, cr *pg.ColumnRef) (*pg.Node, error) {
+	var parts []string
+	for _, f := range cr.Fields {
+		if f.GetAStar() != nil {
+			return nil, nil
+		}
+		parts = append(parts, f.GetString_().GetSval())
+	}
+	switch len(parts) {
+	case 1:
+		var found *subquery
+		var in []string
+		for _, it := range items {
+			if it.sub != nil && it.sub.outputs[strings.ToLower(parts[0])] != nil {
+				found = it.sub
+				in = append(in, it.alias)
+			} else if it.table != nil && it.table.Column(parts[0]) != nil {
+				in = append(in, it.alias)
+			}
+		}
+		if len(in) > 1 && found != nil {
+			return nil, ir.Refuse("column %s is in %s: qualify it, e.g. %s.%s", parts[0], strings.Join(in, " and "), in[0], parts[0])
+		}
+		if found != nil {
+			return found.outputs[strings.ToLower(parts[0])], nil
+		}
+	case 2:
+		for _, it := range items {
+			if it.sub == nil || !strings.EqualFold(it.alias, parts[0]) {
+				continue
+			}
+			out := it.sub.outputs[strings.ToLower(parts[1])]
+			if out == nil {
+				return nil, ir.RefuseAs(ir.KindUnknownColumn, "unknown column %s.%s: %s has the columns %s", parts[0], parts[1], it.alias, strings.Join(it.sub.names, ", "))
+			}
+			return out, nil
+		}
+	}
+	return nil, nil
+}
+
+// checkMergedSize counts the size the merged query would have, before
+// any column is copied, and refuses a query that would grow past
+// MaxMergedNodes without building it.
+func (p *parser) checkMergedSize(s *pg.SelectStmt, parts []proto.Message, subs []*subquery, resolve func(*pg.ColumnRef) (*pg.Node, error)) error {
+	var firstErr error
 	size, visited := countNodes(s.ProtoReflect()), 0
 	sizes := map[*pg.Node]int{}
 	count := func(n *pg.Node) bool {
@@ -238,36 +292,6 @@ func (p *parser) mergeSubqueries(s *pg.SelectStmt, top bool, outer map[string]*p
 	}
 	if err := p.copying(size, "the merged query"); err != nil {
 		return err
-	}
-	replace := func(n *pg.Node) bool {
-		cr := n.GetColumnRef()
-		if cr == nil || firstErr != nil {
-			return true
-		}
-		out, err := resolve(cr)
-		if err != nil {
-			firstErr = err
-			return false
-		}
-		if out != nil {
-			n.Node = proto.Clone(out).(*pg.Node).Node
-			return false
-		}
-		return true
-	}
-	for _, part := range parts {
-		if part == nil || !part.ProtoReflect().IsValid() {
-			continue
-		}
-		walkNodes(part.ProtoReflect(), replace)
-		if firstErr != nil {
-			return firstErr
-		}
-	}
-	for _, sq := range subs {
-		if sq.where != nil {
-			s.WhereClause = and(s.WhereClause, proto.Clone(sq.where).(*pg.Node))
-		}
 	}
 	return nil
 }
