@@ -14,7 +14,7 @@ import (
 
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/catalog"
-	"github.com/dpstat/dpstat/catalog/suggest"
+	"github.com/dpstat/dpstat/suggest"
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/engine/engines"
 	"github.com/dpstat/dpstat/ledger"
