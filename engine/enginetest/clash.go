@@ -23,6 +23,19 @@ import (
 var clashTables = []Table{
 	{Name: "clash", File: "clash.csv", Columns: clashColumns, Declaration: clashDeclaration},
 	{Name: "clash_minus", File: "clash_minus.csv", Columns: clashColumns, Declaration: clashDeclaration},
+	// Source columns that begin with the reserved prefix, declared
+	// under other names with from:.
+	{Name: "clash_src", File: "clash_src.csv",
+		Columns: []Column{{"k0", catalog.Int}, {"grp", catalog.Text}, {"_dp_u", catalog.Int}, {"_dp_k0", catalog.Int}},
+		Declaration: `    privacy_unit: k0
+    max_groups_per_unit: 3
+    max_rows_per_group: 1
+    columns:
+      k0:  {type: int}
+      grp: {type: text, values: [x, y, z]}
+      pu:  {type: int, values: [1, 2], from: _dp_u}
+      pk:  {type: int, lower: 0, upper: 10, from: _dp_k0}
+`},
 	{Name: "clash_pub", File: "clash_pub.csv",
 		Columns: []Column{{"t", catalog.Text}, {"one", catalog.Int}},
 		Declaration: `    public: true
@@ -77,8 +90,18 @@ var clashCases = []clashCase{
 	{"public join", "SELECT p.one, COUNT(*), SUM(x.b) FROM %s x JOIN clash_pub p ON x.t = p.t GROUP BY p.one", 0, "1 3 6; 2 3 5", 5},
 }
 
+// reservedSourceCases read clash_src, whose server (or file) columns
+// _dp_u and _dp_k0 are named as generated names are: declared under
+// other names with from:, they must never be read as the statement's own
+// columns (ClickHouse reads such a table through its projection).
+var reservedSourceCases = []Case{
+	{Name: "clash: reserved source columns read with from:", SQL: "SELECT grp, COUNT(*), SUM(pk) FROM clash_src GROUP BY grp", Want: "x 3 12; y 2 5; z 2 6"},
+	{Name: "clash: a reserved source column as a key", SQL: "SELECT pu, COUNT(*), SUM(pk), COUNT(DISTINCT k0) FROM clash_src GROUP BY pu", Want: "1 3 12 3; 2 3 10 3"},
+}
+
 func init() {
 	Tables = append(Tables, clashTables...)
+	Battery = append(Battery, reservedSourceCases...)
 	for _, c := range clashCases {
 		Battery = append(Battery, Case{Name: "clash: " + c.name, SQL: fmt.Sprintf(c.sql, "clash"), Delta: c.delta, Want: c.want})
 	}
