@@ -178,13 +178,14 @@ func (g *sqlGen) occurrenceColumns(alias string) []string {
 //   - A Sampler dialect (DuckDB) spells the row stage once per read
 //     (splitPairs, sampledHistogram), and every read must see the same
 //     rows: the capped occurrence is a MATERIALIZED stage of the statement
-//     (named alias$capped, which no catalog table can be named), computed
+//     (named alias_capped, _dp_t0_capped…, which no catalog table can be
+//     named: see ReservedPrefix in ast.go), computed
 //     once with a random order, and read under alias.
 //   - Any other dialect numbers each person's rows in a random order, in a
 //     subquery the statement reads once.
 //
 // The columns read are listed (never *), so that the row number's name
-// (rn$, which no declared column can hold) stays out of the relation.
+// (_dp_rn, which no declared column can hold) stays out of the relation.
 func (g *sqlGen) capped(name, alias, unit string, columns []string, filters []string) relation {
 	n := g.joinCap()
 	qcols := make([]string, len(columns))
