@@ -16,15 +16,16 @@ import (
 // The names the generator gives to columns, stages, subqueries and
 // table occurrences are fixed, because the engines' readers find the
 // statistics by them and ClickHouse rewrites a statement per shard by
-// them (see engine/clickhouse's generatorAlias). Every one of them begins
-// with catalog.ReservedPrefix (_dp_), which the catalog refuses for a
-// table or column name, so a generated name can never be a data
-// column's; and no name a query gives reaches the statement (its keys,
-// statistics, table aliases and pre-aggregation columns are all
-// renamed). (ClickHouse makes an alias
-// visible in every expression of its SELECT, where it wins over a column
-// of the same name: `"k0" AS u, "grp" AS k0` read u as grp.) Their
-// meaning, in one place, without the prefix:
+// them (see engine/clickhouse's generatorAlias). Every one of them
+// begins with catalog.ReservedPrefix (_dp_), which the catalog refuses,
+// in any case, for a table or column name: a generated name can never be
+// a data column's (nor a stage a table's). No name a query gives reaches
+// the statement: keys, statistics, table aliases and a pre-aggregation's
+// columns are all renamed. (ClickHouse makes an alias visible in every
+// expression of its SELECT, where it wins over a column of the same
+// name: `"k0" AS u, "grp" AS k0` read u as grp.) A new name takes the
+// prefix, as a constant or function below. Their meaning, in one place,
+// without the prefix:
 //
 //	u                 the person (the privacy unit) a row belongs to
 //	k0, k1, …         the group keys, in the query's GROUP BY order

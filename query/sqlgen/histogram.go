@@ -9,7 +9,8 @@ import (
 )
 
 // HistogramSQL generates the engine statement computing histogram h per
-// group: columns k0, k1, …, then b (the bin) and c (its count). Rows are
+// group: columns _dp_k0, _dp_k1, …, then _dp_b (the bin) and _dp_c (its
+// count), read by position (the names are in ast.go). Rows are
 // bounded as for the main statement (at most RowsPerGroup rows per person
 // and group, at most Groups groups per person), with their own random
 // choices.

@@ -21,7 +21,7 @@ func RawView(table string) string { return table + "$raw" }
 // SQL generates the engine statement that computes the plan's exact
 // statistics per group in its first form, from the model only: identifiers
 // are quoted and literals rendered by the dialect. Its result has one row
-// per non-empty group: the key columns k0, k1, … then the statistics s0,
+// per non-empty group: the key columns _dp_k0, _dp_k1, … then the statistics _dp_s0,
 // s1, … (counts; sums, see Form; a sum of no values is NULL).
 func SQL(p *dpplan.Plan, d engine.Dialect) (string, error) {
 	return FormSQL(p, d, p.FirstForm())
@@ -71,7 +71,7 @@ func newSalt() uint64 {
 
 func (g *sqlGen) ident(s string) string { return g.d.QuoteIdent(s) }
 
-// keyNames are the key columns k0, k1, … of the plan's groups.
+// keyNames are the key columns _dp_k0, _dp_k1, … of the plan's groups.
 func (g *sqlGen) keyNames() []string {
 	keys := make([]string, len(g.p.Query.GroupBy))
 	for i := range keys {
