@@ -142,6 +142,8 @@ func checkTable(name string, rt *rawTable, dir string, colOrder []string, remote
 	}
 	if !validName(name) {
 		add("name %q: want letters, digits and underscores, starting with a letter or underscore", name)
+	} else if Reserved(name) {
+		add("name %q: names beginning with %s are dpstat's own (the names its statements give their stages); declare the table under another name", name, ReservedPrefix)
 	}
 	t := &Table{Name: name, PrivacyUnit: rt.PrivacyUnit, MaxGroupsPerUnit: 1, MaxRowsPerGroup: 1, GroupSize: 1}
 	if rt.GroupSize != nil {
@@ -262,6 +264,8 @@ func checkColumn(name string, rc *rawColumn) (*Column, []error) {
 	}
 	if !validName(name) {
 		add("name %q: want letters, digits and underscores, starting with a letter or underscore", name)
+	} else if Reserved(name) {
+		add("name %q: names beginning with %s are dpstat's own (the names its statements give their columns); declare the column under another name and read it with from:, e.g. %s: {from: %s, type: ...}", name, ReservedPrefix, strings.TrimLeft(name[len(ReservedPrefix):], "_")+"_col", name)
 	}
 	col := &Column{Name: name, Type: Type(rc.Type), Nullable: rc.Nullable, From: rc.From}
 	lower, upper, berrs := rc.bounds(col.Type)
@@ -402,6 +406,20 @@ func scalarValue(item *yaml.Node, typ Type) (any, error) {
 	default:
 		return nil, errors.New("the column has no valid type")
 	}
+}
+
+// ReservedPrefix begins every name that dpstat's statements give their
+// own columns, stages and subqueries (u, k0, s0, …, spelled _dp_u,
+// _dp_k0, _dp_s0, …). A table or column may not be declared under a name
+// that begins with it, in any case (DuckDB's names ignore case), so that
+// a generated name never is a data column's: on ClickHouse an alias is
+// seen by every expression of its SELECT, where it would take the place
+// of the column.
+const ReservedPrefix = "_dp_"
+
+// Reserved reports whether name begins with ReservedPrefix, in any case.
+func Reserved(name string) bool {
+	return len(name) >= len(ReservedPrefix) && strings.EqualFold(name[:len(ReservedPrefix)], ReservedPrefix)
 }
 
 func validName(s string) bool {

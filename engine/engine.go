@@ -134,7 +134,7 @@ type Column struct {
 	Name string
 	Type Type
 	// Source is the column's name in the file (a CSV header such as
-	// "Hours per week"); empty means Name.
+	// "Hours per week") or in the server's table; empty means Name.
 	Source string
 	// KeepNaN leaves NaN in a Double column as it is; by default a NaN
 	// reads as NULL.

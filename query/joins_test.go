@@ -197,7 +197,7 @@ func TestOccurrenceBinding(t *testing.T) {
 	if got := fmt.Sprint(q.Joins[0].On, q.Joins[1].On); got != "[[day c1.d]] [[rid c2.d]]" {
 		t.Errorf("join conditions %s: want each occurrence's own column", got)
 	}
-	for _, want := range []string{`JOIN "cal" AS "t1" ON "t0"."day" = "t1"."d"`, `LEFT JOIN "cal" AS "t2" ON "t0"."rid" = "t2"."d"`, `"t1"."w" = 3`, `"t2"."w" IS NULL`} {
+	for _, want := range []string{`JOIN "cal" AS "_dp_t1" ON "_dp_t0"."day" = "_dp_t1"."d"`, `LEFT JOIN "cal" AS "_dp_t2" ON "_dp_t0"."rid" = "_dp_t2"."d"`, `"_dp_t1"."w" = 3`, `"_dp_t2"."w" IS NULL`} {
 		if !strings.Contains(p.SQL, want) {
 			t.Errorf("the engine's SQL lacks %s:\n%s", want, p.SQL)
 		}

@@ -119,6 +119,12 @@ var neighbourBattery = []string{
 	"SELECT t, COUNT(*), AVG(i) FROM T GROUP BY t",
 	"SELECT b, COUNT(*) FROM T GROUP BY b",
 	"SELECT fz, t, b, COUNT(*), SUM(i) FROM T GROUP BY fz, t, b",
+	// Columns named as the statements' own names once were (t, u, b), as
+	// keys, in distinct counts and medians, and as a pre-aggregation's
+	// names (see sqlgen's ast.go).
+	"SELECT u, b, COUNT(*), SUM(i), COUNT(DISTINCT pid) FROM T GROUP BY u, b",
+	"SELECT t, MEDIAN(i), COUNT(DISTINCT u) FROM T GROUP BY t",
+	"SELECT COUNT(*), SUM(LEAST(GREATEST(u, 0), 4)), AVG(b) FROM (SELECT pid, COUNT(*) AS u, MAX(LEAST(GREATEST(i, 0), 100)) AS b FROM T GROUP BY pid) s WHERE b >= 0",
 	// Computed keys with extreme parameters.
 	"SELECT width_bucket(f, 0, 10, 5) AS w, COUNT(*) FROM T GROUP BY w",
 	"SELECT width_bucket(f, -1.7e308, 1.7e308, 4) AS w, COUNT(*) FROM T GROUP BY w",

@@ -39,6 +39,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/shopspring/decimal"
 
+	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
 )
 
@@ -332,12 +333,15 @@ func (e *Engine) withBindings(sql string) string {
 	return sql
 }
 
-// generatorAlias matches the names dpstat's statements give their own
-// columns and stages (u, k0, v1, s2, rk, h, b, c, bs, r, …): a table
-// column of such a name could be mistaken for one when the projection is
-// written into the statement's own SELECT, so such a table is always read
-// through a subquery.
-var generatorAlias = regexp.MustCompile(`^([kvst][0-9]+|k[nv][0-9]+|u|r|rk|rn|h|b|c|bs|one|numbered|kept|thresholds|per_unit\w*|per_group|per_shard|r_bounded|unit_groups\w*)$`)
+// generatorAlias reports whether a column name begins as the names
+// dpstat's statements give their own columns and stages do
+// (catalog.ReservedPrefix: _dp_u, _dp_k0, _dp_s0, _dp_r, …). The catalog
+// refuses such a declared name, but a declared column may read a server
+// column of such a name (from:): written into the statement's own
+// SELECT, where a generated alias of that name is seen by every
+// expression, it would be read as the alias, so such a table is always
+// read through its projection, a subquery.
+func generatorAlias(name string) bool { return catalog.Reserved(name) }
 
 // inlined writes the projection of the one bound table a statement reads
 // (FROM "name", no JOIN) into the statement itself: FROM "name" becomes
@@ -589,13 +593,19 @@ func (e *Engine) BindTable(ctx context.Context, name, relation string, columns [
 	sel := make([]string, len(columns))
 	inline := map[string]string{}
 	for i, c := range columns {
-		r, ok := find(c.Name)
+		// A column declared with from: reads the server's column of
+		// that name (engine.Column.Source).
+		src := c.Source
+		if src == "" {
+			src = c.Name
+		}
+		r, ok := find(src)
 		if !ok {
 			have := make([]string, len(remote))
 			for j, r := range remote {
 				have[j] = r.name
 			}
-			errs = append(errs, fmt.Errorf("clickhouse: table %s: column %s does not exist in %s; it has: %s", name, c.Name, qualified, strings.Join(have, ", ")))
+			errs = append(errs, fmt.Errorf("clickhouse: table %s: column %s does not exist in %s; it has: %s", name, src, qualified, strings.Join(have, ", ")))
 			continue
 		}
 		expr, err := project(Dialect.QuoteIdent(r.name), r.typ, c)
@@ -607,7 +617,7 @@ func (e *Engine) BindTable(ctx context.Context, name, relation string, columns [
 		if inline != nil {
 			inline[c.Name] = expr
 		}
-		if generatorAlias.MatchString(strings.ToLower(r.name)) || generatorAlias.MatchString(strings.ToLower(c.Name)) {
+		if generatorAlias(r.name) || generatorAlias(c.Name) {
 			inline = nil
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
 )
 
@@ -160,10 +161,16 @@ func (dialect) KeptGridSum(list string, i int) string {
 // matches nothing) and any() takes the group's sums. The rows are read
 // once more for this, their keys only: a scan per shard, far cheaper
 // than the bounding.
+// perGroupName is the alias of ShardGroups' per-group sums; it and the
+// encoded keys (_dp_kn0, _dp_kv0, …) begin with catalog.ReservedPrefix,
+// as every name a statement gives, so that none is a column of the rows
+// they are read beside.
+const perGroupName = catalog.ReservedPrefix + "per_group"
+
 func (dialect) ShardGroups(source, where string, keyExprs, keys, sums []string, perGroup string) string {
 	var left, right, using, outKeys, outSums []string
 	for i, k := range keys {
-		n, v := "kn"+strconv.Itoa(i), "kv"+strconv.Itoa(i)
+		n, v := catalog.ReservedPrefix+"kn"+strconv.Itoa(i), catalog.ReservedPrefix+"kv"+strconv.Itoa(i)
 		left = append(left, "isNull("+keyExprs[i]+") AS "+n, "assumeNotNull("+keyExprs[i]+") AS "+v)
 		right = append(right, "isNull("+k+") AS "+n, "assumeNotNull("+k+") AS "+v, k)
 		using = append(using, n, v)
@@ -175,14 +182,14 @@ func (dialect) ShardGroups(source, where string, keyExprs, keys, sums []string, 
 	}
 	if len(keys) == 0 {
 		// One row of sums: every row of the shard joins it.
-		q := "SELECT " + strings.Join(outSums, ", ") + " FROM " + source + " CROSS JOIN (" + perGroup + ") AS per_group"
+		q := "SELECT " + strings.Join(outSums, ", ") + " FROM " + source + " CROSS JOIN (" + perGroup + ") AS " + perGroupName
 		if where != "" {
 			q += " WHERE " + where
 		}
 		return q
 	}
 	q := "SELECT " + strings.Join(append(append(left, outKeys...), outSums...), ", ") + " FROM " + source +
-		" ANY INNER JOIN (SELECT " + strings.Join(right, ", ") + " FROM (" + perGroup + ")) AS per_group USING " + strings.Join(using, ", ")
+		" ANY INNER JOIN (SELECT " + strings.Join(right, ", ") + " FROM (" + perGroup + ")) AS " + perGroupName + " USING " + strings.Join(using, ", ")
 	if where != "" {
 		q += " WHERE " + where
 	}

@@ -75,6 +75,7 @@ func RunNeighbours(t *testing.T, b Backend) {
 			}
 		})
 	}
+	t.Run("columns named like generated names", func(t *testing.T) { runClash(t, b) })
 }
 
 // neighbourDistance reports a cell of a and b (rows of the same groups)

@@ -131,9 +131,9 @@ var Tables = []Table{
 }
 
 // acctColumns are the columns of acct and acct_minus: two columns are
-// named u and b, as the generator's own aliases (a query that reads them
-// on ClickHouse awaits generated names that cannot collide with a
-// column's); e is NULL for some rows.
+// named u and b, as the generator's own aliases once were (clash.go has
+// a privacy unit named k0 and the other such names); e is NULL for some
+// rows.
 var acctColumns = []Column{{Name: "pid", Type: catalog.Int}, {Name: "grp", Type: catalog.Text}, {Name: "v", Type: catalog.Int},
 	{Name: "u", Type: catalog.Int}, {Name: "b", Type: catalog.Int}, {Name: "e", Type: catalog.Text}}
 

@@ -334,13 +334,19 @@ func (e *Engine) BindTable(ctx context.Context, name, relation string, columns [
 	var errs []error
 	sel := make([]string, len(columns))
 	for i, c := range columns {
-		r, ok := find(c.Name)
+		// A column declared with from: reads the server's column of
+		// that name (engine.Column.Source).
+		src := c.Source
+		if src == "" {
+			src = c.Name
+		}
+		r, ok := find(src)
 		if !ok {
 			have := make([]string, len(remote))
 			for j, r := range remote {
 				have[j] = r.name
 			}
-			errs = append(errs, fmt.Errorf("postgres: table %s: column %s does not exist in %s; it has: %s", name, c.Name, qualified, strings.Join(have, ", ")))
+			errs = append(errs, fmt.Errorf("postgres: table %s: column %s does not exist in %s; it has: %s", name, src, qualified, strings.Join(have, ", ")))
 			continue
 		}
 		if !r.canSelect {

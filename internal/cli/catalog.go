@@ -365,14 +365,16 @@ tables:
 // columnNames gives each column a name queries can use unquoted: the
 // header itself when it is one (letters, digits and underscores, not
 // starting with a digit), else the header in lower case with every other
-// character run made an underscore ("Hours per week" → hours_per_week);
-// names are made unique with a numeric suffix.
+// character run made an underscore ("Hours per week" → hours_per_week;
+// a header beginning with catalog.ReservedPrefix, dpstat's own, loses
+// its leading underscores: _dp_x → dp_x); names are made unique with a
+// numeric suffix.
 func columnNames(cols []engine.Column) []string {
 	out := make([]string, len(cols))
 	seen := map[string]bool{}
 	for i, c := range cols {
 		name := c.Name
-		if !isSQLName(name) {
+		if !isSQLName(name) || catalog.Reserved(name) {
 			var b strings.Builder
 			under := false
 			for _, r := range strings.ToLower(name) {

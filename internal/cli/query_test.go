@@ -230,6 +230,7 @@ func TestColumnNames(t *testing.T) {
 		{[]string{"Hours per week", "Capital-gain ($)"}, []string{"hours_per_week", "capital_gain"}},
 		{[]string{"2nd job", "%", "é"}, []string{"c_2nd_job", "column_2", "column_3"}},
 		{[]string{"a b", "a_b", "A-B"}, []string{"a_b", "a_b_2", "a_b_3"}},
+		{[]string{"_dp_u", "_DP_k0", "dp_u", "_x"}, []string{"dp_u", "dp_k0", "dp_u_2", "_x"}},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.headers, ","), func(t *testing.T) {

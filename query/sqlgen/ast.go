@@ -1,8 +1,10 @@
 package sqlgen
 
 import (
+	"strconv"
 	"strings"
 
+	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
 )
 
@@ -11,10 +13,19 @@ import (
 // dialect. Expressions stay text: the dialect spells them as they are
 // built (engine.Dialect), and the tree only places them.
 //
-// The names the generator gives to columns, stages and subqueries are
-// fixed, because the engines' readers find the statistics by them and
-// ClickHouse rewrites a statement per shard by them (see
-// engine/clickhouse's generatorAlias). Their meaning, in one place:
+// The names the generator gives to columns, stages, subqueries and
+// table occurrences are fixed, because the engines' readers find the
+// statistics by them and ClickHouse rewrites a statement per shard by
+// them (see engine/clickhouse's generatorAlias). Every one of them
+// begins with catalog.ReservedPrefix (_dp_), which the catalog refuses,
+// in any case, for a table or column name: a generated name can never be
+// a data column's (nor a stage a table's). No name a query gives reaches
+// the statement: keys, statistics, table aliases and a pre-aggregation's
+// columns are all renamed. (ClickHouse makes an alias visible in every
+// expression of its SELECT, where it wins over a column of the same
+// name: `"k0" AS u, "grp" AS k0` read u as grp.) A new name takes the
+// prefix, as a constant or function below. Their meaning, in one place,
+// without the prefix:
 //
 //	u                 the person (the privacy unit) a row belongs to
 //	k0, k1, …         the group keys, in the query's GROUP BY order
@@ -24,18 +35,19 @@ import (
 //	one               a constant column, when a row stage has no other
 //	rk                a row's random key, for sampling at most L∞ values
 //	                  per (person, group) (engine.Sampler)
-//	rn                a row's rank in its partition (keepRandom without
-//	                  QUALIFY)
+//	rn                a row's rank in its partition (keepRandom and a
+//	                  capped occurrence without QUALIFY)
 //	h, t              a (person, group)'s random key and its person's
 //	                  threshold, for keeping at most L0 groups per person
 //	n                 the number of rows of a (person, group)
 //	b                 a histogram row's bin (or value, for a distinct
 //	                  count); bs a list of them
 //	c                 a histogram's count per (group, bin)
-//	pair_u, pair_k0…  a heavy pair's person and keys, renamed for a join
+//	u_pair, k0_pair…  a kept pair's person and keys, renamed for a join
 //	                  that matches NULL keys
 //	t0, t1, …         the private table (or pre-aggregation) and the
-//	                  public tables it joins
+//	                  tables it joins; t0_capped, … a capped occurrence
+//	p0, p1, …         a pre-aggregation's columns, in its select list
 //
 // Stages and subqueries: r (the row stage: filter, keys, clamped values),
 // r_bounded (at most L∞ rows per person and group), per_unit (per person
@@ -44,8 +56,62 @@ import (
 // their kept values), light and heavy (the kept pairs with at most and
 // more than L∞ rows), sampled (the heavy pairs' sampled values),
 // kept_values, unit_groups and unit_groups_bounded (a histogram's pairs),
-// numbered (rows with rn), distinct_values, and per_shard (ClickHouse's
-// per-shard sums; its per_group is the dialect's).
+// pairs, numbered (rows with rn), distinct_values, and per_shard
+// (ClickHouse's per-shard sums; its per_group, kn0, kv0, … are the
+// dialect's, with the same prefix; the dialect's lambdas name their
+// parameter t, which only their own body reads).
+const (
+	unitName  = catalog.ReservedPrefix + "u"
+	oneName   = catalog.ReservedPrefix + "one"
+	rkName    = catalog.ReservedPrefix + "rk"
+	rnName    = catalog.ReservedPrefix + "rn"
+	hName     = catalog.ReservedPrefix + "h"
+	tName     = catalog.ReservedPrefix + "t"
+	nName     = catalog.ReservedPrefix + "n"
+	binName   = catalog.ReservedPrefix + "b"
+	binsName  = catalog.ReservedPrefix + "bs"
+	countName = catalog.ReservedPrefix + "c"
+
+	rowsStage              = catalog.ReservedPrefix + "r"
+	rowsBoundedStage       = catalog.ReservedPrefix + "r_bounded"
+	perUnitStage           = catalog.ReservedPrefix + "per_unit"
+	perUnitBoundedStage    = catalog.ReservedPrefix + "per_unit_bounded"
+	thresholdsStage        = catalog.ReservedPrefix + "thresholds"
+	keptStage              = catalog.ReservedPrefix + "kept"
+	keptPairsStage         = catalog.ReservedPrefix + "kept_pairs"
+	lightStage             = catalog.ReservedPrefix + "light"
+	heavyStage             = catalog.ReservedPrefix + "heavy"
+	sampledStage           = catalog.ReservedPrefix + "sampled"
+	keptValuesStage        = catalog.ReservedPrefix + "kept_values"
+	unitGroupsStage        = catalog.ReservedPrefix + "unit_groups"
+	unitGroupsBoundedStage = catalog.ReservedPrefix + "unit_groups_bounded"
+	pairsStage             = catalog.ReservedPrefix + "pairs"
+	numberedStage          = catalog.ReservedPrefix + "numbered"
+	distinctValuesStage    = catalog.ReservedPrefix + "distinct_values"
+	perShardStage          = catalog.ReservedPrefix + "per_shard"
+)
+
+// keyName is group key i's column.
+func keyName(i int) string { return catalog.ReservedPrefix + "k" + strconv.Itoa(i) }
+
+// valueName is statistic i's per-row value.
+func valueName(i int) string { return catalog.ReservedPrefix + "v" + strconv.Itoa(i) }
+
+// statName is statistic i's aggregate.
+func statName(i int) string { return catalog.ReservedPrefix + "s" + strconv.Itoa(i) }
+
+// pairName is the name of a kept pair's column col (the person or a key)
+// in the join that matches NULL keys.
+func pairName(col string) string { return col + "_pair" }
+
+// occurrenceName is the alias of table occurrence i: 0 for the private
+// table (or its pre-aggregation), i for the i-th joined table.
+func occurrenceName(i int) string { return catalog.ReservedPrefix + "t" + strconv.Itoa(i) }
+
+// preColumnName is the name of column i of a pre-aggregation's select
+// list: never the name the query gives it, which may be a column's that
+// its aggregate reads.
+func preColumnName(i int) string { return catalog.ReservedPrefix + "p" + strconv.Itoa(i) }
 
 // sqlNode is a statement or a query that the renderer spells.
 type sqlNode interface {

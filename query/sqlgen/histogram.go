@@ -9,7 +9,8 @@ import (
 )
 
 // HistogramSQL generates the engine statement computing histogram h per
-// group: columns k0, k1, …, then b (the bin) and c (its count). Rows are
+// group: columns _dp_k0, _dp_k1, …, then _dp_b (the bin) and _dp_c (its
+// count), read by position (the names are in ast.go). Rows are
 // bounded as for the main statement (at most RowsPerGroup rows per person
 // and group, at most Groups groups per person), with their own random
 // choices.
@@ -33,74 +34,74 @@ func HistogramSQL(p *dpplan.Plan, d engine.Dialect, h int) (string, error) {
 				return nil, nil, err
 			}
 		}
-		return []item{as(value, "b")}, []string{col + " IS NOT NULL"}, nil
+		return []item{as(value, binName)}, []string{col + " IS NOT NULL"}, nil
 	})
 	if err != nil {
 		return "", err
 	}
-	outKeys := concat(keys, "b")
+	outKeys := concat(keys, binName)
 	// final counts the kept rows per (group, bin), or the distinct values
 	// per group.
 	final := func(from relation) sqlNode {
 		if !hist.Distinct {
-			return &selectStmt{items: append(cols(outKeys...), as("count(*)", "c")), from: from, groupBy: outKeys}
+			return &selectStmt{items: append(cols(outKeys...), as("count(*)", countName)), from: from, groupBy: outKeys}
 		}
 		if _, nested := d.(engine.Nested); nested {
 			// Such a dialect (ClickHouse) reads an alias anywhere in its
 			// SELECT: 0 AS b would be counted instead of the column b (and
 			// 0 is a UInt8, which reads as a bool).
-			inner := &selectStmt{items: append(cols(keys...), as("count(DISTINCT b)", "c")), from: from, groupBy: keys}
+			inner := &selectStmt{items: append(cols(keys...), as("count(DISTINCT "+binName+")", countName)), from: from, groupBy: keys}
 			return &selectStmt{
-				items: append(cols(keys...), as("CAST(0 AS "+d.TypeName(engine.Integer)+")", "b"), item{expr: "c"}),
-				from:  subquery{query: inner, alias: "distinct_values"},
+				items: append(cols(keys...), as("CAST(0 AS "+d.TypeName(engine.Integer)+")", binName), item{expr: countName}),
+				from:  subquery{query: inner, alias: distinctValuesStage},
 			}
 		}
-		return &selectStmt{items: append(cols(keys...), as("CAST(0 AS "+d.TypeName(engine.Integer)+")", "b"), as("count(DISTINCT b)", "c")), from: from, groupBy: keys}
+		return &selectStmt{items: append(cols(keys...), as("CAST(0 AS "+d.TypeName(engine.Integer)+")", binName), as("count(DISTINCT "+binName+")", countName)), from: from, groupBy: keys}
 	}
-	st := &statement{stages: []stage{{name: "r", body: rows}}}
+	st := &statement{stages: []stage{{name: rowsStage, body: rows}}}
 	if !p.Bounded {
-		st.body = final(stageRef("r"))
+		st.body = final(stageRef(rowsStage))
 		return g.render(st), nil
 	}
 	if sm, ok := d.(engine.Sampler); ok {
 		// The sampled rows carry the random key rk of each row (see
 		// sampledHistogram).
 		sampledRows := *rows
-		sampledRows.items = append(rows.items[:len(rows.items):len(rows.items)], as(d.Random(), "rk"))
+		sampledRows.items = append(rows.items[:len(rows.items):len(rows.items)], as(d.Random(), rkName))
 		return g.sampledHistogram(sm, rows, &sampledRows, keys, final), nil
 	}
-	unitKeys := append([]string{"u"}, keys...)
-	st.stages = append(st.stages, stage{name: "r_bounded", body: g.keepRandom(stageRef("r"), unitKeys, concat(unitKeys, "b"), p.Contribution.RowsPerGroup)})
-	var from relation = stageRef("r_bounded")
+	unitKeys := append([]string{unitName}, keys...)
+	st.stages = append(st.stages, stage{name: rowsBoundedStage, body: g.keepRandom(stageRef(rowsStage), unitKeys, concat(unitKeys, binName), p.Contribution.RowsPerGroup)})
+	var from relation = stageRef(rowsBoundedStage)
 	if lb, ok := d.(engine.LimitBy); ok && p.BoundGroups {
 		// Each (person, group) collects its kept values into a list, at
 		// most L0 of a person's groups are kept by the hash of the group,
 		// and the list is unnested: the kept rows are read once.
 		st.stages = append(st.stages,
-			stage{name: "unit_groups_bounded", body: &selectStmt{
-				items: append(cols(unitKeys...), as(lb.Collect("b"), "bs")), from: from, groupBy: unitKeys,
-				tail: lb.KeepFirst(lb.RowKey(g.salt, unitKeys), []string{"u"}, p.Contribution.Groups),
+			stage{name: unitGroupsBoundedStage, body: &selectStmt{
+				items: append(cols(unitKeys...), as(lb.Collect(binName), binsName)), from: from, groupBy: unitKeys,
+				tail: lb.KeepFirst(lb.RowKey(g.salt, unitKeys), []string{unitName}, p.Contribution.Groups),
 			}},
-			stage{name: "kept", body: &selectStmt{items: append(cols(keys...), as(lb.Unnest("bs"), "b")), from: stageRef("unit_groups_bounded")}})
-		from = stageRef("kept")
+			stage{name: keptStage, body: &selectStmt{items: append(cols(keys...), as(lb.Unnest(binsName), binName)), from: stageRef(unitGroupsBoundedStage)}})
+		from = stageRef(keptStage)
 	} else if p.BoundGroups {
 		st.stages = append(st.stages,
-			stage{name: "unit_groups", body: &selectStmt{items: cols(unitKeys...), from: from, groupBy: unitKeys}},
-			stage{name: "unit_groups_bounded", body: g.keepRandom(stageRef("unit_groups"), []string{"u"}, unitKeys, p.Contribution.Groups)})
-		// The kept pairs' columns are renamed (pair_u, pair_k0, …) so
+			stage{name: unitGroupsStage, body: &selectStmt{items: cols(unitKeys...), from: from, groupBy: unitKeys}},
+			stage{name: unitGroupsBoundedStage, body: g.keepRandom(stageRef(unitGroupsStage), []string{unitName}, unitKeys, p.Contribution.Groups)})
+		// The kept pairs' columns are renamed (_dp_u_pair, _dp_k0_pair, …) so
 		// that the join can match a NULL key to a NULL key, which USING
 		// would not: a NULL group is a group.
 		ns, ok := d.(engine.NullSafe)
 		if !ok {
 			return "", fmt.Errorf("sqlgen: the %s dialect cannot join a NULL group key", d.Name())
 		}
-		pairCols, on := []item{as("u", "pair_u")}, []string{"u = pair_u"}
+		pairCols, on := []item{as(unitName, pairName(unitName))}, []string{unitName + " = " + pairName(unitName)}
 		for _, k := range keys {
-			pairCols = append(pairCols, as(k, "pair_"+k))
-			on = append(on, ns.NullSafeEqual(k, "pair_"+k))
+			pairCols = append(pairCols, as(k, pairName(k)))
+			on = append(on, ns.NullSafeEqual(k, pairName(k)))
 		}
-		pairs := &selectStmt{items: pairCols, from: stageRef("unit_groups_bounded")}
-		from = join{left: from, joins: []joinClause{{kind: "JOIN", right: subquery{query: pairs, alias: "pairs"}, on: on}}}
+		pairs := &selectStmt{items: pairCols, from: stageRef(unitGroupsBoundedStage)}
+		from = join{left: from, joins: []joinClause{{kind: "JOIN", right: subquery{query: pairs, alias: pairsStage}, on: on}}}
 	}
 	st.body = final(from)
 	return g.render(st), nil
@@ -128,33 +129,33 @@ func HistogramSQL(p *dpplan.Plan, d engine.Dialect, h int) (string, error) {
 // so that they are never materialized.
 func (g *sqlGen) sampledHistogram(sm engine.Sampler, rows, sampledRows *selectStmt, keys []string, final func(from relation) sqlNode) string {
 	L := strconv.FormatInt(g.p.Contribution.RowsPerGroup, 10)
-	pair := append([]string{"u"}, keys...)
-	stages, from := g.keepGroups(sm, append(cols(keys...), as("count(*)", "n")), subquery{query: rows, alias: "r"}, pair)
-	stages = append(stages, stage{name: "kept_pairs", kw: sm.Materialized(), body: &selectStmt{items: cols(concat(pair, "n")...), from: stageRef(from)}})
+	pair := append([]string{unitName}, keys...)
+	stages, from := g.keepGroups(sm, append(cols(keys...), as("count(*)", nName)), subquery{query: rows, alias: rowsStage}, pair)
+	stages = append(stages, stage{name: keptPairsStage, kw: sm.Materialized(), body: &selectStmt{items: cols(concat(pair, nName)...), from: stageRef(from)}})
 	// The pairs are joined on u and the keys, a NULL key matching a NULL
 	// key (USING would drop the NULL group's rows).
 	joinPairs := func(rows *selectStmt, alias, cond string) relation {
-		on := []string{"r.u = " + alias + ".u"}
+		on := []string{rowsStage + "." + unitName + " = " + alias + "." + unitName}
 		for _, k := range keys {
-			on = append(on, sm.NullSafeEqual("r."+k, alias+"."+k))
+			on = append(on, sm.NullSafeEqual(rowsStage+"."+k, alias+"."+k))
 		}
-		pairs := &selectStmt{items: cols(pair...), from: stageRef("kept_pairs"), where: []string{cond}}
-		return join{left: subquery{query: rows, alias: "r"}, joins: []joinClause{{kind: "JOIN", right: subquery{query: pairs, alias: alias}, on: on}}}
+		pairs := &selectStmt{items: cols(pair...), from: stageRef(keptPairsStage), where: []string{cond}}
+		return join{left: subquery{query: rows, alias: rowsStage}, joins: []joinClause{{kind: "JOIN", right: subquery{query: pairs, alias: alias}, on: on}}}
 	}
 	rKeys := make([]string, len(keys))
 	for i, k := range keys {
-		rKeys[i] = "r." + k
+		rKeys[i] = rowsStage + "." + k
 	}
-	light := &selectStmt{items: cols(concat(rKeys, "r.b")...), from: joinPairs(rows, "light", "n <= "+L)}
-	rPair := append([]string{"r.u"}, rKeys...)
+	light := &selectStmt{items: cols(concat(rKeys, rowsStage+"."+binName)...), from: joinPairs(rows, lightStage, nName+" <= "+L)}
+	rPair := append([]string{rowsStage + "." + unitName}, rKeys...)
 	sampled := &selectStmt{
-		items:   append(cols(rPair...), as(sm.SmallestN("r.b", "r.rk", g.p.Contribution.RowsPerGroup), "bs")),
-		from:    joinPairs(sampledRows, "heavy", "n > "+L),
+		items:   append(cols(rPair...), as(sm.SmallestN(rowsStage+"."+binName, rowsStage+"."+rkName, g.p.Contribution.RowsPerGroup), binsName)),
+		from:    joinPairs(sampledRows, heavyStage, nName+" > "+L),
 		groupBy: rPair,
 	}
-	heavy := &selectStmt{items: append(cols(keys...), as(sm.Unnest("bs"), "b")), from: subquery{query: sampled, alias: "sampled"}}
-	stages = append(stages, stage{name: "kept", body: &unionAll{parts: []sqlNode{light, heavy}, lines: true}})
-	return g.render(&statement{stages: stages, body: final(stageRef("kept"))})
+	heavy := &selectStmt{items: append(cols(keys...), as(sm.Unnest(binsName), binName)), from: subquery{query: sampled, alias: sampledStage}}
+	stages = append(stages, stage{name: keptStage, body: &unionAll{parts: []sqlNode{light, heavy}, lines: true}})
+	return g.render(&statement{stages: stages, body: final(stageRef(keptStage))})
 }
 
 // bin spells the candidate bin of a histogram's column value.

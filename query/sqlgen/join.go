@@ -1,7 +1,6 @@
 package sqlgen
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -23,7 +22,7 @@ func (g *sqlGen) fromClause(view string) (relation, error) {
 		if err != nil {
 			return nil, err
 		}
-		return subquery{query: inner, alias: g.ident("t0")}, nil
+		return subquery{query: inner, alias: g.ident(occurrenceName(0))}, nil
 	}
 	if len(q.Joins) == 0 {
 		return table{name: view, quote: true}, nil
@@ -36,9 +35,9 @@ func (g *sqlGen) fromClause(view string) (relation, error) {
 			return nil, err
 		}
 	}
-	var left relation = table{name: view, alias: "t0", quote: true}
+	var left relation = table{name: view, alias: occurrenceName(0), quote: true}
 	if capJoins {
-		left = g.capped(view, "t0", g.p.Table.PrivacyUnit, g.occurrenceColumns(""), filters[0])
+		left = g.capped(view, occurrenceName(0), g.p.Table.PrivacyUnit, g.occurrenceColumns(""), filters[0])
 	}
 	from := join{left: left}
 	for i, j := range q.Joins {
@@ -50,7 +49,7 @@ func (g *sqlGen) fromClause(view string) (relation, error) {
 		for k, c := range j.On {
 			on[k] = g.colRef(c[0]) + " = " + g.colRef(c[1])
 		}
-		alias := fmt.Sprintf("t%d", i+1)
+		alias := occurrenceName(i + 1)
 		var right relation = table{name: j.Table, alias: alias, quote: true}
 		if j.Private {
 			unit, _ := j.Column(j.Unit)
@@ -179,13 +178,14 @@ func (g *sqlGen) occurrenceColumns(alias string) []string {
 //   - A Sampler dialect (DuckDB) spells the row stage once per read
 //     (splitPairs, sampledHistogram), and every read must see the same
 //     rows: the capped occurrence is a MATERIALIZED stage of the statement
-//     (named alias$capped, which no catalog table can be named), computed
+//     (named alias_capped, _dp_t0_capped…, which no catalog table can be
+//     named: see catalog.ReservedPrefix), computed
 //     once with a random order, and read under alias.
 //   - Any other dialect numbers each person's rows in a random order, in a
 //     subquery the statement reads once.
 //
 // The columns read are listed (never *), so that the row number's name
-// (rn$, which no declared column can hold) stays out of the relation.
+// (_dp_rn, which no declared column can hold) stays out of the relation.
 func (g *sqlGen) capped(name, alias, unit string, columns []string, filters []string) relation {
 	n := g.joinCap()
 	qcols := make([]string, len(columns))
@@ -206,12 +206,11 @@ func (g *sqlGen) capped(name, alias, unit string, columns []string, filters []st
 	if g.d.SupportsQualify() {
 		body = &selectStmt{items: cols(qcols...), from: src, where: where, qualify: rn + " <= " + limit}
 	} else {
-		rnName := g.ident("rn$")
 		numbered := &selectStmt{items: append(cols(qcols...), as(rn, rnName)), from: src, where: where}
-		body = &selectStmt{items: cols(qcols...), from: subquery{query: numbered, alias: "numbered"}, where: []string{rnName + " <= " + limit}}
+		body = &selectStmt{items: cols(qcols...), from: subquery{query: numbered, alias: numberedStage}, where: []string{rnName + " <= " + limit}}
 	}
 	if sm, ok := g.d.(engine.Sampler); ok {
-		st := stage{name: g.ident(alias + "$capped"), kw: sm.Materialized(), body: body}
+		st := stage{name: g.ident(alias + "_capped"), kw: sm.Materialized(), body: body}
 		g.caps = append(g.caps, st)
 		return table{name: st.name, alias: g.ident(alias)}
 	}
@@ -231,20 +230,26 @@ func (g *sqlGen) render(n sqlNode) string {
 	return render(g.d, &statement{stages: append(append([]stage{}, g.caps...), st.stages...), body: st.body})
 }
 
-// colRef renders a column of the relation: its quoted name, qualified by
+// colRef renders a column of the relation: a pre-aggregation's by the
+// name the pre-aggregation gives it (preColumn); else its quoted name, qualified by
 // its occurrence's alias (t0 for the first table, t1, … for the joined
 // ones in order) when the query joins tables. A joined occurrence's
 // columns are named "alias.column" (ir.QualifiedName): each name resolves
 // to its own occurrence, never to another occurrence of the same table.
 func (g *sqlGen) colRef(name string) string {
 	q := g.p.Query
+	if q.Pre != nil {
+		if n, ok := preColumn(q.Pre, name); ok {
+			return n
+		}
+	}
 	if len(q.Joins) == 0 {
 		return g.ident(name)
 	}
 	for i, j := range q.Joins {
 		if col, ok := j.Column(name); ok {
-			return g.ident(fmt.Sprintf("t%d", i+1)) + "." + g.ident(col)
+			return g.ident(occurrenceName(i+1)) + "." + g.ident(col)
 		}
 	}
-	return g.ident("t0") + "." + g.ident(name)
+	return g.ident(occurrenceName(0)) + "." + g.ident(name)
 }

@@ -9,23 +9,25 @@ import (
 	"github.com/dpstat/dpstat/query/ir"
 )
 
-// preSQL builds the pre-aggregation, read as a subquery.
+// preSQL builds the pre-aggregation, read as a subquery. Its columns are
+// named by their place (preColumnName), never by the query's names for
+// them: on ClickHouse, `max("u") AS "u"` would read its own alias.
 func (g *sqlGen) preSQL(pre *ir.PreAggregate) (*selectStmt, error) {
 	ig := newSQLGen(g.d, &dpplan.Plan{Query: pre.Query, Table: pre.Relation, Bounded: true}, dpplan.CleanForm)
 	// A private join inside is capped per person by the first table's
 	// declared bounds (see joinCap).
 	ig.preCap = max(pre.Relation.MaxGroupsPerUnit*pre.Relation.MaxRowsPerGroup, 1)
 	var items []item
-	for _, c := range pre.Columns {
+	for i, c := range pre.Columns {
 		if c.Key != "" {
-			items = append(items, as(ig.colRef(c.Key), g.ident(c.Name)))
+			items = append(items, as(ig.colRef(c.Key), preColumnName(i)))
 			continue
 		}
 		e, err := ig.preAggregate(c.Agg)
 		if err != nil {
 			return nil, err
 		}
-		items = append(items, as(e, g.ident(c.Name)))
+		items = append(items, as(e, preColumnName(i)))
 	}
 	conds := []string{ig.colRef(pre.Unit) + " IS NOT NULL"}
 	if pre.Query.Where != nil {
@@ -87,4 +89,15 @@ func (g *sqlGen) preAggregate(a *ir.Aggregate) (string, error) {
 		e = "CAST(" + e + " AS " + big + ")"
 	}
 	return e, nil
+}
+
+// preColumn returns the name the pre-aggregation pre gives its column
+// name (preColumnName), or false when it has none of that name.
+func preColumn(pre *ir.PreAggregate, name string) (string, bool) {
+	for i, c := range pre.Columns {
+		if c.Name == name {
+			return preColumnName(i), true
+		}
+	}
+	return "", false
 }

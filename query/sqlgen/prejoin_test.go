@@ -140,13 +140,13 @@ func TestPrejoinCapSQL(t *testing.T) {
 				// computed once (the row stage is spelled once per read).
 				capped := map[string]string{
 					"duckdb":     "ORDER BY random()) <= " + tt.cap + ")",
-					"postgres":   `WHERE "rn$" <= ` + tt.cap + `) AS "t`,
-					"clickhouse": "LIMIT " + tt.cap + ` BY "pid") AS "t`,
+					"postgres":   `WHERE _dp_rn <= ` + tt.cap + `) AS "_dp_t`,
+					"clickhouse": "LIMIT " + tt.cap + ` BY "pid") AS "_dp_t`,
 				}[name]
 				wantCaps := 2 * strings.Count(text, " JOIN (SELECT "+d.QuoteIdent("pid"))
 				if name == "duckdb" {
 					wantCaps = 2 * (1 + len(p.Histograms))
-					if !strings.Contains(text, `FROM "t0$capped" AS "t0" `) || !strings.Contains(text, `JOIN "t1$capped" AS "t1" ON`) {
+					if !strings.Contains(text, `FROM "_dp_t0_capped" AS "_dp_t0" `) || !strings.Contains(text, `JOIN "_dp_t1_capped" AS "_dp_t1" ON`) {
 						t.Errorf("the join does not read the capped stages:\n%s", got)
 					}
 				}

@@ -21,7 +21,7 @@ func RawView(table string) string { return table + "$raw" }
 // SQL generates the engine statement that computes the plan's exact
 // statistics per group in its first form, from the model only: identifiers
 // are quoted and literals rendered by the dialect. Its result has one row
-// per non-empty group: the key columns k0, k1, … then the statistics s0,
+// per non-empty group: the key columns _dp_k0, _dp_k1, … then the statistics _dp_s0,
 // s1, … (counts; sums, see Form; a sum of no values is NULL).
 func SQL(p *dpplan.Plan, d engine.Dialect) (string, error) {
 	return FormSQL(p, d, p.FirstForm())
@@ -71,11 +71,11 @@ func newSalt() uint64 {
 
 func (g *sqlGen) ident(s string) string { return g.d.QuoteIdent(s) }
 
-// keyNames are the key columns k0, k1, … of the plan's groups.
+// keyNames are the key columns _dp_k0, _dp_k1, … of the plan's groups.
 func (g *sqlGen) keyNames() []string {
 	keys := make([]string, len(g.p.Query.GroupBy))
 	for i := range keys {
-		keys[i] = "k" + strconv.Itoa(i)
+		keys[i] = keyName(i)
 	}
 	return keys
 }
@@ -90,14 +90,14 @@ func (g *sqlGen) rowStage(table string, values func() ([]item, []string, error))
 	p := g.p
 	var items []item
 	if p.Bounded {
-		items = append(items, as(g.colRef(p.Table.PrivacyUnit), "u"))
+		items = append(items, as(g.colRef(p.Table.PrivacyUnit), unitName))
 	}
 	for i, k := range p.Query.GroupBy {
 		e, err := g.keyExpr(k)
 		if err != nil {
 			return nil, err
 		}
-		items = append(items, as(g.typedKey(k, e), "k"+strconv.Itoa(i)))
+		items = append(items, as(g.typedKey(k, e), keyName(i)))
 	}
 	vals, extra, err := values()
 	if err != nil {
@@ -110,7 +110,7 @@ func (g *sqlGen) rowStage(table string, values func() ([]item, []string, error))
 	}
 	conds = append(conds, extra...)
 	if len(items) == 0 {
-		items = append(items, as("1", "one"))
+		items = append(items, as("1", oneName))
 	}
 	if err := g.checkJoins(); err != nil {
 		return nil, err
@@ -150,7 +150,7 @@ func (g *sqlGen) generate() (string, error) {
 				return nil, nil, err
 			}
 			if e != "" {
-				rowExprs[i] = "v" + strconv.Itoa(i)
+				rowExprs[i] = valueName(i)
 				vals = append(vals, as(e, rowExprs[i]))
 				exprOf[rowExprs[i]] = e
 			}
@@ -174,7 +174,7 @@ func (g *sqlGen) generate() (string, error) {
 				if err != nil {
 					return nil, nil, err
 				}
-				rowExprs[i] = "v" + strconv.Itoa(i)
+				rowExprs[i] = valueName(i)
 				vals = append(vals, as(e, rowExprs[i]))
 				exprOf[rowExprs[i]] = e
 			}
@@ -188,13 +188,13 @@ func (g *sqlGen) generate() (string, error) {
 	// values per (person, group) (see sampled).
 	_, sampler := g.d.(engine.Sampler)
 	if p.Bounded && sampler && p.SamplesValues() {
-		rows.items = append(rows.items, as(g.d.Random(), "rk"))
+		rows.items = append(rows.items, as(g.d.Random(), rkName))
 	}
 
 	aggs := func(inputs func(i int) string) []item {
 		out := make([]item, len(p.Statistics))
 		for i := range p.Statistics {
-			out[i] = as(inputs(i), "s"+strconv.Itoa(i))
+			out[i] = as(inputs(i), statName(i))
 		}
 		return out
 	}
@@ -232,9 +232,9 @@ func (g *sqlGen) generate() (string, error) {
 		one := &selectStmt{items: append(rows.items[:nk:nk], aggs(exact)...), from: rows.from, where: rows.where, groupBy: keys}
 		return g.render(one), nil
 	}
-	st := &statement{stages: []stage{{name: "r", body: rows}}}
+	st := &statement{stages: []stage{{name: rowsStage, body: rows}}}
 	if !p.Bounded {
-		st.body = perGroup(stageRef("r"), exact)
+		st.body = perGroup(stageRef(rowsStage), exact)
 		return g.render(st), nil
 	}
 
@@ -249,8 +249,8 @@ func (g *sqlGen) generate() (string, error) {
 	if sb, ok := g.d.(engine.ShardBounder); ok && g.perShard(rows.from) {
 		return g.shardBounded(sb, rows, rowExprs, exprOf, aggs, keys), nil
 	}
-	unitKeys := append([]string{"u"}, keys...)
-	rowsFrom := "r"
+	unitKeys := append([]string{unitName}, keys...)
+	rowsFrom := rowsStage
 	if !p.OnlyDistinctUnits() {
 		// Distinct units do not depend on how many rows a person has in a
 		// group, so only other statistics need the rows bounded.
@@ -260,15 +260,15 @@ func (g *sqlGen) generate() (string, error) {
 				rowCols = append(rowCols, e)
 			}
 		}
-		st.stages = append(st.stages, stage{name: "r_bounded", body: g.keepRandom(stageRef("r"), unitKeys, rowCols, p.Contribution.RowsPerGroup)})
-		rowsFrom = "r_bounded"
+		st.stages = append(st.stages, stage{name: rowsBoundedStage, body: g.keepRandom(stageRef(rowsStage), unitKeys, rowCols, p.Contribution.RowsPerGroup)})
+		rowsFrom = rowsBoundedStage
 	}
-	st.stages = append(st.stages, stage{name: "per_unit", body: &selectStmt{
+	st.stages = append(st.stages, stage{name: perUnitStage, body: &selectStmt{
 		items: append(cols(unitKeys...), aggs(exact)...), from: stageRef(rowsFrom), groupBy: unitKeys}})
-	from := "per_unit"
+	from := perUnitStage
 	if p.BoundGroups {
-		st.stages = append(st.stages, stage{name: "per_unit_bounded", body: g.keepRandom(stageRef("per_unit"), []string{"u"}, unitKeys, p.Contribution.Groups)})
-		from = "per_unit_bounded"
+		st.stages = append(st.stages, stage{name: perUnitBoundedStage, body: g.keepRandom(stageRef(perUnitStage), []string{unitName}, unitKeys, p.Contribution.Groups)})
+		from = perUnitBoundedStage
 	}
 	st.body = perGroup(stageRef(from), g.resum)
 	return g.render(st), nil
@@ -299,7 +299,7 @@ func (g *sqlGen) shardBounded(sb engine.ShardBounder, rows *selectStmt, rowExprs
 	p := g.p
 	lb := g.d.(engine.LimitBy)
 	// The rows' values, in the order keepRandom hashes them.
-	hashed := append([]string{"u"}, keys...)
+	hashed := append([]string{unitName}, keys...)
 	var vals []string
 	index := map[string]int{}
 	for _, e := range rowExprs {
@@ -333,12 +333,12 @@ func (g *sqlGen) shardBounded(sb engine.ShardBounder, rows *selectStmt, rowExprs
 	unitAndKeys := rows.items[:1+len(keys)]
 	inner := &selectStmt{items: append(unitAndKeys[:len(unitAndKeys):len(unitAndKeys)], aggs(perUnit)...), from: rows.from, where: rows.where, groupBy: hashed}
 	if p.BoundGroups {
-		inner.tail = lb.KeepFirst(lb.RowKey(g.salt, hashed), []string{"u"}, p.Contribution.Groups)
+		inner.tail = lb.KeepFirst(lb.RowKey(g.salt, hashed), []string{unitName}, p.Contribution.Groups)
 	}
-	perGroup := &selectStmt{items: append(cols(keys...), aggs(g.resum)...), from: subquery{query: inner, alias: "per_unit_bounded"}, groupBy: keys}
+	perGroup := &selectStmt{items: append(cols(keys...), aggs(g.resum)...), from: subquery{query: inner, alias: perUnitBoundedStage}, groupBy: keys}
 	sums := make([]string, len(p.Statistics))
 	for i := range sums {
-		sums[i] = "s" + strconv.Itoa(i)
+		sums[i] = statName(i)
 	}
 	keyExprs := make([]string, len(keys))
 	for i, c := range unitAndKeys[1:] {
@@ -346,7 +346,7 @@ func (g *sqlGen) shardBounded(sb engine.ShardBounder, rows *selectStmt, rowExprs
 	}
 	source := g.ident(rows.from.(table).name)
 	perShard := sb.ShardGroups(source, strings.Join(rows.where, " AND "), keyExprs, keys, sums, render(g.d, perGroup))
-	final := &selectStmt{items: append(cols(keys...), aggs(g.resum)...), from: subquery{query: rawSQL(perShard), alias: "per_shard"}, groupBy: keys, settings: sb.PerShard()}
+	final := &selectStmt{items: append(cols(keys...), aggs(g.resum)...), from: subquery{query: rawSQL(perShard), alias: perShardStage}, groupBy: keys, settings: sb.PerShard()}
 	return g.render(final)
 }
 
@@ -363,9 +363,9 @@ func (g *sqlGen) checkJoins() error {
 // resum spells the sum over persons of statistic i's per-person value.
 func (g *sqlGen) resum(i int) string {
 	if st := g.p.Statistics[i].Summand.Kind; st == dpplan.FixedPointSum || st == dpplan.CentredSquareSum {
-		return g.sum(i, "s"+strconv.Itoa(i))
+		return g.sum(i, statName(i))
 	}
-	return g.d.ExactSum("s" + strconv.Itoa(i))
+	return g.d.ExactSum(statName(i))
 }
 
 // sampled writes the bounding stages with aggregates, for dialects that
@@ -399,16 +399,16 @@ func (g *sqlGen) sampled(sm engine.Sampler, rows *selectStmt, keys, rowExprs []s
 		case dpplan.DistinctValues:
 			return g.intConst(0)
 		case dpplan.NonNullCount:
-			return sm.ListCount(sm.SmallestN(rowExprs[i], "rk", L))
+			return sm.ListCount(sm.SmallestN(rowExprs[i], rkName, L))
 		default:
-			return sm.ListSum(sm.SmallestN(rowExprs[i], "rk", L))
+			return sm.ListSum(sm.SmallestN(rowExprs[i], rkName, L))
 		}
 	}
 	if p.SamplesValues() {
 		return g.splitPairs(sm, rows, keys, rowExprs, aggs, perUnit)
 	}
-	stages, from := g.keepGroups(sm, append(cols(keys...), aggs(perUnit)...), stageRef("r"), append([]string{"u"}, keys...))
-	st := &statement{stages: append([]stage{{name: "r", body: rows}}, stages...)}
+	stages, from := g.keepGroups(sm, append(cols(keys...), aggs(perUnit)...), stageRef(rowsStage), append([]string{unitName}, keys...))
+	st := &statement{stages: append([]stage{{name: rowsStage, body: rows}}, stages...)}
 	st.body = &selectStmt{items: append(cols(keys...), aggs(g.resum)...), from: stageRef(from), groupBy: keys}
 	return g.render(st)
 }
@@ -438,34 +438,34 @@ func (g *sqlGen) splitPairs(sm engine.Sampler, rows *selectStmt, keys, rowExprs 
 	}
 	sums := make([]string, len(p.Statistics))
 	for i := range sums {
-		sums[i] = "s" + strconv.Itoa(i)
+		sums[i] = statName(i)
 	}
-	list := cols(append(append([]string{"u"}, keys...), sums...)...)
-	unitKeys := append([]string{"u"}, keys...)
+	list := cols(append(append([]string{unitName}, keys...), sums...)...)
+	unitKeys := append([]string{unitName}, keys...)
 	// The rows are spelled twice, not as a WITH query read twice, so that
 	// they are never materialized: each read takes them from the table.
-	r := subquery{query: rows, alias: "r"}
-	stages, from := g.keepGroups(sm, append(append(cols(keys...), as("count(*)", "n")), aggs(all)...), r, unitKeys)
-	stages = append(stages, stage{name: "kept", kw: sm.Materialized(), body: &selectStmt{items: cols("*"), from: stageRef(from)}})
-	// The heavy pairs' columns are renamed (pair_u, pair_k0, …) so that
+	r := subquery{query: rows, alias: rowsStage}
+	stages, from := g.keepGroups(sm, append(append(cols(keys...), as("count(*)", nName)), aggs(all)...), r, unitKeys)
+	stages = append(stages, stage{name: keptStage, kw: sm.Materialized(), body: &selectStmt{items: cols("*"), from: stageRef(from)}})
+	// The heavy pairs' columns are renamed (_dp_u_pair, _dp_k0_pair, …) so that
 	// the join can match a NULL key to a NULL key, which USING would not:
 	// a NULL group is a group.
-	heavyCols, on := []item{as("u", "pair_u")}, []string{"u = pair_u"}
+	heavyCols, on := []item{as(unitName, pairName(unitName))}, []string{unitName + " = " + pairName(unitName)}
 	for _, k := range keys {
-		heavyCols = append(heavyCols, as(k, "pair_"+k))
-		on = append(on, sm.NullSafeEqual(k, "pair_"+k))
+		heavyCols = append(heavyCols, as(k, pairName(k)))
+		on = append(on, sm.NullSafeEqual(k, pairName(k)))
 	}
-	heavy := &selectStmt{items: heavyCols, from: stageRef("kept"), where: []string{"n > " + L}}
-	stages = append(stages, stage{name: "sampled", body: &selectStmt{
+	heavy := &selectStmt{items: heavyCols, from: stageRef(keptStage), where: []string{nName + " > " + L}}
+	stages = append(stages, stage{name: sampledStage, body: &selectStmt{
 		items:   append(cols(unitKeys...), aggs(perUnit)...),
-		from:    join{left: r, joins: []joinClause{{kind: "JOIN", right: subquery{query: heavy, alias: "heavy"}, on: on}}},
+		from:    join{left: r, joins: []joinClause{{kind: "JOIN", right: subquery{query: heavy, alias: heavyStage}, on: on}}},
 		groupBy: unitKeys,
 	}})
 	keptValues := &unionAll{parts: []sqlNode{
-		&selectStmt{items: list, from: stageRef("kept"), where: []string{"n <= " + L}},
-		&selectStmt{items: list, from: stageRef("sampled")},
+		&selectStmt{items: list, from: stageRef(keptStage), where: []string{nName + " <= " + L}},
+		&selectStmt{items: list, from: stageRef(sampledStage)},
 	}}
-	st := &statement{stages: stages, body: &selectStmt{items: append(cols(keys...), aggs(g.resum)...), from: subquery{query: keptValues, alias: "kept_values"}, groupBy: keys}}
+	st := &statement{stages: stages, body: &selectStmt{items: append(cols(keys...), aggs(g.resum)...), from: subquery{query: keptValues, alias: keptValuesStage}, groupBy: keys}}
 	return g.render(st)
 }
 
@@ -476,22 +476,22 @@ func (g *sqlGen) splitPairs(sm engine.Sampler, rows *selectStmt, keys, rowExprs 
 // read the kept (person, group) rows from.
 func (g *sqlGen) keepGroups(sm engine.Sampler, items []item, source relation, groupBy []string) ([]stage, string) {
 	p := g.p
-	perUnit := &selectStmt{items: append(cols("u"), items...), from: source, groupBy: groupBy}
+	perUnit := &selectStmt{items: append(cols(unitName), items...), from: source, groupBy: groupBy}
 	if !p.BoundGroups {
-		return []stage{{name: "per_unit", body: perUnit}}, "per_unit"
+		return []stage{{name: perUnitStage, body: perUnit}}, perUnitStage
 	}
 	// The random key h is drawn once per (person, group): the stage is
 	// materialized because it is read twice.
-	perUnit.items = append(perUnit.items, as(g.d.Random(), "h"))
+	perUnit.items = append(perUnit.items, as(g.d.Random(), hName))
 	return []stage{
-		{name: "per_unit", kw: sm.Materialized(), body: perUnit},
-		{name: "thresholds", body: &selectStmt{items: []item{{expr: "u"}, as(sm.NthSmallest("h", p.Contribution.Groups+1), "t")}, from: stageRef("per_unit"), groupBy: []string{"u"}}},
-		{name: "per_unit_bounded", body: &selectStmt{
-			items: cols("per_unit.*"),
-			from:  join{left: stageRef("per_unit"), joins: []joinClause{{kind: "JOIN", right: stageRef("thresholds"), on: []string{"per_unit.u = thresholds.u"}}}},
-			where: []string{"t IS NULL OR h < t"},
+		{name: perUnitStage, kw: sm.Materialized(), body: perUnit},
+		{name: thresholdsStage, body: &selectStmt{items: []item{{expr: unitName}, as(sm.NthSmallest(hName, p.Contribution.Groups+1), tName)}, from: stageRef(perUnitStage), groupBy: []string{unitName}}},
+		{name: perUnitBoundedStage, body: &selectStmt{
+			items: cols(perUnitStage + ".*"),
+			from:  join{left: stageRef(perUnitStage), joins: []joinClause{{kind: "JOIN", right: stageRef(thresholdsStage), on: []string{perUnitStage + "." + unitName + " = " + thresholdsStage + "." + unitName}}}},
+			where: []string{tName + " IS NULL OR " + hName + " < " + tName},
 		}},
-	}, "per_unit_bounded"
+	}, perUnitBoundedStage
 }
 
 // conditions renders the row filter: a known privacy unit, keys in their
@@ -554,8 +554,8 @@ func (g *sqlGen) keepRandom(rel relation, partition, hashed []string, limit int6
 	if g.d.SupportsQualify() {
 		return &selectStmt{items: cols("*"), from: rel, qualify: rn + " <= " + strconv.FormatInt(limit, 10)}
 	}
-	numbered := &selectStmt{items: []item{{expr: "*"}, as(rn, "rn")}, from: rel}
-	return &selectStmt{items: cols("*"), from: subquery{query: numbered, alias: "numbered"}, where: []string{"rn <= " + strconv.FormatInt(limit, 10)}}
+	numbered := &selectStmt{items: []item{{expr: "*"}, as(rn, rnName)}, from: rel}
+	return &selectStmt{items: cols("*"), from: subquery{query: numbered, alias: numberedStage}, where: []string{rnName + " <= " + strconv.FormatInt(limit, 10)}}
 }
 
 // nullsClamped reports whether sums let a NULL become the lower bound

@@ -72,7 +72,7 @@ func TestHistogramStatement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(text, " AS b") || !strings.Contains(text, " AS c") {
+	if !strings.Contains(text, " AS _dp_b") || !strings.Contains(text, " AS _dp_c") {
 		t.Errorf("histogram statement without bin b and count c:\n%s", text)
 	}
 }

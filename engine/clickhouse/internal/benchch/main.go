@@ -218,7 +218,7 @@ func generate(ctx context.Context, c *enginetest.ClickHouse, rows int) error {
 // sums them per group on the initiator: the per-group SELECT that each
 // shard runs in today's statement (its join subquery), run alone.
 func perGroupLevel(sql string) (string, error) {
-	const open, end = "AS kv0, k0, ", ")) AS per_group USING"
+	const open, end = "AS _dp_kv0, _dp_k0, ", ")) AS _dp_per_group USING"
 	i, j := strings.Index(sql, open), strings.LastIndex(sql, end)
 	if i < 0 || j < 0 {
 		return "", fmt.Errorf("the per-shard statement has no per-group join subquery: %.200s", sql)

@@ -1,6 +1,6 @@
 -- SELECT COUNT(*) FROM t x JOIN p y ON x.pid = y.pid
-WITH "t0$capped" AS MATERIALIZED (SELECT "pid", "day", "v" FROM "t" AS "t0" WHERE "pid" IS NOT NULL QUALIFY row_number() OVER (PARTITION BY "pid" ORDER BY random()) <= 3),
-"t1$capped" AS MATERIALIZED (SELECT "pid", "kind" FROM "p" AS "t1" WHERE "pid" IS NOT NULL QUALIFY row_number() OVER (PARTITION BY "pid" ORDER BY random()) <= 3),
-r AS (SELECT "t0"."pid" AS u FROM "t0$capped" AS "t0" JOIN "t1$capped" AS "t1" ON "t0"."pid" = "t1"."pid" WHERE "t0"."pid" IS NOT NULL),
-per_unit AS (SELECT u, least(count(*), 3) AS s0 FROM r GROUP BY u)
-SELECT sum(s0) AS s0 FROM per_unit
+WITH "_dp_t0_capped" AS MATERIALIZED (SELECT "pid", "day", "v" FROM "t" AS "_dp_t0" WHERE "pid" IS NOT NULL QUALIFY row_number() OVER (PARTITION BY "pid" ORDER BY random()) <= 3),
+"_dp_t1_capped" AS MATERIALIZED (SELECT "pid", "kind" FROM "p" AS "_dp_t1" WHERE "pid" IS NOT NULL QUALIFY row_number() OVER (PARTITION BY "pid" ORDER BY random()) <= 3),
+_dp_r AS (SELECT "_dp_t0"."pid" AS _dp_u FROM "_dp_t0_capped" AS "_dp_t0" JOIN "_dp_t1_capped" AS "_dp_t1" ON "_dp_t0"."pid" = "_dp_t1"."pid" WHERE "_dp_t0"."pid" IS NOT NULL),
+_dp_per_unit AS (SELECT _dp_u, least(count(*), 3) AS _dp_s0 FROM _dp_r GROUP BY _dp_u)
+SELECT sum(_dp_s0) AS _dp_s0 FROM _dp_per_unit

@@ -1,2 +1,2 @@
 -- SELECT COUNT(age) FROM people
-SELECT count(("age")) AS s0 FROM "people"
+SELECT count(("age")) AS _dp_s0 FROM "people"

@@ -1,2 +1,2 @@
 -- SELECT COUNT(*) FROM people
-SELECT count(*) AS s0 FROM "people"
+SELECT count(*) AS _dp_s0 FROM "people"

@@ -1,2 +1,2 @@
 -- SELECT "city", COUNT(*) FROM "people" WHERE "city" <> 'x"y' GROUP BY "city"
-SELECT "city" AS k0, count(*) AS s0 FROM "people" WHERE "city" IN ('A', 'B', 'D') AND ("city" <> 'x\x22y') GROUP BY k0
+SELECT "city" AS _dp_k0, count(*) AS _dp_s0 FROM "people" WHERE "city" IN ('A', 'B', 'D') AND ("city" <> 'x\x22y') GROUP BY _dp_k0

@@ -1,3 +1,3 @@
 -- SELECT COUNT(*) FROM people
-WITH r AS (SELECT 1 AS one FROM "people")
-SELECT count(*) AS s0 FROM r
+WITH _dp_r AS (SELECT 1 AS _dp_one FROM "people")
+SELECT count(*) AS _dp_s0 FROM _dp_r

@@ -1,3 +1,3 @@
 -- SELECT city, flag, COUNT(*) FROM people GROUP BY city, flag
-WITH r AS (SELECT "city" AS k0, "flag" AS k1 FROM "people" WHERE "city" IN ('A', 'B', 'D') AND "flag" IN (TRUE, FALSE))
-SELECT k0, k1, count(*) AS s0 FROM r GROUP BY k0, k1
+WITH _dp_r AS (SELECT "city" AS _dp_k0, "flag" AS _dp_k1 FROM "people" WHERE "city" IN ('A', 'B', 'D') AND "flag" IN (TRUE, FALSE))
+SELECT _dp_k0, _dp_k1, count(*) AS _dp_s0 FROM _dp_r GROUP BY _dp_k0, _dp_k1

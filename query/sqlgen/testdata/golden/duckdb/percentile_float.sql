@@ -1,4 +1,4 @@
 -- SELECT percentile_cont(0.9) WITHIN GROUP (ORDER BY score) FROM people WHERE flag
 -- histogram 0
-WITH r AS (SELECT CAST(least(greatest(floor((least(greatest("score", CAST(0.0 AS DOUBLE)), CAST(10.0 AS DOUBLE)) - CAST(0.0 AS DOUBLE)) / CAST(0.009765625 AS DOUBLE)), 0), 1024) AS INTEGER) AS b FROM "people" WHERE ("flag" = TRUE) AND "score" IS NOT NULL)
-SELECT b, count(*) AS c FROM r GROUP BY b
+WITH _dp_r AS (SELECT CAST(least(greatest(floor((least(greatest("score", CAST(0.0 AS DOUBLE)), CAST(10.0 AS DOUBLE)) - CAST(0.0 AS DOUBLE)) / CAST(0.009765625 AS DOUBLE)), 0), 1024) AS INTEGER) AS _dp_b FROM "people" WHERE ("flag" = TRUE) AND "score" IS NOT NULL)
+SELECT _dp_b, count(*) AS _dp_c FROM _dp_r GROUP BY _dp_b

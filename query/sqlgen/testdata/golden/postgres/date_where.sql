@@ -1,3 +1,3 @@
 -- SELECT COUNT(*) FROM events WHERE signup BETWEEN '2024-02-01' AND DATE '2024-03-01' AND seen < '2024-06-01 12:00:00'
-WITH r AS (SELECT 1 AS one FROM "events" WHERE (("signup" BETWEEN 19754 AND 19783) AND ("seen" < 1717243200000000)))
-SELECT count(*) AS s0 FROM r
+WITH _dp_r AS (SELECT 1 AS _dp_one FROM "events" WHERE (("signup" BETWEEN 19754 AND 19783) AND ("seen" < 1717243200000000)))
+SELECT count(*) AS _dp_s0 FROM _dp_r

@@ -1,9 +1,9 @@
 -- SELECT city, COUNT(*), AVG(score) FROM people GROUP BY city
-WITH r AS (SELECT "city" AS k0, (least(greatest("score", CAST(0.0 AS double precision)), CAST(10.0 AS double precision)) + CAST(1.00663296e+08 AS double precision) - CAST(1.00663296e+08 AS double precision)) AS v1, "score" AS v2 FROM "people$raw" WHERE "city" IN ('A', 'B', 'D'))
-SELECT k0, count(*) AS s0, sum(v1) AS s1, count(v2) AS s2 FROM r GROUP BY k0
+WITH _dp_r AS (SELECT "city" AS _dp_k0, (least(greatest("score", CAST(0.0 AS double precision)), CAST(10.0 AS double precision)) + CAST(1.00663296e+08 AS double precision) - CAST(1.00663296e+08 AS double precision)) AS _dp_v1, "score" AS _dp_v2 FROM "people$raw" WHERE "city" IN ('A', 'B', 'D'))
+SELECT _dp_k0, count(*) AS _dp_s0, sum(_dp_v1) AS _dp_s1, count(_dp_v2) AS _dp_s2 FROM _dp_r GROUP BY _dp_k0
 -- clean form
-WITH r AS (SELECT "city" AS k0, (least(greatest("score", CAST(0.0 AS double precision)), CAST(10.0 AS double precision)) + CAST(1.00663296e+08 AS double precision) - CAST(1.00663296e+08 AS double precision)) AS v1, "score" AS v2 FROM "people" WHERE "city" IN ('A', 'B', 'D'))
-SELECT k0, count(*) AS s0, sum(v1) AS s1, count(v2) AS s2 FROM r GROUP BY k0
+WITH _dp_r AS (SELECT "city" AS _dp_k0, (least(greatest("score", CAST(0.0 AS double precision)), CAST(10.0 AS double precision)) + CAST(1.00663296e+08 AS double precision) - CAST(1.00663296e+08 AS double precision)) AS _dp_v1, "score" AS _dp_v2 FROM "people" WHERE "city" IN ('A', 'B', 'D'))
+SELECT _dp_k0, count(*) AS _dp_s0, sum(_dp_v1) AS _dp_s1, count(_dp_v2) AS _dp_s2 FROM _dp_r GROUP BY _dp_k0
 -- integer form
-WITH r AS (SELECT "city" AS k0, CASE WHEN "score" IS NULL THEN NULL ELSE CAST(least(greatest("score", CAST(0.0 AS double precision)), CAST(10.0 AS double precision)) * CAST(6.7108864e+07 AS double precision) AS integer) END AS v1 FROM "people" WHERE "city" IN ('A', 'B', 'D'))
-SELECT k0, count(*) AS s0, sum(CAST(v1 AS bigint)) AS s1, count(v1) AS s2 FROM r GROUP BY k0
+WITH _dp_r AS (SELECT "city" AS _dp_k0, CASE WHEN "score" IS NULL THEN NULL ELSE CAST(least(greatest("score", CAST(0.0 AS double precision)), CAST(10.0 AS double precision)) * CAST(6.7108864e+07 AS double precision) AS integer) END AS _dp_v1 FROM "people" WHERE "city" IN ('A', 'B', 'D'))
+SELECT _dp_k0, count(*) AS _dp_s0, sum(CAST(_dp_v1 AS bigint)) AS _dp_s1, count(_dp_v1) AS _dp_s2 FROM _dp_r GROUP BY _dp_k0

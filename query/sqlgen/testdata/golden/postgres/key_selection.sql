@@ -1,6 +1,6 @@
 -- SELECT education, COUNT(*), AVG(age) FROM adult GROUP BY education
-WITH r AS (SELECT "education" AS k0, least(greatest("age", 17), 90) AS v1, "age" AS v2 FROM "adult")
-SELECT k0, count(*) AS s0, sum(CAST(v1 AS bigint)) AS s1, count(v2) AS s2 FROM r GROUP BY k0
+WITH _dp_r AS (SELECT "education" AS _dp_k0, least(greatest("age", 17), 90) AS _dp_v1, "age" AS _dp_v2 FROM "adult")
+SELECT _dp_k0, count(*) AS _dp_s0, sum(CAST(_dp_v1 AS bigint)) AS _dp_s1, count(_dp_v2) AS _dp_s2 FROM _dp_r GROUP BY _dp_k0
 -- integer form
-WITH r AS (SELECT "education" AS k0, CASE WHEN "age" IS NULL THEN NULL ELSE least(greatest("age", 17), 90) END AS v1 FROM "adult")
-SELECT k0, count(*) AS s0, sum(CAST(v1 AS bigint)) AS s1, count(v1) AS s2 FROM r GROUP BY k0
+WITH _dp_r AS (SELECT "education" AS _dp_k0, CASE WHEN "age" IS NULL THEN NULL ELSE least(greatest("age", 17), 90) END AS _dp_v1 FROM "adult")
+SELECT _dp_k0, count(*) AS _dp_s0, sum(CAST(_dp_v1 AS bigint)) AS _dp_s1, count(_dp_v1) AS _dp_s2 FROM _dp_r GROUP BY _dp_k0

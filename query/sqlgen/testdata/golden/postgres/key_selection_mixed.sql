@@ -1,3 +1,3 @@
 -- SELECT sex, education, COUNT(*) FROM adult GROUP BY sex, education
-WITH r AS (SELECT "sex" AS k0, "education" AS k1 FROM "adult" WHERE "sex" IN ('Female', 'Male'))
-SELECT k0, k1, count(*) AS s0 FROM r GROUP BY k0, k1
+WITH _dp_r AS (SELECT "sex" AS _dp_k0, "education" AS _dp_k1 FROM "adult" WHERE "sex" IN ('Female', 'Male'))
+SELECT _dp_k0, _dp_k1, count(*) AS _dp_s0 FROM _dp_r GROUP BY _dp_k0, _dp_k1

@@ -1,6 +1,6 @@
 -- SELECT day, COUNT(*) FROM visits GROUP BY day ORDER BY COUNT(*) DESC LIMIT 3
-WITH r AS (SELECT "visitor_id" AS u, "day" AS k0 FROM "visits" WHERE "visitor_id" IS NOT NULL AND "day" IN (1, 2, 3, 4, 5, 6, 7)),
-r_bounded AS (SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY u, k0 ORDER BY random()) AS rn FROM r) AS numbered WHERE rn <= 1),
-per_unit AS (SELECT u, k0, count(*) AS s0 FROM r_bounded GROUP BY u, k0),
-per_unit_bounded AS (SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY u ORDER BY random()) AS rn FROM per_unit) AS numbered WHERE rn <= 3)
-SELECT k0, sum(CAST(s0 AS bigint)) AS s0 FROM per_unit_bounded GROUP BY k0
+WITH _dp_r AS (SELECT "visitor_id" AS _dp_u, "day" AS _dp_k0 FROM "visits" WHERE "visitor_id" IS NOT NULL AND "day" IN (1, 2, 3, 4, 5, 6, 7)),
+_dp_r_bounded AS (SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY _dp_u, _dp_k0 ORDER BY random()) AS _dp_rn FROM _dp_r) AS _dp_numbered WHERE _dp_rn <= 1),
+_dp_per_unit AS (SELECT _dp_u, _dp_k0, count(*) AS _dp_s0 FROM _dp_r_bounded GROUP BY _dp_u, _dp_k0),
+_dp_per_unit_bounded AS (SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY _dp_u ORDER BY random()) AS _dp_rn FROM _dp_per_unit) AS _dp_numbered WHERE _dp_rn <= 3)
+SELECT _dp_k0, sum(CAST(_dp_s0 AS bigint)) AS _dp_s0 FROM _dp_per_unit_bounded GROUP BY _dp_k0

@@ -1,12 +1,12 @@
 -- SELECT day, SUM(euros_spent) FROM visits WHERE minutes_spent > 10 GROUP BY day
-WITH r AS (SELECT "visitor_id" AS u, "day" AS k0, CASE WHEN "euros_spent" IS NULL THEN NULL ELSE (least(greatest("euros_spent", CAST(0.0 AS double precision)), CAST(60.0 AS double precision)) + CAST(4.02653184e+08 AS double precision) - CAST(4.02653184e+08 AS double precision)) END AS v0 FROM "visits" WHERE "visitor_id" IS NOT NULL AND "day" IN (1, 2, 3, 4, 5, 6, 7) AND ("minutes_spent" > 10)),
-r_bounded AS (SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY u, k0 ORDER BY random()) AS rn FROM r) AS numbered WHERE rn <= 1),
-per_unit AS (SELECT u, k0, sum(v0) AS s0, count(*) AS s1, count(v0) AS s2 FROM r_bounded GROUP BY u, k0),
-per_unit_bounded AS (SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY u ORDER BY random()) AS rn FROM per_unit) AS numbered WHERE rn <= 3)
-SELECT k0, sum(s0) AS s0, sum(CAST(s1 AS bigint)) AS s1, sum(CAST(s2 AS bigint)) AS s2 FROM per_unit_bounded GROUP BY k0
+WITH _dp_r AS (SELECT "visitor_id" AS _dp_u, "day" AS _dp_k0, CASE WHEN "euros_spent" IS NULL THEN NULL ELSE (least(greatest("euros_spent", CAST(0.0 AS double precision)), CAST(60.0 AS double precision)) + CAST(4.02653184e+08 AS double precision) - CAST(4.02653184e+08 AS double precision)) END AS _dp_v0 FROM "visits" WHERE "visitor_id" IS NOT NULL AND "day" IN (1, 2, 3, 4, 5, 6, 7) AND ("minutes_spent" > 10)),
+_dp_r_bounded AS (SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY _dp_u, _dp_k0 ORDER BY random()) AS _dp_rn FROM _dp_r) AS _dp_numbered WHERE _dp_rn <= 1),
+_dp_per_unit AS (SELECT _dp_u, _dp_k0, sum(_dp_v0) AS _dp_s0, count(*) AS _dp_s1, count(_dp_v0) AS _dp_s2 FROM _dp_r_bounded GROUP BY _dp_u, _dp_k0),
+_dp_per_unit_bounded AS (SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY _dp_u ORDER BY random()) AS _dp_rn FROM _dp_per_unit) AS _dp_numbered WHERE _dp_rn <= 3)
+SELECT _dp_k0, sum(_dp_s0) AS _dp_s0, sum(CAST(_dp_s1 AS bigint)) AS _dp_s1, sum(CAST(_dp_s2 AS bigint)) AS _dp_s2 FROM _dp_per_unit_bounded GROUP BY _dp_k0
 -- integer form
-WITH r AS (SELECT "visitor_id" AS u, "day" AS k0, CASE WHEN "euros_spent" IS NULL THEN NULL ELSE CAST(least(greatest("euros_spent", CAST(0.0 AS double precision)), CAST(60.0 AS double precision)) * CAST(1.6777216e+07 AS double precision) AS integer) END AS v0 FROM "visits" WHERE "visitor_id" IS NOT NULL AND "day" IN (1, 2, 3, 4, 5, 6, 7) AND ("minutes_spent" > 10)),
-r_bounded AS (SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY u, k0 ORDER BY random()) AS rn FROM r) AS numbered WHERE rn <= 1),
-per_unit AS (SELECT u, k0, sum(CAST(v0 AS bigint)) AS s0, count(*) AS s1, count(v0) AS s2 FROM r_bounded GROUP BY u, k0),
-per_unit_bounded AS (SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY u ORDER BY random()) AS rn FROM per_unit) AS numbered WHERE rn <= 3)
-SELECT k0, sum(CAST(s0 AS bigint)) AS s0, sum(CAST(s1 AS bigint)) AS s1, sum(CAST(s2 AS bigint)) AS s2 FROM per_unit_bounded GROUP BY k0
+WITH _dp_r AS (SELECT "visitor_id" AS _dp_u, "day" AS _dp_k0, CASE WHEN "euros_spent" IS NULL THEN NULL ELSE CAST(least(greatest("euros_spent", CAST(0.0 AS double precision)), CAST(60.0 AS double precision)) * CAST(1.6777216e+07 AS double precision) AS integer) END AS _dp_v0 FROM "visits" WHERE "visitor_id" IS NOT NULL AND "day" IN (1, 2, 3, 4, 5, 6, 7) AND ("minutes_spent" > 10)),
+_dp_r_bounded AS (SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY _dp_u, _dp_k0 ORDER BY random()) AS _dp_rn FROM _dp_r) AS _dp_numbered WHERE _dp_rn <= 1),
+_dp_per_unit AS (SELECT _dp_u, _dp_k0, sum(CAST(_dp_v0 AS bigint)) AS _dp_s0, count(*) AS _dp_s1, count(_dp_v0) AS _dp_s2 FROM _dp_r_bounded GROUP BY _dp_u, _dp_k0),
+_dp_per_unit_bounded AS (SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY _dp_u ORDER BY random()) AS _dp_rn FROM _dp_per_unit) AS _dp_numbered WHERE _dp_rn <= 3)
+SELECT _dp_k0, sum(CAST(_dp_s0 AS bigint)) AS _dp_s0, sum(CAST(_dp_s1 AS bigint)) AS _dp_s1, sum(CAST(_dp_s2 AS bigint)) AS _dp_s2 FROM _dp_per_unit_bounded GROUP BY _dp_k0
