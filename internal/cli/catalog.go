@@ -14,11 +14,11 @@ import (
 
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/catalog"
-	"github.com/dpstat/dpstat/suggest"
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/engine/engines"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query"
+	"github.com/dpstat/dpstat/suggest"
 )
 
 func newCatalogCmd() *cobra.Command {
