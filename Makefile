@@ -50,13 +50,17 @@ fmt-check:
 	if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
 	@if git grep -nE '^(<<<<<<< |>>>>>>> )' -- . ':!*.csv' 2>/dev/null; then echo "unresolved merge conflict markers (above)"; exit 1; fi
 
-# Fuzz the planner and the neighbouring-table oracle (docs/privacy.md §7);
-# make test runs only their seed corpus.
+# Fuzz the planner and the neighbouring-table oracle (docs/privacy.md §7),
+# and run the relational generator's queries on every engine; make test
+# runs only their seed corpus and a few generated queries per engine.
 FUZZTIME ?= 2m
+# How many generated queries each engine checks (engine/enginetest).
+GENSEEDS ?= 1000
 fuzz:
 	$(GO) test ./query/ -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./query/ -run '^$$' -fuzz '^FuzzNeighbours$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./query/ -run '^$$' -fuzz '^FuzzGenerated$$' -fuzztime $(FUZZTIME)
+	DPSTAT_GENERATED_SEEDS=$(GENSEEDS) $(GO) test ./engine/enginetest/ -run '^Test[A-Za-z]+$$/^generated' -timeout 0 -count=1
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime=200ms ./noise/ ./mechanism/ ./ledger/

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dpstat/dpstat/engine/duckdb"
+	"github.com/dpstat/dpstat/internal/querygen"
 	"github.com/dpstat/dpstat/query/ir"
 )
 
@@ -114,8 +115,8 @@ func TestFuzzSeedsPlanQuickly(t *testing.T) {
 // table and its public table, for planning without data.
 func writeNeighbourCatalog(t testing.TB) string {
 	t.Helper()
-	path := writeTable(t, neighbourCatalog, neighbourColumns+"\n")
-	if err := os.WriteFile(filepath.Join(filepath.Dir(path), "codes.csv"), []byte(neighbourCodes), 0o644); err != nil {
+	path := writeTable(t, querygen.Catalog, querygen.Columns+"\n")
+	if err := os.WriteFile(filepath.Join(filepath.Dir(path), "codes.csv"), []byte(querygen.Codes), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,95 +12,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgtype"
-
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/engine/engines"
 	"github.com/dpstat/dpstat/engine/postgres/pgtest"
-	"github.com/dpstat/dpstat/query/dpplan"
+	"github.com/dpstat/dpstat/internal/querygen"
 	"github.com/dpstat/dpstat/query/ir"
 )
 
 // neighbourTimeout bounds one run (planning and engine) of a battery query
 // on the harness's tiny tables; a run still going after it has hung.
 const neighbourTimeout = 60 * time.Second
-
-// neighbourColumns is the header of the harness tables.
-const neighbourColumns = "pid,f,fz,i,t,u,b,dt,ts"
-
-// neighbourRows holds the harness data: every extreme value a file can
-// hold in each column type (NaN, ±Inf, ±0, ±MaxFloat64, the smallest
-// subnormal, MaxInt64 and MinInt64, an int too large for BIGINT, empty
-// text, NULL, long unicode). The first row holding fz is -0, so that the
-// engine meets -0 before 0 in that group, and without person 2 it does not.
-var neighbourRows = []string{
-	`2,-inf,-0,0,a,` + strings.Repeat("é☃𝄞", 200) + `,true,infinity,-infinity`,
-	`1,nan,-0.0,9223372036854775807,a,,true,-infinity,infinity`,
-	`1,inf,0,-9223372036854775808,b,x,false,0001-01-01,1684-01-01 00:00:00`,
-	`3,1.7976931348623157e308,1,100,b,x,true,5874897-12-31,290309-12-21 23:59:59.999999`,
-	`4,-1.7976931348623157e308,0,50,a,y,false,9999-12-31,9999-12-31 23:59:59.999999`,
-	`4,-0,NaN,,,y,,2024-02-30,not a time`,
-	`5,4.9e-324,inf,1e30,a,y,true,2024-02-29,2024-02-29 23:59:59`,
-	`6,,,,,,,,`,
-	`7,5,0,7,b,x,false,1969-12-31,1969-12-31 23:59:59.999999`,
-	`7,-5,1,8,a,x,false,2024-01-01,2024-01-01 00:00:00`,
-	`7,1e-320,0,9,b,x,true,2024-12-31,2024-12-31 23:59:59`,
-	`8,0.25,-0,99,b,z,true,2024-03-01,2024-03-01 00:00:00.5`,
-}
-
-// neighbourCatalog declares the harness tables: people (a privacy unit,
-// at most 2 groups and 2 rows per group per person), rows (every row a
-// person), visits (people's table of the same persons, to join), wide
-// (people with bounds that no person's joined rows reach: see
-// neighbourJoinedRows) and the public codes.
-const neighbourCatalog = `budget: {epsilon: 1e30, delta: 0.5}
-tables:
-  people:
-    source: data.csv
-    privacy_unit: pid
-    id_space: persons
-    max_groups_per_unit: 2
-    max_rows_per_group: 2
-    columns: &cols
-      pid: {type: int}
-      f:   {type: float, lower: -10, upper: 10, nullable: true}
-      fz:  {type: float, values: [0, 1]}
-      i:   {type: int, lower: 0, upper: 100, nullable: true}
-      t:   {type: text, values: [a, b, ""]}
-      u:   {type: text}
-      b:   {type: bool, values: [true, false]}
-      dt:  {type: date, lower: "2024-01-01", upper: "2024-12-31"}
-      ts:  {type: timestamp, lower: "2024-01-01 00:00:00", upper: "2024-12-31 23:59:59"}
-  rows:
-    source: data.csv
-    columns: *cols
-  visits:
-    source: data.csv
-    privacy_unit: pid
-    id_space: persons
-    max_groups_per_unit: 2
-    max_rows_per_group: 2
-    columns: *cols
-  wide:
-    source: data.csv
-    privacy_unit: pid
-    id_space: persons
-    max_groups_per_unit: 9
-    max_rows_per_group: 9
-    columns: *cols
-  codes:
-    source: codes.csv
-    public: true
-    columns:
-      t:      {type: text}
-      label:  {type: text}
-      weight: {type: int}
-`
-
-// neighbourCodes is the public table of the harness: code b appears twice,
-// so a row with t = b becomes two rows through the join.
-const neighbourCodes = "t,label,weight\na,alpha,1\nb,beta,2\nb,beta two,3\n,empty,0\n"
 
 // neighbourBattery covers every construct dpstat accepts, with extreme
 // parameters. T stands for the table's name.
@@ -325,64 +246,6 @@ func neighboursOn(t testing.TB, kind string) *neighbourFixture {
 	return neighbourFixs[kind]
 }
 
-// neighbourTypes are the types of the harness columns (neighbourColumns).
-var neighbourTypes = []catalog.Type{catalog.Int, catalog.Float, catalog.Float, catalog.Int, catalog.Text, catalog.Text, catalog.Bool, catalog.Date, catalog.Timestamp}
-
-// neighbourValues reads harness rows as a file engine does: an empty or
-// malformed field is NULL.
-func neighbourValues(rows []string) [][]any {
-	out := make([][]any, len(rows))
-	for i, r := range rows {
-		fields := strings.Split(r, ",")
-		row := make([]any, len(fields))
-		for j, f := range fields {
-			if f == "" {
-				continue
-			}
-			switch neighbourTypes[j] {
-			case catalog.Int:
-				if v, err := strconv.ParseInt(f, 10, 64); err == nil {
-					row[j] = v
-				}
-			case catalog.Float:
-				if v, err := strconv.ParseFloat(f, 64); err == nil {
-					row[j] = v
-				}
-			case catalog.Bool:
-				if v, err := strconv.ParseBool(f); err == nil {
-					row[j] = v
-				}
-			case catalog.Date:
-				switch f {
-				case "infinity":
-					row[j] = pgtype.Date{InfinityModifier: pgtype.Infinity, Valid: true}
-				case "-infinity":
-					row[j] = pgtype.Date{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
-				default:
-					if v, err := time.Parse("2006-01-02", f); err == nil {
-						row[j] = v
-					}
-				}
-			case catalog.Timestamp:
-				switch f {
-				case "infinity":
-					row[j] = pgtype.Timestamp{InfinityModifier: pgtype.Infinity, Valid: true}
-				case "-infinity":
-					row[j] = pgtype.Timestamp{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
-				default:
-					if v, err := time.Parse("2006-01-02 15:04:05", f); err == nil {
-						row[j] = v
-					}
-				}
-			default:
-				row[j] = f
-			}
-		}
-		out[i] = row
-	}
-	return out
-}
-
 func buildNeighbours(kind string, pg *pgtest.Server) (*neighbourFixture, error) {
 	root, err := os.MkdirTemp("", "dpstat-neighbours-")
 	if err != nil {
@@ -391,13 +254,13 @@ func buildNeighbours(kind string, pg *pgtest.Server) (*neighbourFixture, error) 
 	neighbourDirs = append(neighbourDirs, root)
 	fix := &neighbourFixture{services: map[string]map[string]*Service{}, persons: map[string][]string{}}
 	var cols []pgtest.Column
-	for i, name := range strings.Split(neighbourColumns, ",") {
-		cols = append(cols, pgtest.Column{Name: name, Type: neighbourTypes[i]})
+	for i, name := range strings.Split(querygen.Columns, ",") {
+		cols = append(cols, pgtest.Column{Name: name, Type: querygen.Types[i]})
 	}
 	ctx := context.Background()
 	if pg != nil {
 		codes := [][]any{}
-		for _, line := range strings.Split(strings.TrimSpace(neighbourCodes), "\n")[1:] {
+		for _, line := range strings.Split(strings.TrimSpace(querygen.Codes), "\n")[1:] {
 			f := strings.Split(line, ",")
 			w, _ := strconv.ParseInt(f[2], 10, 64)
 			var t any
@@ -415,16 +278,16 @@ func buildNeighbours(kind string, pg *pgtest.Server) (*neighbourFixture, error) 
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
-		data := neighbourColumns + "\n" + strings.Join(rows, "\n") + "\n"
+		data := querygen.Columns + "\n" + strings.Join(rows, "\n") + "\n"
 		if err := os.WriteFile(filepath.Join(dir, "data.csv"), []byte(data), 0o644); err != nil {
 			return nil, err
 		}
-		decl := neighbourCatalog
+		decl := querygen.Catalog
 		if pg != nil {
 			// The same tables in the server: one relation per variant.
 			loaded++
 			name := fmt.Sprintf("nb_%d", loaded)
-			if err := pg.LoadRows(ctx, name, cols, neighbourValues(rows)); err != nil {
+			if err := pg.LoadRows(ctx, name, cols, querygen.Values(rows)); err != nil {
 				return nil, err
 			}
 			decl = strings.ReplaceAll(decl, "source: data.csv", "source: public."+name)
@@ -434,7 +297,7 @@ func buildNeighbours(kind string, pg *pgtest.Server) (*neighbourFixture, error) 
 		if err := os.WriteFile(filepath.Join(dir, "catalog.yaml"), []byte(decl), 0o644); err != nil {
 			return nil, err
 		}
-		if err := os.WriteFile(filepath.Join(dir, "codes.csv"), []byte(neighbourCodes), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, "codes.csv"), []byte(querygen.Codes), 0o644); err != nil {
 			return nil, err
 		}
 		cat, err := catalog.Load(filepath.Join(dir, "catalog.yaml"))
@@ -455,7 +318,7 @@ func buildNeighbours(kind string, pg *pgtest.Server) (*neighbourFixture, error) 
 	pidOf := func(row string) string { return row[:strings.IndexByte(row, ',')] }
 	for _, table := range []string{"people", "rows"} {
 		fix.services[table] = map[string]*Service{}
-		svc, err := open(filepath.Join(root, table, "D"), neighbourRows)
+		svc, err := open(filepath.Join(root, table, "D"), querygen.Rows)
 		if err != nil {
 			return nil, err
 		}
@@ -463,7 +326,7 @@ func buildNeighbours(kind string, pg *pgtest.Server) (*neighbourFixture, error) 
 		// The people of the table: a privacy unit's rows, or each row.
 		var people []string
 		seen := map[string]bool{}
-		for i, r := range neighbourRows {
+		for i, r := range querygen.Rows {
 			p := fmt.Sprintf("row%d", i+1)
 			if table == "people" {
 				p = "pid" + pidOf(r)
@@ -475,7 +338,7 @@ func buildNeighbours(kind string, pg *pgtest.Server) (*neighbourFixture, error) 
 		}
 		for _, p := range people {
 			var rest []string
-			for i, r := range neighbourRows {
+			for i, r := range querygen.Rows {
 				if p != fmt.Sprintf("row%d", i+1) && p != "pid"+pidOf(r) {
 					rest = append(rest, r)
 				}
@@ -521,174 +384,37 @@ func runNeighbour(t testing.TB, svc *Service, sql string) neighbourOutcome {
 	}
 }
 
-// checkNeighbours compares the outcome on D with the outcome on D − p.
+// checkNeighbours compares the outcome on D with the outcome on D − p
+// with the harness's oracle (querygen.Check).
 func checkNeighbours(t testing.TB, sql, variant string, d, n neighbourOutcome) {
 	t.Helper()
+	querygen.Check(t, sql, variant, d.outcome(), n.outcome())
+}
+
+// outcome is o as the oracle reads it.
+func (o neighbourOutcome) outcome() querygen.Outcome {
+	out := querygen.Outcome{Err: o.err}
 	var ee *EngineError
-	for _, o := range []struct {
-		name string
-		out  neighbourOutcome
-	}{{"D", d}, {variant, n}} {
-		var re *ir.RefusedError
-		switch {
-		case errors.As(o.out.err, &ee):
-			t.Errorf("%s on %s: the engine failed after the charge: %v (%v)", sql, o.name, ee, ee.Err)
-		case o.out.err != nil && !errors.As(o.out.err, &re):
-			t.Errorf("%s on %s: an error that is not a refusal: %v", sql, o.name, o.out.err)
-		}
-		if o.out.res != nil {
-			for _, row := range o.out.res.Rows {
-				for _, v := range row {
-					if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
-						t.Errorf("%s on %s: released a non-finite value %v in row %v", sql, o.name, f, row)
-					}
-				}
-			}
+	if errors.As(o.err, &ee) {
+		out.Engine = ee.Err
+		if out.Engine == nil {
+			out.Engine = ee
 		}
 	}
-	if (d.err == nil) != (n.err == nil) {
-		t.Errorf("%s: answered on one table and not the other:\n  D: %v\n  %s: %v", sql, d.err, variant, n.err)
-		return
+	if o.prep != nil {
+		out.Plan, out.Noise = o.prep.Plan, o.prep.Noise
 	}
-	if d.err != nil {
-		if d.err.Error() != n.err.Error() {
-			t.Errorf("%s: refusals differ:\n  D: %v\n  %s: %v", sql, d.err, variant, n.err)
-		}
-		return
+	if o.res != nil {
+		out.Columns, out.Rows = o.res.Columns, o.res.Rows
 	}
-	plan, q := d.prep.Plan, d.prep.Plan.Query
-	if strings.Join(d.res.Columns, ",") != strings.Join(n.res.Columns, ",") {
-		t.Errorf("%s: columns differ: %v and %v", sql, d.res.Columns, n.res.Columns)
-		return
-	}
-	// Key selection, the most common values and answer filters choose
-	// rows with noise (that is what their cost pays for); other answers
-	// release every public group, so the groups must be the same.
-	if plan.Selection != nil || plan.TopK != nil || q.Having != nil || q.Limit >= 0 || q.Offset > 0 {
-		return
-	}
-	// Rows are matched by their keys: ORDER BY a noisy value may order
-	// them differently.
-	// col maps an output to its column in the result (hidden outputs feed
-	// computed columns only and have none).
-	col := map[int]int{}
-	for i, o := range q.Outputs {
-		if !o.Hidden {
-			col[i] = len(col)
-		}
-	}
-	var keyCols []int
-	for i, o := range q.Outputs {
-		if o.IsKey() {
-			keyCols = append(keyCols, col[i])
-		}
-	}
-	byKey := func(rows [][]any) map[string][]any {
-		m := map[string][]any{}
-		for i, row := range rows {
-			k := make([]any, len(keyCols))
-			for j, c := range keyCols {
-				k[j] = row[c]
-			}
-			if len(keyCols) < len(q.GroupBy) {
-				// Not every key is selected: rows are in the public
-				// lists' order, unless ORDER BY sorts them by noise.
-				if len(q.OrderBy) > 0 {
-					return nil
-				}
-				k = append(k, int64(i))
-			}
-			m[ir.KeyID(k)] = row
-		}
-		return m
-	}
-	if byKey(d.res.Rows) == nil {
-		return
-	}
-	dRows, nRows := byKey(d.res.Rows), byKey(n.res.Rows)
-	if len(dRows) != len(d.res.Rows) || len(dRows) != len(nRows) {
-		t.Errorf("%s: %d groups on D, %d on %s (or a group released twice)", sql, len(d.res.Rows), len(n.res.Rows), variant)
-		return
-	}
-	for k := range dRows {
-		if nRows[k] == nil {
-			t.Errorf("%s: group %s released on D and not on %s", sql, k, variant)
-			return
-		}
-	}
-	// Counts and sums move by at most their sensitivity over all groups.
-	// Where a join may give a person more rows or groups than the bounds
-	// keep, which ones are kept is drawn at random on each run, so the
-	// other people's contributions differ between the two runs too: only
-	// the outcome is compared there. Where the bounds exceed every
-	// person's joined rows (the wide table), every row is kept, the
-	// answers are functions of the data, and the values are compared (the
-	// rows table checks the joins' multiplicity without a privacy unit).
-	if plan.Bounded && len(q.Joins) > 0 && !boundsNotBinding(plan) {
-		return
-	}
-	for _, ap := range plan.Aggregates {
-		switch ap.Aggregate.Func {
-		case ir.CountStar, ir.Count, ir.CountDistinct, ir.Sum:
-		default:
-			continue
-		}
-		c, shown := col[ap.Output]
-		if !shown {
-			continue
-		}
-		sens := plan.Releases[ap.Releases[0]].Sensitivity
-		// A sum is released on its noise grid: each of the at most
-		// Groups groups one person changes may round by one more step.
-		if m, ok := d.prep.Noise.Sums[ap.Releases[0]]; ok {
-			sens += float64(plan.Contribution.Groups*plan.Contribution.People()) * m.Granularity()
-		}
-		var moved float64
-		for k, row := range dRows {
-			a, _ := ir.Number(row[c])
-			b, _ := ir.Number(nRows[k][c])
-			moved += math.Abs(a - b)
-		}
-		if moved > sens*(1+1e-9)+1e-9 {
-			t.Errorf("%s: %s moved by %g in all between D and %s: more than its sensitivity %g", sql, ap.Aggregate, moved, variant, sens)
-		}
-	}
-}
-
-// neighbourJoinedRows is the most rows a person of the harness has after
-// any join of the battery: the most rows one pid has in the table, times
-// the most rows one of its rows meets in the joined table (its own rows
-// in a table about the same people, or the codes of one t).
-func neighbourJoinedRows() int64 {
-	perPid, perCode := map[string]int64{}, map[string]int64{}
-	var most, meets int64
-	for _, r := range neighbourRows {
-		p := r[:strings.IndexByte(r, ',')]
-		perPid[p]++
-		most = max(most, perPid[p])
-	}
-	for _, line := range strings.Split(strings.TrimSpace(neighbourCodes), "\n")[1:] {
-		t := line[:strings.IndexByte(line, ',')]
-		perCode[t]++
-		meets = max(meets, perCode[t])
-	}
-	return most * max(most, meets)
-}
-
-// boundsNotBinding reports whether the plan's bounds keep every row of
-// every person of the harness, through any join of the battery: then
-// the random choice of kept rows chooses nothing.
-func boundsNotBinding(plan *dpplan.Plan) bool {
-	n := neighbourJoinedRows()
-	c := plan.Contribution
-	return c.RowsPerGroup >= n && (!plan.BoundGroups || c.Groups >= n)
+	return out
 }
 
 // TestNeighbourWideBounds checks that the wide table's bounds exceed
 // every person's joined rows, so that its joins are compared by value.
 func TestNeighbourWideBounds(t *testing.T) {
 	w := loadCatalog(t, writeNeighbourCatalog(t)).Table("wide")
-	if n := neighbourJoinedRows(); w == nil || w.MaxRowsPerGroup < n || w.MaxGroupsPerUnit < n {
+	if n := querygen.JoinedRows(); w == nil || w.MaxRowsPerGroup < n || w.MaxGroupsPerUnit < n {
 		t.Fatalf("the wide table's bounds do not reach the %d rows a person can have after a join", n)
 	}
 }
@@ -733,7 +459,7 @@ func testNeighbouringTables(t *testing.T, kind string) {
 				d := runNeighbour(t, fix.services[variants]["D"], sql)
 				// (A per-person pre-aggregation that joins inside is one
 				// row per person outside, and compared by value anyway.)
-				if table == "wide" && d.err == nil && len(d.prep.Plan.Query.Joins) > 0 && !boundsNotBinding(d.prep.Plan) {
+				if table == "wide" && d.err == nil && len(d.prep.Plan.Query.Joins) > 0 && !querygen.BoundsNotBinding(d.prep.Plan) {
 					t.Errorf("%s: the wide table's bounds may bind, so its values are not compared", sql)
 				}
 				for _, v := range fix.persons[variants] {

@@ -352,12 +352,52 @@ func (c *ClickHouse) Backend() Backend {
 	}
 }
 
+// RandomShardBackend is Backend with every table sharded at random
+// (rand()) rather than by its privacy unit, as default.dp_rand_<name>: a
+// person's rows may be on both shards, so dpstat bounds each person on the
+// server it connects to (the statements never take the per-shard form).
+func (c *ClickHouse) RandomShardBackend() Backend {
+	b := c.Backend()
+	b.Load = func(t testing.TB, tables []Table) map[string]string {
+		t.Helper()
+		out := map[string]string{}
+		for _, tb := range tables {
+			unit := ""
+			if m := privacyUnitRE.FindStringSubmatch(tb.Declaration); m != nil {
+				unit = m[1]
+			}
+			// The same columns (the unit not Nullable), no unit to shard by.
+			tb.Declaration = privacyUnitRE.ReplaceAllString(tb.Declaration, "")
+			if unit != "" {
+				types := map[string]string{}
+				for k, v := range tb.ClickHouse {
+					types[k] = v
+				}
+				if types[unit] == "" {
+					for _, col := range tb.Columns {
+						if col.Name == unit {
+							types[unit] = map[catalog.Type]string{catalog.Int: "Int64", catalog.Text: "String"}[col.Type]
+						}
+					}
+				}
+				tb.ClickHouse = types
+			}
+			if err := c.LoadTable(context.Background(), "dp_rand_"+tb.Name, tb, "two_shards"); err != nil {
+				t.Fatalf("loading %s into ClickHouse: %v", tb.Name, err)
+			}
+			out[tb.Name] = "default.dp_rand_" + tb.Name
+		}
+		return out
+	}
+	return b
+}
+
 // LoadTable creates name_local (MergeTree) on every server and name
 // (Distributed over cluster) on every server, with the fixture's columns
 // (int as Int64, float as Float64, text as String, bool as UInt8, date as
 // Date, timestamp as DateTime, each Nullable except the privacy unit; or
 // the table's ClickHouse type of the column), and
-// fills it from the fixture's CSV. ClickHouse 18.16 holds dates and
+// fills it from the fixture's Rows, or its CSV. ClickHouse 18.16 holds dates and
 // timestamps from 1970 to 2105 only, timestamps to the second: a value
 // outside that range, or infinity, is stored as NULL (as the other engines
 // read infinity), and a timestamp is stored floored to its second (as a
@@ -369,13 +409,15 @@ func (c *ClickHouse) LoadTable(ctx context.Context, name string, tb Table, clust
 	if c.loaded[name] {
 		return nil
 	}
-	body, err := tb.CSV()
-	if err != nil {
-		return err
-	}
-	rows, err := ParseCSV(body, tb.Columns)
-	if err != nil {
-		return fmt.Errorf("%s: %w", tb.File, err)
+	rows := tb.Rows
+	if rows == nil {
+		body, err := tb.CSV()
+		if err != nil {
+			return err
+		}
+		if rows, err = ParseCSV(body, tb.Columns); err != nil {
+			return fmt.Errorf("%s: %w", tb.File, err)
+		}
 	}
 	unit := ""
 	if m := privacyUnitRE.FindStringSubmatch(tb.Declaration); m != nil {

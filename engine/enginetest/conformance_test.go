@@ -7,6 +7,11 @@ import (
 	"github.com/dpstat/dpstat/engine/enginetest"
 )
 
+// generatedSeeds is how many generated queries each engine (and each
+// ClickHouse sharding) checks in every test run; DPSTAT_GENERATED_SEEDS
+// asks for more (make fuzz).
+const generatedSeeds = 60
+
 func TestMain(m *testing.M) {
 	code := m.Run()
 	enginetest.StopShared()
@@ -19,6 +24,9 @@ func TestDuckDB(t *testing.T) {
 	t.Run("nan_free", func(t *testing.T) { enginetest.RunDeclared(t, enginetest.DuckDB()) })
 	t.Run("forms", func(t *testing.T) { enginetest.RunForms(t, enginetest.DuckDB()) })
 	t.Run("neighbours", func(t *testing.T) { enginetest.RunNeighbours(t, enginetest.DuckDB()) })
+	t.Run("generated", func(t *testing.T) {
+		enginetest.RunGenerated(t, enginetest.DuckDB(), enginetest.GeneratedSeeds(generatedSeeds))
+	})
 }
 
 // TestPostgres runs the conformance suite on a PostgreSQL 15 server
@@ -30,6 +38,9 @@ func TestPostgres(t *testing.T) {
 	t.Run("nan_free", func(t *testing.T) { enginetest.RunDeclared(t, enginetest.PostgresBackend(pg)) })
 	t.Run("forms", func(t *testing.T) { enginetest.RunForms(t, enginetest.PostgresBackend(pg)) })
 	t.Run("neighbours", func(t *testing.T) { enginetest.RunNeighbours(t, enginetest.PostgresBackend(pg)) })
+	t.Run("generated", func(t *testing.T) {
+		enginetest.RunGenerated(t, enginetest.PostgresBackend(pg), enginetest.GeneratedSeeds(generatedSeeds))
+	})
 }
 
 // TestClickHouse runs the conformance suite on a two-shard ClickHouse
@@ -42,4 +53,13 @@ func TestClickHouse(t *testing.T) {
 	t.Run("forms", func(t *testing.T) { enginetest.RunForms(t, c.Backend()) })
 	t.Run("per shard", func(t *testing.T) { enginetest.RunPerShard(t, c.Backend()) })
 	t.Run("neighbours", func(t *testing.T) { enginetest.RunNeighbours(t, c.Backend()) })
+	// The generated queries over tables sharded at random (dpstat bounds
+	// each person on the server it connects to) and by the privacy unit
+	// (single-table queries bound each person on the shards).
+	t.Run("generated", func(t *testing.T) {
+		enginetest.RunGenerated(t, c.RandomShardBackend(), enginetest.GeneratedSeeds(generatedSeeds))
+	})
+	t.Run("generated per shard", func(t *testing.T) {
+		enginetest.RunGenerated(t, c.Backend(), enginetest.GeneratedSeeds(generatedSeeds))
+	})
 }

@@ -71,10 +71,23 @@ type Table struct {
 	// fixture where it is not the one its catalog type gives (an Enum8
 	// for a text column).
 	ClickHouse map[string]string
+	// Text, when set, is the table's CSV text, instead of the file File
+	// of testdata (File then names the file an engine over files reads).
+	Text string
+	// Rows, when set, are the rows a server loads, as typed values (see
+	// ParseCSV), instead of those read from the CSV text: for text that
+	// holds what a file engine reads as NULL and ParseCSV refuses
+	// (malformed values, infinite dates).
+	Rows [][]any
 }
 
 // CSV returns the table's rows as CSV text.
-func (t Table) CSV() ([]byte, error) { return data.ReadFile("testdata/" + t.File) }
+func (t Table) CSV() ([]byte, error) {
+	if t.Text != "" {
+		return []byte(t.Text), nil
+	}
+	return data.ReadFile("testdata/" + t.File)
+}
 
 // Backend makes the suite's tables available to one engine.
 type Backend struct {

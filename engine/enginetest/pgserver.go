@@ -73,8 +73,12 @@ func PostgresBackend(p *Postgres) Backend {
 	}
 }
 
-// LoadTable loads a fixture table into the server p as public.<name>.
+// LoadTable loads a fixture table into the server p as public.<name>
+// (its Rows when set, else its CSV text).
 func LoadTable(ctx context.Context, p *Postgres, name string, tb Table) error {
+	if tb.Rows != nil {
+		return p.LoadRows(ctx, name, pgColumns(tb.Columns), tb.Rows)
+	}
 	body, err := tb.CSV()
 	if err != nil {
 		return err
