@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/engine/clickhouse"
+	"github.com/dpstat/dpstat/engine/duckdb"
 	"github.com/dpstat/dpstat/engine/postgres/pgtest"
 	"github.com/dpstat/dpstat/query/ir"
 )
@@ -220,5 +222,22 @@ func TestOccurrenceBinding(t *testing.T) {
 		if !errors.As(err, &re) || !strings.Contains(re.Reason, tt.want) {
 			t.Errorf("%s: want a refusal naming %q, got %v", tt.sql, tt.want, err)
 		}
+	}
+}
+
+// TestOneJoinPerSelectCountsPreAggregation checks that an engine with one
+// JOIN per SELECT refuses, before the charge, a per-person pre-aggregation
+// that joins two tables (it failed on ClickHouse after the charge: the
+// refusal counted only the outer query's joins).
+func TestOneJoinPerSelectCountsPreAggregation(t *testing.T) {
+	cat := loadCatalog(t, writeNeighbourCatalog(t))
+	sql := "SELECT COUNT(*), SUM(LEAST(s.n, 20)) FROM (SELECT x.pid AS pid, COUNT(*) AS n FROM people x JOIN visits y ON x.pid = y.pid JOIN visits z ON x.pid = z.pid GROUP BY x.pid) s"
+	_, err := Prepare(cat, clickhouse.Dialect, sql, neighbourOpts())
+	var re *ir.RefusedError
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), "joins one table per SELECT") || !strings.Contains(err.Error(), "pre-aggregation") {
+		t.Fatalf("error %v, want a refusal naming the pre-aggregation's joins", err)
+	}
+	if _, err := Prepare(cat, duckdb.Dialect, sql, neighbourOpts()); err != nil {
+		t.Fatalf("DuckDB: %v", err)
 	}
 }

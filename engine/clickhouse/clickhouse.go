@@ -171,6 +171,12 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		"join_use_nulls":     1, // an unmatched LEFT JOIN row reads NULL, as in SQL
 		// The planner refuses longer statements before the charge.
 		"max_query_size": engine.MaxStatementBytes + 1<<16,
+		// Every element of a statement's syntax tree takes at least a
+		// byte of its text, so a statement the planner accepts never has
+		// more elements than this (the per-shard rewrite and alias
+		// expansion multiply them at most a few times).
+		"max_ast_elements":          engine.MaxStatementBytes,
+		"max_expanded_ast_elements": 4 * engine.MaxStatementBytes,
 	}
 	switch ro {
 	case "0":

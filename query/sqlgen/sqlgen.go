@@ -352,10 +352,19 @@ func (g *sqlGen) shardBounded(sb engine.ShardBounder, rows *selectStmt, rowExprs
 
 // checkJoins refuses, before anything runs, a join the dialect cannot
 // spell: a dialect with one JOIN per SELECT (engine.Nested) runs a query
-// joining at most one public table.
+// joining at most one table, in the query itself and in the per-person
+// pre-aggregation it reads.
 func (g *sqlGen) checkJoins() error {
-	if n, ok := g.d.(engine.Nested); ok && n.OneJoin() && len(g.p.Query.Joins) > 1 {
-		return ir.Refuse("the %s engine joins one table per SELECT, and this query joins %d to %s; join one table (or ask the data owner for a view that joins the others)", g.d.Name(), len(g.p.Query.Joins), g.p.Table.Name)
+	n, ok := g.d.(engine.Nested)
+	if !ok || !n.OneJoin() {
+		return nil
+	}
+	joins, where := len(g.p.Query.Joins), g.p.Table.Name
+	if pre := g.p.Query.Pre; pre != nil && pre.Query != nil && len(pre.Query.Joins) > joins {
+		joins, where = len(pre.Query.Joins), "the per-person pre-aggregation's "+pre.Query.Table
+	}
+	if joins > 1 {
+		return ir.Refuse("the %s engine joins one table per SELECT, and this query joins %d to %s; join one table (or ask the data owner for a view that joins the others)", g.d.Name(), joins, where)
 	}
 	return nil
 }
@@ -600,10 +609,11 @@ func (g *sqlGen) summand(s dpplan.Summand) (string, error) {
 		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE %s END", col, e)
 	}
 	if g.p.IntColumn(s) {
+		lo, hi := g.intBound(s.Lower), g.intBound(s.Upper)
 		if g.form != dpplan.IntegerForm {
-			return nullable(g.clamp(col, strconv.FormatInt(s.Lower, 10), strconv.FormatInt(s.Upper, 10))), nil
+			return nullable(g.clamp(col, lo, hi)), nil
 		}
-		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE least(greatest(%s, %d), %d) END", col, col, s.Lower, s.Upper), nil
+		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE least(greatest(%s, %s), %s) END", col, col, lo, hi), nil
 	}
 	lo, err := engine.Literal(g.d, s.LowerValue)
 	if err != nil {
@@ -625,6 +635,19 @@ func (g *sqlGen) summand(s dpplan.Summand) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE %s END", col, engine.CastInt(g.d, scaled, engine.Integer32)), nil
+}
+
+// intBound spells a bound of an integer column: a bare literal, or, from
+// 2^31 in magnitude, a typed 64-bit integer, since an engine types a bare
+// literal by its value (ClickHouse reads 9007199254740992 as UInt64, which
+// has no common type with the column's Int64); small ones stay bare
+// because ClickHouse 18.16 fails on some typed constants inside its
+// NULL-skipping least and greatest.
+func (g *sqlGen) intBound(n int64) string {
+	if n >= 1<<31 || n <= -(1<<31) {
+		return g.intConst(n)
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 // clamp spells col clamped to [lo, hi] where a NULL becomes lo, as
