@@ -413,6 +413,36 @@ type FloatLiterals interface {
 	FloatLiteral(text string) string
 }
 
+// IntLiterals is implemented by dialects that spell a typed 64-bit integer
+// constant otherwise than CAST(n AS TypeName(Integer)) (ClickHouse, whose
+// TypeName is Nullable and whose Nullable constants some functions refuse:
+// "Illegal column for DataTypeNullable").
+type IntLiterals interface {
+	// IntLiteral spells n as a 64-bit integer constant.
+	IntLiteral(n int64) string
+}
+
+// IntConst spells n as a typed 64-bit integer constant of the dialect:
+// an engine types a bare literal by its value (ClickHouse reads
+// 9007199254740992 as UInt64, which has no common type with Int64).
+func IntConst(d Dialect, n int64) string {
+	if il, ok := d.(IntLiterals); ok {
+		return il.IntLiteral(n)
+	}
+	return "CAST(" + strconv.FormatInt(n, 10) + " AS " + d.TypeName(Integer) + ")"
+}
+
+// Materializer is implemented by dialects that must not meet a Nullable
+// constant inside an expression (ClickHouse 18.16 fails on one with
+// "Illegal column for DataTypeNullable": NULLIF(2.5, 1.5) or CAST(3 AS
+// Nullable(Int64)) under LEAST, COALESCE or CASE): the generator passes
+// every expression it computes from constants alone through Materialize,
+// which makes it an ordinary column.
+type Materializer interface {
+	// Materialize spells expr, an expression of constants, as a column.
+	Materialize(expr string) string
+}
+
 // Least spells the least of args, skipping NULLs (NULL when all are).
 func Least(d Dialect, args ...string) string { return extremum(d, "least", args) }
 

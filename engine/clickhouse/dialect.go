@@ -268,6 +268,14 @@ var intLitRE = regexp.MustCompile(`^-?[0-9]+$`)
 // subnormal is a product of two normal doubles (floatLiteral).
 func (dialect) FloatLiteral(text string) string { return floatLiteral(text) }
 
+// Materialize makes an expression of constants a full column (see
+// engine.Materializer).
+func (dialect) Materialize(expr string) string { return "materialize(" + expr + ")" }
+
+// IntLiteral spells a typed Int64 constant that is not Nullable (see
+// engine.IntLiterals).
+func (dialect) IntLiteral(n int64) string { return "toInt64(" + strconv.FormatInt(n, 10) + ")" }
+
 // TruncatingCast marks casts of Float64 to integers, which truncate.
 func (dialect) TruncatingCast() {}
 

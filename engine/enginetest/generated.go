@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/dpstat/dpstat/catalog"
-	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/internal/querygen"
 	"github.com/dpstat/dpstat/query"
 )
@@ -51,9 +50,6 @@ func GeneratedSeeds(def int) int {
 type generatedVariant struct {
 	svc *query.Service
 	led *Ledger
-	// fresh is set when the engine draws the rows a bound keeps afresh
-	// for every statement (querygen.Outcome.FreshChoice).
-	fresh bool
 }
 
 // genTables are the harness's tables as fixtures: the data of D and of
@@ -115,9 +111,8 @@ func generatedServices(t *testing.T, b Backend) map[string]generatedVariant {
 		if err != nil {
 			t.Fatalf("the harness's catalog for %s: %v", b.Name, err)
 		}
-		svc, eng, led := serviceOver(t, b, cat)
-		_, fresh := eng.Dialect().(engine.LimitBy)
-		out[v] = generatedVariant{svc, led, fresh}
+		svc, _, led := serviceOver(t, b, cat)
+		out[v] = generatedVariant{svc, led}
 	}
 	return out
 }
@@ -172,20 +167,7 @@ func RunGenerated(t *testing.T, b Backend, seeds int) {
 // finding; RunGenerated skips them (both ClickHouse shardings share the
 // list). Each fails on D and on D − p alike, after the charge; once its
 // fix is in, its seed leaves the list.
-var knownGenerated = map[string]map[uint64]string{
-	"clickhouse": {
-		// GREATEST(length(t), 9007199254740992): the integer sum's bound
-		// 2^53 is now a typed Int64 (it read as UInt64, with no common
-		// type with Int64), and then fails as 139 does.
-		33: "finding 12: Illegal column for DataTypeNullable (a typed Int64 bound)",
-		// "Illegal column for DataTypeNullable" from the generated
-		// statement (not isolated: LEAST/NULLIF/ABS of a CTE column that
-		// is NULL on every row, under CASE).
-		139: "finding 12: Illegal column for DataTypeNullable",
-		176: "finding 12: Illegal column for DataTypeNullable",
-		294: "finding 12: Illegal column for DataTypeNullable",
-	},
-}
+var knownGenerated = map[string]map[uint64]string{}
 
 // generatedOpts are the options of every generated run: noise far below
 // any tolerance, and a δ for key selection.
@@ -211,7 +193,6 @@ func runGenerated(t *testing.T, v generatedVariant, sql string) querygen.Outcome
 		}
 	}
 	o.Err = err
-	o.FreshChoice = v.fresh
 	var ee *query.EngineError
 	if errors.As(err, &ee) {
 		o.Engine = ee.Err

@@ -1,8 +1,6 @@
 package sqlgen
 
 import (
-	"strconv"
-
 	"github.com/dpstat/dpstat/engine"
 )
 
@@ -60,5 +58,5 @@ func valuesType(vals []any) (engine.Type, bool) {
 // intConst spells the whole number n as a 64-bit integer of the dialect,
 // for a constant statistic (a placeholder, or one person's count).
 func (g *sqlGen) intConst(n int64) string {
-	return "CAST(" + strconv.FormatInt(n, 10) + " AS " + g.d.TypeName(engine.Integer) + ")"
+	return engine.IntConst(g.d, n)
 }

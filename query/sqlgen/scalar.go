@@ -21,7 +21,42 @@ func (g *sqlGen) scalarSQL(s ir.Scalar) (string, error) {
 	if err == nil && len(e) > engine.MaxStatementBytes {
 		return "", ir.Refuse("an expression of this query spells as %d bytes of SQL, over the %d an engine takes: simplify nested expressions (a LEAST, GREATEST or CASE over a computed value repeats it in the statement)", len(e), engine.MaxStatementBytes)
 	}
+	if m, ok := g.d.(engine.Materializer); ok && err == nil && computedConstant(s) {
+		e = m.Materialize(e)
+	}
 	return e, err
+}
+
+// computedConstant reports whether s is computed from constants alone (a
+// function, cast or arithmetic of them), not a plain literal: an engine
+// may fold it into a constant of a Nullable type (engine.Materializer).
+func computedConstant(s ir.Scalar) bool {
+	var constant func(s ir.Scalar) bool
+	constant = func(s ir.Scalar) bool {
+		switch x := s.(type) {
+		case nil, ir.Constant:
+			return true
+		case ir.Negate:
+			return constant(x.Arg)
+		case ir.Cast:
+			return constant(x.Arg)
+		case ir.Arith:
+			return constant(x.L) && constant(x.R)
+		case ir.Call:
+			for _, a := range x.Args {
+				if !constant(a) {
+					return false
+				}
+			}
+			return true
+		}
+		return false
+	}
+	switch s.(type) {
+	case nil, ir.Constant:
+		return false
+	}
+	return constant(s)
 }
 
 // scalarNode renders a scalar for the engine, every value a double: a

@@ -81,7 +81,17 @@ func (g *sqlGen) textLengthSQL(x ir.TextLength) (string, error) {
 	if math.IsInf(sp.Hi, 1) {
 		return e, nil
 	}
-	return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE least(greatest(%s, CAST(%g AS %s)), CAST(%g AS %s)) END", e, e, sp.Lo, dbl, sp.Hi, dbl), nil
+	// The bounds are the dialect's double literals (ClickHouse's are not
+	// Nullable constants, which its least and greatest refuse).
+	lo, err := engine.Literal(g.d, sp.Lo)
+	if err != nil {
+		return "", err
+	}
+	hi, err := engine.Literal(g.d, sp.Hi)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE least(greatest(%s, %s), %s) END", e, e, lo, hi), nil
 }
 
 // ilike spells l [NOT] ILIKE 'pattern' as lower(l) [NOT] LIKE 'pattern'
