@@ -59,3 +59,18 @@ func TestStatementSizeRefusedFree(t *testing.T) {
 		})
 	}
 }
+
+// TestNarrowQuantileRange checks that a quantile of a value whose range is
+// narrower than its bins' count of the smallest double steps ([0,
+// 4.9e-324]) plans with one bin, instead of an error that was not a
+// refusal (a step of 0); found by the relational generator (seed 357).
+func TestNarrowQuantileRange(t *testing.T) {
+	cat := loadCatalog(t, "testdata/catalog.yaml")
+	p, err := Prepare(cat, duckdb.Dialect, "SELECT MEDIAN(LEAST(GREATEST(score, 0), 4.9e-324)) FROM people", exactOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := p.Plan.Histograms[0]; h.Bins != 1 || h.Step <= 0 {
+		t.Fatalf("histogram %+v: want one bin of a positive step", h)
+	}
+}

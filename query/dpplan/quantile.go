@@ -52,6 +52,11 @@ func newHistogram(col *catalog.Column) Histogram {
 		h.Bins, h.Step = int(hi-lo), 1
 	default:
 		h.Bins, h.Step = QuantileBins, (hi-lo)/QuantileBins
+		if h.Step == 0 {
+			// A range narrower than QuantileBins steps of the smallest
+			// double (e.g. [0, 4.9e-324]): one bin over it.
+			h.Bins, h.Step = 1, hi-lo
+		}
 	}
 	return h
 }
