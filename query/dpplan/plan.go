@@ -403,6 +403,13 @@ type Plan struct {
 // grid of any sum over the column (2^-20 of its sensitivity, or coarser).
 const fixedPointBits = 30
 
+// minGridExp is the finest grid a sum is rounded onto, 2^−1000: its
+// scale 2^1000 and the grid step itself are finite normal doubles, which
+// the engines spell as literals. Bounds of smaller magnitude (the
+// subnormals) are summed on it: their values round to 0 or 1 step, which
+// costs accuracy, never privacy (the sensitivity counts the steps).
+const minGridExp = -1000
+
 // NewPlan builds the plan for q over table with total privacy parameter
 // epsilon, split equally among the aggregates (and, for AVG, equally
 // between its centred sum and its count).
@@ -650,7 +657,7 @@ func fixedPointSummand(col *catalog.Column) Summand {
 		s.Exp = -fixedPointBits
 	} else {
 		_, e := math.Frexp(m) // m < 2^e
-		s.Exp = e - fixedPointBits
+		s.Exp = max(e-fixedPointBits, minGridExp)
 	}
 	// Scaling by a power of two is exact. The engine rounds each scaled
 	// value to an integer by its own rule (nearest, with either tie rule);

@@ -42,7 +42,7 @@ func squareSummand(col *catalog.Column) Summand {
 		s.Exp = -fixedPointBits
 	} else {
 		_, e := math.Frexp(r2)
-		s.Exp = e - fixedPointBits
+		s.Exp = max(e-fixedPointBits, minGridExp)
 	}
 	s.Upper = int64(math.Ceil(math.Ldexp(r2, -s.Exp))) + 1
 	return s
