@@ -71,12 +71,19 @@ type ColumnExplanation struct {
 	HalfWidthNote string `json:"half_width_note,omitempty"`
 }
 
+// LooksLikeExplain reports whether sql starts with EXPLAIN, the cheap
+// test before it is parsed as one: a front end that needs no budget for a
+// preview can tell before the query is planned.
+func LooksLikeExplain(sql string) bool {
+	trimmed := strings.TrimSpace(sql)
+	return len(trimmed) >= 7 && strings.EqualFold(trimmed[:7], "explain")
+}
+
 // explainStatement recognizes EXPLAIN <query>: it returns the inner query's
 // text and true, or the text unchanged and false. EXPLAIN ANALYZE (which
 // would read data) and other options are refused.
 func explainStatement(sql string) (string, bool, error) {
-	trimmed := strings.TrimSpace(sql)
-	if len(trimmed) < 7 || !strings.EqualFold(trimmed[:7], "explain") {
+	if !LooksLikeExplain(sql) {
 		return sql, false, nil
 	}
 	tree, err := pg.Parse(sql)

@@ -130,8 +130,7 @@ budget on first use.`,
 			// A preview (--dry-run, EXPLAIN) reads no budget and charges
 			// nothing: its service has no ledger.
 			var led query.Ledger = noLedger{}
-			trimmed := strings.TrimSpace(args[0])
-			preview := dryRun || len(trimmed) >= 7 && strings.EqualFold(trimmed[:7], "explain")
+			preview := dryRun || query.LooksLikeExplain(args[0])
 			if !preview {
 				l, err := openLedger(ledgerPath)
 				if err != nil {

@@ -1,4 +1,4 @@
-package sqlgen_test
+package sqlgen
 
 import (
 	"context"
@@ -17,25 +17,45 @@ import (
 	"github.com/dpstat/dpstat/engine/postgres"
 	"github.com/dpstat/dpstat/query/dpplan"
 	"github.com/dpstat/dpstat/query/parse"
-	"github.com/dpstat/dpstat/query/sqlgen"
 )
 
-// saltRE matches the secret salt of ClickHouse's row hash.
-var saltRE = regexp.MustCompile(`cityHash64\((toUInt64\()?[0-9]+`)
+// update rewrites the golden files (testdata/golden and testdata/prejoin).
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden and testdata/prejoin")
 
-// updating reports whether the test binary runs with -update (the flag
-// is defined once for the package's tests, in prejoin_test.go).
-func updating() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
+// salts matches the statement's secret salt where ClickHouse's row hash
+// spells it; golden files write it as SALT.
+var salts = regexp.MustCompile(`cityHash64\((toUInt64\()?[0-9]+`)
 
 // goldenDialects are the dialects whose statements are kept as golden
-// files, each in testdata/golden/NAME.
+// files.
 var goldenDialects = []struct {
 	name string
 	d    engine.Dialect
 }{{"duckdb", duckdb.Dialect}, {"postgres", postgres.Dialect}, {"clickhouse", clickhouse.Dialect}}
+
+// checkGolden compares got, with the salt written as SALT, with the golden
+// file at path (rewriting it with -update); test names the test that
+// rewrites it.
+func checkGolden(t *testing.T, path, test, got string) {
+	t.Helper()
+	got = salts.ReplaceAllString(got, "cityHash64(${1}SALT")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -run %s -update to create it)", err, test)
+	}
+	if got != string(want) {
+		t.Errorf("generated SQL differs from %s:\n got:\n%s\nwant:\n%s", path, got, want)
+	}
+}
 
 // TestGoldenSQL compares the engine SQL generated for each query shape, in
 // each dialect, with testdata/golden/DIALECT/NAME.sql, so that a change in
@@ -101,26 +121,8 @@ func TestGoldenSQL(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				// ClickHouse's row hash is salted with a secret drawn per
-				// process: written as SALT.
-				got := "-- " + tt.sql + "\n" + saltRE.ReplaceAllString(statements(t, cat, dia.d, tt.sql), "cityHash64(${1}SALT")
-				path := filepath.Join("testdata", "golden", dia.name, tt.name+".sql")
-				if updating() {
-					if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-						t.Fatal(err)
-					}
-					if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-						t.Fatal(err)
-					}
-					return
-				}
-				want, err := os.ReadFile(path)
-				if err != nil {
-					t.Fatalf("%v (run go test -run TestGoldenSQL -update to create it)", err)
-				}
-				if got != string(want) {
-					t.Errorf("generated SQL differs from %s:\n got:\n%s\nwant:\n%s", path, got, want)
-				}
+				got := "-- " + tt.sql + "\n" + statements(t, cat, dia.d, tt.sql)
+				checkGolden(t, filepath.Join("testdata", "golden", dia.name, tt.name+".sql"), "TestGoldenSQL", got)
 				if strings.Contains(got[len(tt.sql)+4:], tt.sql) {
 					t.Errorf("the analyst's text reached the engine SQL")
 				}
@@ -148,14 +150,14 @@ func statements(t *testing.T, cat *catalog.Catalog, d engine.Dialect, sql string
 	}
 	var out string
 	if !plan.OnlyHistograms() && !plan.PublicKeysOnly() {
-		first, err := sqlgen.SQL(plan, d)
+		first, err := SQL(plan, d)
 		if err != nil {
 			t.Fatal(err)
 		}
 		out += first + "\n"
 		prev := first
 		for f := plan.FirstForm() + 1; f <= dpplan.IntegerForm; f++ {
-			s, err := sqlgen.FormSQL(plan, d, f)
+			s, err := FormSQL(plan, d, f)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -166,7 +168,7 @@ func statements(t *testing.T, cat *catalog.Catalog, d engine.Dialect, sql string
 		}
 	}
 	for h := range plan.Histograms {
-		hs, err := sqlgen.HistogramSQL(plan, d, h)
+		hs, err := HistogramSQL(plan, d, h)
 		if err != nil {
 			t.Fatal(err)
 		}

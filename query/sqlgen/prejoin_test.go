@@ -1,24 +1,16 @@
 package sqlgen
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/dpstat/dpstat/catalog"
-	"github.com/dpstat/dpstat/engine"
-	"github.com/dpstat/dpstat/engine/clickhouse"
-	"github.com/dpstat/dpstat/engine/duckdb"
-	"github.com/dpstat/dpstat/engine/postgres"
 	"github.com/dpstat/dpstat/query/dpplan"
 	"github.com/dpstat/dpstat/query/ir"
 	"github.com/dpstat/dpstat/query/parse"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden and testdata/prejoin")
 
 // prejoinCatalog declares two private tables of one id space (t: at most
 // 2 groups and 3 rows per group per person; p) and a public table.
@@ -77,9 +69,6 @@ func prejoinPlan(t *testing.T, sql string) *dpplan.Plan {
 	return p
 }
 
-// salts matches the statement's secret salt where a row hash spells it.
-var salts = regexp.MustCompile(`cityHash64\((toUInt64\()?[0-9]+`)
-
 // TestPrejoinCapSQL compares the statements of private joins with
 // testdata/prejoin/DIALECT_NAME.sql (the salt written as SALT): on every
 // dialect each private occurrence is read capped at L0·L∞ rows per person
@@ -88,7 +77,6 @@ var salts = regexp.MustCompile(`cityHash64\((toUInt64\()?[0-9]+`)
 // ClickHouse), and the bounding stages after the join are kept. Run with
 // -update to rewrite the files.
 func TestPrejoinCapSQL(t *testing.T) {
-	dialects := map[string]engine.Dialect{"duckdb": duckdb.Dialect, "postgres": postgres.Dialect, "clickhouse": clickhouse.Dialect}
 	tests := []struct {
 		name, sql string
 		// cap is the rows per person each private occurrence keeps.
@@ -108,7 +96,8 @@ func TestPrejoinCapSQL(t *testing.T) {
 		{"filtered", "SELECT COUNT(*), SUM(x.v) FROM t x JOIN p y ON x.pid = y.pid WHERE y.kind = 'a' AND x.v > 2 AND (x.v < 9 OR y.kind = 'b')", "3"},
 	}
 	for _, tt := range tests {
-		for name, d := range dialects {
+		for _, dia := range goldenDialects {
+			name, d := dia.name, dia.d
 			t.Run(tt.name+"/"+name, func(t *testing.T) {
 				p := prejoinPlan(t, tt.sql)
 				text, err := SQL(p, d)
@@ -153,20 +142,7 @@ func TestPrejoinCapSQL(t *testing.T) {
 				if n := strings.Count(text, capped); n == 0 || n != wantCaps {
 					t.Errorf("%q occurs %d times, want %d:\n%s", capped, n, wantCaps, got)
 				}
-				path := filepath.Join("testdata", "prejoin", name+"_"+tt.name+".sql")
-				if *update {
-					if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-						t.Fatal(err)
-					}
-					return
-				}
-				want, err := os.ReadFile(path)
-				if err != nil {
-					t.Fatalf("%v (run go test -run TestPrejoinCapSQL -update to create it)", err)
-				}
-				if got != string(want) {
-					t.Errorf("generated SQL differs from %s:\n got:\n%s\nwant:\n%s", path, got, want)
-				}
+				checkGolden(t, filepath.Join("testdata", "prejoin", name+"_"+tt.name+".sql"), "TestPrejoinCapSQL", got)
 			})
 		}
 	}
