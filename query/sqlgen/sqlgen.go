@@ -609,7 +609,10 @@ func (g *sqlGen) summand(s dpplan.Summand) (string, error) {
 		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE %s END", col, e)
 	}
 	if g.p.IntColumn(s) {
-		lo, hi := g.intBound(s.Lower), g.intBound(s.Upper)
+		// Typed 64-bit integers, as the column is: an engine types a bare
+		// literal by its value (ClickHouse reads 9007199254740992 as
+		// UInt64, which has no common type with Int64).
+		lo, hi := g.intConst(s.Lower), g.intConst(s.Upper)
 		if g.form != dpplan.IntegerForm {
 			return nullable(g.clamp(col, lo, hi)), nil
 		}
@@ -635,19 +638,6 @@ func (g *sqlGen) summand(s dpplan.Summand) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE %s END", col, engine.CastInt(g.d, scaled, engine.Integer32)), nil
-}
-
-// intBound spells a bound of an integer column: a bare literal, or, from
-// 2^31 in magnitude, a typed 64-bit integer, since an engine types a bare
-// literal by its value (ClickHouse reads 9007199254740992 as UInt64, which
-// has no common type with the column's Int64); small ones stay bare
-// because ClickHouse 18.16 fails on some typed constants inside its
-// NULL-skipping least and greatest.
-func (g *sqlGen) intBound(n int64) string {
-	if n >= 1<<31 || n <= -(1<<31) {
-		return g.intConst(n)
-	}
-	return strconv.FormatInt(n, 10)
 }
 
 // clamp spells col clamped to [lo, hi] where a NULL becomes lo, as

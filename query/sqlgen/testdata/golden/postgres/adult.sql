@@ -1,6 +1,6 @@
 -- SELECT sex, COUNT(*), AVG(hours_per_week) FROM adult GROUP BY sex
-WITH _dp_r AS (SELECT "sex" AS _dp_k0, least(greatest("hours_per_week", 1), 99) AS _dp_v1, "hours_per_week" AS _dp_v2 FROM "adult" WHERE "sex" IN ('Female', 'Male'))
+WITH _dp_r AS (SELECT "sex" AS _dp_k0, least(greatest("hours_per_week", CAST(1 AS bigint)), CAST(99 AS bigint)) AS _dp_v1, "hours_per_week" AS _dp_v2 FROM "adult" WHERE "sex" IN ('Female', 'Male'))
 SELECT _dp_k0, count(*) AS _dp_s0, sum(CAST(_dp_v1 AS bigint)) AS _dp_s1, count(_dp_v2) AS _dp_s2 FROM _dp_r GROUP BY _dp_k0
 -- integer form
-WITH _dp_r AS (SELECT "sex" AS _dp_k0, CASE WHEN "hours_per_week" IS NULL THEN NULL ELSE least(greatest("hours_per_week", 1), 99) END AS _dp_v1 FROM "adult" WHERE "sex" IN ('Female', 'Male'))
+WITH _dp_r AS (SELECT "sex" AS _dp_k0, CASE WHEN "hours_per_week" IS NULL THEN NULL ELSE least(greatest("hours_per_week", CAST(1 AS bigint)), CAST(99 AS bigint)) END AS _dp_v1 FROM "adult" WHERE "sex" IN ('Female', 'Male'))
 SELECT _dp_k0, count(*) AS _dp_s0, sum(CAST(_dp_v1 AS bigint)) AS _dp_s1, count(_dp_v1) AS _dp_s2 FROM _dp_r GROUP BY _dp_k0
