@@ -97,6 +97,7 @@ func TestGoldenSQL(t *testing.T) {
 		{"floor_bins", "examples", "SELECT floor(hours_per_week / 10) * 10 AS hours, COUNT(*), AVG(age) FROM adult GROUP BY hours"},
 		{"sum_of_case", "test", "SELECT SUM(CASE WHEN city = 'A' THEN age ELSE 0 END) FROM people"},
 		{"count_filter", "test", "SELECT COUNT(*) FILTER (WHERE age > 25), SUM(score) FILTER (WHERE flag) FROM people"},
+		{"double_negation", "test", "SELECT SUM(CAST(1 AS int)) FILTER (WHERE NOT (NOT flag)) FROM people WHERE NOT NOT NOT (age > 90)"},
 		{"arithmetic_unit", "examples", "SELECT day, SUM(euros_spent * 2 - 1), AVG(LEAST(minutes_spent, 30)) FROM visits GROUP BY day"},
 		{"min_max", "examples", "SELECT sex, MIN(age), MAX(hours_per_week) FROM adult GROUP BY sex"},
 		{"where_narrows", "examples", "SELECT SUM(age) FROM adult WHERE age BETWEEN 30 AND 60"},

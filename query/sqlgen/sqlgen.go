@@ -719,6 +719,13 @@ func (g *sqlGen) expr(e ir.Expr) (string, error) {
 		}
 		return strings.Join(parts, sep), nil
 	case ir.Not:
+		// NOT NOT p is p in SQL's three-valued logic. The pair is
+		// folded here because ClickHouse rewrites it on the shards but
+		// not on the initiator, which then misses the aggregate's
+		// column after the charge.
+		if inner, ok := x.Arg.(ir.Not); ok {
+			return g.expr(inner.Arg)
+		}
 		s, err := g.expr(x.Arg)
 		if err != nil {
 			return "", err
