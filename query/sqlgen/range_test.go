@@ -21,8 +21,9 @@ import (
 
 // rangeCatalog declares the columns the range test computes over: b a
 // large float (its remainders and roundings leave exact arithmetic), s a
-// small float, h a float just below 2^53, n a small int, a a nullable int
-// and g an int spanning ±(2^53 − 1).
+// small float, h a float just below 2^53, n a small int, a a nullable int,
+// g an int spanning ±(2^53 − 1), d a date, ts a timestamp and w a text
+// with listed values of one-, two- and four-byte UTF-8.
 const rangeCatalog = `budget: {epsilon: 10, delta: 1e-6}
 tables:
   t:
@@ -34,6 +35,9 @@ tables:
       n: {type: int, lower: -1000, upper: 1000}
       a: {type: int, lower: 0, upper: 5, nullable: true}
       g: {type: int, lower: -9007199254740991, upper: 9007199254740991}
+      d: {type: date, lower: "2020-01-01", upper: "2024-12-31"}
+      ts: {type: timestamp, lower: "2020-01-01 00:00:00", upper: "2024-12-31 23:59:59"}
+      w: {type: text, values: ["a", "bb", "é", "😀x", " Ab "]}
 `
 
 // rangeExprs holds an expression of every scalar kind the IR bounds
@@ -48,6 +52,10 @@ var rangeExprs = []string{
 	"ABS(s)", "ABS(g)", "FLOOR(s)", "CEIL(s)", "ROUND(s)", "ROUND(h)", "ROUND(s, 2)", "ROUND(h, 1)", "ROUND(b, 3)",
 	"CAST(s AS int)", "CAST(h AS int)", "CAST(n AS float)", "CAST(b % 1.5 AS int)", "CAST(ROUND(h, 1) AS int) - 9007199254740000",
 	"CASE WHEN s > 0 THEN n ELSE a END", "CASE WHEN s > 0 THEN n END",
+	"EXTRACT(year FROM d)", "EXTRACT(month FROM d)", "EXTRACT(dow FROM d)", "EXTRACT(doy FROM d)",
+	"EXTRACT(day FROM d + INTERVAL '40 days')", "EXTRACT(hour FROM ts)", "EXTRACT(minute FROM ts - INTERVAL '90 minutes')",
+	"EXTRACT(year FROM ts + INTERVAL '2 weeks')", "d - DATE '2020-01-01'",
+	"length(w)", "length(upper(w))", "length(trim(w))", "length(substr(w, 2, 3))", "length(lower(w) || 'x')",
 }
 
 // rangePlan plans sql over rangeCatalog.

@@ -45,8 +45,9 @@ type RangeCase struct {
 // Columns are the input columns the cases compute over, in the order
 // Inputs spells them: b a large float, s a small float, h a float just
 // below 2^53, n a small int, a a nullable int, g an int spanning
-// ±(2^53 − 1).
-var Columns = []string{"b", "s", "h", "n", "a", "g"}
+// ±(2^53 − 1), d a date and ts a timestamp (as the engines' raw views
+// expose them: days and microseconds since 1970-01-01), w a text.
+var Columns = []string{"b", "s", "h", "n", "a", "g", "d", "ts", "w"}
 
 // Floats and Ints are the inputs: every extreme value a double or a
 // BIGINT can hold, the integers around 2^53, and the values that made the
@@ -57,6 +58,17 @@ var (
 		"1e-320", "5e-324", "1.7976931348623157e308", "-1.7976931348623157e308", "9.2233720368547758e18"}
 	Ints = []string{"NULL", "0", "-1", "1", "7", "999", "-1000", "9007199254740991", "9007199254740992", "9007199254740993",
 		"-9007199254740993", "9223372036854775807", "-9223372036854775808"}
+	// Days and Micros are dates and timestamps: the declared bounds'
+	// neighbours, the first and last days of the years 1 and 9999, and
+	// the 64-bit extremes.
+	Days = []string{"NULL", "0", "18262", "18261", "20088", "20089", "-719162", "2932896", "-1",
+		"9223372036854775807", "-9223372036854775808", "19000"}
+	Micros = []string{"NULL", "0", "1577836800000000", "1577836799999999", "1735689599999999", "1735689600000000",
+		"-62135596800000000", "253402300799999999", "9223372036854775807", "-9223372036854775808", "1640995200123456"}
+	// Texts are strings: empty, listed and unlisted, with one-, two-,
+	// three- and four-byte UTF-8 and characters whose case mapping
+	// changes their length.
+	Texts = []string{"NULL", "''", "'a'", "'bb'", "'é'", "'😀x'", "' Ab '", "'😀😀😀😀😀😀😀😀'", "'ß'", "'İ'", "'ﬃ'", "'x\ty'", "'€'"}
 )
 
 // Inputs spells the inputs as a derived table t over Columns in dialect
@@ -75,10 +87,13 @@ func Inputs(d engine.Dialect) string {
 		return "CAST(" + v + " AS " + dbl + ")"
 	}
 	n := func(i int) string { return "CAST(" + Ints[i%ni] + " AS " + big + ")" }
+	day := func(i int) string { return "CAST(" + Days[i%len(Days)] + " AS " + big + ")" }
+	micro := func(i int) string { return "CAST(" + Micros[i%len(Micros)] + " AS " + big + ")" }
+	text := func(i int) string { return "CAST(" + Texts[i%len(Texts)] + " AS " + d.TypeName(engine.Text) + ")" }
 	var rows []string
 	for i := range nf {
 		for j := range ni {
-			vals := []string{f(i), f(i + j), f(7*i + j), n(j), n(i + j), n(3*j + i)}
+			vals := []string{f(i), f(i + j), f(7*i + j), n(j), n(i + j), n(3*j + i), day(i + 2*j), micro(2*i + j), text(i*j + i)}
 			for k := range vals {
 				vals[k] += " AS " + d.QuoteIdent(Columns[k])
 			}
