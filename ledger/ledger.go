@@ -113,7 +113,7 @@ type Options struct {
 // piece of work (the dpstat command line opens it once per command) rather
 // than keep it open.
 type Ledger struct {
-	db       *bolt.DB
+	st       kvStore
 	path     string
 	readOnly bool
 	key      []byte
@@ -173,7 +173,7 @@ func Open(path string, opts Options) (*Ledger, error) {
 			_ = db.Close()
 			return nil, err
 		}
-		l := newLedger(db, path, true)
+		l := newLedger(boltStore{db}, path, true)
 		l.key = opts.Key
 		if err := l.checkOnOpen(opts); err != nil {
 			_ = db.Close()
@@ -215,7 +215,7 @@ func Open(path string, opts Options) (*Ledger, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	l := newLedger(db, path, false)
+	l := newLedger(boltStore{db}, path, false)
 	l.key = opts.Key
 	if err := l.checkOnOpen(opts); err != nil {
 		_ = db.Close()
@@ -234,7 +234,7 @@ func (l *Ledger) checkOnOpen(opts Options) error {
 		var version int
 		var sealed bool
 		var h chainHead
-		err := l.view(func(tx *bolt.Tx) error {
+		err := l.view(func(tx kvTx) error {
 			version = formatVersion(tx)
 			sealed = tx.Bucket(bucketMeta).Get(keyChainMAC) != nil
 			var err error
@@ -251,7 +251,7 @@ func (l *Ledger) checkOnOpen(opts Options) error {
 			// when a key is given.
 			err = l.update(l.migrate)
 		case !sealed && l.key != nil && (h.seq == 0 || opts.Seal):
-			err = l.update(func(tx *bolt.Tx) error {
+			err = l.update(func(tx kvTx) error {
 				if _, err := verifyTx(tx, nil); err != nil {
 					return err
 				}
@@ -266,8 +266,8 @@ func (l *Ledger) checkOnOpen(opts Options) error {
 	return err
 }
 
-func newLedger(db *bolt.DB, path string, ro bool) *Ledger {
-	return &Ledger{db: db, path: path, readOnly: ro, reqs: make(chan *chargeReq), done: make(chan struct{})}
+func newLedger(st kvStore, path string, ro bool) *Ledger {
+	return &Ledger{st: st, path: path, readOnly: ro, reqs: make(chan *chargeReq), done: make(chan struct{})}
 }
 
 func openBolt(path string, ro bool, timeout time.Duration) (db *bolt.DB, err error) {
@@ -312,33 +312,40 @@ func checkFormat(db *bolt.DB, path string) (err error) {
 		if need := tx.Size(); info.Size() < need {
 			return fmt.Errorf("ledger %s is truncated: the file has %d bytes but its pages need %d; it was left unchanged: %w", path, info.Size(), need, ErrNotLedger)
 		}
-		meta := tx.Bucket(bucketMeta)
-		if meta == nil {
-			return fmt.Errorf("ledger %s is a bbolt database but not a dpstat ledger (no %q bucket); it was left unchanged: %w", path, bucketMeta, ErrNotLedger)
-		}
-		magic := meta.Get(keyMagic)
-		if string(magic) != Magic {
-			return fmt.Errorf("ledger %s is not a dpstat ledger: magic is %q, want %q; it was left unchanged: %w", path, magic, Magic, ErrNotLedger)
-		}
-		vtext := meta.Get(keyVersion)
-		v, perr := strconv.Atoi(string(vtext))
-		if perr != nil || v < 1 {
-			return fmt.Errorf("ledger %s has an unreadable format version %q; it was left unchanged: %w", path, vtext, ErrNotLedger)
-		}
-		if v > FormatVersion {
-			return fmt.Errorf("ledger %s has format version %d, newer than the version %d this dpstat reads; use a newer dpstat (the file was left unchanged): %w", path, v, FormatVersion, ErrNotLedger)
-		}
-		need := [][]byte{bucketBudgets, bucketReleases, bucketRequests, bucketAnswers}
-		if v >= 2 {
-			need = append(need, bucketGrants, bucketTotals)
-		}
-		for _, b := range need {
-			if tx.Bucket(b) == nil {
-				return fmt.Errorf("ledger %s is damaged: bucket %q is missing; it was left unchanged: %w", path, b, ErrNotLedger)
-			}
-		}
-		return nil
+		return checkFormatTx(boltTx{tx}, path, "a bbolt database but ")
 	})
+}
+
+// checkFormatTx verifies the magic, the version and the buckets of a
+// ledger in tx; kind says what the store is when it is not a ledger
+// ("a bbolt database but ").
+func checkFormatTx(tx kvTx, path, kind string) error {
+	meta := tx.Bucket(bucketMeta)
+	if meta == nil {
+		return fmt.Errorf("ledger %s is %snot a dpstat ledger (no %q bucket); it was left unchanged: %w", path, kind, bucketMeta, ErrNotLedger)
+	}
+	magic := meta.Get(keyMagic)
+	if string(magic) != Magic {
+		return fmt.Errorf("ledger %s is not a dpstat ledger: magic is %q, want %q; it was left unchanged: %w", path, magic, Magic, ErrNotLedger)
+	}
+	vtext := meta.Get(keyVersion)
+	v, perr := strconv.Atoi(string(vtext))
+	if perr != nil || v < 1 {
+		return fmt.Errorf("ledger %s has an unreadable format version %q; it was left unchanged: %w", path, vtext, ErrNotLedger)
+	}
+	if v > FormatVersion {
+		return fmt.Errorf("ledger %s has format version %d, newer than the version %d this dpstat reads; use a newer dpstat (the file was left unchanged): %w", path, v, FormatVersion, ErrNotLedger)
+	}
+	need := [][]byte{bucketBudgets, bucketReleases, bucketRequests, bucketAnswers}
+	if v >= 2 {
+		need = append(need, bucketGrants, bucketTotals)
+	}
+	for _, b := range need {
+		if tx.Bucket(b) == nil {
+			return fmt.Errorf("ledger %s is damaged: bucket %q is missing; it was left unchanged: %w", path, b, ErrNotLedger)
+		}
+	}
+	return nil
 }
 
 // createFile creates a complete, empty ledger at path, atomically: it is
@@ -438,7 +445,7 @@ func (l *Ledger) Close() error {
 	l.closeOnce.Do(func() {
 		close(l.done)
 		l.wg.Wait()
-		l.closeErr = l.db.Close()
+		l.closeErr = l.st.close()
 	})
 	return l.closeErr
 }

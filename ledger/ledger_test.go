@@ -657,7 +657,7 @@ func TestDamagedBudgetFailsOnlyItsOwnCharges(t *testing.T) {
 	good, bad := Key{"census", "good"}, Key{"census", "bad"}
 	mustGrant(t, l, good, accounting.EpsDelta{Epsilon: 100}, accounting.Basic)
 	mustGrant(t, l, bad, accounting.EpsDelta{Epsilon: 100}, accounting.Basic)
-	if err := l.db.Update(func(tx *bolt.Tx) error {
+	if err := l.st.update(func(tx kvTx) error {
 		return tx.Bucket(bucketBudgets).Put(bad.bytes(), []byte("{not json"))
 	}); err != nil {
 		t.Fatal(err)
