@@ -2,13 +2,14 @@ package ledger
 
 import (
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 )
 
-func TestAnalystRecords(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "ledger.db")
+func TestAnalystRecords(t *testing.T) { forEachStore(t, testAnalystRecords) }
+
+func testAnalystRecords(t *testing.T) {
+	path := location(t)
 	l, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)

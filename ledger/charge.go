@@ -196,14 +196,18 @@ func (l *Ledger) committer() {
 			}
 			return nil
 		})
-		if err != nil && len(group) > 1 {
+		// A store that cannot be reached fails the whole group at once;
+		// any other failure is retried charge by charge.
+		if err != nil && len(group) > 1 && !l.st.unavailable(err) {
 			for _, r := range group {
 				if err := l.update(func(tx kvTx) error { return l.apply(r, tx) }); err != nil {
 					r.receipt, r.err = Receipt{}, fmt.Errorf("ledger %s: charge not recorded: %w", l.path, err)
 				}
 			}
 		} else if err != nil {
-			group[0].receipt, group[0].err = Receipt{}, fmt.Errorf("ledger %s: charge not recorded: %w", l.path, err)
+			for _, r := range group {
+				r.receipt, r.err = Receipt{}, fmt.Errorf("ledger %s: charge not recorded: %w", l.path, err)
+			}
 		}
 		for _, r := range group {
 			close(r.ready)

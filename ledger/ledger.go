@@ -104,7 +104,13 @@ type Options struct {
 	Seal bool
 }
 
-// Ledger is an open ledger file. Its methods are safe for concurrent use.
+// Ledger is an open ledger (a file, or a schema in PostgreSQL). Its methods
+// are safe for concurrent use.
+//
+// A PostgreSQL ledger may be open for writing in several processes at
+// once (server replicas): their charges take turns on a row lock in the
+// database, so they share every budget exactly. What follows is about the
+// file.
 //
 // bbolt holds an exclusive lock on the file for as long as a writable
 // Ledger is open, so only one process at a time can have it open for
@@ -125,11 +131,15 @@ type Ledger struct {
 	closeErr  error
 }
 
-// Path is the file the ledger was opened from.
+// Path is the file the ledger was opened from, or its PostgreSQL
+// connection string without the password (see Redact).
 func (l *Ledger) Path() string { return l.path }
 
 // Open opens the ledger at path, creating the file (and its parent
-// directories) if it does not exist. An existing file is first opened
+// directories) if it does not exist. A path postgres://… (or
+// postgresql://…) opens a ledger in a PostgreSQL database instead, creating
+// its schema when needed (see DefaultSchema); several processes may have
+// it open for writing at once, and they share every budget. An existing file is first opened
 // read-only and checked: a file that is not a bbolt database, is corrupt,
 // lacks the ledger's magic or has a newer format version is refused with an
 // error wrapping ErrNotLedger, and is never modified.
@@ -144,10 +154,13 @@ func Open(path string, opts Options) (*Ledger, error) {
 		opts.Timeout = DefaultTimeout
 	}
 	if opts.Key != nil && len(opts.Key) < MinKeyLen {
-		return nil, fmt.Errorf("ledger %s: key of %d bytes: want at least %d (e.g. 32 random bytes): %w", path, len(opts.Key), MinKeyLen, ErrKey)
+		return nil, fmt.Errorf("ledger %s: key of %d bytes: want at least %d (e.g. 32 random bytes): %w", Redact(path), len(opts.Key), MinKeyLen, ErrKey)
 	}
 	if opts.Seal && opts.Key == nil {
-		return nil, fmt.Errorf("ledger %s: sealing needs a key: %w", path, ErrKey)
+		return nil, fmt.Errorf("ledger %s: sealing needs a key: %w", Redact(path), ErrKey)
+	}
+	if IsPostgres(path) {
+		return openPostgres(path, opts)
 	}
 	info, statErr := os.Stat(path)
 	exists := statErr == nil

@@ -291,8 +291,10 @@ func TestOpenWaitsThenReportsInUse(t *testing.T) {
 	}
 }
 
-func TestGrant(t *testing.T) {
-	l := mustOpen(t, tempPath(t), Options{})
+func TestGrant(t *testing.T) { forEachStore(t, testGrant) }
+
+func testGrant(t *testing.T) {
+	l := mustOpen(t, location(t), Options{})
 	k := Key{"census", "alice"}
 	steps := []struct {
 		name    string
@@ -340,8 +342,10 @@ func TestGrant(t *testing.T) {
 	}
 }
 
-func TestEnsureBudgetAndStatus(t *testing.T) {
-	l := mustOpen(t, tempPath(t), Options{})
+func TestEnsureBudgetAndStatus(t *testing.T) { forEachStore(t, testEnsureBudgetAndStatus) }
+
+func testEnsureBudgetAndStatus(t *testing.T) {
+	l := mustOpen(t, location(t), Options{})
 	k := Key{"census", "bob"}
 	if _, err := l.Status(k); !errors.Is(err, ErrNoBudget) {
 		t.Fatalf("Status of an unknown key: %v, want ErrNoBudget", err)
@@ -365,8 +369,10 @@ func TestEnsureBudgetAndStatus(t *testing.T) {
 	}
 }
 
-func TestChargeRefusalsWriteNothing(t *testing.T) {
-	l := mustOpen(t, tempPath(t), Options{})
+func TestChargeRefusalsWriteNothing(t *testing.T) { forEachStore(t, testChargeRefusalsWriteNothing) }
+
+func testChargeRefusalsWriteNothing(t *testing.T) {
+	l := mustOpen(t, location(t), Options{})
 	k := Key{"census", "alice"}
 	mustGrant(t, l, k, accounting.EpsDelta{Epsilon: 1, Delta: 1e-6}, accounting.Basic)
 	if _, err := l.Charge(bg, Charge{RequestID: "first", Key: k, Cost: accounting.Pure(0.75)}); err != nil {
@@ -409,8 +415,10 @@ func TestChargeRefusalsWriteNothing(t *testing.T) {
 	}
 }
 
-func TestChargeIsIdempotent(t *testing.T) {
-	l := mustOpen(t, tempPath(t), Options{})
+func TestChargeIsIdempotent(t *testing.T) { forEachStore(t, testChargeIsIdempotent) }
+
+func testChargeIsIdempotent(t *testing.T) {
+	l := mustOpen(t, location(t), Options{})
 	k := Key{"census", "alice"}
 	mustGrant(t, l, k, accounting.EpsDelta{Epsilon: 1}, accounting.Basic)
 	c := Charge{RequestID: "req-42", Key: k, Cost: accounting.Pure(0.5), Description: "SELECT count(*)", AnswerKey: "q1", Answer: []byte("123")}
@@ -459,8 +467,10 @@ func TestChargeIsIdempotent(t *testing.T) {
 	}
 }
 
-func TestAnswers(t *testing.T) {
-	l := mustOpen(t, tempPath(t), Options{})
+func TestAnswers(t *testing.T) { forEachStore(t, testAnswers) }
+
+func testAnswers(t *testing.T) {
+	l := mustOpen(t, location(t), Options{})
 	k := Key{"census", "alice"}
 	mustGrant(t, l, k, accounting.EpsDelta{Epsilon: 1}, accounting.Basic)
 	if _, ok, err := l.Answer(k, "q"); ok || err != nil {
@@ -496,8 +506,10 @@ func TestAnswers(t *testing.T) {
 	}
 }
 
-func TestHistory(t *testing.T) {
-	l := mustOpen(t, tempPath(t), Options{})
+func TestHistory(t *testing.T) { forEachStore(t, testHistory) }
+
+func testHistory(t *testing.T) {
+	l := mustOpen(t, location(t), Options{})
 	keys := []Key{{"census", "alice"}, {"census", "bob"}, {"taxes", "alice"}}
 	for _, k := range keys {
 		mustGrant(t, l, k, accounting.EpsDelta{Epsilon: 10}, accounting.Basic)
@@ -541,8 +553,10 @@ func TestHistory(t *testing.T) {
 	}
 }
 
-func TestReadOnlyAndClosed(t *testing.T) {
-	p := tempPath(t)
+func TestReadOnlyAndClosed(t *testing.T) { forEachStore(t, testReadOnlyAndClosed) }
+
+func testReadOnlyAndClosed(t *testing.T) {
+	p := location(t)
 	l := mustOpen(t, p, Options{})
 	k := Key{"d", "a"}
 	mustGrant(t, l, k, accounting.EpsDelta{Epsilon: 1}, accounting.Basic)
@@ -569,8 +583,10 @@ func TestReadOnlyAndClosed(t *testing.T) {
 // TestConcurrentChargesAreExact: 64 goroutines race to charge a budget that
 // holds exactly 40 charges of ε = 0.125 (exact in binary); exactly 40
 // succeed, in every round.
-func TestConcurrentChargesAreExact(t *testing.T) {
-	l := mustOpen(t, tempPath(t), Options{})
+func TestConcurrentChargesAreExact(t *testing.T) { forEachStore(t, testConcurrentChargesAreExact) }
+
+func testConcurrentChargesAreExact(t *testing.T) {
+	l := mustOpen(t, location(t), Options{})
 	for round := range 5 {
 		k := Key{"census", fmt.Sprintf("analyst-%d", round)}
 		rule := accounting.Basic
@@ -620,8 +636,10 @@ func TestConcurrentChargesAreExact(t *testing.T) {
 	}
 }
 
-func TestCheck(t *testing.T) {
-	l := mustOpen(t, tempPath(t), Options{})
+func TestCheck(t *testing.T) { forEachStore(t, testCheck) }
+
+func testCheck(t *testing.T) {
+	l := mustOpen(t, location(t), Options{})
 	k := Key{"census", "alice"}
 	if err := l.Check(k, accounting.Pure(0.1)); !errors.Is(err, ErrNoBudget) {
 		t.Fatalf("Check without a budget: %v", err)
@@ -653,7 +671,11 @@ func TestCheck(t *testing.T) {
 // fails (here: its budget record is damaged) must not fail the charges
 // that shared its group commit.
 func TestDamagedBudgetFailsOnlyItsOwnCharges(t *testing.T) {
-	l := mustOpen(t, tempPath(t), Options{})
+	forEachStore(t, testDamagedBudgetFailsOnlyItsOwnCharges)
+}
+
+func testDamagedBudgetFailsOnlyItsOwnCharges(t *testing.T) {
+	l := mustOpen(t, location(t), Options{})
 	good, bad := Key{"census", "good"}, Key{"census", "bad"}
 	mustGrant(t, l, good, accounting.EpsDelta{Epsilon: 100}, accounting.Basic)
 	mustGrant(t, l, bad, accounting.EpsDelta{Epsilon: 100}, accounting.Basic)

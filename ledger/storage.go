@@ -26,6 +26,9 @@ type kvStore interface {
 	update(fn func(kvTx) error) error
 	// close releases the store.
 	close() error
+	// unavailable reports whether err says the store could not be
+	// reached (rather than that one transaction failed).
+	unavailable(err error) bool
 }
 
 // kvTx is one transaction of a kvStore.
@@ -72,6 +75,8 @@ func (s boltStore) update(fn func(kvTx) error) error {
 }
 
 func (s boltStore) close() error { return s.db.Close() }
+
+func (s boltStore) unavailable(error) bool { return false }
 
 type boltTx struct{ tx *bolt.Tx }
 
