@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -420,7 +421,8 @@ type pgTx struct {
 	err  error
 	seen map[string]bool
 	// pending writes: bucket -> key -> value, and the order of buckets.
-	pending map[string]map[string][]byte
+	pending  map[string]map[string][]byte
+	npending int
 }
 
 func (t *pgTx) setErr(err error) {
@@ -468,6 +470,32 @@ func (t *pgTx) CreateBucketIfNotExists(name []byte) (kvBucket, error) {
 	return &pgBucket{t: t, name: bytes.Clone(name)}, nil
 }
 
+func (t *pgTx) ForEachBucket(fn func(name []byte) error) error {
+	if t.err != nil {
+		return t.err
+	}
+	rows, err := t.tx.Query(t.ctx, "SELECT name FROM "+t.s.tBuckets+" ORDER BY name")
+	if err != nil {
+		t.setErr(err)
+		return err
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	if err != nil {
+		t.setErr(err)
+		return err
+	}
+	for _, n := range names {
+		if err := fn(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pgFlushAt is how many pending writes a transaction keeps in memory
+// before it sends them (a copy of a large ledger).
+const pgFlushAt = 1000
+
 // flush sends the pending writes in one batch.
 func (t *pgTx) flush() error {
 	if t.err != nil || len(t.pending) == 0 {
@@ -480,7 +508,7 @@ func (t *pgTx) flush() error {
 			b.Queue(q, []byte(bucket), []byte(k), v)
 		}
 	}
-	t.pending = nil
+	t.pending, t.npending = nil, 0
 	if err := t.tx.SendBatch(t.ctx, b).Close(); err != nil {
 		t.setErr(err)
 	}
@@ -531,6 +559,9 @@ func (b *pgBucket) Put(key, value []byte) error {
 		value = []byte{}
 	}
 	m[string(key)] = bytes.Clone(value)
+	if t.npending++; t.npending >= pgFlushAt {
+		return t.flush()
+	}
 	return nil
 }
 
@@ -555,6 +586,34 @@ func (b *pgBucket) NextSequence() (uint64, error) {
 		return 0, err
 	}
 	return uint64(n), nil
+}
+
+func (b *pgBucket) Sequence() uint64 {
+	t := b.t
+	if t.err != nil {
+		return 0
+	}
+	var n int64
+	if err := t.tx.QueryRow(t.ctx, "SELECT seq FROM "+t.s.tBuckets+" WHERE name = $1", b.name).Scan(&n); err != nil {
+		t.setErr(err)
+		return 0
+	}
+	return uint64(n)
+}
+
+func (b *pgBucket) SetSequence(n uint64) error {
+	t := b.t
+	if t.err != nil {
+		return t.err
+	}
+	if n > math.MaxInt64 {
+		return fmt.Errorf("sequence %d: want at most %d", n, int64(math.MaxInt64))
+	}
+	if _, err := t.tx.Exec(t.ctx, "UPDATE "+t.s.tBuckets+" SET seq = $2 WHERE name = $1", b.name, int64(n)); err != nil {
+		t.setErr(err)
+		return err
+	}
+	return nil
 }
 
 func (b *pgBucket) Cursor() kvCursor {

@@ -37,6 +37,8 @@ type kvTx interface {
 	Bucket(name []byte) kvBucket
 	// CreateBucketIfNotExists returns the named bucket, creating it.
 	CreateBucketIfNotExists(name []byte) (kvBucket, error)
+	// ForEachBucket calls fn with the name of every bucket, in order.
+	ForEachBucket(fn func(name []byte) error) error
 }
 
 // kvBucket is a bucket of a transaction: keys in byte order.
@@ -53,6 +55,10 @@ type kvBucket interface {
 	Cursor() kvCursor
 	// NextSequence returns the bucket's next sequence number (1, 2, …).
 	NextSequence() (uint64, error)
+	// Sequence is the last number NextSequence returned (0: none).
+	Sequence() uint64
+	// SetSequence sets the bucket's sequence (a copy of a ledger).
+	SetSequence(n uint64) error
 }
 
 // kvCursor walks a bucket; a nil key means the walk is over.
@@ -96,6 +102,10 @@ func (t boltTx) CreateBucketIfNotExists(name []byte) (kvBucket, error) {
 	return boltBucket{b}, nil
 }
 
+func (t boltTx) ForEachBucket(fn func(name []byte) error) error {
+	return t.tx.ForEach(func(name []byte, _ *bolt.Bucket) error { return fn(name) })
+}
+
 type boltBucket struct{ b *bolt.Bucket }
 
 func (b boltBucket) Get(key []byte) []byte                    { return b.b.Get(key) }
@@ -103,3 +113,5 @@ func (b boltBucket) Put(key, value []byte) error              { return b.b.Put(k
 func (b boltBucket) ForEach(fn func(k, v []byte) error) error { return b.b.ForEach(fn) }
 func (b boltBucket) Cursor() kvCursor                         { return b.b.Cursor() }
 func (b boltBucket) NextSequence() (uint64, error)            { return b.b.NextSequence() }
+func (b boltBucket) Sequence() uint64                         { return b.b.Sequence() }
+func (b boltBucket) SetSequence(n uint64) error               { return b.b.SetSequence(n) }
