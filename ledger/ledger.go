@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -450,6 +451,20 @@ func initFormat(db *bolt.DB, path string) (err error) {
 		return fmt.Errorf("ledger %s: initializing: %w", path, err)
 	}
 	return checkFormat(db, path)
+}
+
+// Ping checks, within ctx, that the ledger can be read: its file, or its
+// database (for readiness probes).
+func (l *Ledger) Ping(ctx context.Context) error {
+	select {
+	case <-l.done:
+		return fmt.Errorf("ledger %s: %w", l.path, ErrClosed)
+	default:
+	}
+	if err := l.st.ping(ctx); err != nil {
+		return fmt.Errorf("ledger %s: %w", l.path, err)
+	}
+	return nil
 }
 
 // Close waits for charges in flight and closes the file. It is safe to

@@ -241,7 +241,7 @@ func TestPostgresTamperingAndSeal(t *testing.T) {
 // while 8 clients charge. Charges fail while it is down; every receipt a
 // client got is in the ledger afterwards (no answer without a charge);
 // the same Ledger charges again once the server is back, without being
-// reopened; the chain verifies.
+// reopened; Ping fails while the server is down; the chain verifies.
 func TestPostgresServerRestart(t *testing.T) {
 	pg := pgtest.Shared(t)
 	loc := pgLocation(t)
@@ -280,7 +280,12 @@ func TestPostgresServerRestart(t *testing.T) {
 	if err := pg.Halt(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	pctx, pcancel := context.WithTimeout(bg, time.Second)
+	if err := l.Ping(pctx); err == nil {
+		t.Error("Ping succeeds while the server is down")
+	}
+	pcancel()
+	time.Sleep(300 * time.Millisecond)
 	if err := pg.Resume(); err != nil {
 		t.Fatal(err)
 	}
@@ -291,6 +296,9 @@ func TestPostgresServerRestart(t *testing.T) {
 	}
 	cancel()
 	wg.Wait()
+	if err := l.Ping(bg); err != nil {
+		t.Errorf("Ping after the restart: %v", err)
+	}
 	if after.Load() < 50 {
 		t.Fatalf("only %d charges went through after the restart", after.Load())
 	}

@@ -387,6 +387,11 @@ func (s *pgStore) update(fn func(kvTx) error) error {
 	}))
 }
 
+func (s *pgStore) ping(ctx context.Context) error {
+	var one int
+	return s.fail(s.pool.QueryRow(ctx, "SELECT 1 FROM "+s.tWriter+" WHERE id = 1").Scan(&one))
+}
+
 func (s *pgStore) close() error {
 	s.pool.Close()
 	return nil

@@ -1,6 +1,9 @@
 package ledger
 
 import (
+	"context"
+	"fmt"
+
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -29,6 +32,8 @@ type kvStore interface {
 	// unavailable reports whether err says the store could not be
 	// reached (rather than that one transaction failed).
 	unavailable(err error) bool
+	// ping checks that the store answers a read, within ctx.
+	ping(ctx context.Context) error
 }
 
 // kvTx is one transaction of a kvStore.
@@ -83,6 +88,15 @@ func (s boltStore) update(fn func(kvTx) error) error {
 func (s boltStore) close() error { return s.db.Close() }
 
 func (s boltStore) unavailable(error) bool { return false }
+
+func (s boltStore) ping(context.Context) error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketMeta) == nil {
+			return fmt.Errorf("the ledger's %q bucket is missing: %w", bucketMeta, ErrNotLedger)
+		}
+		return nil
+	})
+}
 
 type boltTx struct{ tx *bolt.Tx }
 
