@@ -148,6 +148,10 @@ func openPostgres(loc string, opts Options) (*Ledger, error) {
 	// A charge is durable before its answer leaves, whatever the
 	// server's default.
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	// A process that stops in the middle of a transaction (hung, or cut
+	// off without the connection closing) must not hold the writer lock
+	// for long: the server ends such a session.
+	cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = "15s"
 	ctx, cancel := context.WithTimeout(context.Background(), opts.Timeout+pgTxTimeout)
 	defer cancel()
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
