@@ -90,7 +90,9 @@ type Options struct {
 	// openers may share the file; a writer waits for them.
 	ReadOnly bool
 	// Timeout is how long Open waits for another process to release the
-	// file lock; zero means DefaultTimeout. Negative is an error.
+	// file lock; zero means DefaultTimeout. Negative is an error. For a
+	// PostgreSQL ledger it bounds connecting, and how long a transaction
+	// cut off by a failure of the server is tried again.
 	Timeout time.Duration
 	// Key, when set, seals the ledger: the end of its chain of records
 	// carries an HMAC-SHA-256 under Key, so that someone who rewrites the
