@@ -89,24 +89,7 @@ func TestReplicaKilledUnderLoad(t *testing.T) {
 	var seq, stayFailed atomic.Int64
 	ask := func(addr string) (uint64, error) {
 		sql := fmt.Sprintf("SELECT COUNT(*) FROM adult WHERE age > %d AND age < %d", seq.Add(1)%50, 1000+seq.Load())
-		req, _ := http.NewRequest("POST", "http://"+addr+"/v1/query", strings.NewReader(`{"sql":`+jsonString(sql)+`,"epsilon":0.001}`))
-		req.Header.Set("Authorization", "Bearer "+tok)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		defer resp.Body.Close()
-		var body struct {
-			ReleaseID uint64 `json:"release_id"`
-		}
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return 0, err
-		}
-		if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &body) != nil || body.ReleaseID == 0 {
-			return 0, fmt.Errorf("status %d: %s", resp.StatusCode, b)
-		}
-		return body.ReleaseID, nil
+		return askRelease(addr, tok, sql)
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	addrRE := regexp.MustCompile(`HTTP API and dashboard on http://(\S+)/`)
@@ -212,4 +195,156 @@ func TestReplicaKilledUnderLoad(t *testing.T) {
 		t.Fatalf("budget verify: %s%s", out, errOut)
 	}
 	t.Logf("%d answers received, %d releases in the ledger", len(answered), len(hist))
+}
+
+// askRelease asks sql at ε = 0.001 over HTTP and returns the release id of
+// the answer, or an error for anything but an answer.
+func askRelease(addr, tok, sql string) (uint64, error) {
+	req, _ := http.NewRequest("POST", "http://"+addr+"/v1/query", strings.NewReader(`{"sql":`+jsonString(sql)+`,"epsilon":0.001}`))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		ReleaseID uint64 `json:"release_id"`
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &body) != nil || body.ReleaseID == 0 {
+		return 0, fmt.Errorf("status %d: %s", resp.StatusCode, b)
+	}
+	return body.ReleaseID, nil
+}
+
+// TestServerSurvivesLedgerRestart: the PostgreSQL server of a replica's
+// ledger stops abruptly under load and starts again. While it is down
+// queries fail and /readyz says the ledger is down; no answer comes back
+// without its release in the ledger; afterwards the same replica answers
+// again and is ready, without a restart.
+func TestServerSurvivesLedgerRestart(t *testing.T) {
+	pg, err := pgtest.Start()
+	if err != nil {
+		pgtest.Unavailable(t, "PostgreSQL test server: %v", err)
+	}
+	t.Cleanup(pg.Stop)
+	dsn := pg.AdminDSN() + "&schema=ledger"
+	dir := t.TempDir()
+	catPath := filepath.Join(dir, "catalog.yaml")
+	writeCatalog(t, catPath, "adult")
+	out, errOut, code := runServeCLI(t, "analyst", "add", "alice", "--table", "adult", "--epsilon", "1000000", "--ledger", dsn)
+	if code != 0 {
+		t.Fatal(out, errOut)
+	}
+	tok := lastOutputLine(out)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var logs syncBuffer
+	addrs := make(chan [2]string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- runServe(ctx, serveConfig{
+			catalog: catPath, ledger: dsn, httpAddr: "127.0.0.1:0", logTo: &logs, maxConns: 8, maxConcurrent: 64, maxSQL: 4096,
+			queryTimeout: 20 * time.Second, shutdownTimeout: 5 * time.Second, loadTables: true, threads: 1,
+		}, &logs, func(h, p string) { addrs <- [2]string{h, p} })
+	}()
+	var addr string
+	select {
+	case a := <-addrs:
+		addr = a[0]
+	case err := <-done:
+		t.Fatalf("serve stopped: %v\n%s", err, logs.String())
+	case <-time.After(60 * time.Second):
+		t.Fatal("serve did not start")
+	}
+	ready := func() int {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	var mu sync.Mutex
+	answered := map[uint64]bool{}
+	var seq, failed, after atomic.Int64
+	var phase atomic.Int32 // 2 once the server is back
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				p := phase.Load()
+				id, err := askRelease(addr, tok, fmt.Sprintf("SELECT COUNT(*) FROM adult WHERE age < %d", 100+seq.Add(1)))
+				if err != nil {
+					failed.Add(1)
+					time.Sleep(20 * time.Millisecond)
+					continue
+				}
+				mu.Lock()
+				answered[id] = true
+				mu.Unlock()
+				if p == 2 {
+					after.Add(1)
+				}
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := pg.Halt(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if c := ready(); c != http.StatusServiceUnavailable {
+		t.Errorf("/readyz while the ledger's server is down: %d, want 503", c)
+	}
+	if err := pg.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	phase.Store(2)
+	deadline := time.Now().Add(30 * time.Second)
+	for after.Load() < 20 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	if after.Load() < 20 {
+		t.Fatalf("%d answers after the restart", after.Load())
+	}
+	if c := ready(); c != http.StatusOK {
+		t.Errorf("/readyz after the restart: %d", c)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	l, err := ledger.Open(dsn, ledger.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	hist, err := l.History(ledger.Key{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[uint64]bool{}
+	for _, r := range hist {
+		in[r.ID] = true
+	}
+	for id := range answered {
+		if !in[id] {
+			t.Fatalf("release %d was answered but is not in the ledger", id)
+		}
+	}
+	t.Logf("%d answers (%d after the restart), %d failed requests, %d releases", len(answered), after.Load(), failed.Load(), len(hist))
 }
