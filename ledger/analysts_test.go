@@ -6,10 +6,8 @@ import (
 	"testing"
 )
 
-func TestAnalystRecords(t *testing.T) { forEachStore(t, testAnalystRecords) }
-
-func testAnalystRecords(t *testing.T) {
-	path := location(t)
+func TestAnalystRecords(t *testing.T) {
+	path := tempPath(t)
 	l, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)

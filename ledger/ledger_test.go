@@ -21,8 +21,14 @@ import (
 
 var bg = context.Background()
 
+// tempPath is where a test opens a new ledger: a file, or, for the tests
+// that TestOnPostgres runs again, a new schema on the PostgreSQL test
+// server.
 func tempPath(t *testing.T) string {
 	t.Helper()
+	if strings.HasPrefix(t.Name(), onPostgres+"/") {
+		return pgLocation(t)
+	}
 	return filepath.Join(t.TempDir(), "sub", "dir", "ledger.db")
 }
 
@@ -291,10 +297,8 @@ func TestOpenWaitsThenReportsInUse(t *testing.T) {
 	}
 }
 
-func TestGrant(t *testing.T) { forEachStore(t, testGrant) }
-
-func testGrant(t *testing.T) {
-	l := mustOpen(t, location(t), Options{})
+func TestGrant(t *testing.T) {
+	l := mustOpen(t, tempPath(t), Options{})
 	k := Key{"census", "alice"}
 	steps := []struct {
 		name    string
@@ -342,10 +346,8 @@ func testGrant(t *testing.T) {
 	}
 }
 
-func TestEnsureBudgetAndStatus(t *testing.T) { forEachStore(t, testEnsureBudgetAndStatus) }
-
-func testEnsureBudgetAndStatus(t *testing.T) {
-	l := mustOpen(t, location(t), Options{})
+func TestEnsureBudgetAndStatus(t *testing.T) {
+	l := mustOpen(t, tempPath(t), Options{})
 	k := Key{"census", "bob"}
 	if _, err := l.Status(k); !errors.Is(err, ErrNoBudget) {
 		t.Fatalf("Status of an unknown key: %v, want ErrNoBudget", err)
@@ -369,10 +371,8 @@ func testEnsureBudgetAndStatus(t *testing.T) {
 	}
 }
 
-func TestChargeRefusalsWriteNothing(t *testing.T) { forEachStore(t, testChargeRefusalsWriteNothing) }
-
-func testChargeRefusalsWriteNothing(t *testing.T) {
-	l := mustOpen(t, location(t), Options{})
+func TestChargeRefusalsWriteNothing(t *testing.T) {
+	l := mustOpen(t, tempPath(t), Options{})
 	k := Key{"census", "alice"}
 	mustGrant(t, l, k, accounting.EpsDelta{Epsilon: 1, Delta: 1e-6}, accounting.Basic)
 	if _, err := l.Charge(bg, Charge{RequestID: "first", Key: k, Cost: accounting.Pure(0.75)}); err != nil {
@@ -415,10 +415,8 @@ func testChargeRefusalsWriteNothing(t *testing.T) {
 	}
 }
 
-func TestChargeIsIdempotent(t *testing.T) { forEachStore(t, testChargeIsIdempotent) }
-
-func testChargeIsIdempotent(t *testing.T) {
-	l := mustOpen(t, location(t), Options{})
+func TestChargeIsIdempotent(t *testing.T) {
+	l := mustOpen(t, tempPath(t), Options{})
 	k := Key{"census", "alice"}
 	mustGrant(t, l, k, accounting.EpsDelta{Epsilon: 1}, accounting.Basic)
 	c := Charge{RequestID: "req-42", Key: k, Cost: accounting.Pure(0.5), Description: "SELECT count(*)", AnswerKey: "q1", Answer: []byte("123")}
@@ -467,10 +465,8 @@ func testChargeIsIdempotent(t *testing.T) {
 	}
 }
 
-func TestAnswers(t *testing.T) { forEachStore(t, testAnswers) }
-
-func testAnswers(t *testing.T) {
-	l := mustOpen(t, location(t), Options{})
+func TestAnswers(t *testing.T) {
+	l := mustOpen(t, tempPath(t), Options{})
 	k := Key{"census", "alice"}
 	mustGrant(t, l, k, accounting.EpsDelta{Epsilon: 1}, accounting.Basic)
 	if _, ok, err := l.Answer(k, "q"); ok || err != nil {
@@ -506,10 +502,8 @@ func testAnswers(t *testing.T) {
 	}
 }
 
-func TestHistory(t *testing.T) { forEachStore(t, testHistory) }
-
-func testHistory(t *testing.T) {
-	l := mustOpen(t, location(t), Options{})
+func TestHistory(t *testing.T) {
+	l := mustOpen(t, tempPath(t), Options{})
 	keys := []Key{{"census", "alice"}, {"census", "bob"}, {"taxes", "alice"}}
 	for _, k := range keys {
 		mustGrant(t, l, k, accounting.EpsDelta{Epsilon: 10}, accounting.Basic)
@@ -553,10 +547,8 @@ func testHistory(t *testing.T) {
 	}
 }
 
-func TestReadOnlyAndClosed(t *testing.T) { forEachStore(t, testReadOnlyAndClosed) }
-
-func testReadOnlyAndClosed(t *testing.T) {
-	p := location(t)
+func TestReadOnlyAndClosed(t *testing.T) {
+	p := tempPath(t)
 	l := mustOpen(t, p, Options{})
 	k := Key{"d", "a"}
 	mustGrant(t, l, k, accounting.EpsDelta{Epsilon: 1}, accounting.Basic)
@@ -583,10 +575,8 @@ func testReadOnlyAndClosed(t *testing.T) {
 // TestConcurrentChargesAreExact: 64 goroutines race to charge a budget that
 // holds exactly 40 charges of ε = 0.125 (exact in binary); exactly 40
 // succeed, in every round.
-func TestConcurrentChargesAreExact(t *testing.T) { forEachStore(t, testConcurrentChargesAreExact) }
-
-func testConcurrentChargesAreExact(t *testing.T) {
-	l := mustOpen(t, location(t), Options{})
+func TestConcurrentChargesAreExact(t *testing.T) {
+	l := mustOpen(t, tempPath(t), Options{})
 	for round := range 5 {
 		k := Key{"census", fmt.Sprintf("analyst-%d", round)}
 		rule := accounting.Basic
@@ -636,10 +626,8 @@ func testConcurrentChargesAreExact(t *testing.T) {
 	}
 }
 
-func TestCheck(t *testing.T) { forEachStore(t, testCheck) }
-
-func testCheck(t *testing.T) {
-	l := mustOpen(t, location(t), Options{})
+func TestCheck(t *testing.T) {
+	l := mustOpen(t, tempPath(t), Options{})
 	k := Key{"census", "alice"}
 	if err := l.Check(k, accounting.Pure(0.1)); !errors.Is(err, ErrNoBudget) {
 		t.Fatalf("Check without a budget: %v", err)
@@ -671,11 +659,7 @@ func testCheck(t *testing.T) {
 // fails (here: its budget record is damaged) must not fail the charges
 // that shared its group commit.
 func TestDamagedBudgetFailsOnlyItsOwnCharges(t *testing.T) {
-	forEachStore(t, testDamagedBudgetFailsOnlyItsOwnCharges)
-}
-
-func testDamagedBudgetFailsOnlyItsOwnCharges(t *testing.T) {
-	l := mustOpen(t, location(t), Options{})
+	l := mustOpen(t, tempPath(t), Options{})
 	good, bad := Key{"census", "good"}, Key{"census", "bad"}
 	mustGrant(t, l, good, accounting.EpsDelta{Epsilon: 100}, accounting.Basic)
 	mustGrant(t, l, bad, accounting.EpsDelta{Epsilon: 100}, accounting.Basic)

@@ -21,26 +21,45 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// forEachStore runs test once on a ledger file and once on a PostgreSQL
-// ledger (the shared test server; skipped when PostgreSQL is not
-// installed, a failure when CI=true). Inside, location(t) gives a fresh
-// ledger of the store the subtest runs on.
-func forEachStore(t *testing.T, test func(t *testing.T)) {
-	t.Run("bbolt", test)
-	t.Run("postgres", test)
-}
+// onPostgres names the test that runs the ledger's table-driven tests
+// again on PostgreSQL: under it, tempPath gives a new schema on the shared
+// test server (skipped when PostgreSQL is not installed, a failure when
+// CI=true).
+const onPostgres = "TestOnPostgres"
 
 var pgSchemas atomic.Int64
 
-// location returns where a new, empty ledger is opened: a file, or a
-// schema of its own on the shared PostgreSQL test server when the test
-// runs under forEachStore's "postgres" subtest.
-func location(t *testing.T) string {
-	t.Helper()
-	if !strings.Contains(t.Name(), "/postgres") {
-		return tempPath(t)
+// TestOnPostgres runs the store-independent tests of the package on a
+// PostgreSQL ledger: every assertion they make of a file ledger holds
+// for a ledger in a database.
+func TestOnPostgres(t *testing.T) {
+	pgtest.Shared(t)
+	t.Run("location", func(t *testing.T) {
+		if loc := tempPath(t); !IsPostgres(loc) {
+			t.Fatalf("tempPath = %q under %s, want a PostgreSQL ledger", loc, onPostgres)
+		}
+	})
+	for _, tt := range []struct {
+		name string
+		test func(*testing.T)
+	}{
+		{"TestGrant", TestGrant},
+		{"TestEnsureBudgetAndStatus", TestEnsureBudgetAndStatus},
+		{"TestChargeRefusalsWriteNothing", TestChargeRefusalsWriteNothing},
+		{"TestChargeIsIdempotent", TestChargeIsIdempotent},
+		{"TestAnswers", TestAnswers},
+		{"TestHistory", TestHistory},
+		{"TestReadOnlyAndClosed", TestReadOnlyAndClosed},
+		{"TestConcurrentChargesAreExact", TestConcurrentChargesAreExact},
+		{"TestCheck", TestCheck},
+		{"TestDamagedBudgetFailsOnlyItsOwnCharges", TestDamagedBudgetFailsOnlyItsOwnCharges},
+		{"TestTotalBudgetRace", TestTotalBudgetRace},
+		{"TestTotalRefusalSaysWhichBudget", TestTotalRefusalSaysWhichBudget},
+		{"TestGrantTotalCountsEarlierReleases", TestGrantTotalCountsEarlierReleases},
+		{"TestAnalystRecords", TestAnalystRecords},
+	} {
+		t.Run(tt.name, tt.test)
 	}
-	return pgLocation(t)
 }
 
 // pgLocation is the connection string of a new ledger schema on the shared

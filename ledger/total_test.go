@@ -15,9 +15,7 @@ import (
 // ε = 0.125. Exactly 40 succeed (the total is never exceeded and fully
 // used), every refusal past the 40th names the total budget, and the
 // total's figures equal the sum over the analysts.
-func TestTotalBudgetRace(t *testing.T) { forEachStore(t, testTotalBudgetRace) }
-
-func testTotalBudgetRace(t *testing.T) {
+func TestTotalBudgetRace(t *testing.T) {
 	tests := []struct {
 		name  string
 		rule  accounting.Rule
@@ -29,7 +27,7 @@ func testTotalBudgetRace(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := mustOpen(t, location(t), Options{})
+			l := mustOpen(t, tempPath(t), Options{})
 			limit := tt.limit
 			if tt.rule == accounting.ZCDP {
 				// the ε that 40 charges of ρ = 2⁻⁷ (Σρ = 0.3125) convert to
@@ -103,10 +101,8 @@ func testTotalBudgetRace(t *testing.T) {
 
 // TestTotalRefusalSaysWhichBudget: the analyst's own budget and the total
 // each refuse with their own message; a refusal writes nothing.
-func TestTotalRefusalSaysWhichBudget(t *testing.T) { forEachStore(t, testTotalRefusalSaysWhichBudget) }
-
-func testTotalRefusalSaysWhichBudget(t *testing.T) {
-	l := mustOpen(t, location(t), Options{})
+func TestTotalRefusalSaysWhichBudget(t *testing.T) {
+	l := mustOpen(t, tempPath(t), Options{})
 	alice, bob := Key{"census", "alice"}, Key{"census", "bob"}
 	mustGrant(t, l, alice, accounting.EpsDelta{Epsilon: 0.5}, accounting.Basic)
 	mustGrant(t, l, bob, accounting.EpsDelta{Epsilon: 2}, accounting.Basic)
@@ -160,11 +156,7 @@ func testTotalRefusalSaysWhichBudget(t *testing.T) {
 // counts them; one below them is refused by GrantTotal and created
 // exhausted by EnsureTotal; it may be raised but not lowered below spent.
 func TestGrantTotalCountsEarlierReleases(t *testing.T) {
-	forEachStore(t, testGrantTotalCountsEarlierReleases)
-}
-
-func testGrantTotalCountsEarlierReleases(t *testing.T) {
-	l := mustOpen(t, location(t), Options{})
+	l := mustOpen(t, tempPath(t), Options{})
 	k := Key{"census", "alice"}
 	mustGrant(t, l, k, accounting.EpsDelta{Epsilon: 10}, accounting.Basic)
 	for range 3 {

@@ -77,11 +77,12 @@ its δ is the whole budget δ as soon as anything is spent.`,
 			filter := ledger.Key{Dataset: dataset, Analyst: analyst}
 			out := cmd.OutOrStdout()
 			l, err := openLedgerReadOnly(path)
+			path = ledger.Redact(path) // what is shown: never a password
 			if errors.Is(err, os.ErrNotExist) {
 				if asJSON {
-					return writeJSON(out, budgetShowJSON{Ledger: ledger.Redact(path), Budgets: []ledger.Status{}, Totals: []ledger.TotalStatus{}})
+					return writeJSON(out, budgetShowJSON{Ledger: path, Budgets: []ledger.Status{}, Totals: []ledger.TotalStatus{}})
 				}
-				fmt.Fprintf(out, "ledger %s does not exist yet: no budgets (grant one with dpstat budget grant)\n", ledger.Redact(path))
+				fmt.Fprintf(out, "ledger %s does not exist yet: no budgets (grant one with dpstat budget grant)\n", path)
 				return nil
 			}
 			if err != nil {
@@ -109,9 +110,9 @@ its δ is the whole budget δ as soon as anything is spent.`,
 				}
 			}
 			if asJSON {
-				return writeJSON(out, budgetShowJSON{Ledger: ledger.Redact(path), Budgets: sel, Totals: selTotals})
+				return writeJSON(out, budgetShowJSON{Ledger: path, Budgets: sel, Totals: selTotals})
 			}
-			fmt.Fprintf(out, "ledger %s\n", ledger.Redact(path))
+			fmt.Fprintf(out, "ledger %s\n", path)
 			if len(selTotals) > 0 {
 				tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "DATASET\tTOTAL (ALL ANALYSTS)\tRULE\tLIMIT ε\tLIMIT δ\tSPENT ε\tSPENT δ\tREMAINING ε\tREMAINING δ\tRELEASES")
@@ -235,6 +236,7 @@ Rules:
 				return err
 			}
 			l, err := openLedger(path)
+			path = ledger.Redact(path) // what is shown: never a password
 			if err != nil {
 				return err
 			}
@@ -248,10 +250,10 @@ Rules:
 				return writeJSON(out, struct {
 					Ledger string        `json:"ledger"`
 					Budget ledger.Status `json:"budget"`
-				}{ledger.Redact(path), st})
+				}{path, st})
 			}
 			fmt.Fprintf(out, "granted %v: limit %s (rule %s); spent %s, remaining %s, %d releases\nledger %s\n",
-				st.Key, fmtPair(st.Limit), st.Rule, fmtPair(st.Spent), fmtPair(st.Remaining), st.Releases, ledger.Redact(path))
+				st.Key, fmtPair(st.Limit), st.Rule, fmtPair(st.Spent), fmtPair(st.Remaining), st.Releases, path)
 			return nil
 		},
 	}
@@ -285,11 +287,12 @@ func newBudgetHistoryCmd() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			l, err := openLedgerReadOnly(path)
+			path = ledger.Redact(path) // what is shown: never a password
 			if errors.Is(err, os.ErrNotExist) {
 				if asJSON {
-					return writeJSON(out, historyJSON{Ledger: ledger.Redact(path), Releases: []ledger.Release{}})
+					return writeJSON(out, historyJSON{Ledger: path, Releases: []ledger.Release{}})
 				}
-				fmt.Fprintf(out, "ledger %s does not exist yet: no releases\n", ledger.Redact(path))
+				fmt.Fprintf(out, "ledger %s does not exist yet: no releases\n", path)
 				return nil
 			}
 			if err != nil {
@@ -304,9 +307,9 @@ func newBudgetHistoryCmd() *cobra.Command {
 				rels = []ledger.Release{}
 			}
 			if asJSON {
-				return writeJSON(out, historyJSON{Ledger: ledger.Redact(path), Releases: rels})
+				return writeJSON(out, historyJSON{Ledger: path, Releases: rels})
 			}
-			fmt.Fprintf(out, "ledger %s\n", ledger.Redact(path))
+			fmt.Fprintf(out, "ledger %s\n", path)
 			if len(rels) == 0 {
 				fmt.Fprintln(out, "no releases")
 				return nil
@@ -349,6 +352,7 @@ func grantTotal(cmd *cobra.Command, path, dataset string, limit accounting.EpsDe
 		return err
 	}
 	l, err := openLedger(path)
+	path = ledger.Redact(path) // what is shown: never a password
 	if err != nil {
 		return err
 	}
@@ -362,10 +366,10 @@ func grantTotal(cmd *cobra.Command, path, dataset string, limit accounting.EpsDe
 		return writeJSON(out, struct {
 			Ledger string             `json:"ledger"`
 			Total  ledger.TotalStatus `json:"total"`
-		}{ledger.Redact(path), t})
+		}{path, t})
 	}
 	fmt.Fprintf(out, "granted the total budget of dataset %q (all analysts together): limit %s (rule %s); spent %s, remaining %s, %d releases\nledger %s\n",
-		t.Dataset, fmtPair(t.Limit), t.Rule, fmtPair(t.Spent), fmtPair(t.Remaining), t.Releases, ledger.Redact(path))
+		t.Dataset, fmtPair(t.Limit), t.Rule, fmtPair(t.Spent), fmtPair(t.Remaining), t.Releases, path)
 	return nil
 }
 
@@ -399,6 +403,7 @@ opened read-only otherwise.`,
 				return fmt.Errorf("--seal needs a key: set $%s to a key file", ledger.KeyFileEnv)
 			}
 			l, err := ledger.Open(path, ledger.Options{ReadOnly: !seal, Key: key, Seal: seal})
+			path = ledger.Redact(path) // what is shown: never a password
 			if err != nil {
 				return err
 			}
@@ -412,9 +417,9 @@ opened read-only otherwise.`,
 				return writeJSON(out, struct {
 					Ledger string `json:"ledger"`
 					ledger.VerifyReport
-				}{ledger.Redact(path), rep})
+				}{path, rep})
 			}
-			fmt.Fprintf(out, "ledger %s: verified\n", ledger.Redact(path))
+			fmt.Fprintf(out, "ledger %s: verified\n", path)
 			fmt.Fprintf(out, "%d budgets and %d total budgets match their %d release records", rep.Budgets, rep.Totals, rep.Releases)
 			if rep.Chained {
 				fmt.Fprintf(out, " and %d grant records (a chain of %d records)\n", rep.Grants, rep.Events)
