@@ -47,6 +47,10 @@ const DefaultSchema = "dpstat_ledger"
 // pgPageSize is how many entries a cursor reads per query.
 const pgPageSize = 500
 
+// pgMaxConns is how many connections a PostgreSQL ledger opens at most,
+// unless its URL says pool_max_conns=N.
+const pgMaxConns = 16
+
 // pgTxTimeout bounds one transaction of a PostgreSQL ledger.
 const pgTxTimeout = 60 * time.Second
 
@@ -137,6 +141,11 @@ func openPostgres(loc string, opts Options) (*Ledger, error) {
 			msg = scrub(pe.Error(), secrets)
 		}
 		return nil, fmt.Errorf("ledger %s: %s: want postgres://USER:PASSWORD@HOST:PORT/DATABASE[?schema=NAME]", where, msg)
+	}
+	if _, set := q["pool_max_conns"]; !set {
+		// Reads (a budget's check before each query) run beside the
+		// writer's transaction: more than the driver's default of 4.
+		cfg.MaxConns = pgMaxConns
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = opts.Timeout
