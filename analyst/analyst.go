@@ -118,8 +118,8 @@ type Store interface {
 }
 
 // Registry is the set of analysts with their token hashes. Its methods are
-// safe for concurrent use; it is the only writer of its Store's analyst
-// records while it is in use.
+// safe for concurrent use. Where several processes share the store, each
+// sees the others' changes on Reload.
 type Registry struct {
 	store Store
 	now   func() time.Time
@@ -140,24 +140,42 @@ func NewRegistry(store Store) (*Registry, error) {
 		byName: map[string]*record{},
 		byHash: map[[sha256.Size]byte]*record{},
 	}
-	recs, err := store.AnalystRecords()
-	if err != nil {
-		return nil, fmt.Errorf("loading analysts: %w", err)
+	if err := r.Reload(); err != nil {
+		return nil, err
 	}
+	return r, nil
+}
+
+// Reload reads every analyst from the store again, so that analysts added,
+// rotated or revoked by another process sharing the store (a server
+// replica on a PostgreSQL ledger) take effect here. On an error the
+// registry keeps what it had.
+func (r *Registry) Reload() error {
+	// Held across the read, so that a change made here meanwhile is not
+	// lost from memory.
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	recs, err := r.store.AnalystRecords()
+	if err != nil {
+		return fmt.Errorf("loading analysts: %w", err)
+	}
+	byName := map[string]*record{}
+	byHash := map[[sha256.Size]byte]*record{}
 	for _, sr := range recs {
 		rec := new(record)
 		if err := json.Unmarshal(sr.Data, rec); err != nil {
-			return nil, fmt.Errorf("stored analyst %q is damaged: %w", sr.Name, err)
+			return fmt.Errorf("stored analyst %q is damaged: %w", sr.Name, err)
 		}
 		h, err := decodeHash(rec.TokenHash)
 		if err != nil {
-			return nil, fmt.Errorf("stored analyst %q: %w", sr.Name, err)
+			return fmt.Errorf("stored analyst %q: %w", sr.Name, err)
 		}
 		rec.hash = h
-		r.byName[rec.Name] = rec
-		r.byHash[h] = rec
+		byName[rec.Name] = rec
+		byHash[h] = rec
 	}
-	return r, nil
+	r.byName, r.byHash = byName, byHash
+	return nil
 }
 
 func decodeHash(s string) ([sha256.Size]byte, error) {

@@ -2,8 +2,6 @@ package ledger
 
 import (
 	"fmt"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // bucketAnalysts holds the analyst records that package analyst keeps in
@@ -33,7 +31,7 @@ func (l *Ledger) PutAnalystRecord(name string, data []byte) error {
 	if err := l.writable(); err != nil {
 		return err
 	}
-	return l.db.Update(func(tx *bolt.Tx) error {
+	return l.update(func(tx kvTx) error {
 		b, err := tx.CreateBucketIfNotExists(bucketAnalysts)
 		if err != nil {
 			return err
@@ -46,7 +44,7 @@ func (l *Ledger) PutAnalystRecord(name string, data []byte) error {
 // one.
 func (l *Ledger) AnalystRecordOf(name string) ([]byte, bool, error) {
 	var out []byte
-	err := l.view(func(tx *bolt.Tx) error {
+	err := l.view(func(tx kvTx) error {
 		b := tx.Bucket(bucketAnalysts)
 		if b == nil {
 			return nil
@@ -62,7 +60,7 @@ func (l *Ledger) AnalystRecordOf(name string) ([]byte, bool, error) {
 // AnalystRecords returns every stored analyst record, sorted by name.
 func (l *Ledger) AnalystRecords() ([]AnalystRecord, error) {
 	var out []AnalystRecord
-	err := l.view(func(tx *bolt.Tx) error {
+	err := l.view(func(tx kvTx) error {
 		b := tx.Bucket(bucketAnalysts)
 		if b == nil {
 			return nil

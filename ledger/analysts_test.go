@@ -2,13 +2,12 @@ package ledger
 
 import (
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 )
 
 func TestAnalystRecords(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "ledger.db")
+	path := tempPath(t)
 	l, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -203,7 +203,7 @@ func BenchmarkGrowth(b *testing.B) {
 func usedBytes(b *testing.B, l *Ledger) int64 {
 	b.Helper()
 	var n int64
-	if err := l.db.View(func(tx *bolt.Tx) error { n = tx.Size(); return nil }); err != nil {
+	if err := l.st.(boltStore).db.View(func(tx *bolt.Tx) error { n = tx.Size(); return nil }); err != nil {
 		b.Fatal(err)
 	}
 	return n

@@ -8,8 +8,6 @@ import (
 	"sort"
 	"unicode/utf8"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/dpstat/dpstat/accounting"
 )
 
@@ -95,7 +93,7 @@ type budgetRecord struct {
 	Budget *accounting.Budget `json:"budget"`
 }
 
-func loadBudget(tx *bolt.Tx, k Key) (*accounting.Budget, error) {
+func loadBudget(tx kvTx, k Key) (*accounting.Budget, error) {
 	v := tx.Bucket(bucketBudgets).Get(k.bytes())
 	if v == nil {
 		return nil, fmt.Errorf("%v: %w", k, ErrNoBudget)
@@ -107,7 +105,7 @@ func loadBudget(tx *bolt.Tx, k Key) (*accounting.Budget, error) {
 	return rec.Budget, nil
 }
 
-func storeBudget(tx *bolt.Tx, k Key, b *accounting.Budget) error {
+func storeBudget(tx kvTx, k Key, b *accounting.Budget) error {
 	v, err := json.Marshal(budgetRecord{Key: k, Budget: b})
 	if err != nil {
 		return err
@@ -141,7 +139,7 @@ func (l *Ledger) Grant(k Key, limit accounting.EpsDelta, rule accounting.Rule) (
 		return Status{}, err
 	}
 	var st Status
-	err := l.update(func(tx *bolt.Tx) error {
+	err := l.update(func(tx kvTx) error {
 		b, err := loadBudget(tx, k)
 		switch {
 		case errors.Is(err, ErrNoBudget):
@@ -165,7 +163,7 @@ func (l *Ledger) Grant(k Key, limit accounting.EpsDelta, rule accounting.Rule) (
 }
 
 // withTotal adds the dataset's total budget, if any, to st.
-func withTotal(tx *bolt.Tx, st *Status) error {
+func withTotal(tx kvTx, st *Status) error {
 	t, err := loadTotal(tx, st.Key.Dataset)
 	if err != nil || t == nil {
 		return err
@@ -192,7 +190,7 @@ func (l *Ledger) EnsureBudget(k Key, def accounting.EpsDelta, rule accounting.Ru
 		return Status{}, err
 	}
 	var st Status
-	err := l.update(func(tx *bolt.Tx) error {
+	err := l.update(func(tx kvTx) error {
 		b, err := loadBudget(tx, k)
 		if errors.Is(err, ErrNoBudget) {
 			if b, err = accounting.NewBudget(def, rule); err != nil {
@@ -216,7 +214,7 @@ func (l *Ledger) Status(k Key) (Status, error) {
 		return Status{}, err
 	}
 	var st Status
-	err := l.view(func(tx *bolt.Tx) error {
+	err := l.view(func(tx kvTx) error {
 		b, err := loadBudget(tx, k)
 		if err != nil {
 			return err
@@ -238,7 +236,7 @@ func (l *Ledger) Check(k Key, c accounting.Cost) error {
 	if err := c.Validate(); err != nil {
 		return fmt.Errorf("charge to %v: %w", k, err)
 	}
-	return l.view(func(tx *bolt.Tx) error {
+	return l.view(func(tx kvTx) error {
 		b, err := loadBudget(tx, k)
 		if err != nil {
 			return err
@@ -262,7 +260,7 @@ func (l *Ledger) Check(k Key, c accounting.Cost) error {
 // Budgets returns every budget, sorted by dataset and then analyst.
 func (l *Ledger) Budgets() ([]Status, error) {
 	var out []Status
-	err := l.view(func(tx *bolt.Tx) error {
+	err := l.view(func(tx kvTx) error {
 		return tx.Bucket(bucketBudgets).ForEach(func(key, v []byte) error {
 			rec := budgetRecord{Budget: new(accounting.Budget)}
 			if err := json.Unmarshal(v, &rec); err != nil {
@@ -285,7 +283,7 @@ func (l *Ledger) Budgets() ([]Status, error) {
 	return out, err
 }
 
-func (l *Ledger) view(fn func(*bolt.Tx) error) (err error) {
+func (l *Ledger) view(fn func(kvTx) error) (err error) {
 	select {
 	case <-l.done:
 		return fmt.Errorf("ledger %s: %w", l.path, ErrClosed)
@@ -293,5 +291,5 @@ func (l *Ledger) view(fn func(*bolt.Tx) error) (err error) {
 	}
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer recoverCorrupt(l.path, &err)
-	return l.db.View(fn)
+	return l.st.view(fn)
 }

@@ -13,8 +13,6 @@ import (
 	"strconv"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/dpstat/dpstat/accounting"
 )
 
@@ -85,7 +83,7 @@ type chainHead struct {
 	head string // hex SHA-256 of the last event's stored bytes; "" with no events
 }
 
-func readHead(tx *bolt.Tx) (chainHead, error) {
+func readHead(tx kvTx) (chainHead, error) {
 	meta := tx.Bucket(bucketMeta)
 	var h chainHead
 	if v := meta.Get(keyChainSeq); v != nil {
@@ -106,7 +104,7 @@ func macOf(key []byte, h chainHead) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-func writeHead(tx *bolt.Tx, h chainHead, key []byte) error {
+func writeHead(tx kvTx, h chainHead, key []byte) error {
 	meta := tx.Bucket(bucketMeta)
 	if err := meta.Put(keyChainSeq, []byte(strconv.FormatUint(h.seq, 10))); err != nil {
 		return err
@@ -128,7 +126,7 @@ func hashHex(b []byte) string {
 // appendEvent adds one event to the chain: encode gets the event's
 // sequence number and the previous head and returns the bytes to store,
 // put stores them; the head moves to their hash.
-func (l *Ledger) appendEvent(tx *bolt.Tx, encode func(seq uint64, prev string) ([]byte, error), put func([]byte) error) error {
+func (l *Ledger) appendEvent(tx kvTx, encode func(seq uint64, prev string) ([]byte, error), put func([]byte) error) error {
 	h, err := readHead(tx)
 	if err != nil {
 		return err
@@ -145,7 +143,7 @@ func (l *Ledger) appendEvent(tx *bolt.Tx, encode func(seq uint64, prev string) (
 
 // recordGrant stores b as the budget of k (an empty analyst: the total
 // budget of k.Dataset) and appends the grant event that sets its limit.
-func (l *Ledger) recordGrant(tx *bolt.Tx, k Key, b *accounting.Budget) error {
+func (l *Ledger) recordGrant(tx kvTx, k Key, b *accounting.Budget) error {
 	if k.Analyst == "" {
 		if err := storeTotal(tx, k.Dataset, b); err != nil {
 			return err
@@ -193,7 +191,7 @@ type VerifyReport struct {
 // names the budget or record. Open runs the same check.
 func (l *Ledger) Verify() (VerifyReport, error) {
 	var rep VerifyReport
-	err := l.view(func(tx *bolt.Tx) error {
+	err := l.view(func(tx kvTx) error {
 		var err error
 		rep, err = verifyTx(tx, l.key)
 		return err
@@ -224,13 +222,13 @@ func (d *derived) sums() accounting.ExactSums {
 	return b.Sums()
 }
 
-func formatVersion(tx *bolt.Tx) int {
+func formatVersion(tx kvTx) int {
 	v, _ := strconv.Atoi(string(tx.Bucket(bucketMeta).Get(keyVersion)))
 	return v
 }
 
 // verifyTx checks the ledger in tx (see Verify). key may be nil.
-func verifyTx(tx *bolt.Tx, key []byte) (VerifyReport, error) {
+func verifyTx(tx kvTx, key []byte) (VerifyReport, error) {
 	rep := VerifyReport{Version: formatVersion(tx), Chained: formatVersion(tx) >= 2}
 	budgets := map[Key]*derived{}
 	totals := map[string]*derived{}
@@ -388,7 +386,7 @@ func compareBudget(what string, stored *accounting.Budget, d *derived, chained b
 // walkChain visits the releases and grants in chain order, checking that
 // the sequence numbers run 1, 2, … without gaps and that each record holds
 // the hash of the one before. It returns the chain's end.
-func walkChain(tx *bolt.Tx, release func(*chainRelease) error, grant func(*grantRecord) error) (chainHead, error) {
+func walkChain(tx kvTx, release func(*chainRelease) error, grant func(*grantRecord) error) (chainHead, error) {
 	var h chainHead
 	rc := tx.Bucket(bucketReleases).Cursor()
 	gc := tx.Bucket(bucketGrants).Cursor()
@@ -475,7 +473,7 @@ func walkChain(tx *bolt.Tx, release func(*chainRelease) error, grant func(*grant
 // records one grant event per existing budget with its current limit, and
 // writes the version. The existing limits are taken as they are: the chain
 // vouches for them from this point on.
-func (l *Ledger) migrate(tx *bolt.Tx) error {
+func (l *Ledger) migrate(tx kvTx) error {
 	if formatVersion(tx) >= 2 {
 		return nil
 	}
@@ -535,7 +533,7 @@ func (l *Ledger) migrate(tx *bolt.Tx) error {
 }
 
 // writeHeadMACIfKeyed seals the current head when key is set.
-func writeHeadMACIfKeyed(tx *bolt.Tx, key []byte) error {
+func writeHeadMACIfKeyed(tx kvTx, key []byte) error {
 	h, err := readHead(tx)
 	if err != nil {
 		return err

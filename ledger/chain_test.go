@@ -113,7 +113,7 @@ func rechain(tx *bolt.Tx) error {
 		}
 		prev = hashHex(raw)
 	}
-	return writeHead(tx, chainHead{seq: uint64(len(evs)), head: prev}, nil)
+	return writeHead(boltTx{tx}, chainHead{seq: uint64(len(evs)), head: prev}, nil)
 }
 
 // TestTamperingIsDetected: every edit below makes Open (for writing and

@@ -12,8 +12,6 @@ import (
 	"runtime/debug"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/dpstat/dpstat/accounting"
 )
 
@@ -190,7 +188,7 @@ func (l *Ledger) committer() {
 				break drain
 			}
 		}
-		err := l.update(func(tx *bolt.Tx) error {
+		err := l.update(func(tx kvTx) error {
 			for _, r := range group {
 				if err := l.apply(r, tx); err != nil {
 					return err
@@ -198,14 +196,18 @@ func (l *Ledger) committer() {
 			}
 			return nil
 		})
-		if err != nil && len(group) > 1 {
+		// A store that cannot be reached fails the whole group at once;
+		// any other failure is retried charge by charge.
+		if err != nil && len(group) > 1 && !l.st.unavailable(err) {
 			for _, r := range group {
-				if err := l.update(func(tx *bolt.Tx) error { return l.apply(r, tx) }); err != nil {
+				if err := l.update(func(tx kvTx) error { return l.apply(r, tx) }); err != nil {
 					r.receipt, r.err = Receipt{}, fmt.Errorf("ledger %s: charge not recorded: %w", l.path, err)
 				}
 			}
 		} else if err != nil {
-			group[0].receipt, group[0].err = Receipt{}, fmt.Errorf("ledger %s: charge not recorded: %w", l.path, err)
+			for _, r := range group {
+				r.receipt, r.err = Receipt{}, fmt.Errorf("ledger %s: charge not recorded: %w", l.path, err)
+			}
 		}
 		for _, r := range group {
 			close(r.ready)
@@ -214,17 +216,17 @@ func (l *Ledger) committer() {
 }
 
 // update runs fn in a read-write transaction, turning a panic into an error.
-func (l *Ledger) update(fn func(*bolt.Tx) error) (err error) {
+func (l *Ledger) update(fn func(kvTx) error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer recoverCorrupt(l.path, &err)
-	return l.db.Update(fn)
+	return l.st.update(fn)
 }
 
 // apply performs the charge inside tx. Outcomes that write nothing (a
 // refusal, a replay) are recorded in r and apply returns nil; a non-nil
 // return is a storage failure and aborts the transaction. apply resets r
 // first, so it can be run again after an aborted transaction.
-func (l *Ledger) apply(r *chargeReq, tx *bolt.Tx) error {
+func (l *Ledger) apply(r *chargeReq, tx kvTx) error {
 	r.receipt, r.err = Receipt{}, nil
 	c := &r.c
 	reqs := tx.Bucket(bucketRequests)
@@ -324,7 +326,7 @@ func (l *Ledger) History(filter Key, limit int) ([]Release, error) {
 		return nil, err
 	}
 	var out []Release
-	err := l.view(func(tx *bolt.Tx) error {
+	err := l.view(func(tx kvTx) error {
 		c := tx.Bucket(bucketReleases).Cursor()
 		for k, v := c.Last(); k != nil; k, v = c.Prev() {
 			var r Release
@@ -352,7 +354,7 @@ func (l *Ledger) Answer(k Key, answerKey string) ([]byte, bool, error) {
 	}
 	var out []byte
 	var found bool
-	err := l.view(func(tx *bolt.Tx) error {
+	err := l.view(func(tx kvTx) error {
 		v := tx.Bucket(bucketAnswers).Get(answerBytes(k, answerKey))
 		if v != nil {
 			out, found = bytes.Clone(v), true
@@ -386,7 +388,7 @@ func (l *Ledger) StoreAnswer(k Key, answerKey string, answer []byte) error {
 	if err := l.writable(); err != nil {
 		return err
 	}
-	return l.update(func(tx *bolt.Tx) error {
+	return l.update(func(tx kvTx) error {
 		b := tx.Bucket(bucketAnswers)
 		key := answerBytes(k, answerKey)
 		if v := b.Get(key); v == nil || len(v) > 0 {

@@ -11,4 +11,13 @@
 // not a ledger, is damaged or has a newer format is refused and left
 // untouched. One process at a time may have a ledger open for writing;
 // others wait in Open for Options.Timeout.
+//
+// A ledger can live in PostgreSQL instead (Open with a postgres://… URL):
+// the same records in a schema of their own, shared by several processes
+// (server replicas), every charge in a transaction that holds the ledger's
+// writer lock, so that no race across processes can overspend a budget,
+// and retried when the server goes away. The budget, chain and
+// verification logic is the same for both stores: it is written against a
+// small key-value interface (storage.go) that bbolt and PostgreSQL
+// (pgstore.go) implement. Copy a file ledger into a database with Copy.
 package ledger

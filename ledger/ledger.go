@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -89,7 +90,9 @@ type Options struct {
 	// openers may share the file; a writer waits for them.
 	ReadOnly bool
 	// Timeout is how long Open waits for another process to release the
-	// file lock; zero means DefaultTimeout. Negative is an error.
+	// file lock; zero means DefaultTimeout. Negative is an error. For a
+	// PostgreSQL ledger it bounds connecting, and how long a transaction
+	// cut off by a failure of the server is tried again.
 	Timeout time.Duration
 	// Key, when set, seals the ledger: the end of its chain of records
 	// carries an HMAC-SHA-256 under Key, so that someone who rewrites the
@@ -104,7 +107,13 @@ type Options struct {
 	Seal bool
 }
 
-// Ledger is an open ledger file. Its methods are safe for concurrent use.
+// Ledger is an open ledger (a file, or a schema in PostgreSQL). Its methods
+// are safe for concurrent use.
+//
+// A PostgreSQL ledger may be open for writing in several processes at
+// once (server replicas): their charges take turns on a row lock in the
+// database, so they share every budget exactly. What follows is about the
+// file.
 //
 // bbolt holds an exclusive lock on the file for as long as a writable
 // Ledger is open, so only one process at a time can have it open for
@@ -113,7 +122,7 @@ type Options struct {
 // piece of work (the dpstat command line opens it once per command) rather
 // than keep it open.
 type Ledger struct {
-	db       *bolt.DB
+	st       kvStore
 	path     string
 	readOnly bool
 	key      []byte
@@ -125,11 +134,15 @@ type Ledger struct {
 	closeErr  error
 }
 
-// Path is the file the ledger was opened from.
+// Path is the file the ledger was opened from, or its PostgreSQL
+// connection string without the password (see Redact).
 func (l *Ledger) Path() string { return l.path }
 
 // Open opens the ledger at path, creating the file (and its parent
-// directories) if it does not exist. An existing file is first opened
+// directories) if it does not exist. A path postgres://… (or
+// postgresql://…) opens a ledger in a PostgreSQL database instead, creating
+// its schema when needed (see DefaultSchema); several processes may have
+// it open for writing at once, and they share every budget. An existing file is first opened
 // read-only and checked: a file that is not a bbolt database, is corrupt,
 // lacks the ledger's magic or has a newer format version is refused with an
 // error wrapping ErrNotLedger, and is never modified.
@@ -144,10 +157,13 @@ func Open(path string, opts Options) (*Ledger, error) {
 		opts.Timeout = DefaultTimeout
 	}
 	if opts.Key != nil && len(opts.Key) < MinKeyLen {
-		return nil, fmt.Errorf("ledger %s: key of %d bytes: want at least %d (e.g. 32 random bytes): %w", path, len(opts.Key), MinKeyLen, ErrKey)
+		return nil, fmt.Errorf("ledger %s: key of %d bytes: want at least %d (e.g. 32 random bytes): %w", Redact(path), len(opts.Key), MinKeyLen, ErrKey)
 	}
 	if opts.Seal && opts.Key == nil {
-		return nil, fmt.Errorf("ledger %s: sealing needs a key: %w", path, ErrKey)
+		return nil, fmt.Errorf("ledger %s: sealing needs a key: %w", Redact(path), ErrKey)
+	}
+	if IsPostgres(path) {
+		return openPostgres(path, opts)
 	}
 	info, statErr := os.Stat(path)
 	exists := statErr == nil
@@ -173,7 +189,7 @@ func Open(path string, opts Options) (*Ledger, error) {
 			_ = db.Close()
 			return nil, err
 		}
-		l := newLedger(db, path, true)
+		l := newLedger(boltStore{db}, path, true)
 		l.key = opts.Key
 		if err := l.checkOnOpen(opts); err != nil {
 			_ = db.Close()
@@ -215,7 +231,7 @@ func Open(path string, opts Options) (*Ledger, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	l := newLedger(db, path, false)
+	l := newLedger(boltStore{db}, path, false)
 	l.key = opts.Key
 	if err := l.checkOnOpen(opts); err != nil {
 		_ = db.Close()
@@ -234,7 +250,7 @@ func (l *Ledger) checkOnOpen(opts Options) error {
 		var version int
 		var sealed bool
 		var h chainHead
-		err := l.view(func(tx *bolt.Tx) error {
+		err := l.view(func(tx kvTx) error {
 			version = formatVersion(tx)
 			sealed = tx.Bucket(bucketMeta).Get(keyChainMAC) != nil
 			var err error
@@ -251,7 +267,7 @@ func (l *Ledger) checkOnOpen(opts Options) error {
 			// when a key is given.
 			err = l.update(l.migrate)
 		case !sealed && l.key != nil && (h.seq == 0 || opts.Seal):
-			err = l.update(func(tx *bolt.Tx) error {
+			err = l.update(func(tx kvTx) error {
 				if _, err := verifyTx(tx, nil); err != nil {
 					return err
 				}
@@ -266,8 +282,8 @@ func (l *Ledger) checkOnOpen(opts Options) error {
 	return err
 }
 
-func newLedger(db *bolt.DB, path string, ro bool) *Ledger {
-	return &Ledger{db: db, path: path, readOnly: ro, reqs: make(chan *chargeReq), done: make(chan struct{})}
+func newLedger(st kvStore, path string, ro bool) *Ledger {
+	return &Ledger{st: st, path: path, readOnly: ro, reqs: make(chan *chargeReq), done: make(chan struct{})}
 }
 
 func openBolt(path string, ro bool, timeout time.Duration) (db *bolt.DB, err error) {
@@ -312,33 +328,40 @@ func checkFormat(db *bolt.DB, path string) (err error) {
 		if need := tx.Size(); info.Size() < need {
 			return fmt.Errorf("ledger %s is truncated: the file has %d bytes but its pages need %d; it was left unchanged: %w", path, info.Size(), need, ErrNotLedger)
 		}
-		meta := tx.Bucket(bucketMeta)
-		if meta == nil {
-			return fmt.Errorf("ledger %s is a bbolt database but not a dpstat ledger (no %q bucket); it was left unchanged: %w", path, bucketMeta, ErrNotLedger)
-		}
-		magic := meta.Get(keyMagic)
-		if string(magic) != Magic {
-			return fmt.Errorf("ledger %s is not a dpstat ledger: magic is %q, want %q; it was left unchanged: %w", path, magic, Magic, ErrNotLedger)
-		}
-		vtext := meta.Get(keyVersion)
-		v, perr := strconv.Atoi(string(vtext))
-		if perr != nil || v < 1 {
-			return fmt.Errorf("ledger %s has an unreadable format version %q; it was left unchanged: %w", path, vtext, ErrNotLedger)
-		}
-		if v > FormatVersion {
-			return fmt.Errorf("ledger %s has format version %d, newer than the version %d this dpstat reads; use a newer dpstat (the file was left unchanged): %w", path, v, FormatVersion, ErrNotLedger)
-		}
-		need := [][]byte{bucketBudgets, bucketReleases, bucketRequests, bucketAnswers}
-		if v >= 2 {
-			need = append(need, bucketGrants, bucketTotals)
-		}
-		for _, b := range need {
-			if tx.Bucket(b) == nil {
-				return fmt.Errorf("ledger %s is damaged: bucket %q is missing; it was left unchanged: %w", path, b, ErrNotLedger)
-			}
-		}
-		return nil
+		return checkFormatTx(boltTx{tx}, path, "a bbolt database but ")
 	})
+}
+
+// checkFormatTx verifies the magic, the version and the buckets of a
+// ledger in tx; kind says what the store is when it is not a ledger
+// ("a bbolt database but ").
+func checkFormatTx(tx kvTx, path, kind string) error {
+	meta := tx.Bucket(bucketMeta)
+	if meta == nil {
+		return fmt.Errorf("ledger %s is %snot a dpstat ledger (no %q bucket); it was left unchanged: %w", path, kind, bucketMeta, ErrNotLedger)
+	}
+	magic := meta.Get(keyMagic)
+	if string(magic) != Magic {
+		return fmt.Errorf("ledger %s is not a dpstat ledger: magic is %q, want %q; it was left unchanged: %w", path, magic, Magic, ErrNotLedger)
+	}
+	vtext := meta.Get(keyVersion)
+	v, perr := strconv.Atoi(string(vtext))
+	if perr != nil || v < 1 {
+		return fmt.Errorf("ledger %s has an unreadable format version %q; it was left unchanged: %w", path, vtext, ErrNotLedger)
+	}
+	if v > FormatVersion {
+		return fmt.Errorf("ledger %s has format version %d, newer than the version %d this dpstat reads; use a newer dpstat (the file was left unchanged): %w", path, v, FormatVersion, ErrNotLedger)
+	}
+	need := [][]byte{bucketBudgets, bucketReleases, bucketRequests, bucketAnswers}
+	if v >= 2 {
+		need = append(need, bucketGrants, bucketTotals)
+	}
+	for _, b := range need {
+		if tx.Bucket(b) == nil {
+			return fmt.Errorf("ledger %s is damaged: bucket %q is missing; it was left unchanged: %w", path, b, ErrNotLedger)
+		}
+	}
+	return nil
 }
 
 // createFile creates a complete, empty ledger at path, atomically: it is
@@ -432,13 +455,27 @@ func initFormat(db *bolt.DB, path string) (err error) {
 	return checkFormat(db, path)
 }
 
+// Ping checks, within ctx, that the ledger can be read: its file, or its
+// database (for readiness probes).
+func (l *Ledger) Ping(ctx context.Context) error {
+	select {
+	case <-l.done:
+		return fmt.Errorf("ledger %s: %w", l.path, ErrClosed)
+	default:
+	}
+	if err := l.st.ping(ctx); err != nil {
+		return fmt.Errorf("ledger %s: %w", l.path, err)
+	}
+	return nil
+}
+
 // Close waits for charges in flight and closes the file. It is safe to
 // call more than once.
 func (l *Ledger) Close() error {
 	l.closeOnce.Do(func() {
 		close(l.done)
 		l.wg.Wait()
-		l.closeErr = l.db.Close()
+		l.closeErr = l.st.close()
 	})
 	return l.closeErr
 }

@@ -21,8 +21,14 @@ import (
 
 var bg = context.Background()
 
+// tempPath is where a test opens a new ledger: a file, or, for the tests
+// that TestOnPostgres runs again, a new schema on the PostgreSQL test
+// server.
 func tempPath(t *testing.T) string {
 	t.Helper()
+	if strings.HasPrefix(t.Name(), onPostgres+"/") {
+		return pgLocation(t)
+	}
 	return filepath.Join(t.TempDir(), "sub", "dir", "ledger.db")
 }
 
@@ -657,7 +663,7 @@ func TestDamagedBudgetFailsOnlyItsOwnCharges(t *testing.T) {
 	good, bad := Key{"census", "good"}, Key{"census", "bad"}
 	mustGrant(t, l, good, accounting.EpsDelta{Epsilon: 100}, accounting.Basic)
 	mustGrant(t, l, bad, accounting.EpsDelta{Epsilon: 100}, accounting.Basic)
-	if err := l.db.Update(func(tx *bolt.Tx) error {
+	if err := l.st.update(func(tx kvTx) error {
 		return tx.Bucket(bucketBudgets).Put(bad.bytes(), []byte("{not json"))
 	}); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -42,6 +43,8 @@ func TestHelperProcess(t *testing.T) {
 		os.Exit(helperChargePerOpen(path))
 	case "charge-forever":
 		os.Exit(helperChargeForever(path))
+	case "replica":
+		os.Exit(helperReplica(path))
 	case "create":
 		l, err := Open(path, Options{})
 		if err != nil {
@@ -87,6 +90,46 @@ func helperChargePerOpen(path string) int {
 	}
 }
 
+// helperReplica opens the ledger once, as a server replica does, and
+// charges from 16 goroutines until the budget refuses; it prints "ok N"
+// with its number of successful charges.
+func helperReplica(path string) int {
+	l, err := Open(path, Options{Timeout: time.Minute})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer l.Close()
+	var n atomic.Int64
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				_, err := l.Charge(bg, Charge{Key: helperKey, Cost: accounting.Pure(0.125), Description: "helper"})
+				var ee *accounting.ExceededError
+				if errors.As(err, &ee) {
+					return
+				}
+				if err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					failed.Store(true)
+					return
+				}
+				n.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if failed.Load() {
+		return 1
+	}
+	fmt.Printf("ok %d\n", n.Load())
+	return 0
+}
+
 // helperChargeForever charges from four goroutines until killed, printing
 // "answer <releaseID>" after each charge has committed.
 func helperChargeForever(path string) int {
@@ -126,10 +169,15 @@ func helperCmd(t *testing.T, mode, path string) *exec.Cmd {
 }
 
 // TestProcessesShareALedger: 8 processes charge the same ledger file, each
-// opening it per charge; the budget holds exactly 40 charges and exactly 40
-// succeed in total.
+// opening it per charge, and two processes with 16 clients each charge one
+// PostgreSQL ledger, as two server replicas; the budget holds exactly 40
+// charges and exactly 40 succeed in total.
 func TestProcessesShareALedger(t *testing.T) {
-	path := tempPath(t)
+	t.Run("file, opened per charge", func(t *testing.T) { processesShare(t, tempPath(t), "charge-per-open", 8) })
+	t.Run("postgres, two replicas of 16 clients", func(t *testing.T) { processesShare(t, pgLocation(t), "replica", 2) })
+}
+
+func processesShare(t *testing.T, path, mode string, procs int) {
 	l, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -138,11 +186,10 @@ func TestProcessesShareALedger(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	const procs = 8
 	outs := make([]strings.Builder, procs)
 	cmds := make([]*exec.Cmd, procs)
 	for i := range cmds {
-		cmds[i] = helperCmd(t, "charge-per-open", path)
+		cmds[i] = helperCmd(t, mode, path)
 		cmds[i].Stdout = &outs[i]
 		cmds[i].Stderr = os.Stderr
 		if err := cmds[i].Start(); err != nil {
@@ -184,7 +231,23 @@ func TestCrashKeepsEveryCommittedCharge(t *testing.T) {
 	if os.Getenv("DPSTAT_LONG") == "1" {
 		kills = 2000
 	}
-	path := tempPath(t)
+	crashTest(t, tempPath(t), kills, 40*time.Millisecond)
+}
+
+// TestCrashKeepsEveryCommittedChargePostgres is the same on a PostgreSQL
+// ledger, with 20 kills (200 with DPSTAT_LONG=1): a process killed in the
+// middle of a transaction leaves the ledger as its last commit left it.
+func TestCrashKeepsEveryCommittedChargePostgres(t *testing.T) {
+	kills := 20
+	if os.Getenv("DPSTAT_LONG") == "1" {
+		kills = 200
+	}
+	crashTest(t, pgLocation(t), kills, 150*time.Millisecond)
+}
+
+// crashTest kills a charging child kills times, each at a random moment
+// within window of its start.
+func crashTest(t *testing.T, path string, kills int, window time.Duration) {
 	l, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -213,7 +276,7 @@ func TestCrashKeepsEveryCommittedCharge(t *testing.T) {
 		}()
 		// Kill at a random moment: sometimes before the child has opened
 		// the ledger, mostly while it charges.
-		time.Sleep(time.Duration(rng.IntN(40_000)) * time.Microsecond)
+		time.Sleep(time.Duration(rng.Int64N(int64(window))))
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		out := <-lines
 		werr := cmd.Wait()

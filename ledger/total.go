@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"sort"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/dpstat/dpstat/accounting"
 )
 
@@ -49,7 +47,7 @@ type totalRecord struct {
 }
 
 // loadTotal returns the total budget of ds, or nil when it has none.
-func loadTotal(tx *bolt.Tx, ds string) (*accounting.Budget, error) {
+func loadTotal(tx kvTx, ds string) (*accounting.Budget, error) {
 	tb := tx.Bucket(bucketTotals)
 	if tb == nil {
 		return nil, nil
@@ -65,7 +63,7 @@ func loadTotal(tx *bolt.Tx, ds string) (*accounting.Budget, error) {
 	return rec.Budget, nil
 }
 
-func storeTotal(tx *bolt.Tx, ds string, b *accounting.Budget) error {
+func storeTotal(tx kvTx, ds string, b *accounting.Budget) error {
 	v, err := json.Marshal(totalRecord{Dataset: ds, Budget: b})
 	if err != nil {
 		return err
@@ -76,7 +74,7 @@ func storeTotal(tx *bolt.Tx, ds string, b *accounting.Budget) error {
 // newTotal makes the total budget of ds: it counts every release already
 // charged to ds, so that the total covers what was released before it
 // was declared.
-func newTotal(tx *bolt.Tx, ds string, limit accounting.EpsDelta, rule accounting.Rule) (*accounting.Budget, error) {
+func newTotal(tx kvTx, ds string, limit accounting.EpsDelta, rule accounting.Rule) (*accounting.Budget, error) {
 	b, err := accounting.NewBudget(limit, rule)
 	if err != nil {
 		return nil, err
@@ -124,7 +122,7 @@ func (l *Ledger) grantTotal(ds string, limit accounting.EpsDelta, rule accountin
 		return TotalStatus{}, err
 	}
 	var st TotalStatus
-	err := l.update(func(tx *bolt.Tx) error {
+	err := l.update(func(tx kvTx) error {
 		b, err := loadTotal(tx, ds)
 		if err != nil {
 			return err
@@ -163,7 +161,7 @@ func (l *Ledger) Total(ds string) (TotalStatus, error) {
 		return TotalStatus{}, err
 	}
 	var st TotalStatus
-	err := l.view(func(tx *bolt.Tx) error {
+	err := l.view(func(tx kvTx) error {
 		b, err := loadTotal(tx, ds)
 		if err != nil {
 			return err
@@ -180,7 +178,7 @@ func (l *Ledger) Total(ds string) (TotalStatus, error) {
 // Totals returns every dataset's total budget, sorted by dataset.
 func (l *Ledger) Totals() ([]TotalStatus, error) {
 	var out []TotalStatus
-	err := l.view(func(tx *bolt.Tx) error {
+	err := l.view(func(tx kvTx) error {
 		tb := tx.Bucket(bucketTotals)
 		if tb == nil {
 			return nil

@@ -18,10 +18,12 @@ func newAnalystCmd() *cobra.Command {
 		Use:   "analyst",
 		Short: "Manage the analysts of dpstat serve: add, list, grant, revoke, rotate",
 		Long: `Manage who may query a dpstat server. Analysts, their roles and the hashes
-of their tokens live in the ledger file, next to their budgets.
+of their tokens live in the ledger, next to their budgets.
 
-While dpstat serve runs it holds the ledger open, so these commands cannot
-open it: use the server's admin API (/v1/admin/...) with an admin token then.`,
+While dpstat serve runs it holds a ledger file open, so these commands cannot
+open it: use the server's admin API (/v1/admin/...) with an admin token then.
+A PostgreSQL ledger (--ledger postgres://...) stays open to them; running
+servers see a change within 5 s.`,
 	}
 	cmd.AddCommand(newAnalystAddCmd(), newAnalystListCmd(), newAnalystRevokeCmd(), newAnalystRotateCmd(), newAnalystGrantCmd())
 	return cmd

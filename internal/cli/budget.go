@@ -77,6 +77,7 @@ its δ is the whole budget δ as soon as anything is spent.`,
 			filter := ledger.Key{Dataset: dataset, Analyst: analyst}
 			out := cmd.OutOrStdout()
 			l, err := openLedgerReadOnly(path)
+			path = ledger.Redact(path) // what is shown: never a password
 			if errors.Is(err, os.ErrNotExist) {
 				if asJSON {
 					return writeJSON(out, budgetShowJSON{Ledger: path, Budgets: []ledger.Status{}, Totals: []ledger.TotalStatus{}})
@@ -235,6 +236,7 @@ Rules:
 				return err
 			}
 			l, err := openLedger(path)
+			path = ledger.Redact(path) // what is shown: never a password
 			if err != nil {
 				return err
 			}
@@ -285,6 +287,7 @@ func newBudgetHistoryCmd() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			l, err := openLedgerReadOnly(path)
+			path = ledger.Redact(path) // what is shown: never a password
 			if errors.Is(err, os.ErrNotExist) {
 				if asJSON {
 					return writeJSON(out, historyJSON{Ledger: path, Releases: []ledger.Release{}})
@@ -349,6 +352,7 @@ func grantTotal(cmd *cobra.Command, path, dataset string, limit accounting.EpsDe
 		return err
 	}
 	l, err := openLedger(path)
+	path = ledger.Redact(path) // what is shown: never a password
 	if err != nil {
 		return err
 	}
@@ -399,6 +403,7 @@ opened read-only otherwise.`,
 				return fmt.Errorf("--seal needs a key: set $%s to a key file", ledger.KeyFileEnv)
 			}
 			l, err := ledger.Open(path, ledger.Options{ReadOnly: !seal, Key: key, Seal: seal})
+			path = ledger.Redact(path) // what is shown: never a password
 			if err != nil {
 				return err
 			}

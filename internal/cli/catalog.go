@@ -275,7 +275,7 @@ limit, so a second suggestion needs dpstat budget grant first.`,
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "charged ε=%s δ=%s to the data owner's budget on %s in %s; left ε=%s δ=%s\n",
-				fmtNum(plan.Cost.Epsilon), fmtNum(plan.Cost.Delta), table, ledgerPath, fmtNum(rec.Remaining.Epsilon), fmtNum(rec.Remaining.Delta))
+				fmtNum(plan.Cost.Epsilon), fmtNum(plan.Cost.Delta), table, ledger.Redact(ledgerPath), fmtNum(rec.Remaining.Epsilon), fmtNum(rec.Remaining.Delta))
 			return nil
 		},
 	}

@@ -10,7 +10,7 @@ import (
 // ledger.DefaultPath() as it is when the command tree is built.
 func addLedgerFlag(cmd *cobra.Command, p *string) {
 	cmd.Flags().StringVar(p, "ledger", ledger.DefaultPath(),
-		"privacy-budget ledger file; the default is $DPSTAT_LEDGER if set, else $XDG_DATA_HOME/dpstat/ledger.db, else ~/.local/share/dpstat/ledger.db")
+		"privacy-budget ledger: a file, or a PostgreSQL database postgres://USER:PASSWORD@HOST:PORT/DB[?schema=NAME] shared by several servers (docs/scaling.md); the default is $DPSTAT_LEDGER if set, else $XDG_DATA_HOME/dpstat/ledger.db, else ~/.local/share/dpstat/ledger.db")
 }
 
 // openLedger opens the ledger at path for reading and writing, with the key

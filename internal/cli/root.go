@@ -54,6 +54,7 @@ durable privacy budget, and when a budget is spent dpstat refuses.`,
 		newLdpCmd(),
 		newCollectCmd(),
 		newServeCmd(), newAnalystCmd(),
+		newLedgerCmd(),
 	)
 	return root
 }

@@ -151,6 +151,7 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 	if err != nil {
 		return err
 	}
+	defer refreshSharedAnalysts(ctx, cfg.ledger, reg, slogger)()
 	var m *metrics.Metrics
 	var qled query.Ledger = led
 	if cfg.metricsAddr != "" {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/analyst"
+	"github.com/dpstat/dpstat/engine/postgres/pgtest"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/server/servertest"
 )
@@ -29,8 +30,11 @@ import (
 // the ledger. It reports queries per second and p50/p99 latency. It runs
 // only with DPSTAT_LOAD=1 and is bounded by DPSTAT_LOAD_QUERIES per run
 // (default 2000) and 20 s per run; it listens on loopback only.
+// DPSTAT_LOAD_LEDGER=postgres puts the ledger in a PostgreSQL server of its
+// own, and DPSTAT_LOAD_REPLICAS=2 runs two servers on it.
 //
 //	DPSTAT_LOAD=1 go test -run TestLoad -v ./server/queryanswer/
+//	DPSTAT_LOAD=1 DPSTAT_LOAD_LEDGER=postgres DPSTAT_LOAD_REPLICAS=2 go test -run TestLoad -v ./server/queryanswer/
 func TestLoad(t *testing.T) {
 	if os.Getenv("DPSTAT_LOAD") != "1" {
 		t.Skip("load generator: set DPSTAT_LOAD=1 to run")
@@ -43,12 +47,32 @@ func TestLoad(t *testing.T) {
 		sqlBase  = "SELECT sex, COUNT(*) FROM adult"
 		sqlParam = sqlBase + " WHERE age >= $1 AND hours_per_week >= $2 GROUP BY sex"
 	)
-	s := start(t, filepath.Join(t.TempDir(), "ledger.db"))
-	if os.Getenv("DPSTAT_LOAD_FAKE") == "1" {
-		// The front ends and the ledger alone: a stand-in answerer with
-		// fixed answers, still charging the ledger durably.
-		s = startFake(t, filepath.Join(t.TempDir(), "fake.db"))
+	// DPSTAT_LOAD_LEDGER=postgres keeps the ledger in a private
+	// PostgreSQL test server; DPSTAT_LOAD_REPLICAS=N runs N servers on
+	// that one ledger, the clients spread over them.
+	loc := filepath.Join(t.TempDir(), "ledger.db")
+	if os.Getenv("DPSTAT_LOAD_LEDGER") == "postgres" {
+		pg, err := pgtest.Start()
+		if err != nil {
+			pgtest.Unavailable(t, "PostgreSQL test server: %v", err)
+		}
+		t.Cleanup(pg.Stop)
+		loc = pg.AdminDSN() + "&schema=load"
 	}
+	replicas := 1
+	if v := os.Getenv("DPSTAT_LOAD_REPLICAS"); v != "" {
+		fmt.Sscan(v, &replicas)
+	}
+	stacks := make([]*stack, max(1, replicas))
+	for i := range stacks {
+		stacks[i] = start(t, loc)
+		if os.Getenv("DPSTAT_LOAD_FAKE") == "1" {
+			// The front ends and the ledger alone: a stand-in answerer
+			// with fixed answers, still charging the ledger durably.
+			stacks[i] = startFake(t, loc)
+		}
+	}
+	s := stacks[0]
 	tokens := map[string]string{}
 	for i := range 64 {
 		name := fmt.Sprintf("analyst%02d", i)
@@ -61,7 +85,20 @@ func TestLoad(t *testing.T) {
 		}
 		tokens[name] = tok
 	}
-	host, port, _ := net.SplitHostPort(s.pgAddr)
+	// The example catalog's total budget of the table (ε = 30, every
+	// analyst together) would be spent after 3,000 queries at ε = 0.01:
+	// the load test measures answers, not refusals, so it grants a total
+	// no run can spend first (the catalog's total applies only to a table
+	// that has none).
+	if _, err := s.ledger.GrantTotal("adult", accounting.EpsDelta{Epsilon: 1e9, Delta: 1e-4}, accounting.Basic); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range stacks[1:] {
+		if err := r.reg.Reload(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("ledger %s, %d server(s)", ledger.Redact(loc), len(stacks))
 	// seqs[c] numbers client c's queries across all runs, so that no query
 	// repeats one asked before.
 	seqs := make([]int, 64)
@@ -77,6 +114,8 @@ func TestLoad(t *testing.T) {
 			for c := range clients {
 				name := fmt.Sprintf("analyst%02d", c)
 				tok := tokens[name]
+				s := stacks[c%len(stacks)]
+				host, port, _ := net.SplitHostPort(s.pgAddr)
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
@@ -135,7 +174,9 @@ func TestLoad(t *testing.T) {
 					for next.Add(1) <= int64(total) && time.Now().Before(deadline) {
 						t0 := time.Now()
 						if err := do(); err != nil {
-							failures.Add(1)
+							if failures.Add(1) == 1 {
+								t.Logf("first failure: %v", err)
+							}
 							continue
 						}
 						lat[c] = append(lat[c], time.Since(t0))
