@@ -14,6 +14,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/dpstat/dpstat/accounting"
+	"github.com/dpstat/dpstat/epoch"
 )
 
 // benchLedger opens a ledger in DPSTAT_BENCH_DIR (to measure a chosen
@@ -40,7 +41,7 @@ func benchLedgerRule(b *testing.B, rule accounting.Rule) (*Ledger, Key) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = l.Close() })
-	k := Key{"bench", "analyst"}
+	k := Key{Dataset: "bench", Analyst: "analyst"}
 	if _, err := l.Grant(k, accounting.EpsDelta{Epsilon: 1e15, Delta: 1e-5}, rule); err != nil {
 		b.Fatal(err)
 	}
@@ -237,4 +238,37 @@ func BenchmarkVerify(b *testing.B) {
 			b.Fatalf("Verify = %+v, %v", rep, err)
 		}
 	}
+}
+
+// BenchmarkChargeEpochs365 charges one release in each of 365 daily
+// epochs (a year of days), with a total per epoch: 730 budgets spent and
+// stored in one fsync'd commit. It reports the bytes each release
+// adds (its release and request records, which hold the range, not the
+// days).
+func BenchmarkChargeEpochs365(b *testing.B) {
+	l, k := benchLedger(b)
+	if _, err := l.GrantTotal(k.Dataset, accounting.EpsDelta{Epsilon: 1e15, Delta: 1e-5}, accounting.Basic); err != nil {
+		b.Fatal(err)
+	}
+	r := &epoch.Range{Every: epoch.Day, From: 19723, To: 19723 + 364} // 2024-01-01 .. 2024-12-30
+	c := benchCharge(k)
+	c.Epochs = r
+	if _, err := l.Charge(bg, c); err != nil { // the epochs' budgets exist from here on
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		c := benchCharge(k)
+		c.Epochs = r
+		if _, err := l.Charge(bg, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var size, reqSize int
+	_ = l.view(func(tx *bolt.Tx) error {
+		_, v := tx.Bucket(bucketReleases).Cursor().Last()
+		size = len(v)
+		reqSize = len(tx.Bucket(bucketRequests).Get([]byte(c.RequestID)))
+		return nil
+	})
+	b.ReportMetric(float64(size+reqSize), "record-bytes/release")
 }
