@@ -46,6 +46,9 @@ func TestParseEpoch(t *testing.T) {
 			if !ok || r.String() != tt.want {
 				t.Errorf("epochs %v (%v); want %s", r, ok, tt.want)
 			}
+			if !strings.Contains(c.Summary(), "epochs by "+c.Table("v").Epoch.Every+" of ") {
+				t.Errorf("summary says nothing of epochs:\n%s", c.Summary())
+			}
 		})
 	}
 }
