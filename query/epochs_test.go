@@ -7,11 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/catalog"
-	"github.com/dpstat/dpstat/engine/duckdb"
+	"github.com/dpstat/dpstat/engine"
+	"github.com/dpstat/dpstat/engine/engines"
+	"github.com/dpstat/dpstat/engine/postgres/pgtest"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query/ir"
 )
@@ -44,10 +47,18 @@ tables:
 // epochService writes rows (without those of person drop in month
 // dropMonth, when drop > 0) and opens a service over them with a ledger.
 func epochService(t *testing.T, drop int, dropMonth string) (*Service, *ledger.Ledger) {
-	return epochServiceTotal(t, drop, dropMonth, "1e30")
+	return epochServiceOn(t, "duckdb", drop, dropMonth, "1e30")
 }
 
 func epochServiceTotal(t *testing.T, drop int, dropMonth, total string) (*Service, *ledger.Ledger) {
+	return epochServiceOn(t, "duckdb", drop, dropMonth, total)
+}
+
+var epochTables atomic.Int64
+
+// epochServiceOn is epochService on engine kind "duckdb" (a CSV file) or
+// "postgres" (a test server's table).
+func epochServiceOn(t *testing.T, kind string, drop int, dropMonth, total string) (*Service, *ledger.Ledger) {
 	t.Helper()
 	dir := t.TempDir()
 	var b strings.Builder
@@ -61,14 +72,25 @@ func epochServiceTotal(t *testing.T, drop int, dropMonth, total string) (*Servic
 	if err := os.WriteFile(filepath.Join(dir, "visits.csv"), []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "catalog.yaml"), []byte(fmt.Sprintf(epochCatalog, total, "visits.csv")), 0o644); err != nil {
+	decl := fmt.Sprintf(epochCatalog, total, "visits.csv")
+	if kind == "postgres" {
+		pg := pgtest.Shared(t)
+		name := fmt.Sprintf("epoch_visits_%d", epochTables.Add(1))
+		cols := []pgtest.Column{{Name: "pid", Type: catalog.Int}, {Name: "day", Type: catalog.Date}, {Name: "amount", Type: catalog.Int}}
+		if err := pg.LoadTable(context.Background(), name, cols, []byte(b.String())); err != nil {
+			t.Fatal(err)
+		}
+		decl = strings.Replace(fmt.Sprintf(epochCatalog, total, "public."+name), "tables:",
+			fmt.Sprintf("engine: {kind: postgres, dsn: %q, max_connections: 1}\ntables:", pg.ReaderDSN()), 1)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "catalog.yaml"), []byte(decl), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cat, err := catalog.Load(filepath.Join(dir, "catalog.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := duckdb.Open(duckdb.Options{Threads: 1})
+	eng, err := engine.Open(context.Background(), engines.Spec(cat))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,8 +154,13 @@ func numbers(res *Result) [][]float64 {
 // conditions allow and no row outside them, is charged in each of them,
 // bounds contributions per (person, month) (person 1 has 6 rows, 2 per
 // month, all counted), and is exact at ε = 1e20; refusals are free.
-func TestEpochQueries(t *testing.T) {
-	svc, led := epochService(t, 0, "")
+func TestEpochQueries(t *testing.T) { testEpochQueries(t, "duckdb") }
+
+// TestEpochQueriesPostgres runs the same shapes on a PostgreSQL table.
+func TestEpochQueriesPostgres(t *testing.T) { testEpochQueries(t, "postgres") }
+
+func testEpochQueries(t *testing.T, kind string) {
+	svc, led := epochServiceOn(t, kind, 0, "", "1e30")
 	for _, q := range epochQueries {
 		t.Run(q.sql, func(t *testing.T) {
 			before, _ := led.History(ledger.Key{}, 0)
