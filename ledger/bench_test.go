@@ -272,3 +272,29 @@ func BenchmarkChargeEpochs365(b *testing.B) {
 	})
 	b.ReportMetric(float64(size+reqSize), "record-bytes/release")
 }
+
+// BenchmarkChargeEpochs365Fragmented is the worst case of the runs: every
+// other day was charged alone first, so the year is 365 runs of unequal
+// budgets and each charge spends and stores every one of them.
+func BenchmarkChargeEpochs365Fragmented(b *testing.B) {
+	l, k := benchLedger(b)
+	if _, err := l.GrantTotal(k.Dataset, accounting.EpsDelta{Epsilon: 1e15, Delta: 1e-5}, accounting.Basic); err != nil {
+		b.Fatal(err)
+	}
+	const first = 19723
+	for d := int64(first); d < first+365; d += 2 {
+		c := benchCharge(k)
+		c.Epochs = &epoch.Range{Every: epoch.Day, From: d, To: d}
+		if _, err := l.Charge(bg, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	r := &epoch.Range{Every: epoch.Day, From: first, To: first + 364}
+	for b.Loop() {
+		c := benchCharge(k)
+		c.Epochs = r
+		if _, err := l.Charge(bg, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

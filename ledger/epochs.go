@@ -283,9 +283,11 @@ func spendEpochs(tx *bolt.Tx, k Key, r epoch.Range, c accounting.Cost, template,
 		return nil, &EpochsExceededError{Key: base, Every: r.Every, Refused: refused, First: first}, nil
 	}
 	sp = &epochSpend{budgets: rec}
+	// The epoch with the least left is the one with the most spent (all
+	// share one limit); Spent is cached by Spend.
 	for _, i := range in {
 		run := rec.Runs[i]
-		if sp.leastBudget == nil || run.Budget.Remaining().Epsilon < sp.leastBudget.Remaining().Epsilon {
+		if sp.leastBudget == nil || run.Budget.Spent().Epsilon > sp.leastBudget.Spent().Epsilon {
 			sp.least, sp.leastBudget = run.From, run.Budget
 		}
 	}
