@@ -76,6 +76,14 @@ func (e *EpochsExceededError) Unwrap() []error {
 	return []error{e.First}
 }
 
+// kindChangedError refuses a charge by another kind of epoch than the
+// dataset's epochs were charged by: a month's budget cannot become days'.
+type kindChangedError struct{ ds, was, now string }
+
+func (e *kindChangedError) Error() string {
+	return fmt.Sprintf("the epochs of %q were charged by %s and this charge is by %s: the kind of a dataset's epochs cannot change once charged (declare every: %s again, or declare the table under a new name)", e.ds, e.was, e.now, e.was)
+}
+
 // epochRun is a run of consecutive epochs whose budgets are equal.
 type epochRun struct {
 	From   int64              `json:"from"`
@@ -245,7 +253,7 @@ func spendRecord(tx *bolt.Tx, ds, analyst string, r epoch.Range, c accounting.Co
 		rec = &epochRecord{Dataset: ds, Analyst: analyst, Every: r.Every}
 	}
 	if rec.Every != r.Every {
-		return nil, nil, nil, nil, fmt.Errorf("the epochs of %q were charged by %s and this charge is by %s: the kind of a dataset's epochs cannot change once charged (declare it as it was, or use a new table name)", ds, rec.Every, r.Every)
+		return nil, nil, nil, nil, &kindChangedError{ds: ds, was: rec.Every, now: r.Every}
 	}
 	runs, in, err := rec.touch(r, template.Limit(), template.Rule())
 	if err != nil {
@@ -276,7 +284,10 @@ func spendRecord(tx *bolt.Tx, ds, analyst string, r epoch.Range, c accounting.Co
 func spendEpochs(tx *bolt.Tx, k Key, r epoch.Range, c accounting.Cost, template, total *accounting.Budget) (sp *epochSpend, refusal, err error) {
 	base := Key{Dataset: k.Dataset, Analyst: k.Analyst}
 	rec, refused, first, in, err := spendRecord(tx, k.Dataset, k.Analyst, r, c, template)
-	if err != nil {
+	var kc *kindChangedError
+	if errors.As(err, &kc) {
+		return nil, err, nil
+	} else if err != nil {
 		return nil, nil, err
 	}
 	if len(refused) > 0 {
@@ -293,7 +304,9 @@ func spendEpochs(tx *bolt.Tx, k Key, r epoch.Range, c accounting.Cost, template,
 	}
 	if total != nil {
 		trec, refused, first, _, err := spendRecord(tx, k.Dataset, "", r, c, total)
-		if err != nil {
+		if errors.As(err, &kc) {
+			return nil, err, nil
+		} else if err != nil {
 			return nil, nil, err
 		}
 		if len(refused) > 0 {

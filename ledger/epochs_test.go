@@ -234,3 +234,21 @@ func TestEpochRace(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestEpochKindChange: a charge by days where months were charged is
+// refused, with nothing written.
+func TestEpochKindChange(t *testing.T) {
+	l := mustOpen(t, tempPath(t), Options{})
+	k := Key{Dataset: "visits", Analyst: "ann"}
+	mustGrant(t, l, k, accounting.EpsDelta{Epsilon: 10}, accounting.Basic)
+	if _, err := l.Charge(context.Background(), Charge{Key: k, Cost: accounting.Pure(1), Epochs: months(1, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := l.Charge(context.Background(), Charge{Key: k, Cost: accounting.Pure(1), Epochs: &epoch.Range{Every: epoch.Day, From: 19723, To: 19724}})
+	if err == nil || !strings.Contains(err.Error(), "were charged by month and this charge is by day") {
+		t.Fatalf("charge by days after months: %v", err)
+	}
+	if h, _ := l.History(Key{}, 0); len(h) != 1 {
+		t.Errorf("%d releases; want 1", len(h))
+	}
+}
