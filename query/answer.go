@@ -399,7 +399,7 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 	res.Budget.Total = receipt.Total
 	if receipt.Epochs != nil {
 		res.Budget.Epochs, res.Budget.Epoch = receipt.Epochs.String(), receipt.LeastEpoch
-		res.Notes = append(res.Notes, epochWords(receipt.Epochs, p.Plan.EpochColumn, receipt.Cost.Epsilon)+
+		res.Notes = append(res.Notes, epochWords(receipt.Epochs, p.Plan.DeclaredEpochs, p.Plan.EpochColumn, receipt.Cost.Epsilon, p.Plan.Table)+
 			fmt.Sprintf("; the budget figures are those of %s, the epoch with the least left", receipt.LeastEpoch))
 	}
 	return res, nil

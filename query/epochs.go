@@ -73,9 +73,21 @@ func groupedByEpoch(q *ir.Query, e *catalog.Epoch) bool {
 	return false
 }
 
-// epochWords states the guarantee of a query over epochs, for EXPLAIN and
-// the answer's notes.
-func epochWords(r *epoch.Range, column string, eps float64) string {
-	return fmt.Sprintf("the privacy unit is (person, %s of %s): this query reads %d %s(s), %s, and is charged ε=%g in each; each person's rows of one %s are protected at the ε that %s's budget allows, and a person present in k %ss at most k times that",
-		r.Every, column, r.Len(), r.Every, r, eps, r.Every, r.Every, r.Every)
+// epochWords states the guarantee of a query over epochs r of table t
+// (which declares the epochs all), for
+// EXPLAIN and the answer's notes: what it reads and is charged, and the
+// protection of one person's rows of one epoch, and of a person present in
+// every declared epoch, under the catalog's budgets.
+func epochWords(r *epoch.Range, all epoch.Range, column string, eps float64, t *catalog.Table) string {
+	out := fmt.Sprintf("the privacy unit is (person, %s of %s): this query reads %d %s(s), %s, and is charged ε=%g in each",
+		r.Every, column, r.Len(), r.Every, r, eps)
+	per, whose := t.Budget.Epsilon, "each analyst's budget per "+r.Every+"; no total budget caps the analysts together"
+	if t.TotalBudget != nil {
+		per, whose = t.TotalBudget.Epsilon, "the total budget per "+r.Every+", every analyst together"
+	}
+	if all.Len() > 0 && per > 0 {
+		out += fmt.Sprintf("; each person's rows of one %s are protected at ε = %g (%s), and a person present in all %d declared %ss (%s) has, over all of them, at most %d × %g = %.10g",
+			r.Every, per, whose, all.Len(), r.Every, all, all.Len(), per, per*float64(all.Len()))
+	}
+	return out
 }

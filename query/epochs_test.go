@@ -186,7 +186,8 @@ func testEpochQueries(t *testing.T, kind string) {
 				t.Fatal(err)
 			}
 			text := fmt.Sprint(ex.Rows)
-			if !strings.Contains(text, "charged in each of the") || !strings.Contains(text, q.epochs) || !strings.Contains(text, "the privacy unit is (person, month of day)") {
+			if !strings.Contains(text, "charged in each of the") || !strings.Contains(text, q.epochs) || !strings.Contains(text, "the privacy unit is (person, month of day)") ||
+				!strings.Contains(text, "each person's rows of one month are protected at ε = 1e+30 (the total budget per month, every analyst together), and a person present in all 3 declared months (2024-01..2024-03) has, over all of them, at most 3 × 1e+30 = 3e+30") {
 				t.Errorf("EXPLAIN does not state the epochs:\n%s", text)
 			}
 		})

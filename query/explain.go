@@ -149,7 +149,7 @@ func (p *Prepared) Explain() *Explanation {
 	}
 	if plan.Epochs != nil {
 		e.Epochs, e.EpochCount = plan.Epochs.String(), plan.Epochs.Len()
-		e.Notes = append(e.Notes, epochWords(plan.Epochs, plan.EpochColumn, p.Noise.Cost.Epsilon)+
+		e.Notes = append(e.Notes, epochWords(plan.Epochs, plan.DeclaredEpochs, plan.EpochColumn, p.Noise.Cost.Epsilon, plan.Table)+
 			fmt.Sprintf("; the statement reads only rows of these %ss (%s between their first and last day)", plan.Epochs.Every, plan.EpochColumn))
 	}
 	e.Keys = plan.DescribeKeys()
@@ -194,7 +194,7 @@ func (e *Explanation) Lines() []string {
 	var l []string
 	l = append(l, "query: "+e.Query)
 	if e.Epochs != "" {
-		l = append(l, fmt.Sprintf("cost: ε=%g δ=%g, charged in each of the %d epochs it reads (%s) to the budgets on table %s (nothing is charged by EXPLAIN)", e.Cost.Epsilon, e.Cost.Delta, e.EpochCount, e.Epochs, e.Table))
+		l = append(l, fmt.Sprintf("cost: ε=%g δ=%g, charged in each of the %d epoch(s) it reads (%s) to the budgets on table %s (nothing is charged by EXPLAIN)", e.Cost.Epsilon, e.Cost.Delta, e.EpochCount, e.Epochs, e.Table))
 	} else {
 		l = append(l, fmt.Sprintf("cost: ε=%g δ=%g, charged to the budget on table %s (nothing is charged by EXPLAIN)", e.Cost.Epsilon, e.Cost.Delta, e.Table))
 	}

@@ -92,8 +92,9 @@ func prepareWith(ctx context.Context, cat *catalog.Catalog, d engine.Dialect, sq
 		return nil, err
 	}
 	if epochs != nil {
-		e := cat.Table(q.Table).Epoch
-		plan.Epochs, plan.EpochColumn, plan.EpochEvery = epochs, e.Column, e.Every
+		base := cat.Table(q.Table)
+		plan.Epochs, plan.EpochColumn, plan.EpochEvery = epochs, base.Epoch.Column, base.Epoch.Every
+		plan.DeclaredEpochs, _ = base.Epochs()
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, parse.TimeRefusal(err)

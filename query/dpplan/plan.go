@@ -371,10 +371,12 @@ type Plan struct {
 	// Epochs are the epochs the query reads, on a table that declares an
 	// epoch (catalog.Table.Epoch; nil otherwise): the privacy unit is then
 	// (person, epoch), and the query's cost is charged in each of them.
-	// EpochColumn and EpochEvery name the declaration.
-	Epochs      *epoch.Range
-	EpochColumn string
-	EpochEvery  string
+	// EpochColumn and EpochEvery name the declaration, and
+	// DeclaredEpochs are all the epochs the table declares.
+	Epochs         *epoch.Range
+	EpochColumn    string
+	EpochEvery     string
+	DeclaredEpochs epoch.Range
 	// Contribution is the bounding stage's guarantee.
 	Contribution Contribution
 	// Bounded reports whether the engine must bound contributions (the
