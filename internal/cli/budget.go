@@ -365,8 +365,13 @@ func newBudgetHistoryCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tTIME\tTABLE\tANALYST\tRULE\tε\tδ\tρ\tDESCRIPTION")
 			for _, r := range rels {
+				table := r.Key.Dataset
+				if r.Epochs != nil {
+					// charged in each of these epochs
+					table += "(" + r.Epochs.String() + ")"
+				}
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Time.Format("2006-01-02T15:04:05Z07:00"),
-					r.Key.Dataset, r.Key.Analyst, r.Rule, fmtNum(r.Cost.Epsilon), fmtNum(r.Cost.Delta), fmtNum(r.Cost.Rho),
+					table, r.Key.Analyst, r.Rule, fmtNum(r.Cost.Epsilon), fmtNum(r.Cost.Delta), fmtNum(r.Cost.Rho),
 					oneLine(r.Description))
 			}
 			return tw.Flush()

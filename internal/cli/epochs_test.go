@@ -44,7 +44,8 @@ func TestBudgetShowEpochs(t *testing.T) {
 	if !strings.Contains(js, `"epoch_budgets"`) || !strings.Contains(js, `"epoch": "2024-01..2024-02"`) {
 		t.Errorf("budget show --json lacks the epochs:\n%s", js)
 	}
-	if out := mustRun(t, "budget", "verify", "--ledger", path); !strings.Contains(out, "ok") && !strings.Contains(out, "verified") {
-		t.Logf("verify output:\n%s", out)
+	mustRun(t, "budget", "verify", "--ledger", path)
+	if h := mustRun(t, "budget", "history", "--ledger", path); !strings.Contains(h, "visits(2024-03..2024-04)") {
+		t.Errorf("budget history does not name the epochs charged:\n%s", h)
 	}
 }
