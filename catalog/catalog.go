@@ -157,6 +157,11 @@ type Table struct {
 	// space), whoever asked: the table's own declaration, else the
 	// catalog's; nil means no cap across analysts.
 	TotalBudget *Budget
+	// Epoch, when declared, divides the table's rows into periods by a
+	// date or timestamp column: the privacy unit becomes (person, epoch),
+	// each epoch has budgets of its own, and a query is charged in each
+	// epoch it reads. Nil means the whole table is one unit per person.
+	Epoch *Epoch `json:",omitempty"`
 }
 
 // BudgetDataset is the name the table's budgets are kept under in the

@@ -102,7 +102,7 @@ func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name, yaml, want string
 	}{
-		{"unknown field", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    colums: {}\n", `line 5: table t: unknown key "colums"; accepted: source, privacy_unit, max_groups_per_unit, max_rows_per_group, group_size, columns, id_space, public, nan_free, budget, total_budget (did you mean columns?)`},
+		{"unknown field", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    colums: {}\n", `line 5: table t: unknown key "colums"; accepted: source, privacy_unit, max_groups_per_unit, max_rows_per_group, group_size, columns, id_space, public, nan_free, budget, total_budget, epoch (did you mean columns?)`},
 		{"unknown column field", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: int, min: 3}\n", `line 6: table t: column a: unknown key "min"; accepted: type, lower, upper, values, nullable, from`},
 		{"every unknown key and every other problem", "budget: {epsilon: 1, delt: 0}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: int, uper: 3}\n      b: {type: txt}\n", `line 1: budget: unknown key "delt"; accepted: epsilon, delta (did you mean delta?)
 line 6: table t: column a: unknown key "uper"; accepted: type, lower, upper, values, nullable, from (did you mean upper?)

@@ -46,6 +46,7 @@ type rawTable struct {
 	NaNFree          yaml.Node             `yaml:"nan_free"`
 	Budget           *rawBudget            `yaml:"budget"`
 	TotalBudget      *rawBudget            `yaml:"total_budget"`
+	Epoch            *rawEpoch             `yaml:"epoch"`
 }
 
 type rawColumn struct {
@@ -250,6 +251,13 @@ func checkTable(name string, rt *rawTable, dir string, colOrder []string, remote
 	if rt.PrivacyUnit != "" && rt.Columns != nil {
 		if _, ok := rt.Columns[rt.PrivacyUnit]; !ok {
 			add("privacy_unit %q is not a declared column; declared: %s", rt.PrivacyUnit, strings.Join(cols, ", "))
+		}
+	}
+	if rt.Epoch != nil {
+		var eerrs []error
+		t.Epoch, eerrs = checkEpoch(t, rt)
+		for _, e := range eerrs {
+			add("%v", e)
 		}
 	}
 	return t, errs

@@ -16,6 +16,7 @@ import (
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
+	"github.com/dpstat/dpstat/epoch"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query/dpplan"
 	"github.com/dpstat/dpstat/query/ir"
@@ -167,6 +168,12 @@ type BudgetState struct {
 	// Total is the dataset's total budget (every analyst together), when
 	// the catalog or an administrator declared one.
 	Total *ledger.TotalStatus `json:"total,omitempty"`
+	// Epochs, on a table that declares epochs, are the epochs the query
+	// was charged in (e.g. "2024-01..2024-03"); Spent, Remaining and
+	// Total's figures are then those of Epoch, the one with the least
+	// left.
+	Epochs string `json:"epochs,omitempty"`
+	Epoch  string `json:"epoch,omitempty"`
 }
 
 // Prepare parses, checks and plans a query and calibrates its noise. Every
@@ -290,7 +297,15 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 	}
 	// A query the budget cannot pay for is refused before any data is
 	// read. The check is advisory: the charge below decides, atomically.
-	if chk, ok := s.led.(BudgetChecker); ok {
+	if chk, ok := s.led.(EpochChecker); ok && p.Plan.Epochs != nil {
+		if err := chk.CheckEpochs(key, *p.Plan.Epochs, p.Noise.Cost); err != nil {
+			var ex *accounting.ExceededError
+			if errors.As(err, &ex) {
+				return nil, p.budgetRefusal(err, s.led, key)
+			}
+			return nil, fmt.Errorf("checking the budget failed, nothing read or charged: %w", err)
+		}
+	} else if chk, ok := s.led.(BudgetChecker); ok && p.Plan.Epochs == nil {
 		if err := chk.Check(key, p.Noise.Cost); err != nil {
 			var ex *accounting.ExceededError
 			if errors.As(err, &ex) {
@@ -332,6 +347,7 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 		Key:         key,
 		Description: p.Plan.Query.Text,
 		Cost:        p.Noise.Cost,
+		Epochs:      p.Plan.Epochs,
 	}
 	if repeatSafe {
 		charge.AnswerKey = answerKey
@@ -381,6 +397,11 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 	res.ReleaseID = receipt.ReleaseID
 	res.Budget = budget(receipt.Spent, receipt.Remaining, receipt.Rule)
 	res.Budget.Total = receipt.Total
+	if receipt.Epochs != nil {
+		res.Budget.Epochs, res.Budget.Epoch = receipt.Epochs.String(), receipt.LeastEpoch
+		res.Notes = append(res.Notes, epochWords(receipt.Epochs, p.Plan.DeclaredEpochs, p.Plan.EpochColumn, receipt.Cost.Epsilon, p.Plan.Table)+
+			fmt.Sprintf("; the budget figures are those of %s, the epoch with the least left", receipt.LeastEpoch))
+	}
 	return res, nil
 }
 
@@ -505,6 +526,12 @@ func (s *Service) query(ctx context.Context, table, sql string) (*engine.Rows, e
 		return nil, fmt.Errorf("engine error on table %s: %w", table, err)
 	}
 	return rows, nil
+}
+
+// EpochChecker is implemented by ledgers that can say, without charging,
+// whether a cost fits every epoch of a range now (*ledger.Ledger does).
+type EpochChecker interface {
+	CheckEpochs(k ledger.Key, r epoch.Range, c accounting.Cost) error
 }
 
 // BudgetChecker is implemented by ledgers that can say, without charging,

@@ -48,6 +48,11 @@ type Explanation struct {
 	// Accuracy is set when the query asked for an accuracy instead of an
 	// ε: the targets, the half-widths planned and the ε chosen (Cost).
 	Accuracy *AccuracyPlan `json:"accuracy,omitempty"`
+	// Epochs, on a table that declares epochs, are the epochs the query
+	// reads and is charged in (e.g. "2024-01..2024-03"), and EpochCount
+	// how many; empty otherwise.
+	Epochs     string `json:"epochs,omitempty"`
+	EpochCount int64  `json:"epoch_count,omitempty"`
 }
 
 // ColumnExplanation describes one output column of a query.
@@ -142,6 +147,11 @@ func (p *Prepared) Explain() *Explanation {
 		Groups:       len(plan.Keys),
 		Accuracy:     p.Accuracy,
 	}
+	if plan.Epochs != nil {
+		e.Epochs, e.EpochCount = plan.Epochs.String(), plan.Epochs.Len()
+		e.Notes = append(e.Notes, epochWords(plan.Epochs, plan.DeclaredEpochs, plan.EpochColumn, p.Noise.Cost.Epsilon, plan.Table)+
+			fmt.Sprintf("; the statement reads only rows of these %ss (%s between their first and last day)", plan.Epochs.Every, plan.EpochColumn))
+	}
 	e.Keys = plan.DescribeKeys()
 	if plan.Selection != nil {
 		e.Keys = p.Noise.DescribeSelection()
@@ -183,7 +193,11 @@ func (p *Prepared) Explain() *Explanation {
 func (e *Explanation) Lines() []string {
 	var l []string
 	l = append(l, "query: "+e.Query)
-	l = append(l, fmt.Sprintf("cost: ε=%g δ=%g, charged to the budget on table %s (nothing is charged by EXPLAIN)", e.Cost.Epsilon, e.Cost.Delta, e.Table))
+	if e.Epochs != "" {
+		l = append(l, fmt.Sprintf("cost: ε=%g δ=%g, charged in each of the %d epoch(s) it reads (%s) to the budgets on table %s (nothing is charged by EXPLAIN)", e.Cost.Epsilon, e.Cost.Delta, e.EpochCount, e.Epochs, e.Table))
+	} else {
+		l = append(l, fmt.Sprintf("cost: ε=%g δ=%g, charged to the budget on table %s (nothing is charged by EXPLAIN)", e.Cost.Epsilon, e.Cost.Delta, e.Table))
+	}
 	if e.Accuracy != nil {
 		l = append(l, e.Accuracy.Lines()...)
 	}

@@ -71,6 +71,10 @@ func prepareWith(ctx context.Context, cat *catalog.Catalog, d engine.Dialect, sq
 	if err := recordable(q); err != nil {
 		return nil, err
 	}
+	epochs, err := epochsOf(q, cat.Table(q.Table))
+	if err != nil {
+		return nil, err
+	}
 	table := cat.Table(q.Table)
 	if q.Relation != nil {
 		table = q.Relation
@@ -86,6 +90,11 @@ func prepareWith(ctx context.Context, cat *catalog.Catalog, d engine.Dialect, sq
 	plan, err := dpplan.NewPlanDelta(q, table, opts.Epsilon, opts.Delta)
 	if err != nil {
 		return nil, err
+	}
+	if epochs != nil {
+		base := cat.Table(q.Table)
+		plan.Epochs, plan.EpochColumn, plan.EpochEvery = epochs, base.Epoch.Column, base.Epoch.Every
+		plan.DeclaredEpochs, _ = base.Epochs()
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, parse.TimeRefusal(err)

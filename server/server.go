@@ -580,6 +580,19 @@ type BudgetInfo struct {
 	// Total is the table's total budget (every analyst together), when it
 	// has one: the analyst's share is spent within it.
 	Total *TotalInfo `json:"total,omitempty"`
+	// Epochs, on a table that declares epochs, are the budgets of the
+	// epochs charged, one per run of consecutive epochs with equal
+	// budgets; each has the limit above, and an epoch not listed has its
+	// whole budget.
+	Epochs []EpochInfo `json:"epochs,omitempty"`
+}
+
+// EpochInfo is the budget of a run of epochs (e.g. "2024-01..2024-03").
+type EpochInfo struct {
+	Epochs    string `json:"epochs"`
+	Spent     Pair   `json:"spent"`
+	Remaining Pair   `json:"remaining"`
+	Releases  int    `json:"releases"`
 }
 
 // TotalInfo is a table's (or id space's) total budget: everything released
@@ -626,7 +639,16 @@ func (s *Server) budgetsOf(name string) ([]BudgetInfo, error) {
 	out := []BudgetInfo{}
 	for _, st := range all {
 		if name == "" || st.Key.Analyst == name {
-			out = append(out, budgetInfo(st))
+			bi := budgetInfo(st)
+			eb, err := s.opts.Ledger.EpochBudgets(st.Key)
+			if err != nil {
+				return nil, err
+			}
+			for _, e := range eb {
+				bi.Epochs = append(bi.Epochs, EpochInfo{Epochs: e.Key.Epoch, Spent: Pair{e.Spent.Epsilon, e.Spent.Delta},
+					Remaining: Pair{e.Remaining.Epsilon, e.Remaining.Delta}, Releases: e.Releases})
+			}
+			out = append(out, bi)
 		}
 	}
 	return out, nil

@@ -126,6 +126,13 @@ type Case struct {
 var Battery = append([]Case{
 	// Counts, sums, averages over NULLs and clamping.
 	{Name: "count star", SQL: "SELECT COUNT(*) FROM people", Want: "5"},
+	// Epochs: contributions bounded per (person, epoch), the rows read
+	// limited to the epochs the conditions allow.
+	{Name: "epoch count", SQL: "SELECT COUNT(*) FROM epochs", Want: "11"},
+	{Name: "epoch one month", SQL: "SELECT COUNT(*), SUM(v) FROM epochs WHERE d >= DATE '2024-02-01' AND d < DATE '2024-03-01'", Want: "4 73"},
+	{Name: "epoch months grouped", SQL: "SELECT date_trunc('month', d) AS m, COUNT(*), COUNT(DISTINCT pid) FROM epochs GROUP BY date_trunc('month', d)", Want: "2024-01-01 3 2; 2024-02-01 4 2; 2024-03-01 4 3"},
+	{Name: "epoch distinct over months", SQL: "SELECT COUNT(DISTINCT pid) FROM epochs", Refused: "COUNT(DISTINCT pid) over 3 months"},
+	{Name: "epoch weeks of a timestamp", SQL: "SELECT COUNT(*), SUM(v) FROM epochts WHERE ts >= TIMESTAMP '2024-02-01 00:00:00'", Want: "8 193"},
 	{Name: "count column skips NULL", SQL: "SELECT COUNT(age) FROM people", Want: "4"},
 	{Name: "sum int clamped", SQL: "SELECT SUM(age) FROM people", Want: "190"},
 	{Name: "avg int clamped", SQL: "SELECT AVG(age) FROM people", Want: "47.5"},

@@ -121,6 +121,11 @@ var Tables = []Table{
       v:   {type: int, lower: 0, upper: 10}
       ts:  {type: timestamp, lower: "2024-01-01 00:00:00", upper: "2024-12-31 23:59:59", nullable: true}
 `},
+	// Epochs (docs/accounting.md): the privacy unit is (person, month)
+	// or (person, ISO week); person 1 has 6 rows, at most 2 in a month,
+	// and the last row lies before the declared range.
+	{Name: "epochs", File: "epochs.csv", Columns: epochColumns, Declaration: epochDeclaration("d", "month")},
+	{Name: "epochts", File: "epochs.csv", Columns: epochColumns, Declaration: epochDeclaration("ts", "week")},
 	{Name: "calendar", File: "calendar.csv",
 		Columns: []Column{{"id", catalog.Int}, {"d", catalog.Date}, {"ts", catalog.Timestamp}},
 		Declaration: `    columns:
@@ -151,3 +156,21 @@ const acctDeclaration = `    privacy_unit: pid
       b:   {type: int, lower: 0, upper: 5}
       e:   {type: text, values: [a, b], nullable: true}
 `
+
+// epochColumns are the columns of the epoch fixtures.
+var epochColumns = []Column{{Name: "pid", Type: catalog.Int}, {Name: "d", Type: catalog.Date}, {Name: "ts", Type: catalog.Timestamp}, {Name: "v", Type: catalog.Int}}
+
+// epochDeclaration declares the epoch fixture with epochs by every of
+// column.
+func epochDeclaration(column, every string) string {
+	return `    privacy_unit: pid
+    max_groups_per_unit: 3
+    max_rows_per_group: 2
+    epoch: {column: ` + column + `, every: ` + every + `}
+    columns:
+      pid: {type: int}
+      d:   {type: date, lower: "2024-01-01", upper: "2024-03-31"}
+      ts:  {type: timestamp, lower: "2024-01-01 00:00:00", upper: "2024-03-31 23:59:59"}
+      v:   {type: int, lower: 0, upper: 100}
+`
+}

@@ -109,9 +109,26 @@ its δ is the whole budget δ as soon as anything is spent.`,
 					selTotals = append(selTotals, t)
 				}
 			}
-			if asJSON {
-				return writeJSON(out, budgetShowJSON{Ledger: path, Budgets: sel, Totals: selTotals})
+			var epochBudgets []ledger.Status
+			for _, s := range sel {
+				eb, err := l.EpochBudgets(s.Key)
+				if err != nil {
+					return err
+				}
+				epochBudgets = append(epochBudgets, eb...)
 			}
+			var epochTotals []ledger.TotalStatus
+			for _, t := range selTotals {
+				et, err := l.EpochTotals(t.Dataset)
+				if err != nil {
+					return err
+				}
+				epochTotals = append(epochTotals, et...)
+			}
+			if asJSON {
+				return writeJSON(out, budgetShowJSON{Ledger: path, Budgets: sel, Totals: selTotals, EpochBudgets: epochBudgets, EpochTotals: epochTotals})
+			}
+			defer func() { writeEpochs(out, epochBudgets, epochTotals) }()
 			fmt.Fprintf(out, "ledger %s\n", path)
 			if len(selTotals) > 0 {
 				tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
@@ -155,6 +172,40 @@ type budgetShowJSON struct {
 	Ledger  string               `json:"ledger"`
 	Budgets []ledger.Status      `json:"budgets"`
 	Totals  []ledger.TotalStatus `json:"totals"`
+	// EpochBudgets and EpochTotals are the budgets of the epochs charged
+	// on datasets that declare epochs, one per run of consecutive epochs
+	// with equal budgets (key.epoch / epoch spells the run).
+	EpochBudgets []ledger.Status      `json:"epoch_budgets,omitempty"`
+	EpochTotals  []ledger.TotalStatus `json:"epoch_totals,omitempty"`
+}
+
+// gauge draws the share of a budget spent as a bar of ten cells.
+func gauge(spent, limit float64) string {
+	n := 10
+	if limit > 0 && spent < limit {
+		n = int(spent / limit * 10)
+	}
+	return "[" + strings.Repeat("#", n) + strings.Repeat(".", 10-n) + "]"
+}
+
+// writeEpochs prints the budgets of charged epochs, a strip of gauges per
+// (dataset, analyst) and per dataset's totals.
+func writeEpochs(out io.Writer, budgets []ledger.Status, totals []ledger.TotalStatus) {
+	if len(budgets) == 0 && len(totals) == 0 {
+		return
+	}
+	fmt.Fprintln(out, "\nepochs (each epoch of a dataset that declares epochs has a budget of its own, with the limit above; epochs not listed have their whole budget):")
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TABLE\tANALYST\tEPOCHS\tSPENT\tSPENT ε\tREMAINING ε\tRELEASES")
+	for _, t := range totals {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\n", t.Dataset, "total", t.Epoch, gauge(t.Spent.Epsilon, t.Limit.Epsilon),
+			fmtNum(t.Spent.Epsilon), fmtNum(t.Remaining.Epsilon), t.Releases)
+	}
+	for _, s := range budgets {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\n", s.Key.Dataset, s.Key.Analyst, s.Key.Epoch, gauge(s.Spent.Epsilon, s.Limit.Epsilon),
+			fmtNum(s.Spent.Epsilon), fmtNum(s.Remaining.Epsilon), s.Releases)
+	}
+	_ = tw.Flush()
 }
 
 func describeFilter(k ledger.Key) string {
@@ -317,8 +368,13 @@ func newBudgetHistoryCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tTIME\tTABLE\tANALYST\tRULE\tε\tδ\tρ\tDESCRIPTION")
 			for _, r := range rels {
+				table := r.Key.Dataset
+				if r.Epochs != nil {
+					// charged in each of these epochs
+					table += "(" + r.Epochs.String() + ")"
+				}
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Time.Format("2006-01-02T15:04:05Z07:00"),
-					r.Key.Dataset, r.Key.Analyst, r.Rule, fmtNum(r.Cost.Epsilon), fmtNum(r.Cost.Delta), fmtNum(r.Cost.Rho),
+					table, r.Key.Analyst, r.Rule, fmtNum(r.Cost.Epsilon), fmtNum(r.Cost.Delta), fmtNum(r.Cost.Rho),
 					oneLine(r.Description))
 			}
 			return tw.Flush()

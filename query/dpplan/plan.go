@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/epoch"
 	"github.com/dpstat/dpstat/query/ir"
 )
 
@@ -367,6 +368,15 @@ type Plan struct {
 	Query   *ir.Query
 	Table   *catalog.Table
 	Epsilon float64
+	// Epochs are the epochs the query reads, on a table that declares an
+	// epoch (catalog.Table.Epoch; nil otherwise): the privacy unit is then
+	// (person, epoch), and the query's cost is charged in each of them.
+	// EpochColumn and EpochEvery name the declaration, and
+	// DeclaredEpochs are all the epochs the table declares.
+	Epochs         *epoch.Range
+	EpochColumn    string
+	EpochEvery     string
+	DeclaredEpochs epoch.Range
 	// Contribution is the bounding stage's guarantee.
 	Contribution Contribution
 	// Bounded reports whether the engine must bound contributions (the
