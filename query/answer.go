@@ -19,6 +19,7 @@ import (
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query/dpplan"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/query/reuse"
 	"github.com/dpstat/dpstat/query/sqlgen"
 	"github.com/dpstat/dpstat/random"
 )
@@ -55,6 +56,8 @@ type Service struct {
 	public map[string]*ir.PublicFacts
 	// obs is told the engine time of each charged query (observe.go).
 	obs Observer
+	// reuse indexes the measurements of earlier releases (derived.go).
+	reuse reuse.Index
 }
 
 // NewService registers every table of the catalog with the engine (which
@@ -95,6 +98,9 @@ type Options struct {
 	// must then be 0, and Prepare sets it to the smallest ε that meets the
 	// accuracy (see Accuracy and Prepared.Accuracy).
 	Accuracy *Accuracy
+	// Fresh asks for a fresh answer even when one could be derived from
+	// released measurements at no cost (see package query/reuse).
+	Fresh bool
 	// Source is the noise source; nil means the secure pooled source.
 	// Tests may pass a seeded source.
 	Source random.Source
@@ -155,6 +161,13 @@ type Result struct {
 	// zero and nothing was charged; OriginalCost is what it cost then.
 	Repeated     bool
 	OriginalCost accounting.Cost
+	// Derived is set when the answer was derived from earlier releases
+	// by post-processing: nothing was read and Cost is zero.
+	Derived *Derivation
+
+	// measured holds the noisy value of every release for every group of
+	// the plan, kept with the stored answer for later derivations.
+	measured [][]float64
 }
 
 // BudgetState is the analyst's budget after a query.
@@ -288,6 +301,12 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 			return res, nil
 		}
 	}
+	// An answer derived from earlier releases: post-processing of noisy
+	// values only, no data read, nothing charged.
+	if res := s.derive(p, key); res != nil {
+		res.Budget = budget(st.Spent, st.Remaining, st.Rule)
+		return res, nil
+	}
 	// A query the budget cannot pay for is refused before any data is
 	// read. The check is advisory: the charge below decides, atomically.
 	if chk, ok := s.led.(BudgetChecker); ok {
@@ -369,12 +388,15 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 		return nil, ee
 	}
 	if charge.AnswerKey != "" {
-		if blob, err := encodeAnswer(res); err == nil && len(blob) <= ledger.MaxAnswerLen {
+		rec := s.measurements(p, res, receipt.ReleaseID, key)
+		if blob, err := encodeAnswerWith(res, rec); err == nil && len(blob) <= ledger.MaxAnswerLen {
 			if err := store.StoreAnswer(key, answerKey, blob); err != nil {
 				// The answer is released all the same: it was charged.
 				// Asking again then charges again, with fresh noise.
 				s.logger().Warn("the answer could not be stored for repeats", "table", key.Dataset,
 					"analyst", key.Analyst, "release", receipt.ReleaseID, "error", err.Error())
+			} else {
+				s.reuse.Add(key.Dataset, rec)
 			}
 		}
 	}

@@ -1,0 +1,167 @@
+package query
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/dpstat/dpstat/accounting"
+	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/ledger"
+	"github.com/dpstat/dpstat/query/dpplan"
+	"github.com/dpstat/dpstat/query/reuse"
+)
+
+// Derivation says which releases an answer was derived from.
+type Derivation struct {
+	// Releases are the ledger's release IDs whose noisy values the answer
+	// post-processed.
+	Releases []uint64 `json:"releases"`
+	// Variances holds, per answer row and column, the propagated variance
+	// of the derived statistic behind the value (its centred sum's for an
+	// AVG; 0 for a key).
+	Variances [][]float64 `json:"variances,omitempty"`
+}
+
+// Note is the derivation as the answer's notes, the psql notices and the
+// dashboard say it: "derived from releases 3, 7, cost 0".
+func (d *Derivation) Note() string {
+	ids := make([]string, len(d.Releases))
+	for i, id := range d.Releases {
+		ids[i] = strconv.FormatUint(id, 10)
+	}
+	return "derived from releases " + strings.Join(ids, ", ") + ", cost 0: post-processing of their noisy values, no data read, nothing charged (--fresh asks for a fresh answer)"
+}
+
+// AnswerLister lists the answers stored for a dataset; *ledger.Ledger
+// provides it. With it the service reads the measurements of earlier
+// releases kept with their stored answers when it first answers a query
+// on the dataset.
+type AnswerLister interface {
+	Answers(dataset, prefix string) ([]ledger.StoredAnswer, error)
+}
+
+// tableSource is the table's source as the answer key spells it.
+func tableSource(t *catalog.Table) string {
+	if src, err := filepath.Abs(t.Source); err == nil {
+		return src
+	}
+	return t.Source
+}
+
+// measurements returns the record of a fresh answer's measurements, or nil
+// when its plan's cells cannot be reused.
+func (s *Service) measurements(p *Prepared, res *Result, releaseID uint64, key ledger.Key) *reuse.Record {
+	if res == nil || res.measured == nil {
+		return nil
+	}
+	shape, why := reuse.ShapeOf(p.Plan, tableSource(p.Plan.Table))
+	if why != "" {
+		return nil
+	}
+	return reuse.NewRecord(shape, p.Noise, res.measured, releaseID, key.Analyst)
+}
+
+// loadMeasurements reads, once per dataset, the measurements kept with
+// the stored answers in the ledger.
+func (s *Service) loadMeasurements(dataset string) error {
+	lister, ok := s.led.(AnswerLister)
+	if !ok {
+		return nil
+	}
+	return s.reuse.Load(dataset, func() ([]*reuse.Record, error) {
+		stored, err := lister.Answers(dataset, answerKeyVersion+":")
+		if err != nil {
+			return nil, err
+		}
+		var out []*reuse.Record
+		for _, a := range stored {
+			var sa struct {
+				Measured *reuse.Record `json:"measured"`
+			}
+			if json.Unmarshal(a.Answer, &sa) == nil && sa.Measured != nil {
+				out = append(out, sa.Measured)
+			}
+		}
+		return out, nil
+	})
+}
+
+// derive answers p from earlier releases when it can: nil means the query
+// is answered afresh. The decision depends on the plan and on what was
+// released (how many cells, with which noise), never on the data.
+func (s *Service) derive(p *Prepared, key ledger.Key) *Result {
+	if p.Opts.Fresh || p.ExplainOnly {
+		return nil
+	}
+	if why := reuse.Eligible(p.Plan); why != "" {
+		return nil
+	}
+	shape, why := reuse.ShapeOf(p.Plan, tableSource(p.Plan.Table))
+	if why != "" {
+		return nil
+	}
+	if err := s.loadMeasurements(key.Dataset); err != nil {
+		s.logger().Warn("the measurements of earlier releases could not be read; answering afresh", "table", key.Dataset, "error", err.Error())
+		return nil
+	}
+	req := reuse.Request{Plan: p.Plan, Noise: p.Noise, Shape: shape, Confidence: p.Opts.Confidence,
+		Analyst: key.Analyst, Shared: p.Plan.Table.ReuseReleases == catalog.ReuseShared}
+	if p.Accuracy != nil {
+		req.Targets = map[int]float64{}
+		for o, h := range p.acc.targets {
+			req.Targets[o] = h
+		}
+	}
+	ans, why := reuse.Derive(req, s.reuse.Records(key.Dataset, shape.Context))
+	if why != "" {
+		return nil
+	}
+	return derivedResult(p, ans)
+}
+
+// derivedResult lays a derived answer out as a released one.
+func derivedResult(p *Prepared, ans *reuse.Answer) *Result {
+	plan, q := p.Plan, p.Plan.Query
+	aggCol := map[int]int{}
+	for j, a := range plan.Aggregates {
+		aggCol[a.Output] = j
+	}
+	keyCol := map[string]int{}
+	for i, g := range q.GroupBy {
+		keyCol[g] = i
+	}
+	d := &Derivation{Releases: ans.Releases}
+	res := &Result{Confidence: p.Opts.Confidence, Cost: accounting.Cost{}, Derived: d}
+	for _, o := range q.Outputs {
+		res.Columns = append(res.Columns, o.Name)
+	}
+	for g, key := range plan.Keys {
+		row := make([]any, len(q.Outputs))
+		ci := make([]*dpplan.Interval, len(q.Outputs))
+		vars := make([]float64, len(q.Outputs))
+		for i, o := range q.Outputs {
+			if o.IsKey() {
+				row[i] = key[keyCol[o.Key]]
+				continue
+			}
+			j := aggCol[i]
+			row[i] = ans.Values[g][j]
+			iv := ans.CI[g][j]
+			ci[i] = &iv
+			vars[i] = ans.Variance[g][plan.Aggregates[j].Releases[0]]
+		}
+		res.Rows = append(res.Rows, row)
+		res.CI = append(res.CI, ci)
+		d.Variances = append(d.Variances, vars)
+	}
+	renderTemporalAggregates(plan, res)
+	renderTemporalKeys(plan, res)
+	res.Notes = append([]string{d.Note()}, plan.Notes()...)
+	if p.Accuracy != nil {
+		res.Notes = append(res.Notes, fmt.Sprintf("accuracy: asked %s at %g%%; the derived intervals meet it", p.Accuracy.Asked, p.Opts.Confidence*100))
+	}
+	return res
+}

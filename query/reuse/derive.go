@@ -1,0 +1,296 @@
+package reuse
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/dpstat/dpstat/query/dpplan"
+	"github.com/dpstat/dpstat/query/ir"
+)
+
+// Request is a prepared query that might be answered from released
+// measurements.
+type Request struct {
+	Plan  *dpplan.Plan
+	Noise *dpplan.Noise
+	Shape *Shape
+	// Confidence is the level of the intervals.
+	Confidence float64
+	// Targets maps an output index to the half-width asked for it (an
+	// accuracy-first query); an aggregate without one must be at least as
+	// tight as a fresh answer at the query's ε.
+	Targets map[int]float64
+	// Analyst is who asks; Shared allows every analyst's releases, else
+	// only the analyst's own.
+	Analyst string
+	Shared  bool
+}
+
+// Answer is a derived answer: per group of the plan (Plan.Keys), the
+// value and interval of each aggregate (Plan.Aggregates), computed from
+// released noisy values only.
+type Answer struct {
+	Values [][]any
+	CI     [][]dpplan.Interval
+	// Releases lists the releases the answer was derived from.
+	Releases []uint64
+	// Variance holds, per group and release of the plan, the propagated
+	// variance of the derived statistic (NaN where none was derived).
+	Variance [][]float64
+}
+
+// estimate is one derived statistic of one cell.
+type estimate struct {
+	value float64
+	terms []term
+}
+
+// Eligible says whether the query's answer can be derived at all: COUNT,
+// SUM and AVG only, and no HAVING, ORDER BY, LIMIT, OFFSET or computed
+// outputs (a first landing: their post-processing is not reproduced).
+func Eligible(plan *dpplan.Plan) string {
+	q := plan.Query
+	if q.Having != nil || len(q.OrderBy) > 0 || q.Limit >= 0 || q.Offset > 0 {
+		return "HAVING, ORDER BY, LIMIT and OFFSET are answered afresh"
+	}
+	for _, o := range q.Outputs {
+		if o.Post != nil || o.Hidden {
+			return "computed outputs are answered afresh"
+		}
+	}
+	for _, a := range plan.Aggregates {
+		switch a.Aggregate.Func {
+		case ir.CountStar, ir.Count, ir.Sum, ir.Avg:
+		default:
+			return a.Aggregate.String() + " is answered afresh (only COUNT, SUM and AVG are derived)"
+		}
+	}
+	if len(plan.Aggregates) == 0 {
+		return "no aggregate"
+	}
+	return ""
+}
+
+// Derive answers req from records (of the request's dataset and context),
+// or says why not: a cell that no release covers exactly, or a derived
+// interval wider than asked (or than a fresh answer's at the query's ε).
+func Derive(req Request, recs []*Record) (*Answer, string) {
+	p, s := req.Plan, req.Shape
+	if why := Eligible(p); why != "" {
+		return nil, why
+	}
+	var usable []*Record
+	for _, r := range recs {
+		if r.Context == s.Context && (req.Shared || r.Analyst == req.Analyst) {
+			usable = append(usable, r)
+		}
+	}
+	if len(usable) == 0 {
+		return nil, "no earlier release of this table, filter and bounds"
+	}
+	used := map[uint64]bool{}
+	memo := widths{}
+	ans := &Answer{}
+	for g := range s.Keys {
+		box := s.cellBox(g)
+		for _, idx := range box {
+			if len(idx) == 0 {
+				return nil, "the filter excludes a group"
+			}
+		}
+		est := make([]*estimate, len(p.Releases))
+		vars := make([]float64, len(p.Releases))
+		for i := range vars {
+			vars[i] = math.NaN()
+		}
+		for _, a := range p.Aggregates {
+			for _, i := range a.Releases {
+				if est[i] != nil {
+					continue
+				}
+				e, from := deriveStat(s.Stats[i], box, s.complete, usable)
+				if e == nil {
+					return nil, fmt.Sprintf("no release covers %s of group %d exactly", a.Aggregate, g+1)
+				}
+				for _, id := range from {
+					used[id] = true
+				}
+				est[i], vars[i] = e, variance(e.terms)
+			}
+		}
+		row, ci, why := req.finish(g, est, memo)
+		if why != "" {
+			return nil, why
+		}
+		ans.Values, ans.CI, ans.Variance = append(ans.Values, row), append(ans.CI, ci), append(ans.Variance, vars)
+	}
+	for id := range used {
+		ans.Releases = append(ans.Releases, id)
+	}
+	sort.Slice(ans.Releases, func(a, b int) bool { return ans.Releases[a] < ans.Releases[b] })
+	return ans, ""
+}
+
+// deriveStat derives statistic id over the cell box from every record
+// that covers it exactly, combining their independent estimates by
+// inverse-variance weighting; nil when none does.
+func deriveStat(id string, box map[string][]int, complete map[string]int, recs []*Record) (*estimate, []uint64) {
+	if id == "" {
+		return nil, nil
+	}
+	type part struct {
+		sum float64
+		t   term
+		v   float64
+	}
+	var parts []part
+	var from []uint64
+	for _, r := range recs {
+		m := r.stat(id)
+		if m == nil {
+			continue
+		}
+		cells, ok := r.match(box, complete)
+		if !ok {
+			continue
+		}
+		sum := 0.0
+		for _, c := range cells {
+			sum += m.Values[c]
+		}
+		t := term{law: m.Law, coef: 1, n: float64(len(cells))}
+		v := variance([]term{t})
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			continue
+		}
+		if v == 0 {
+			// Noise too small to have a variance in doubles (ε of 1e20):
+			// this measurement alone is the estimate.
+			return &estimate{value: sum, terms: []term{t}}, []uint64{r.ReleaseID}
+		}
+		parts = append(parts, part{sum, t, v})
+		from = append(from, r.ReleaseID)
+	}
+	if len(parts) == 0 {
+		return nil, nil
+	}
+	if len(parts) == 1 {
+		return &estimate{value: parts[0].sum, terms: []term{parts[0].t}}, from
+	}
+	inv := 0.0
+	for _, pt := range parts {
+		inv += 1 / pt.v
+	}
+	e := &estimate{}
+	for _, pt := range parts {
+		w := (1 / pt.v) / inv
+		e.value += w * pt.sum
+		t := pt.t
+		t.coef = w
+		e.terms = append(e.terms, t)
+	}
+	return e, from
+}
+
+// finish turns group g's derived statistics into the aggregates' values
+// and intervals, and checks each against what was asked.
+func (req Request) finish(g int, est []*estimate, memo widths) ([]any, []dpplan.Interval, string) {
+	p, conf := req.Plan, req.Confidence
+	row := make([]any, len(p.Aggregates))
+	ci := make([]dpplan.Interval, len(p.Aggregates))
+	for j, a := range p.Aggregates {
+		i := a.Releases[0]
+		e := est[i]
+		switch a.Aggregate.Func {
+		case ir.CountStar, ir.Count, ir.Sum:
+			h := memo.halfWidth(e.terms, conf)
+			limit, asked := req.Targets[a.Output]
+			if !asked {
+				limit, _ = req.Noise.HalfWidth(j, conf)
+			}
+			if !(h <= limit*(1+1e-9)) {
+				return nil, nil, fmt.Sprintf("%s: the releases give ±%.4g, wider than the ±%.4g %s", a.Aggregate, h, limit, map[bool]string{true: "asked", false: "of a fresh answer"}[asked])
+			}
+			v := e.value
+			if a.Aggregate.Func != ir.Sum {
+				r := math.Round(v)
+				h += math.Abs(r - v)
+				row[j] = int64(r)
+				ci[j] = feasible(dpplan.Interval{Low: r - h, High: r + h}, 0, math.Inf(1))
+				continue
+			}
+			row[j] = v
+			iv := dpplan.Interval{Low: v - h, High: v + h}
+			if a.Lower >= 0 {
+				iv = feasible(iv, 0, math.Inf(1))
+			} else if a.Upper <= 0 {
+				iv = feasible(iv, math.Inf(-1), 0)
+			}
+			ci[j] = iv
+		case ir.Avg:
+			si, ni := a.Releases[0], a.Releases[1]
+			for _, k := range []int{si, ni} {
+				law, ok := req.Noise.Law(k)
+				if !ok || !(variance(est[k].terms) <= law.Variance()) {
+					return nil, nil, fmt.Sprintf("%s: the releases measure its sum or count less precisely than a fresh answer would", a.Aggregate)
+				}
+			}
+			tail := 1 - (1-conf)/2
+			hs, hc := memo.halfWidth(est[si].terms, tail), memo.halfWidth(est[ni].terms, tail)
+			row[j], ci[j] = average(est[si].value, est[ni].value, hs, hc, a.Lower, a.Upper)
+		}
+	}
+	return row, ci, ""
+}
+
+// feasible intersects an interval with the range its exact value lies in
+// (as the fresh answers do).
+func feasible(iv dpplan.Interval, lo, hi float64) dpplan.Interval {
+	iv.Low, iv.High = math.Max(iv.Low, lo), math.Min(iv.High, hi)
+	if iv.Low > iv.High {
+		if iv.High < lo {
+			iv.Low, iv.High = lo, lo
+		} else {
+			iv.Low, iv.High = hi, hi
+		}
+	}
+	return iv
+}
+
+// average is the mean of a derived centred sum c and count n, clamped to
+// [lo, hi] (the midpoint when n ≤ 0), with the interval spanned by every
+// (sum, count) pair within the half-widths hs and hc, each covering with
+// probability 1 − α/2; [lo, hi] when the count's interval reaches below 1.
+func average(c, n, hs, hc, lo, hi float64) (float64, dpplan.Interval) {
+	mid := lo + (hi-lo)/2
+	clamp := func(x float64) float64 { return math.Min(hi, math.Max(lo, x)) }
+	v := mid
+	if n > 0 {
+		v = clamp(mid + c/n)
+	}
+	if n-hc < 1 {
+		return v, dpplan.Interval{Low: lo, High: hi}
+	}
+	low, high := math.Inf(1), math.Inf(-1)
+	for _, s := range []float64{c - hs, c + hs} {
+		for _, d := range []float64{n - hc, n + hc} {
+			low, high = math.Min(low, s/d), math.Max(high, s/d)
+		}
+	}
+	return v, dpplan.Interval{Low: clamp(mid + low), High: clamp(mid + high)}
+}
+
+// widths remembers the half-widths computed for one answer: the cells of
+// a roll-up have the same terms.
+type widths map[string]float64
+
+func (w widths) halfWidth(ts []term, confidence float64) float64 {
+	k := fmt.Sprint(confidence, ts)
+	if h, ok := w[k]; ok {
+		return h
+	}
+	h := halfWidth(ts, confidence)
+	w[k] = h
+	return h
+}
