@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 
 	"github.com/dpstat/dpstat/query/dpplan"
 	"github.com/dpstat/dpstat/query/ir"
@@ -281,16 +282,34 @@ func average(c, n, hs, hc, lo, hi float64) (float64, dpplan.Interval) {
 	return v, dpplan.Interval{Low: clamp(mid + low), High: clamp(mid + high)}
 }
 
-// widths remembers the half-widths computed for one answer: the cells of
-// a roll-up have the same terms.
-type widths map[string]float64
+// widths computes the half-widths of one answer through a cache shared by
+// every answer: a half-width depends only on the laws, weights and
+// numbers of the noises summed, which the cells of a roll-up and the
+// repeats of a question share.
+type widths struct{}
 
-func (w widths) halfWidth(ts []term, confidence float64) float64 {
+var widthCache struct {
+	sync.Mutex
+	m map[string]float64
+}
+
+// maxCachedWidths bounds the cache; it is emptied when full.
+const maxCachedWidths = 1 << 14
+
+func (widths) halfWidth(ts []term, confidence float64) float64 {
 	k := fmt.Sprint(confidence, ts)
-	if h, ok := w[k]; ok {
+	widthCache.Lock()
+	h, ok := widthCache.m[k]
+	widthCache.Unlock()
+	if ok {
 		return h
 	}
-	h := halfWidth(ts, confidence)
-	w[k] = h
+	h = halfWidth(ts, confidence)
+	widthCache.Lock()
+	if widthCache.m == nil || len(widthCache.m) >= maxCachedWidths {
+		widthCache.m = map[string]float64{}
+	}
+	widthCache.m[k] = h
+	widthCache.Unlock()
 	return h
 }
