@@ -307,6 +307,12 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 		res.Budget = budget(st.Spent, st.Remaining, st.Rule)
 		return res, nil
 	}
+	// Or a fresh measurement at a smaller ε combined with them: only the
+	// ε still needed is charged.
+	var top *topUp
+	if q, t := s.topUp(p, key); t != nil {
+		p, top = q, t
+	}
 	// A query the budget cannot pay for is refused before any data is
 	// read. The check is advisory: the charge below decides, atomically.
 	if chk, ok := s.led.(BudgetChecker); ok {
@@ -386,6 +392,9 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 		s.logger().Error("query failed after its charge", "table", ee.Table, "analyst", key.Analyst,
 			"release", receipt.ReleaseID, "query", p.Plan.Query.Text, "error", err.Error())
 		return nil, ee
+	}
+	if top != nil {
+		res = top.combine(p, res)
 	}
 	if charge.AnswerKey != "" {
 		rec := s.measurements(p, res, receipt.ReleaseID, key)

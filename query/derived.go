@@ -12,6 +12,7 @@ import (
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query/dpplan"
 	"github.com/dpstat/dpstat/query/reuse"
+	"github.com/dpstat/dpstat/query/sqlgen"
 )
 
 // Derivation says which releases an answer was derived from.
@@ -23,16 +24,15 @@ type Derivation struct {
 	// of the derived statistic behind the value (its centred sum's for an
 	// AVG; 0 for a key).
 	Variances [][]float64 `json:"variances,omitempty"`
+	// TopUp, when not zero, is the ε of a fresh measurement combined with
+	// the releases (the answer's cost); zero when the answer cost nothing.
+	TopUp float64 `json:"top_up_epsilon,omitempty"`
 }
 
 // Note is the derivation as the answer's notes, the psql notices and the
 // dashboard say it: "derived from releases 3, 7, cost 0".
 func (d *Derivation) Note() string {
-	ids := make([]string, len(d.Releases))
-	for i, id := range d.Releases {
-		ids[i] = strconv.FormatUint(id, 10)
-	}
-	return "derived from releases " + strings.Join(ids, ", ") + ", cost 0: post-processing of their noisy values, no data read, nothing charged (--fresh asks for a fresh answer)"
+	return "derived from releases " + joinIDs(d.Releases) + ", cost 0: post-processing of their noisy values, no data read, nothing charged (--fresh asks for a fresh answer)"
 }
 
 // AnswerLister lists the answers stored for a dataset; *ledger.Ledger
@@ -93,10 +93,21 @@ func (s *Service) loadMeasurements(dataset string) error {
 // is answered afresh. The decision depends on the plan and on what was
 // released (how many cells, with which noise), never on the data.
 func (s *Service) derive(p *Prepared, key ledger.Key) *Result {
-	if p.Opts.Fresh || p.ExplainOnly {
+	req := s.reuseRequest(p, key)
+	if req == nil {
 		return nil
 	}
-	if why := reuse.Eligible(p.Plan); why != "" {
+	ans, why := reuse.Derive(*req, s.reuse.Records(key.Dataset, req.Shape.Context))
+	if why != "" {
+		return nil
+	}
+	return derivedResult(p, ans)
+}
+
+// reuseRequest is the derivation request of p by the analyst of key, or
+// nil when p's answer cannot be derived.
+func (s *Service) reuseRequest(p *Prepared, key ledger.Key) *reuse.Request {
+	if p.Opts.Fresh || p.ExplainOnly || reuse.Eligible(p.Plan) != "" {
 		return nil
 	}
 	shape, why := reuse.ShapeOf(p.Plan, tableSource(p.Plan.Table))
@@ -107,7 +118,7 @@ func (s *Service) derive(p *Prepared, key ledger.Key) *Result {
 		s.logger().Warn("the measurements of earlier releases could not be read; answering afresh", "table", key.Dataset, "error", err.Error())
 		return nil
 	}
-	req := reuse.Request{Plan: p.Plan, Noise: p.Noise, Shape: shape, Confidence: p.Opts.Confidence,
+	req := &reuse.Request{Plan: p.Plan, Noise: p.Noise, Shape: shape, Confidence: p.Opts.Confidence,
 		Analyst: key.Analyst, Shared: p.Plan.Table.ReuseReleases == catalog.ReuseShared}
 	if p.Accuracy != nil {
 		req.Targets = map[int]float64{}
@@ -115,11 +126,89 @@ func (s *Service) derive(p *Prepared, key ledger.Key) *Result {
 			req.Targets[o] = h
 		}
 	}
-	ans, why := reuse.Derive(req, s.reuse.Records(key.Dataset, shape.Context))
-	if why != "" {
-		return nil
+	return req
+}
+
+// topUp is the partly derived answer of p: when earlier releases cover
+// every cell but not accurately enough, a fresh measurement at a smaller
+// ε, combined with them by inverse-variance weighting, may meet the
+// accuracy asked. It returns p planned at that ε and what the releases
+// give, or nil when the fresh answer at p's own ε is as cheap.
+func (s *Service) topUp(p *Prepared, key ledger.Key) (*Prepared, *topUp) {
+	if p.Noise.Gaussian {
+		return nil, nil
 	}
-	return derivedResult(p, ans)
+	req := s.reuseRequest(p, key)
+	if req == nil {
+		return nil, nil
+	}
+	prior, why := reuse.Gather(*req, s.reuse.Records(key.Dataset, req.Shape.Context))
+	if why != "" {
+		return nil, nil
+	}
+	noiseAt := func(eps float64) (*dpplan.Noise, error) {
+		plan, err := p.Plan.Replan(p.Plan.Table, eps, p.Opts.Delta)
+		if err != nil {
+			return nil, err
+		}
+		return plan.NewNoise(nil)
+	}
+	eps, ok := prior.SmallestTopUp(*req, noiseAt)
+	if !ok || eps >= p.Opts.Epsilon {
+		return nil, nil
+	}
+	plan, err := p.Plan.Replan(p.Plan.Table, eps, p.Opts.Delta)
+	if err != nil {
+		return nil, nil
+	}
+	nz, err := plan.NewNoise(p.Opts.Source)
+	if err != nil || nz.Gaussian {
+		return nil, nil
+	}
+	text, err := sqlgen.SQL(plan, p.dialect)
+	if err != nil {
+		return nil, nil
+	}
+	q := *p
+	q.Plan, q.Noise, q.SQL = plan, nz, text
+	q.Opts.Epsilon = eps
+	if statementsFit(&q) != nil {
+		return nil, nil
+	}
+	return &q, &topUp{orig: p, req: *req, prior: prior}
+}
+
+// topUp is what a partly derived answer combines its fresh measurement
+// with.
+type topUp struct {
+	orig  *Prepared
+	req   reuse.Request
+	prior *reuse.Prior
+}
+
+// combine turns the fresh answer of the topped-up query into the answer
+// combined with the earlier releases; if the combination fails (it was
+// checked before the charge, so only a damaged record can make it), the
+// fresh answer is released as it is.
+func (t *topUp) combine(fresh *Prepared, res *Result) *Result {
+	ans, why := t.prior.Combine(t.req, fresh.Noise, res.measured)
+	if why != "" {
+		return res
+	}
+	out := derivedResult(t.orig, ans)
+	out.Cost, out.Split, out.measured = res.Cost, res.Split, res.measured
+	out.Derived.TopUp = fresh.Opts.Epsilon
+	out.Notes[0] = fmt.Sprintf("combined with releases %s: a fresh measurement at ε=%g instead of ε=%g, weighted with the earlier noisy values by inverse variance; only ε=%g was charged",
+		joinIDs(ans.Releases), fresh.Opts.Epsilon, t.orig.Opts.Epsilon, fresh.Opts.Epsilon)
+	return out
+}
+
+func joinIDs(ids []uint64) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.FormatUint(id, 10)
+	}
+	return strings.Join(s, ", ")
 }
 
 // derivedResult lays a derived answer out as a released one.

@@ -183,8 +183,8 @@ func TestDerivedAnswersExact(t *testing.T) {
 
 // TestDerivedRefused: a query whose cells are not exactly unions of
 // released cells (another filter, a roll-up over a nullable column, a
-// computed summand), another analyst's release by default, and --fresh
-// are answered afresh and charged.
+// computed summand), another analyst's release by default, --fresh, and a
+// derived interval wider than asked are not answered for free.
 func TestDerivedRefused(t *testing.T) {
 	ctx := context.Background()
 	fine := "SELECT sex, race, work, COUNT(*) AS n, SUM(hours) AS h FROM adult GROUP BY sex, race, work"
@@ -214,8 +214,8 @@ func TestDerivedRefused(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := res.Derived != nil; got != c.derived {
-				t.Fatalf("derived = %v, want %v (notes %q)", got, c.derived, res.Notes)
+			if got := res.Derived != nil && res.Cost.Epsilon == 0; got != c.derived {
+				t.Fatalf("derived at no cost = %v, want %v (notes %q)", got, c.derived, res.Notes)
 			}
 			if want := map[bool]int{true: 1, false: 2}[c.derived]; releases(t, led) != want {
 				t.Errorf("%d releases, want %d", releases(t, led), want)
@@ -352,6 +352,8 @@ func TestDerivedVarianceAndCoverage(t *testing.T) {
 			func([]any) func(reuseRow) bool { return func(r reuseRow) bool { return r.sex == "F" && r.race == "b" } }},
 		{"two releases combined", "SELECT sex, COUNT(*) AS n, SUM(hours) AS h, AVG(hours) AS a FROM adult GROUP BY sex", true,
 			func(row []any) func(reuseRow) bool { return func(r reuseRow) bool { return r.sex == row[0] } }},
+		{"topped up", "SELECT race, COUNT(*) AS n, SUM(hours) AS h, AVG(hours) AS a FROM adult GROUP BY race", false,
+			func(row []any) func(reuseRow) bool { return func(r reuseRow) bool { return r.race == row[0] } }},
 	}
 	const runs = 1500
 	for _, sh := range shapes {
@@ -364,6 +366,9 @@ func TestDerivedVarianceAndCoverage(t *testing.T) {
 			}
 			s, _ := reuse.ShapeOf(p.Plan, tableSource(p.Plan.Table))
 			req := reuse.Request{Plan: p.Plan, Noise: p.Noise, Shape: s, Confidence: 0.95, Analyst: "ann"}
+			// A fresh measurement of the asking query at ε = 0.2, which
+			// "topped up" combines with the release.
+			topP, topEx, _ := release(sh.sql, 0.2, 3)
 			type acc struct{ sum, sq, pvar, n, covered float64 }
 			stats := map[string]*acc{}
 			for run := 0; run < runs; run++ {
@@ -380,6 +385,17 @@ func TestDerivedVarianceAndCoverage(t *testing.T) {
 					recs = append(recs, reuse.NewRecord(sexS, sexP.Noise, m2, 2, "ann"))
 				}
 				ans, why := reuse.Derive(req, recs)
+				if sh.name == "topped up" {
+					prior, why := reuse.Gather(req, recs)
+					if why != "" {
+						t.Fatal(why)
+					}
+					_, _, m3, err := topP.Noise.ApplyMeasured(topEx, 0.95)
+					if err != nil {
+						t.Fatal(err)
+					}
+					ans, why = prior.Combine(req, topP.Noise, m3)
+				}
 				if why != "" {
 					t.Fatal(why)
 				}
@@ -432,5 +448,46 @@ func TestDerivedVarianceAndCoverage(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTopUpChargesWhatIsNeeded: a roll-up whose derived interval is wider
+// than a fresh answer's is answered by a fresh measurement at a smaller ε
+// combined with the release, and charged only that ε.
+func TestTopUpChargesWhatIsNeeded(t *testing.T) {
+	svc, rec, led, _ := reuseService(t, reuseRows(200), "")
+	ctx := context.Background()
+	if _, err := svc.Answer(ctx, "SELECT sex, race, work, COUNT(*) AS n FROM adult GROUP BY sex, race, work", Options{Epsilon: 1, Confidence: 0.95, Analyst: "ann"}); err != nil {
+		t.Fatal(err)
+	}
+	sql := "SELECT sex, work, COUNT(*) AS n FROM adult GROUP BY sex, work"
+	fresh, err := svc.Prepare(sql, Options{Epsilon: 1, Confidence: 0.95, Analyst: "ann"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := fresh.Noise.HalfWidth(0, 0.95)
+	calls := rec.calls()
+	res, err := svc.Answer(ctx, sql, Options{Epsilon: 1, Confidence: 0.95, Analyst: "ann"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := res.Derived
+	if d == nil || !(d.TopUp > 0 && d.TopUp < 1) || res.Cost.Epsilon != d.TopUp {
+		t.Fatalf("not topped up: derived %+v, cost %v", d, res.Cost)
+	}
+	if rec.calls() != calls+1 || releases(t, led) != 2 {
+		t.Errorf("%d engine runs, %d releases; want 1 more run and 2 releases", rec.calls()-calls, releases(t, led))
+	}
+	if !strings.HasPrefix(res.Notes[0], "combined with releases 1:") {
+		t.Errorf("note %q", res.Notes[0])
+	}
+	for _, row := range res.CI {
+		if h := (row[2].High - row[2].Low) / 2; h > want+1e-9 && row[2].Low > 0 {
+			t.Errorf("half-width %v, wider than the fresh answer's %v", h, want)
+		}
+	}
+	h, err := led.History(ledger.Key{}, 1)
+	if err != nil || len(h) != 1 || h[0].Cost.Epsilon != d.TopUp {
+		t.Errorf("ledger's last release %+v, want a charge of ε=%v", h, d.TopUp)
 	}
 }

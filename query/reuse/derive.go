@@ -77,6 +77,27 @@ func Eligible(plan *dpplan.Plan) string {
 // or says why not: a cell that no release covers exactly, or a derived
 // interval wider than asked (or than a fresh answer's at the query's ε).
 func Derive(req Request, recs []*Record) (*Answer, string) {
+	pr, why := Gather(req, recs)
+	if why != "" {
+		return nil, why
+	}
+	return pr.answer(req, pr.est)
+}
+
+// Prior is what earlier releases give a query: for every group and
+// release of its plan, the estimate derived from them.
+type Prior struct {
+	est      [][]*estimate
+	releases []uint64
+}
+
+// Releases lists the releases the prior was derived from.
+func (pr *Prior) Releases() []uint64 { return pr.releases }
+
+// Gather derives, for every group and release of the request's plan, an
+// estimate from the records, without checking its accuracy; it says why
+// not when some cell is not exactly a union of released cells.
+func Gather(req Request, recs []*Record) (*Prior, string) {
 	p, s := req.Plan, req.Shape
 	if why := Eligible(p); why != "" {
 		return nil, why
@@ -91,8 +112,7 @@ func Derive(req Request, recs []*Record) (*Answer, string) {
 		return nil, "no earlier release of this table, filter and bounds"
 	}
 	used := map[uint64]bool{}
-	memo := widths{}
-	ans := &Answer{}
+	pr := &Prior{}
 	for g := range s.Keys {
 		box := s.cellBox(g)
 		for _, idx := range box {
@@ -101,10 +121,6 @@ func Derive(req Request, recs []*Record) (*Answer, string) {
 			}
 		}
 		est := make([]*estimate, len(p.Releases))
-		vars := make([]float64, len(p.Releases))
-		for i := range vars {
-			vars[i] = math.NaN()
-		}
 		for _, a := range p.Aggregates {
 			for _, i := range a.Releases {
 				if est[i] != nil {
@@ -117,20 +133,100 @@ func Derive(req Request, recs []*Record) (*Answer, string) {
 				for _, id := range from {
 					used[id] = true
 				}
-				est[i], vars[i] = e, variance(e.terms)
+				est[i] = e
 			}
 		}
-		row, ci, why := req.finish(g, est, memo)
+		pr.est = append(pr.est, est)
+	}
+	for id := range used {
+		pr.releases = append(pr.releases, id)
+	}
+	sort.Slice(pr.releases, func(a, b int) bool { return pr.releases[a] < pr.releases[b] })
+	return pr, ""
+}
+
+// answer finishes the estimates est (per group and release) into an
+// answer, checking each aggregate's accuracy.
+func (pr *Prior) answer(req Request, est [][]*estimate) (*Answer, string) {
+	ans := &Answer{Releases: pr.releases}
+	memo := widths{}
+	for g := range est {
+		row, ci, why := req.finish(g, est[g], memo)
 		if why != "" {
 			return nil, why
 		}
+		vars := make([]float64, len(est[g]))
+		for i, e := range est[g] {
+			vars[i] = math.NaN()
+			if e != nil {
+				vars[i] = variance(e.terms)
+			}
+		}
 		ans.Values, ans.CI, ans.Variance = append(ans.Values, row), append(ans.CI, ci), append(ans.Variance, vars)
 	}
-	for id := range used {
-		ans.Releases = append(ans.Releases, id)
-	}
-	sort.Slice(ans.Releases, func(a, b int) bool { return ans.Releases[a] < ans.Releases[b] })
 	return ans, ""
+}
+
+// Combine answers req from the prior and a fresh measurement of the same
+// plan at another ε (its noise fresh, its noisy values measured, per group
+// and release, or nil to check the accuracy only): each statistic is the
+// inverse-variance weighted mean of the prior estimate and the fresh
+// value. It says why not when the combination misses the accuracy asked.
+func (pr *Prior) Combine(req Request, fresh *dpplan.Noise, measured [][]float64) (*Answer, string) {
+	est := make([][]*estimate, len(pr.est))
+	for g, row := range pr.est {
+		est[g] = make([]*estimate, len(row))
+		for i, e := range row {
+			if e == nil {
+				continue
+			}
+			law, ok := fresh.Law(i)
+			if !ok {
+				return nil, "the fresh measurement has no usable noise law"
+			}
+			vp, vf := variance(e.terms), law.Variance()
+			x := 0.0
+			if measured != nil {
+				x = measured[g][i]
+			}
+			switch {
+			case vp == 0:
+				est[g][i] = e
+				continue
+			case vf == 0:
+				// The fresh value has no noise to speak of: it alone.
+				est[g][i] = &estimate{value: x, terms: []term{{law: law, coef: 1, n: 1}}}
+				continue
+			case !(vf > 0):
+				return nil, "the fresh measurement has no finite variance"
+			}
+			wp := (1 / vp) / (1/vp + 1/vf)
+			c := &estimate{value: wp*e.value + (1-wp)*x}
+			for _, t := range e.terms {
+				t.coef *= wp
+				c.terms = append(c.terms, t)
+			}
+			c.terms = append(c.terms, term{law: law, coef: 1 - wp, n: 1})
+			est[g][i] = c
+		}
+	}
+	return pr.answer(req, est)
+}
+
+// SmallestTopUp returns the smallest ε (of dpplan.EpsilonDigits
+// significant digits) at which a fresh measurement combined with the prior
+// meets the request's accuracy, and whether there is one; noiseAt plans
+// the query at an ε. The search depends on the plan and on the prior's
+// noise laws only, never on values.
+func (pr *Prior) SmallestTopUp(req Request, noiseAt func(eps float64) (*dpplan.Noise, error)) (float64, bool) {
+	return dpplan.SmallestEpsilon(func(eps float64) bool {
+		nz, err := noiseAt(eps)
+		if err != nil {
+			return false
+		}
+		_, why := pr.Combine(req, nz, nil)
+		return why == ""
+	})
 }
 
 // deriveStat derives statistic id over the cell box from every record
@@ -215,10 +311,15 @@ func (req Request) finish(g int, est []*estimate, memo widths) ([]any, []dpplan.
 			}
 			v := e.value
 			if a.Aggregate.Func != ir.Sum {
-				r := math.Round(v)
-				h += math.Abs(r - v)
-				row[j] = int64(r)
-				ci[j] = feasible(dpplan.Interval{Low: r - h, High: r + h}, 0, math.Inf(1))
+				// A count is released as a whole number; its interval is
+				// the whole numbers within h of the unrounded estimate
+				// (the exact count is one), which covers as often.
+				row[j] = int64(math.Round(v))
+				iv := dpplan.Interval{Low: math.Ceil(v - h - 1e-9), High: math.Floor(v + h + 1e-9)}
+				if iv.Low > iv.High {
+					iv.Low, iv.High = math.Round(v), math.Round(v)
+				}
+				ci[j] = feasible(iv, 0, math.Inf(1))
 				continue
 			}
 			row[j] = v
