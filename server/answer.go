@@ -44,6 +44,9 @@ type Accuracy struct {
 type Derived struct {
 	Releases  []uint64    `json:"releases"`
 	Variances [][]float64 `json:"variances,omitempty"`
+	// TopUp is the ε of a fresh measurement combined with the releases
+	// (the answer's cost), zero when the answer cost nothing.
+	TopUp float64 `json:"top_up_epsilon,omitempty"`
 }
 
 // Pair is an (ε, δ) amount.

@@ -193,7 +193,7 @@ func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Resp
 	}
 	resp.Budget.Rule = string(res.Budget.Rule)
 	if d := res.Derived; d != nil {
-		resp.Derived = &server.Derived{Releases: d.Releases, Variances: d.Variances}
+		resp.Derived = &server.Derived{Releases: d.Releases, Variances: d.Variances, TopUp: d.TopUp}
 	}
 	if res.Repeated {
 		resp.Repeated = true
