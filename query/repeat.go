@@ -45,7 +45,10 @@ const answerKeyVersion = "dpstat-query-answer-v2"
 // confidence level, and the engine SQL. The analyst and table are the
 // ledger key the answer is stored under.
 func (p *Prepared) AnswerKey() string {
-	decl, err := json.Marshal(p.Plan.Table)
+	// Whose releases may be reused does not change what an answer is.
+	t := *p.Plan.Table
+	t.ReuseReleases = ""
+	decl, err := json.Marshal(&t)
 	if err != nil {
 		// A table that cannot be spelled gets a key of its own.
 		decl = []byte(fmt.Sprintf("%p", p.Plan.Table))
