@@ -278,6 +278,9 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 				res.Notes = append(res.Notes, "this query was answered before: running it returns the stored answer at no cost")
 			}
 		}
+		if n := s.explainDerived(p, key); n != "" {
+			res.Notes = append(res.Notes, n)
+		}
 		return res, nil
 	}
 	if p.Plan.PublicKeysOnly() {

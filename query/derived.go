@@ -254,3 +254,18 @@ func derivedResult(p *Prepared, ans *reuse.Answer) *Result {
 	}
 	return res
 }
+
+// explainDerived says, for EXPLAIN, whether running the query would derive
+// its answer from earlier releases, or top them up, and at what cost.
+func (s *Service) explainDerived(p *Prepared, key ledger.Key) string {
+	q := *p
+	q.ExplainOnly = false
+	if r := s.derive(&q, key); r != nil {
+		return "running this query now derives its answer from releases " + joinIDs(r.Derived.Releases) + " at no cost (--fresh answers afresh)"
+	}
+	if fresh, t := s.topUp(&q, key); t != nil {
+		return fmt.Sprintf("running this query now combines releases %s with a fresh measurement at ε=%g instead of ε=%g (--fresh answers afresh)",
+			joinIDs(t.prior.Releases()), fresh.Opts.Epsilon, p.Opts.Epsilon)
+	}
+	return ""
+}

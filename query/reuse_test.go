@@ -158,6 +158,10 @@ func TestDerivedAnswersExact(t *testing.T) {
 			if !strings.HasPrefix(res.Notes[0], "derived from releases 1, cost 0") {
 				t.Errorf("note %q", res.Notes[0])
 			}
+			ex, err := svc.Answer(ctx, "EXPLAIN "+c.sql, accuracyOpts("ann", 1))
+			if err != nil || !strings.Contains(strings.Join(ex.Notes, "\n"), "derives its answer from releases 1 at no cost") {
+				t.Errorf("EXPLAIN notes %q, %v", ex.Notes, err)
+			}
 			for _, row := range res.Rows {
 				n, s := reuseTruth(rows, c.keep(row))
 				for i, col := range res.Columns {
