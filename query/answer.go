@@ -304,17 +304,14 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 			return res, nil
 		}
 	}
-	// An answer derived from earlier releases: post-processing of noisy
-	// values only, no data read, nothing charged.
-	if res := s.derive(p, key); res != nil {
+	// An answer derived from earlier releases at no charge, or a fresh
+	// measurement at a smaller ε combined with them (derived.go).
+	res, top := s.fromReleases(p, key)
+	if res != nil {
 		res.Budget = budget(st.Spent, st.Remaining, st.Rule)
 		return res, nil
-	}
-	// Or a fresh measurement at a smaller ε combined with them: only the
-	// ε still needed is charged.
-	var top *topUp
-	if q, t := s.topUp(p, key); t != nil {
-		p, top = q, t
+	} else if top != nil {
+		p = top.fresh
 	}
 	// A query the budget cannot pay for is refused before any data is
 	// read. The check is advisory: the charge below decides, atomically.
@@ -388,7 +385,7 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 		return nil, fmt.Errorf("charging the ledger failed, nothing read or released: %w", err)
 	}
 	computing := time.Now()
-	res, err := s.compute(ctx, p)
+	res, err = s.compute(ctx, p)
 	s.engineDone(time.Since(computing), err)
 	if err != nil {
 		ee := &EngineError{Table: p.Plan.Table.Name, ReleaseID: receipt.ReleaseID, Err: err}
@@ -400,17 +397,7 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 		res = top.combine(p, res)
 	}
 	if charge.AnswerKey != "" {
-		rec := s.measurements(p, res, receipt.ReleaseID, key)
-		if blob, err := encodeAnswerWith(res, rec); err == nil && len(blob) <= ledger.MaxAnswerLen {
-			if err := store.StoreAnswer(key, answerKey, blob); err != nil {
-				// The answer is released all the same: it was charged.
-				// Asking again then charges again, with fresh noise.
-				s.logger().Warn("the answer could not be stored for repeats", "table", key.Dataset,
-					"analyst", key.Analyst, "release", receipt.ReleaseID, "error", err.Error())
-			} else {
-				s.reuse.Add(key.Dataset, rec)
-			}
-		}
+		s.storeAnswer(store, key, answerKey, p, res, receipt.ReleaseID)
 	}
 	res.ReleaseID = receipt.ReleaseID
 	res.Budget = budget(receipt.Spent, receipt.Remaining, receipt.Rule)

@@ -175,15 +175,26 @@ func (s *Service) topUp(p *Prepared, key ledger.Key) (*Prepared, *topUp) {
 	if statementsFit(&q) != nil {
 		return nil, nil
 	}
-	return &q, &topUp{orig: p, req: *req, prior: prior}
+	return &q, &topUp{orig: p, fresh: &q, req: *req, prior: prior}
+}
+
+// fromReleases returns the answer of p derived from earlier releases at no
+// charge, or else the top-up that answers it for less, or neither.
+func (s *Service) fromReleases(p *Prepared, key ledger.Key) (*Result, *topUp) {
+	if res := s.derive(p, key); res != nil {
+		return res, nil
+	}
+	_, t := s.topUp(p, key)
+	return nil, t
 }
 
 // topUp is what a partly derived answer combines its fresh measurement
 // with.
 type topUp struct {
-	orig  *Prepared
-	req   reuse.Request
-	prior *reuse.Prior
+	// orig is the query as asked, fresh the same at the top-up's ε.
+	orig, fresh *Prepared
+	req         reuse.Request
+	prior       *reuse.Prior
 }
 
 // combine turns the fresh answer of the topped-up query into the answer
@@ -268,4 +279,22 @@ func (s *Service) explainDerived(p *Prepared, key ledger.Key) string {
 			joinIDs(t.prior.Releases()), fresh.Opts.Epsilon, p.Opts.Epsilon)
 	}
 	return ""
+}
+
+// storeAnswer stores a charged answer for repeats, with the measurements
+// of its release for later derivations, and indexes them.
+func (s *Service) storeAnswer(store AnswerStore, key ledger.Key, answerKey string, p *Prepared, res *Result, releaseID uint64) {
+	rec := s.measurements(p, res, releaseID, key)
+	blob, err := encodeAnswerWith(res, rec)
+	if err != nil || len(blob) > ledger.MaxAnswerLen {
+		return
+	}
+	if err := store.StoreAnswer(key, answerKey, blob); err != nil {
+		// The answer is released all the same: it was charged. Asking
+		// again then charges again, with fresh noise.
+		s.logger().Warn("the answer could not be stored for repeats", "table", key.Dataset,
+			"analyst", key.Analyst, "release", releaseID, "error", err.Error())
+		return
+	}
+	s.reuse.Add(key.Dataset, rec)
 }
