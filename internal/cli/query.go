@@ -486,7 +486,12 @@ func writeQueryTable(w io.Writer, r *query.Result) error {
 			break
 		}
 	}
-	fmt.Fprintf(w, what+"; ε split: %s\n", r.Confidence*100, strings.Join(split, ", "))
+	if len(split) == 0 {
+		// Derived from earlier releases: nothing was split or spent.
+		fmt.Fprintf(w, what+"\n", r.Confidence*100)
+	} else {
+		fmt.Fprintf(w, what+"; ε split: %s\n", r.Confidence*100, strings.Join(split, ", "))
+	}
 	// The notes say what shaped the numbers (contribution bounding above
 	// all: counts below the rows in the file, with no other word on
 	// screen, confuse), as the JSON output, psql and the dashboard do.
