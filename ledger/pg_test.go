@@ -61,6 +61,7 @@ func TestOnPostgres(t *testing.T) {
 		{"TestEpochTotalCountsEarlierReleases", TestEpochTotalCountsEarlierReleases},
 		{"TestEpochRace", TestEpochRace},
 		{"TestEpochKindChange", TestEpochKindChange},
+		{"TestAnswersLists", TestAnswersLists},
 	} {
 		t.Run(tt.name, tt.test)
 	}

@@ -42,7 +42,7 @@ func constText(n *pg_query.Node) string {
 }
 
 // dpSettings are the session settings the front end keeps.
-var dpSettings = []string{"dpstat.accuracy", "dpstat.confidence", "dpstat.delta", "dpstat.epsilon", "dpstat.intervals"}
+var dpSettings = []string{"dpstat.accuracy", "dpstat.confidence", "dpstat.delta", "dpstat.epsilon", "dpstat.fresh", "dpstat.intervals"}
 
 // reset sets one dpstat setting, or all of them, back to its default.
 func (ss *session) reset(name string) {
@@ -61,6 +61,9 @@ func (ss *session) reset(name string) {
 	}
 	if all || name == "dpstat.intervals" {
 		ss.intervals = false
+	}
+	if all || name == "dpstat.fresh" {
+		ss.fresh = false
 	}
 }
 
@@ -176,6 +179,15 @@ func (ss *session) assign(name, val string) error {
 		default:
 			return pgErrorf("22023", "invalid value for dpstat.intervals: %s; want on or off", quote(val))
 		}
+	case "dpstat.fresh":
+		switch strings.ToLower(strings.TrimSpace(val)) {
+		case "on", "true", "yes", "1":
+			ss.fresh = true
+		case "off", "false", "no", "0":
+			ss.fresh = false
+		default:
+			return pgErrorf("22023", "invalid value for dpstat.fresh: %s; want on (every answer fresh, charged) or off (answers derived from earlier releases at no cost where they can be)", quote(val))
+		}
 	default:
 		return pgErrorf("42704", "unrecognized configuration parameter %q; dpstat has %s", name, strings.Join(dpSettings, ", "))
 	}
@@ -208,6 +220,11 @@ func (ss *session) dpSetting(name string) string {
 		return strconv.FormatFloat(ss.confidence, 'g', -1, 64)
 	case "dpstat.intervals":
 		if ss.intervals {
+			return "on"
+		}
+		return "off"
+	case "dpstat.fresh":
+		if ss.fresh {
 			return "on"
 		}
 		return "off"

@@ -47,6 +47,8 @@ type session struct {
 	// accuracy is dpstat.accuracy: when set, queries ask for it instead
 	// of epsilon (see assign).
 	accuracy *server.Accuracy
+	// fresh is dpstat.fresh: answers are never derived from releases.
+	fresh bool
 
 	stmts   map[string]*statement
 	portals map[string]*portal

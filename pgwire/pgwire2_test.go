@@ -217,6 +217,7 @@ func TestErrorsAndAttacks(t *testing.T) {
 		{"SET NaN", "SET dpstat.epsilon = 'NaN'", nil, "22023"},
 		{"SET unknown dpstat", "SET dpstat.budget = 100", nil, "42704"},
 		{"SET intervals junk", "SET dpstat.intervals = maybe", nil, "22023"},
+		{"SET fresh junk", "SET dpstat.fresh = maybe", nil, "22023"},
 		{"SHOW unknown", "SHOW dpstat.secret", nil, "42704"},
 		{"very long query", "SELECT COUNT(*) FROM adult /*" + strings.Repeat("x", 3000) + "*/", nil, "54000"},
 		{"unterminated string", "SELECT COUNT(*) FROM adult WHERE sex = 'x", nil, "42601"},

@@ -20,6 +20,7 @@ import (
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query/dpplan"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/query/reuse"
 	"github.com/dpstat/dpstat/query/sqlgen"
 	"github.com/dpstat/dpstat/random"
 )
@@ -56,6 +57,8 @@ type Service struct {
 	public map[string]*ir.PublicFacts
 	// obs is told the engine time of each charged query (observe.go).
 	obs Observer
+	// reuse indexes the measurements of earlier releases (derived.go).
+	reuse reuse.Index
 }
 
 // NewService registers every table of the catalog with the engine (which
@@ -96,6 +99,9 @@ type Options struct {
 	// must then be 0, and Prepare sets it to the smallest ε that meets the
 	// accuracy (see Accuracy and Prepared.Accuracy).
 	Accuracy *Accuracy
+	// Fresh asks for a fresh answer even when one could be derived from
+	// released measurements at no cost (see package query/reuse).
+	Fresh bool
 	// Source is the noise source; nil means the secure pooled source.
 	// Tests may pass a seeded source.
 	Source random.Source
@@ -156,6 +162,13 @@ type Result struct {
 	// zero and nothing was charged; OriginalCost is what it cost then.
 	Repeated     bool
 	OriginalCost accounting.Cost
+	// Derived is set when the answer was derived from earlier releases
+	// by post-processing: nothing was read and Cost is zero.
+	Derived *Derivation
+
+	// measured holds the noisy value of every release for every group of
+	// the plan, kept with the stored answer for later derivations.
+	measured [][]float64
 }
 
 // BudgetState is the analyst's budget after a query.
@@ -272,6 +285,9 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 				res.Notes = append(res.Notes, "this query was answered before: running it returns the stored answer at no cost")
 			}
 		}
+		if n := s.explainDerived(p, key); n != "" {
+			res.Notes = append(res.Notes, n)
+		}
 		return res, nil
 	}
 	if p.Plan.PublicKeysOnly() {
@@ -294,6 +310,15 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 			res.Budget = budget(st.Spent, st.Remaining, st.Rule)
 			return res, nil
 		}
+	}
+	// An answer derived from earlier releases at no charge, or a fresh
+	// measurement at a smaller ε combined with them (derived.go).
+	res, top := s.fromReleases(p, key)
+	if res != nil {
+		res.Budget = budget(st.Spent, st.Remaining, st.Rule)
+		return res, nil
+	} else if top != nil {
+		p = top.fresh
 	}
 	// A query the budget cannot pay for is refused before any data is
 	// read. The check is advisory: the charge below decides, atomically.
@@ -376,7 +401,7 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 		return nil, fmt.Errorf("charging the ledger failed, nothing read or released: %w", err)
 	}
 	computing := time.Now()
-	res, err := s.compute(ctx, p)
+	res, err = s.compute(ctx, p)
 	s.engineDone(time.Since(computing), err)
 	if err != nil {
 		ee := &EngineError{Table: p.Plan.Table.Name, ReleaseID: receipt.ReleaseID, Err: err}
@@ -384,15 +409,11 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 			"release", receipt.ReleaseID, "query", p.Plan.Query.Text, "error", err.Error())
 		return nil, ee
 	}
+	if top != nil {
+		res = top.combine(p, res)
+	}
 	if charge.AnswerKey != "" {
-		if blob, err := encodeAnswer(res); err == nil && len(blob) <= ledger.MaxAnswerLen {
-			if err := store.StoreAnswer(key, answerKey, blob); err != nil {
-				// The answer is released all the same: it was charged.
-				// Asking again then charges again, with fresh noise.
-				s.logger().Warn("the answer could not be stored for repeats", "table", key.Dataset,
-					"analyst", key.Analyst, "release", receipt.ReleaseID, "error", err.Error())
-			}
-		}
+		s.storeAnswer(store, key, answerKey, p, res, receipt.ReleaseID)
 	}
 	res.ReleaseID = receipt.ReleaseID
 	res.Budget = budget(receipt.Spent, receipt.Remaining, receipt.Rule)

@@ -24,7 +24,7 @@ func (p *Prepared) Release(exact *dpplan.Exact) (*Result, error) {
 			return nil, err
 		}
 	}
-	values, cis, err := p.Noise.Apply(exact, p.Opts.Confidence)
+	values, cis, measured, err := p.Noise.ApplyMeasured(exact, p.Opts.Confidence)
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +36,7 @@ func (p *Prepared) Release(exact *dpplan.Exact) (*Result, error) {
 	for i, g := range q.GroupBy {
 		keyCol[g] = i
 	}
-	res := &Result{Confidence: p.Opts.Confidence, Cost: p.Noise.Cost}
+	res := &Result{Confidence: p.Opts.Confidence, Cost: p.Noise.Cost, measured: measured}
 	for _, o := range q.Outputs {
 		res.Columns = append(res.Columns, o.Name)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query/dpplan"
+	"github.com/dpstat/dpstat/query/reuse"
 )
 
 // AnswerStore looks up answers stored with earlier charges; *ledger.Ledger
@@ -44,7 +45,10 @@ const answerKeyVersion = "dpstat-query-answer-v2"
 // confidence level, and the engine SQL. The analyst and table are the
 // ledger key the answer is stored under.
 func (p *Prepared) AnswerKey() string {
-	decl, err := json.Marshal(p.Plan.Table)
+	// Whose releases may be reused does not change what an answer is.
+	t := *p.Plan.Table
+	t.ReuseReleases = ""
+	decl, err := json.Marshal(&t)
 	if err != nil {
 		// A table that cannot be spelled gets a key of its own.
 		decl = []byte(fmt.Sprintf("%p", p.Plan.Table))
@@ -91,11 +95,17 @@ type storedAnswer struct {
 	Cost       accounting.Cost      `json:"cost"`
 	Split      []dpplan.Share       `json:"split"`
 	Notes      []string             `json:"notes"`
+	// Measured is what the release measured, for later derivations
+	// (package query/reuse); nil when nothing in it can be reused.
+	Measured *reuse.Record `json:"measured,omitempty"`
 }
 
 // encodeAnswer serializes a result for storage with its charge.
-func encodeAnswer(r *Result) ([]byte, error) {
-	s := storedAnswer{Columns: r.Columns, CI: r.CI, Confidence: r.Confidence, Cost: r.Cost, Split: r.Split, Notes: r.Notes}
+func encodeAnswer(r *Result) ([]byte, error) { return encodeAnswerWith(r, nil) }
+
+// encodeAnswerWith is encodeAnswer keeping the release's measurements.
+func encodeAnswerWith(r *Result, rec *reuse.Record) ([]byte, error) {
+	s := storedAnswer{Columns: r.Columns, CI: r.CI, Confidence: r.Confidence, Cost: r.Cost, Split: r.Split, Notes: r.Notes, Measured: rec}
 	for _, ivs := range r.CI {
 		for _, iv := range ivs {
 			if iv != nil && !(finite(iv.Low) && finite(iv.High)) {

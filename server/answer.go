@@ -26,6 +26,9 @@ type Request struct {
 	// Accuracy, when set, asks for half-widths instead of an ε (Epsilon
 	// is then 0): the answerer spends the smallest ε that meets them.
 	Accuracy *Accuracy
+	// Fresh asks for a fresh answer even when one could be derived from
+	// earlier releases at no cost.
+	Fresh bool
 }
 
 // Accuracy is the half-width of the intervals an analyst asks for, at the
@@ -34,6 +37,16 @@ type Request struct {
 type Accuracy struct {
 	All     float64
 	Columns map[string]float64
+}
+
+// Derived says which releases a derived answer post-processed, and the
+// propagated variance behind each value (per row and column; 0 for keys).
+type Derived struct {
+	Releases  []uint64    `json:"releases"`
+	Variances [][]float64 `json:"variances,omitempty"`
+	// TopUp is the ε of a fresh measurement combined with the releases
+	// (the answer's cost), zero when the answer cost nothing.
+	TopUp float64 `json:"top_up_epsilon,omitempty"`
 }
 
 // Pair is an (ε, δ) amount.
@@ -98,6 +111,9 @@ type Response struct {
 	// Repeated is true when the same analyst asked the same query before:
 	// the stored answer is returned and Cost is zero.
 	Repeated bool `json:"repeated,omitempty"`
+	// Derived is set when the answer was derived from earlier releases by
+	// post-processing: nothing was read and Cost is zero.
+	Derived *Derived `json:"derived,omitempty"`
 	// Notes are human-readable remarks such as how the cost was split.
 	Notes []string `json:"notes,omitempty"`
 	// DataDependent names, in a preview, the noisy columns whose interval

@@ -463,6 +463,8 @@ type queryBody struct {
 	DryRun     bool     `json:"dry_run"`
 	// Accuracy is a number or an object {column: number}.
 	Accuracy json.RawMessage `json:"accuracy"`
+	// Fresh asks for a fresh answer, never one derived from releases.
+	Fresh bool `json:"fresh"`
 }
 
 // parseAccuracy reads the body's "accuracy": a half-width > 0, or an
@@ -542,6 +544,7 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) error {
 		return badRequest(`"accuracy" and "epsilon" were both given: keep one, "accuracy" (the server chooses the smallest ε that meets it) or "epsilon" (the answer reports the half-widths it gives)`)
 	}
 	req.Accuracy = acc
+	req.Fresh = b.Fresh
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.QueryTimeout)
 	defer cancel()
 	start := time.Now()

@@ -82,6 +82,13 @@ given, or 1e-6. --accuracy and --epsilon cannot be given together.
 An identical query asked again by the same analyst (same epsilon, delta and
 confidence) returns the stored answer at no cost.
 
+A COUNT, SUM or AVG query whose groups are unions of groups an earlier query
+released (a coarser GROUP BY over columns with declared value lists, a subset
+of the keys, the same filter and bounds) is derived from those noisy values
+at no cost when the derived intervals meet the --accuracy asked, or are at
+least as tight as a fresh answer at the --epsilon asked; the answer says
+"derived from releases ..., cost 0". --fresh answers afresh (and pays).
+
 The budget charged is the analyst's budget on the queried table (the ledger
 key is the table name and the analyst); it is created from the catalog's
 budget on first use.`,
@@ -178,6 +185,7 @@ budget on first use.`,
 	f.Float64Var(&opts.Epsilon, "epsilon", query.DefaultEpsilon, "the query's privacy cost ε, split equally among its aggregates")
 	f.Float64Var(&opts.Delta, "delta", 0, "the δ the query may spend, in [0, 1); a GROUP BY column without public values needs δ > 0 for key selection")
 	f.StringVar(&accuracy, "accuracy", "", "ask for a half-width instead of an ε: one number for every COUNT, SUM and COUNT(DISTINCT) column, or column=number pairs (n=20,total=500); dpstat spends the smallest ε that meets it")
+	f.BoolVar(&opts.Fresh, "fresh", false, "answer afresh (and pay) even when the answer could be derived at no cost from earlier releases of the table")
 	f.Float64Var(&opts.Confidence, "confidence", query.DefaultConfidence, "confidence level of the reported intervals, in (0, 1)")
 	f.StringVar(&format, "format", "table", "output format: table, csv or json")
 	f.BoolVar(&dryRun, "dry-run", false, "show the cost, the split, the noise and interval half-widths and the engine SQL without reading data or charging (as EXPLAIN does)")
@@ -243,6 +251,9 @@ type queryJSON struct {
 	// Repeated is true when the stored answer of an identical earlier
 	// query was returned at no cost.
 	Repeated bool `json:"repeated,omitempty"`
+	// Derived is set when the answer was derived from earlier releases at
+	// no cost.
+	Derived *query.Derivation `json:"derived,omitempty"`
 }
 
 type epsDeltaJSON struct {
@@ -291,6 +302,7 @@ func writeQueryJSON(w io.Writer, r *query.Result) error {
 		Table:     r.Budget.Dataset,
 		Ledger:    &ledgerKeyJSON{r.Budget.Dataset, r.Budget.Dataset, r.Budget.Analyst},
 		Repeated:  r.Repeated,
+		Derived:   r.Derived,
 	}
 	if t := r.Budget.Total; t != nil {
 		out.Budget.Total = &totalJSON{Dataset: t.Dataset, Limit: epsDeltaJSON{t.Limit.Epsilon, t.Limit.Delta},
@@ -474,7 +486,12 @@ func writeQueryTable(w io.Writer, r *query.Result) error {
 			break
 		}
 	}
-	fmt.Fprintf(w, what+"; ε split: %s\n", r.Confidence*100, strings.Join(split, ", "))
+	if len(split) == 0 {
+		// Derived from earlier releases: nothing was split or spent.
+		fmt.Fprintf(w, what+"\n", r.Confidence*100)
+	} else {
+		fmt.Fprintf(w, what+"; ε split: %s\n", r.Confidence*100, strings.Join(split, ", "))
+	}
 	// The notes say what shaped the numbers (contribution bounding above
 	// all: counts below the rows in the file, with no other word on
 	// screen, confuse), as the JSON output, psql and the dashboard do.

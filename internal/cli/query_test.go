@@ -381,3 +381,35 @@ func TestQueryCLIAccuracy(t *testing.T) {
 		t.Errorf("unknown column: exit %d, %s", code, errOut)
 	}
 }
+
+// TestQueryCLIDerived: a slice of an earlier release is derived at no cost
+// and says so (JSON "derived", the note); --fresh pays.
+func TestQueryCLIDerived(t *testing.T) {
+	led := filepath.Join(t.TempDir(), "l.db")
+	ask := func(extra ...string) (map[string]any, string) {
+		t.Helper()
+		sql := "SELECT race, COUNT(*) AS n FROM adult WHERE sex = 'Female' GROUP BY race"
+		if len(extra) > 0 && extra[0] == "first" {
+			sql, extra = "SELECT sex, race, COUNT(*) AS n FROM adult GROUP BY sex, race", extra[1:]
+		}
+		args := append([]string{"query", "--catalog", exampleCatalog, "--ledger", led, "--analyst", "ana", "--accuracy", "40", "--format", "json"}, extra...)
+		out, errOut, code := runQueryCLI(append(args, sql)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		var res map[string]any
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("%v:\n%s", err, out)
+		}
+		return res, out
+	}
+	ask("first")
+	res, out := ask()
+	if res["derived"] == nil || res["cost"].(map[string]any)["epsilon"].(float64) != 0 || !strings.Contains(out, "derived from releases 1, cost 0") {
+		t.Fatalf("not derived at no cost:\n%s", out)
+	}
+	res, out = ask("--fresh")
+	if res["derived"] != nil || res["cost"].(map[string]any)["epsilon"].(float64) == 0 {
+		t.Fatalf("--fresh was not answered afresh:\n%s", out)
+	}
+}

@@ -93,6 +93,10 @@ func TestAccuracyFrontEnds(t *testing.T) {
 	if _, err := conn.Exec(ctx, "SET dpstat.accuracy = 'n=25'"); err != nil {
 		t.Fatal(err)
 	}
+	// Asked fresh: it could otherwise be derived from the HTTP releases.
+	if _, err := conn.Exec(ctx, "SET dpstat.fresh = on"); err != nil {
+		t.Fatal(err)
+	}
 	before = s.releases(t)
 	rows, err := conn.Query(ctx, "SELECT COUNT(*) AS n FROM adult")
 	if err != nil {

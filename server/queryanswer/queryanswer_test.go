@@ -225,6 +225,11 @@ func TestEndToEndExact(t *testing.T) {
 	if _, err := c.Exec(ctx, "SET dpstat.epsilon = 1e20"); err != nil {
 		t.Fatal(err)
 	}
+	// Fresh answers, each charged (the first one could be derived from
+	// the HTTP query's release at no cost).
+	if _, err := c.Exec(ctx, "SET dpstat.fresh = on"); err != nil {
+		t.Fatal(err)
+	}
 	var n float64
 	if err := c.QueryRow(ctx, "SELECT COUNT(*) FROM adult WHERE sex = $1", "Female").Scan(&n); err != nil {
 		t.Fatal(err)
@@ -284,9 +289,9 @@ func TestRestartKeepsEverything(t *testing.T) {
 	s.ledger.Close()
 
 	s2 := start(t, path)
-	// A different query: an identical one would return the stored answer
-	// at no cost.
-	code, m := s2.post(t, tok, `{"sql":"SELECT COUNT(*) AS n FROM adult","epsilon":0.5}`)
+	// A different query asked fresh: an identical one would return the
+	// stored answer at no cost, and this one could be derived from it.
+	code, m := s2.post(t, tok, `{"sql":"SELECT COUNT(*) AS n FROM adult","epsilon":0.5,"fresh":true}`)
 	if code != 200 {
 		t.Fatalf("after restart: %d %v", code, m)
 	}
@@ -357,5 +362,32 @@ func TestDryRunNamesDataDependentWidths(t *testing.T) {
 				t.Fatalf("notes do not say so: %s", notes)
 			}
 		})
+	}
+}
+
+// TestDerivedOverHTTP: an answer derived from an earlier release says so
+// ("derived", the notes) and costs nothing; "fresh": true pays.
+func TestDerivedOverHTTP(t *testing.T) {
+	s := start(t, filepath.Join(t.TempDir(), "ledger.db"))
+	_, tok, _ := s.reg.Add("alice", analyst.RoleAnalyst)
+	s.ledger.Grant(ledger.Key{Dataset: "adult", Analyst: "alice"}, accounting.EpsDelta{Epsilon: 2}, accounting.Basic)
+	if code, m := s.post(t, tok, `{"sql":"SELECT sex, race, COUNT(*) AS n FROM adult GROUP BY sex, race","accuracy":40}`); code != 200 {
+		t.Fatalf("%d %v", code, m)
+	}
+	code, m := s.post(t, tok, `{"sql":"SELECT race, COUNT(*) AS n FROM adult WHERE sex = 'Female' GROUP BY race","accuracy":40}`)
+	d, _ := json.Marshal(m["derived"])
+	notes, _ := json.Marshal(m["notes"])
+	cost, _ := json.Marshal(m["cost"])
+	if code != 200 || !strings.HasPrefix(string(d), `{"releases":[1]`) || !strings.Contains(string(notes), "derived from releases 1, cost 0") || string(cost) != `{"delta":0,"epsilon":0}` {
+		t.Fatalf("derived answer: %d derived %s notes %s cost %s", code, d, notes, cost)
+	}
+	if n := s.releases(t); n != 1 {
+		t.Fatalf("%d releases, want 1", n)
+	}
+	if code, m := s.post(t, tok, `{"sql":"SELECT race, COUNT(*) AS n FROM adult WHERE sex = 'Female' GROUP BY race","accuracy":40,"fresh":true}`); code != 200 || m["derived"] != nil {
+		t.Fatalf("fresh answer: %d %v", code, m)
+	}
+	if n := s.releases(t); n != 2 {
+		t.Fatalf("%d releases, want 2", n)
 	}
 }
