@@ -13,7 +13,7 @@ import (
 
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
-	"github.com/dpstat/dpstat/engine/enginetest"
+	"github.com/dpstat/dpstat/query/enginetest"
 	"github.com/dpstat/dpstat/engine/postgres"
 	"github.com/dpstat/dpstat/query"
 )

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dpstat/dpstat/engine/enginetest"
+	"github.com/dpstat/dpstat/query/enginetest"
 	"github.com/dpstat/dpstat/ledger"
 )
 

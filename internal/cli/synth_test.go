@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/dpstat/dpstat/engine"
-	"github.com/dpstat/dpstat/engine/enginetest"
+	"github.com/dpstat/dpstat/query/enginetest"
 	"github.com/dpstat/dpstat/ledger"
 )
 

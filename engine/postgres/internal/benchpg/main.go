@@ -21,7 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dpstat/dpstat/catalog"
-	"github.com/dpstat/dpstat/engine/enginetest"
+	"github.com/dpstat/dpstat/query/enginetest"
 	"github.com/dpstat/dpstat/engine/postgres"
 	"github.com/dpstat/dpstat/internal/benchdata"
 	"github.com/dpstat/dpstat/query"

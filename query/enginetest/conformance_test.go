@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/dpstat/dpstat/engine/enginetest"
+	"github.com/dpstat/dpstat/query/enginetest"
 )
 
 // generatedSeeds is how many generated queries each engine (and each
