@@ -18,7 +18,7 @@ import (
 	"strings"
 
 	"github.com/dpstat/dpstat/engine/duckdb"
-	"github.com/dpstat/dpstat/internal/benchdata"
+	"github.com/dpstat/dpstat/internal/bench/benchdata"
 	"github.com/dpstat/dpstat/query"
 )
 

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/dpstat/dpstat/engine/duckdb"
-	"github.com/dpstat/dpstat/internal/benchdata"
+	"github.com/dpstat/dpstat/internal/bench/benchdata"
 	"github.com/dpstat/dpstat/query"
 	"github.com/dpstat/dpstat/query/dpplan"
 )

@@ -23,7 +23,7 @@ import (
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/query/enginetest"
 	"github.com/dpstat/dpstat/engine/postgres"
-	"github.com/dpstat/dpstat/internal/benchdata"
+	"github.com/dpstat/dpstat/internal/bench/benchdata"
 	"github.com/dpstat/dpstat/query"
 )
 
