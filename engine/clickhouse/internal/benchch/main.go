@@ -24,9 +24,9 @@ import (
 
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine/clickhouse"
-	"github.com/dpstat/dpstat/query/enginetest"
 	"github.com/dpstat/dpstat/internal/bench/benchdata"
 	"github.com/dpstat/dpstat/query"
+	"github.com/dpstat/dpstat/query/enginetest"
 	"github.com/dpstat/dpstat/query/sqlgen"
 )
 

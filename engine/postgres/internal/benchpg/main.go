@@ -21,10 +21,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dpstat/dpstat/catalog"
-	"github.com/dpstat/dpstat/query/enginetest"
 	"github.com/dpstat/dpstat/engine/postgres"
 	"github.com/dpstat/dpstat/internal/bench/benchdata"
 	"github.com/dpstat/dpstat/query"
+	"github.com/dpstat/dpstat/query/enginetest"
 )
 
 func main() {
