@@ -6,7 +6,7 @@
 // loopback in a temporary directory (as the engine tests do) and removes
 // them afterwards.
 //
-//	go run ./engine/clickhouse/internal/benchch -rows 10000000 -runs 5
+//	go run ./internal/bench/benchch -rows 10000000 -runs 5
 package main
 
 import (
