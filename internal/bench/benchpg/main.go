@@ -5,7 +5,7 @@
 // an isolated PostgreSQL server in a temporary directory (as the engine
 // tests do) and removes it afterwards.
 //
-//	go run ./engine/postgres/internal/benchpg -rows 1000000 -runs 7
+//	go run ./internal/bench/benchpg -rows 1000000 -runs 7
 package main
 
 import (
