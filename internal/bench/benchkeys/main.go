@@ -5,7 +5,7 @@
 // data is generated into a temporary directory, never into the repository;
 // it is the same table as query/internal/benchsql's.
 //
-//	go run ./query/internal/benchkeys -rows 10000000 -runs 3
+//	go run ./internal/bench/benchkeys -rows 10000000 -runs 3
 package main
 
 import (
