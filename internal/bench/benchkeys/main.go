@@ -3,7 +3,7 @@
 // (distinct-person counts per key; an exact quantile), on a generated
 // Parquet table (by default 10M rows: 1M persons with 10 rows each). The
 // data is generated into a temporary directory, never into the repository;
-// it is the same table as query/internal/benchsql's.
+// it is the same table as internal/bench/benchsql's.
 //
 //	go run ./internal/bench/benchkeys -rows 10000000 -runs 3
 package main

@@ -3,7 +3,7 @@
 // table (by default 10M rows: 1M persons with 10 rows each). The data is
 // generated into a temporary directory, never into the repository.
 //
-//	go run ./query/internal/benchsql -rows 10000000 -runs 5
+//	go run ./internal/bench/benchsql -rows 10000000 -runs 5
 package main
 
 import (
