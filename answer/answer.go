@@ -1,10 +1,22 @@
-package server
+// Package answer is dpstat's one answering contract: the request an analyst
+// makes (SQL, ε or an accuracy, δ, confidence, dry run), the response every
+// front end renders (typed columns, rows, intervals, cost, budgets left,
+// notes, the stored release a repeated answer comes from), the refusal
+// with its kind, and the Answerer interface that ties them. The command
+// line, the HTTP server and the PostgreSQL wire protocol are adapters over
+// it: each maps a Kind to its own status (an exit message, an HTTP status,
+// a SQLSTATE) and renders a Response in its own format. Package
+// answer/queryanswer implements Answerer with package query.
+package answer
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
+	"math"
+
+	"github.com/dpstat/dpstat/accounting"
+	"github.com/dpstat/dpstat/ledger"
 )
 
 // Request is one DP SQL question from an authenticated analyst.
@@ -63,8 +75,10 @@ type Mechanism struct {
 
 // Share is one aggregate's part of a query's ε.
 type Share struct {
-	Column     string      `json:"column"`
-	Epsilon    float64     `json:"epsilon"`
+	Column  string  `json:"column"`
+	Epsilon float64 `json:"epsilon"`
+	// Delta is the share of δ (key selection only).
+	Delta      float64     `json:"delta,omitempty"`
 	Mechanisms []Mechanism `json:"mechanisms"`
 }
 
@@ -98,6 +112,9 @@ type Response struct {
 	// Repeated is true when the same analyst asked the same query before:
 	// the stored answer is returned and Cost is zero.
 	Repeated bool `json:"repeated,omitempty"`
+	// OriginalCost is, for a repeated answer, what the stored release it
+	// is derived from cost when it was first asked.
+	OriginalCost *Pair `json:"original_cost,omitempty"`
 	// Notes are human-readable remarks such as how the cost was split.
 	Notes []string `json:"notes,omitempty"`
 	// DataDependent names, in a preview, the noisy columns whose interval
@@ -159,8 +176,9 @@ type Answerer interface {
 	Tables(analyst string) []TableInfo
 }
 
-// Kind classifies an error for the HTTP status and the PostgreSQL SQLSTATE
-// it is reported with.
+// Kind classifies a refusal or an error; each front end maps it to its own
+// status (the server to an HTTP status, pgwire to a SQLSTATE). The
+// comments give both.
 type Kind string
 
 // The kinds of error an Answerer or the server reports.
@@ -230,48 +248,44 @@ func AsError(err error) *Error {
 	return &Error{Kind: KindInternal, Message: "internal error", Err: err}
 }
 
-// HTTPStatus is the HTTP status an error of kind k is reported with.
-func (k Kind) HTTPStatus() int {
-	switch k {
-	case KindBadRequest, KindSyntax, KindRefused, KindUnknownTable, KindUnknownColumn:
-		return http.StatusBadRequest
-	case KindNotGranted:
-		return http.StatusForbidden
-	case KindBudgetExceeded:
-		return http.StatusConflict
-	case KindTimeout, KindUnavailable:
-		return http.StatusServiceUnavailable
-	case KindOverloaded, KindRateLimited:
-		return http.StatusTooManyRequests
+// ValidateParams checks a request's numbers as every front end accepts
+// them: ε finite and ≥ 0 (0 is the default), δ in [0, 1), the confidence
+// in [0, 1) (0 is the default). The error is a KindBadRequest naming the
+// value and what is accepted.
+func ValidateParams(epsilon, delta, confidence float64) error {
+	if math.IsNaN(epsilon) || math.IsInf(epsilon, 0) || epsilon < 0 {
+		return Errorf(KindBadRequest, "epsilon = %v: want a finite number > 0", epsilon)
 	}
-	return http.StatusInternalServerError
+	if math.IsNaN(delta) || delta < 0 || delta >= 1 {
+		return Errorf(KindBadRequest, "delta = %v: want a number in [0, 1)", delta)
+	}
+	if math.IsNaN(confidence) || confidence < 0 || confidence >= 1 {
+		return Errorf(KindBadRequest, "confidence = %v: want a number in (0, 1), e.g. 0.95", confidence)
+	}
+	return nil
 }
 
-// SQLState is the PostgreSQL error code an error of kind k is reported with.
-func (k Kind) SQLState() string {
-	switch k {
-	case KindBadRequest:
-		return "22023" // invalid_parameter_value
-	case KindSyntax:
-		return "42601" // syntax_error
-	case KindRefused:
-		return "0A000" // feature_not_supported
-	case KindNotGranted:
-		return "42501" // insufficient_privilege
-	case KindBudgetExceeded:
-		return "53400" // configuration_limit_exceeded
-	case KindUnknownTable:
-		return "42P01" // undefined_table
-	case KindUnknownColumn:
-		return "42703" // undefined_column
-	case KindTimeout:
-		return "57014" // query_canceled
-	case KindOverloaded:
-		return "53000" // insufficient_resources
-	case KindRateLimited:
-		return "53400" // configuration_limit_exceeded
-	case KindUnavailable:
-		return "57P03" // cannot_connect_now
+// TotalInfo is a table's (or id space's) total budget: everything released
+// from it, whoever asked.
+type TotalInfo struct {
+	Table     string          `json:"table"`
+	Rule      accounting.Rule `json:"rule"`
+	Limit     Pair            `json:"limit"`
+	Spent     Pair            `json:"spent"`
+	Remaining Pair            `json:"remaining"`
+	Releases  int             `json:"releases"`
+}
+
+// TotalInfoOf converts a ledger total budget; nil gives nil.
+func TotalInfoOf(t *ledger.TotalStatus) *TotalInfo {
+	if t == nil {
+		return nil
 	}
-	return "XX000" // internal_error
+	return &TotalInfo{
+		Table: t.Dataset, Rule: t.Rule,
+		Limit:     Pair{t.Limit.Epsilon, t.Limit.Delta},
+		Spent:     Pair{t.Spent.Epsilon, t.Spent.Delta},
+		Remaining: Pair{t.Remaining.Epsilon, t.Remaining.Delta},
+		Releases:  t.Releases,
+	}
 }

@@ -1,4 +1,4 @@
-package server
+package answer
 
 import (
 	"context"
@@ -160,6 +160,3 @@ func RequestIDOf(ctx context.Context) string {
 	id, _ := ctx.Value(requestIDKey{}).(string)
 	return id
 }
-
-// RequestIDHeader is the response header carrying an HTTP request's id.
-const RequestIDHeader = "X-Request-Id"

@@ -1,8 +1,12 @@
-package server
+// Package auditlog is the audit log of dpstat's front ends: one JSON line
+// per login, failed login, admin action, grant and refusal for a spent
+// budget, appended to a file readable by its owner only.
+package auditlog
 
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/dpstat/dpstat/answer"
 	"io"
 	"os"
 	"sync"
@@ -27,8 +31,8 @@ const (
 	EventRefusedBudget = "refused_over_budget"
 )
 
-// AuditEvent is one line of the audit log.
-type AuditEvent struct {
+// Event is one line of the audit log.
+type Event struct {
 	Time    time.Time `json:"time"`
 	Event   string    `json:"event"`
 	Address string    `json:"address,omitempty"`
@@ -40,7 +44,7 @@ type AuditEvent struct {
 	Table   string `json:"table,omitempty"`
 	Total   bool   `json:"total,omitempty"`
 	// Limit is a grant's new limit.
-	Limit *Pair `json:"limit,omitempty"`
+	Limit *answer.Pair `json:"limit,omitempty"`
 	// Detail says why, for failures and refusals.
 	Detail string `json:"detail,omitempty"`
 	// RequestID is the request's id, as in the server's log lines (and,
@@ -48,32 +52,32 @@ type AuditEvent struct {
 	RequestID string `json:"request_id,omitempty"`
 }
 
-// AuditLog writes audit events as JSON lines. It is safe for concurrent
-// use; a nil *AuditLog records nothing.
-type AuditLog struct {
+// Log writes audit events as JSON lines. It is safe for concurrent
+// use; a nil *Log records nothing.
+type Log struct {
 	mu  sync.Mutex
 	w   io.Writer
 	f   *os.File
 	err error
 }
 
-// NewAuditLog writes events to w.
-func NewAuditLog(w io.Writer) *AuditLog { return &AuditLog{w: w} }
+// New writes events to w.
+func New(w io.Writer) *Log { return &Log{w: w} }
 
-// OpenAuditLog appends events to the file at path, creating it readable
+// Open appends events to the file at path, creating it readable
 // by its owner only.
-func OpenAuditLog(path string) (*AuditLog, error) {
+func Open(path string) (*Log, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("audit log: %w", err)
 	}
-	return &AuditLog{w: f, f: f}, nil
+	return &Log{w: f, f: f}, nil
 }
 
 // Record writes one event (its time set to now if zero), synced to disk
 // when the log is a file. A failure to write is kept for Err and does not
 // stop the service.
-func (l *AuditLog) Record(e AuditEvent) {
+func (l *Log) Record(e Event) {
 	if l == nil {
 		return
 	}
@@ -97,7 +101,7 @@ func (l *AuditLog) Record(e AuditEvent) {
 }
 
 // Err is the first error writing the log met, if any.
-func (l *AuditLog) Err() error {
+func (l *Log) Err() error {
 	if l == nil {
 		return nil
 	}
@@ -107,7 +111,7 @@ func (l *AuditLog) Err() error {
 }
 
 // Close closes the log's file, if it opened one.
-func (l *AuditLog) Close() error {
+func (l *Log) Close() error {
 	if l == nil || l.f == nil {
 		return nil
 	}

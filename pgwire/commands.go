@@ -8,8 +8,8 @@ import (
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 
+	"github.com/dpstat/dpstat/answer"
 	"github.com/dpstat/dpstat/query"
-	"github.com/dpstat/dpstat/server"
 )
 
 // constText is the text of a constant in a SET statement: a string,
@@ -148,7 +148,7 @@ func (ss *session) assign(name, val string) error {
 		if err != nil {
 			return pgErrorf("22023", "invalid value for dpstat.accuracy: %v; e.g. SET dpstat.accuracy = 20, or = 'n=20,total=500' (off to ask by dpstat.epsilon again)", err)
 		}
-		ss.accuracy = &server.Accuracy{All: acc.All, Columns: acc.Columns}
+		ss.accuracy = &answer.Accuracy{All: acc.All, Columns: acc.Columns}
 	case "dpstat.delta":
 		f, err := num(name)
 		if err != nil {

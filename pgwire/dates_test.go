@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/dpstat/dpstat/server"
+	"github.com/dpstat/dpstat/answer"
 	"github.com/dpstat/dpstat/server/servertest"
 )
 
@@ -33,7 +33,7 @@ func TestEncodeTemporal(t *testing.T) {
 // typed date and its interval columns stay numbers.
 func TestShapeTemporalAggregate(t *testing.T) {
 	ss := &session{s: &Server{opts: Options{Answerer: &servertest.Answerer{}}}, intervals: true}
-	resp := &server.Response{Columns: []string{"min_signup"}, Types: []string{"date"},
+	resp := &answer.Response{Columns: []string{"min_signup"}, Types: []string{"date"},
 		Rows: [][]any{{"2024-01-15"}}, CI: [][]*[2]float64{{{19723, 20088}}}}
 	d := ss.shape(resp)
 	if len(d.cols) != 3 || d.cols[0].oid != oidDate || d.cols[1].oid != oidFloat8 {

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/dpstat/dpstat/answer"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/pgwire"
 	"github.com/dpstat/dpstat/server"
@@ -485,12 +486,12 @@ func TestCachedStatementAfterIntervalsChange(t *testing.T) {
 
 // gate holds real answers (not dry runs) until it is opened.
 type gate struct {
-	server.Answerer
+	answer.Answerer
 	entered chan struct{}
 	open    chan struct{}
 }
 
-func (g *gate) Answer(ctx context.Context, req server.Request) (*server.Response, error) {
+func (g *gate) Answer(ctx context.Context, req answer.Request) (*answer.Response, error) {
 	if !req.DryRun {
 		g.entered <- struct{}{}
 		<-g.open
@@ -503,7 +504,7 @@ func (g *gate) Answer(ctx context.Context, req server.Request) (*server.Response
 // going away.
 func TestGracefulShutdown(t *testing.T) {
 	g := &gate{entered: make(chan struct{}, 1), open: make(chan struct{})}
-	e := newEnvWrapped(t, pgwire.Options{}, func(a server.Answerer) server.Answerer { g.Answerer = a; return g })
+	e := newEnvWrapped(t, pgwire.Options{}, func(a answer.Answerer) answer.Answerer { g.Answerer = a; return g })
 	ctx := context.Background()
 	busy := connect(t, e.dsn("alice", e.alice))
 	idle := connect(t, e.dsn("alice", e.alice))

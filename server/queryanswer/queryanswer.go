@@ -1,5 +1,5 @@
 // Package queryanswer answers the server's DP SQL requests with package
-// query: it adapts a query.Service over a catalog to server.Answerer.
+// query: it adapts a query.Service over a catalog to answer.Answerer.
 //
 // Unlike the command line, the server answers only on tables where an
 // administrator granted the analyst a budget: a request on any other table
@@ -16,24 +16,24 @@ import (
 	"strings"
 
 	"github.com/dpstat/dpstat/accounting"
+	"github.com/dpstat/dpstat/answer"
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query"
 	"github.com/dpstat/dpstat/query/dpplan"
 	"github.com/dpstat/dpstat/query/ir"
-	"github.com/dpstat/dpstat/server"
 )
 
 // maxPreviewGroups bounds the groups a dry run lists.
 const maxPreviewGroups = 1000
 
-// Answerer is a server.Answerer over a query.Service.
+// Answerer is an answer.Answerer over a query.Service.
 type Answerer struct {
 	svc    *query.Service
 	cat    *catalog.Catalog
 	ledger *ledger.Ledger
-	tables []server.TableInfo
+	tables []answer.TableInfo
 }
 
 // New returns an Answerer that answers with svc over cat and checks grants
@@ -49,13 +49,13 @@ func New(svc *query.Service, cat *catalog.Catalog, led *ledger.Ledger) (*Answere
 	return a, nil
 }
 
-func tableInfo(t *catalog.Table) server.TableInfo {
-	ti := server.TableInfo{Name: t.Name, IDSpace: t.IDSpace, PrivacyUnit: t.PrivacyUnit, Public: t.Public}
+func tableInfo(t *catalog.Table) answer.TableInfo {
+	ti := answer.TableInfo{Name: t.Name, IDSpace: t.IDSpace, PrivacyUnit: t.PrivacyUnit, Public: t.Public}
 	if t.HasPrivacyUnit() {
 		ti.MaxGroupsPerUnit, ti.MaxRowsPerGroup = int(t.MaxGroupsPerUnit), int(t.MaxRowsPerGroup)
 	}
 	for _, c := range t.Columns {
-		ci := server.ColumnInfo{Name: c.Name, Type: string(c.Type), Lower: c.Lower, Upper: c.Upper, Nullable: c.Nullable}
+		ci := answer.ColumnInfo{Name: c.Name, Type: string(c.Type), Lower: c.Lower, Upper: c.Upper, Nullable: c.Nullable}
 		for _, v := range c.Values {
 			if c.Type.Temporal() {
 				ci.Values = append(ci.Values, catalog.FormatValue(c.Type, v))
@@ -83,8 +83,8 @@ func valueText(v any) string {
 
 // Tables lists the catalog's tables on which analyst has a budget; ""
 // lists them all.
-func (a *Answerer) Tables(analyst string) []server.TableInfo {
-	var out []server.TableInfo
+func (a *Answerer) Tables(analyst string) []answer.TableInfo {
+	var out []answer.TableInfo
 	for _, t := range a.tables {
 		if analyst != "" && !t.Public {
 			// A public table has no budget: every analyst may join it.
@@ -109,30 +109,30 @@ func classify(err error) error {
 		if errors.Is(err, ledger.ErrTotalExceeded) {
 			advice = ". The total budget of every analyst together is spent; to spend more, an admin raises the table's total (POST /v1/admin/grants with \"total\": true)"
 		}
-		return &server.Error{Kind: server.KindBudgetExceeded, Err: err, Message: err.Error() + advice}
+		return &answer.Error{Kind: answer.KindBudgetExceeded, Err: err, Message: err.Error() + advice}
 	case errors.As(err, &re):
-		kind := server.KindRefused
+		kind := answer.KindRefused
 		switch re.Kind {
 		case ir.KindSyntax:
-			kind = server.KindSyntax
+			kind = answer.KindSyntax
 		case ir.KindUnknownTable:
-			kind = server.KindUnknownTable
+			kind = answer.KindUnknownTable
 		case ir.KindUnknownColumn:
-			kind = server.KindUnknownColumn
+			kind = answer.KindUnknownColumn
 		}
-		return &server.Error{Kind: kind, Message: err.Error(), Err: err}
+		return &answer.Error{Kind: kind, Message: err.Error(), Err: err}
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		if errors.As(err, &ee) {
 			// Stopped while the engine ran: its cost had been charged.
-			return &server.Error{Kind: server.KindTimeout, Message: ee.Error(), Err: err}
+			return &answer.Error{Kind: answer.KindTimeout, Message: ee.Error(), Err: err}
 		}
-		return &server.Error{Kind: server.KindTimeout, Message: "the query ran out of time before its cost was charged; nothing was charged", Err: err}
+		return &answer.Error{Kind: answer.KindTimeout, Message: "the query ran out of time before its cost was charged; nothing was charged", Err: err}
 	case errors.As(err, &ue):
 		// The driver's text (hosts, users) is for the data owner's logs.
-		return &server.Error{Kind: server.KindUnavailable, Message: "the database that holds the table cannot be reached; the query was refused and nothing was charged; try again later", Err: err}
+		return &answer.Error{Kind: answer.KindUnavailable, Message: "the database that holds the table cannot be reached; the query was refused and nothing was charged; try again later", Err: err}
 	case errors.As(err, &ee):
 		// The message withholds the engine's text; it is safe to show.
-		return &server.Error{Kind: server.KindInternal, Message: ee.Error(), Err: err}
+		return &answer.Error{Kind: answer.KindInternal, Message: ee.Error(), Err: err}
 	}
 	return err
 }
@@ -140,7 +140,7 @@ func classify(err error) error {
 // Answer answers req: every refusal, the grant check and a dry run happen
 // before the engine runs; an answer is returned only after its charge has
 // committed.
-func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Response, error) {
+func (a *Answerer) Answer(ctx context.Context, req answer.Request) (*answer.Response, error) {
 	opts := query.Options{Epsilon: req.Epsilon, Delta: req.Delta, Confidence: req.Confidence, Analyst: req.Analyst}
 	if a := req.Accuracy; a != nil {
 		opts.Accuracy = &query.Accuracy{All: a.All, Columns: a.Columns}
@@ -157,12 +157,12 @@ func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Resp
 		if errors.As(err, &re) {
 			return nil, classify(err)
 		}
-		return nil, &server.Error{Kind: server.KindBadRequest, Message: err.Error(), Err: err}
+		return nil, &answer.Error{Kind: answer.KindBadRequest, Message: err.Error(), Err: err}
 	}
 	key := ledger.Key{Dataset: p.Plan.Table.BudgetDataset(), Analyst: req.Analyst}
 	st, err := a.ledger.Status(key)
 	if errors.Is(err, ledger.ErrNoBudget) {
-		return nil, server.Errorf(server.KindNotGranted, "analyst %q has no budget on table %q: ask an administrator for a grant", req.Analyst, p.Plan.Table.Name)
+		return nil, answer.Errorf(answer.KindNotGranted, "analyst %q has no budget on table %q: ask an administrator for a grant", req.Analyst, p.Plan.Table.Name)
 	}
 	if err != nil {
 		return nil, err
@@ -174,16 +174,16 @@ func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Resp
 	if err != nil {
 		return nil, classify(err)
 	}
-	resp := &server.Response{
+	resp := &answer.Response{
 		Columns: res.Columns,
 		Types:   p.Plan.ColumnTypes(),
 		Rows:    res.Rows,
 		CI:      make([][]*[2]float64, len(res.CI)),
-		Cost:    server.Pair{Epsilon: res.Cost.Epsilon, Delta: res.Cost.Delta},
-		Budget: server.BudgetLeft{
-			Spent:     server.Pair{Epsilon: res.Budget.Spent.Epsilon, Delta: res.Budget.Spent.Delta},
-			Remaining: server.Pair{Epsilon: res.Budget.Remaining.Epsilon, Delta: res.Budget.Remaining.Delta},
-			Total:     server.TotalInfoOf(res.Budget.Total),
+		Cost:    answer.Pair{Epsilon: res.Cost.Epsilon, Delta: res.Cost.Delta},
+		Budget: answer.BudgetLeft{
+			Spent:     answer.Pair{Epsilon: res.Budget.Spent.Epsilon, Delta: res.Budget.Spent.Delta},
+			Remaining: answer.Pair{Epsilon: res.Budget.Remaining.Epsilon, Delta: res.Budget.Remaining.Delta},
+			Total:     answer.TotalInfoOf(res.Budget.Total),
 		},
 		Table:      p.Plan.Table.Name,
 		Notes:      append(splitNotes(res.Split), res.Notes...),
@@ -208,12 +208,12 @@ func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Resp
 	return resp, nil
 }
 
-func shares(split []dpplan.Share) []server.Share {
-	var out []server.Share
+func shares(split []dpplan.Share) []answer.Share {
+	var out []answer.Share
 	for _, sh := range split {
-		s := server.Share{Column: sh.Column, Epsilon: sh.Epsilon, Mechanisms: []server.Mechanism{}}
+		s := answer.Share{Column: sh.Column, Epsilon: sh.Epsilon, Mechanisms: []answer.Mechanism{}}
 		for _, m := range sh.Mechanisms {
-			s.Mechanisms = append(s.Mechanisms, server.Mechanism{Name: m.Name, Epsilon: m.Epsilon, Sensitivity: m.Sensitivity, Scale: m.Scale})
+			s.Mechanisms = append(s.Mechanisms, answer.Mechanism{Name: m.Name, Epsilon: m.Epsilon, Sensitivity: m.Sensitivity, Scale: m.Scale})
 		}
 		out = append(out, s)
 	}
@@ -238,11 +238,11 @@ func splitNotes(split []dpplan.Share) []string {
 // on the noisy count and a quantile's on the values, so theirs are the
 // widest the declared range allows, and the response names those columns
 // (DataDependent) and says so in a note. Nothing is charged.
-func (a *Answerer) preview(p *query.Prepared, st ledger.Status) (*server.Response, error) {
+func (a *Answerer) preview(p *query.Prepared, st ledger.Status) (*answer.Response, error) {
 	q := p.Plan.Query
-	resp := &server.Response{
-		Cost:       server.Pair{Epsilon: p.Noise.Cost.Epsilon, Delta: p.Noise.Cost.Delta},
-		Budget:     server.BudgetLeft{Spent: server.Pair{Epsilon: st.Spent.Epsilon, Delta: st.Spent.Delta}, Remaining: server.Pair{Epsilon: st.Remaining.Epsilon, Delta: st.Remaining.Delta}, Total: server.TotalInfoOf(st.Total)},
+	resp := &answer.Response{
+		Cost:       answer.Pair{Epsilon: p.Noise.Cost.Epsilon, Delta: p.Noise.Cost.Delta},
+		Budget:     answer.BudgetLeft{Spent: answer.Pair{Epsilon: st.Spent.Epsilon, Delta: st.Spent.Delta}, Remaining: answer.Pair{Epsilon: st.Remaining.Epsilon, Delta: st.Remaining.Delta}, Total: answer.TotalInfoOf(st.Total)},
 		Table:      p.Plan.Table.Name,
 		DryRun:     true,
 		Confidence: p.Opts.Confidence,

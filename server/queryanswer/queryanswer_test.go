@@ -18,6 +18,7 @@ import (
 
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/analyst"
+	"github.com/dpstat/dpstat/answer"
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine/duckdb"
 	"github.com/dpstat/dpstat/ledger"
@@ -41,7 +42,7 @@ type stack struct {
 	http   *httptest.Server
 	pgAddr string
 	alice  string
-	ans    server.Answerer
+	ans    answer.Answerer
 }
 
 // start runs the HTTP and PostgreSQL front ends over the real query path on
@@ -86,7 +87,7 @@ func start(t testing.TB, path string) *stack {
 
 // frontEnds serves ans over HTTP and the PostgreSQL protocol on loopback,
 // with the analysts of reg and budgets in l; both stop when the test ends.
-func frontEnds(t testing.TB, l *ledger.Ledger, path string, reg *analyst.Registry, ans server.Answerer) *stack {
+func frontEnds(t testing.TB, l *ledger.Ledger, path string, reg *analyst.Registry, ans answer.Answerer) *stack {
 	t.Helper()
 	api, err := server.New(server.Options{Answerer: ans, Ledger: l, Analysts: reg})
 	if err != nil {

@@ -12,11 +12,11 @@ import (
 	"strings"
 
 	"github.com/dpstat/dpstat/accounting"
+	"github.com/dpstat/dpstat/answer"
 	"github.com/dpstat/dpstat/ledger"
-	"github.com/dpstat/dpstat/server"
 )
 
-// Answerer is a fake server.Answerer over two declared tables, "adult" and
+// Answerer is a fake answer.Answerer over two declared tables, "adult" and
 // "visits", and the public table "weekdays". Its answers are fixed
 // numbers; only its charging is real.
 type Answerer struct {
@@ -30,28 +30,28 @@ var fromRE = regexp.MustCompile(`(?i)\bfrom\s+("?)([A-Za-z_][A-Za-z0-9_]*)("?)`)
 
 func f(v float64) *float64 { return &v }
 
-var tables = []server.TableInfo{
-	{Name: "adult", Columns: []server.ColumnInfo{
+var tables = []answer.TableInfo{
+	{Name: "adult", Columns: []answer.ColumnInfo{
 		{Name: "age", Type: "int", Lower: f(17), Upper: f(90)},
 		{Name: "hours_per_week", Type: "int", Lower: f(1), Upper: f(99)},
 		{Name: "sex", Type: "text", Values: []string{"Female", "Male"}},
 		{Name: "education", Type: "text"},
 	}},
-	{Name: "visits", PrivacyUnit: "visitor_id", MaxGroupsPerUnit: 3, MaxRowsPerGroup: 1, Columns: []server.ColumnInfo{
+	{Name: "visits", PrivacyUnit: "visitor_id", MaxGroupsPerUnit: 3, MaxRowsPerGroup: 1, Columns: []answer.ColumnInfo{
 		{Name: "visitor_id", Type: "int"},
 		{Name: "day", Type: "int", Values: []string{"1", "2", "3", "4", "5", "6", "7"}},
 		{Name: "euros_spent", Type: "float", Lower: f(0), Upper: f(60)},
 		{Name: "first_visit", Type: "date", Lower: f(19723), Upper: f(20088), Range: []string{"2024-01-01", "2024-12-31"}},
 	}},
-	{Name: "weekdays", Public: true, Columns: []server.ColumnInfo{
+	{Name: "weekdays", Public: true, Columns: []answer.ColumnInfo{
 		{Name: "day", Type: "int", Values: []string{"1", "2", "3", "4", "5", "6", "7"}},
 		{Name: "name", Type: "text"},
 	}},
 }
 
 // Tables lists the tables on which analyst has a budget ("" lists all).
-func (a *Answerer) Tables(analyst string) []server.TableInfo {
-	var out []server.TableInfo
+func (a *Answerer) Tables(analyst string) []answer.TableInfo {
+	var out []answer.TableInfo
 	for _, t := range tables {
 		if analyst == "" {
 			out = append(out, t)
@@ -71,24 +71,24 @@ func (a *Answerer) Tables(analyst string) []server.TableInfo {
 // Answer answers "SELECT sex, COUNT(*) ... FROM table" with two fixed rows,
 // charging Epsilon (default 1) and Delta to (table, analyst). A query that
 // mentions AVG( gets a third column, avg, with fixed averages.
-func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Response, error) {
+func (a *Answerer) Answer(ctx context.Context, req answer.Request) (*answer.Response, error) {
 	sql := strings.TrimSpace(req.SQL)
 	sql = strings.TrimSuffix(sql, ";")
 	low := strings.ToLower(sql)
 	switch {
 	case !strings.HasPrefix(low, "select"):
 		if strings.HasPrefix(low, "drop") || strings.HasPrefix(low, "insert") || strings.HasPrefix(low, "delete") || strings.HasPrefix(low, "update") {
-			return nil, server.Errorf(server.KindRefused, "only SELECT queries are answered; got %q", firstWord(sql))
+			return nil, answer.Errorf(answer.KindRefused, "only SELECT queries are answered; got %q", firstWord(sql))
 		}
-		return nil, server.Errorf(server.KindSyntax, "syntax error at or near %q", firstWord(sql))
+		return nil, answer.Errorf(answer.KindSyntax, "syntax error at or near %q", firstWord(sql))
 	case strings.Contains(quotedRE.ReplaceAllString(sql, "''"), ";"):
-		return nil, server.Errorf(server.KindRefused, "several statements in one query are refused: send one SELECT")
+		return nil, answer.Errorf(answer.KindRefused, "several statements in one query are refused: send one SELECT")
 	case strings.Contains(low, "select *"):
-		return nil, server.Errorf(server.KindRefused, "SELECT * is refused: name aggregates such as COUNT(*)")
+		return nil, answer.Errorf(answer.KindRefused, "SELECT * is refused: name aggregates such as COUNT(*)")
 	}
 	m := fromRE.FindStringSubmatch(sql)
 	if m == nil {
-		return nil, server.Errorf(server.KindSyntax, "no FROM clause: name a table")
+		return nil, answer.Errorf(answer.KindSyntax, "no FROM clause: name a table")
 	}
 	table := m[2]
 	known := false
@@ -96,11 +96,11 @@ func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Resp
 		known = known || t.Name == table
 	}
 	if !known {
-		return nil, server.Errorf(server.KindUnknownTable, "table %q is not in the catalog", table)
+		return nil, answer.Errorf(answer.KindUnknownTable, "table %q is not in the catalog", table)
 	}
 	key := ledger.Key{Dataset: table, Analyst: req.Analyst}
 	if _, err := a.Ledger.Status(key); errors.Is(err, ledger.ErrNoBudget) {
-		return nil, server.Errorf(server.KindNotGranted, "analyst %q has no budget on table %q", req.Analyst, table)
+		return nil, answer.Errorf(answer.KindNotGranted, "analyst %q has no budget on table %q", req.Analyst, table)
 	} else if err != nil {
 		return nil, err
 	}
@@ -109,11 +109,11 @@ func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Resp
 		eps = 1
 	}
 	cost := accounting.Approximate(eps, req.Delta)
-	resp := &server.Response{
+	resp := &answer.Response{
 		Columns: []string{"sex", "count"},
 		Types:   []string{"text", "int"},
 		Table:   table,
-		Cost:    server.Pair{Epsilon: eps, Delta: req.Delta},
+		Cost:    answer.Pair{Epsilon: eps, Delta: req.Delta},
 	}
 	withAvg := strings.Contains(low, "avg(")
 	if withAvg {
@@ -134,14 +134,14 @@ func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Resp
 		if err != nil {
 			return nil, err
 		}
-		resp.Budget = server.BudgetLeft{Spent: server.Pair{Epsilon: st.Spent.Epsilon, Delta: st.Spent.Delta},
-			Remaining: server.Pair{Epsilon: st.Remaining.Epsilon, Delta: st.Remaining.Delta}}
+		resp.Budget = answer.BudgetLeft{Spent: answer.Pair{Epsilon: st.Spent.Epsilon, Delta: st.Spent.Delta},
+			Remaining: answer.Pair{Epsilon: st.Remaining.Epsilon, Delta: st.Remaining.Delta}}
 		return resp, nil
 	}
 	rc, err := a.Ledger.Charge(ctx, ledger.Charge{Key: key, Description: sql, Cost: cost})
 	var ex *accounting.ExceededError
 	if errors.As(err, &ex) {
-		return nil, server.Errorf(server.KindBudgetExceeded, "budget exceeded: %v", err)
+		return nil, answer.Errorf(answer.KindBudgetExceeded, "budget exceeded: %v", err)
 	}
 	if err != nil {
 		return nil, err
@@ -154,8 +154,8 @@ func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Resp
 			resp.CI[i] = append(resp.CI[i], &[2]float64{v - 0.5/eps, v + 0.5/eps})
 		}
 	}
-	resp.Budget = server.BudgetLeft{Spent: server.Pair{Epsilon: rc.Spent.Epsilon, Delta: rc.Spent.Delta},
-		Remaining: server.Pair{Epsilon: rc.Remaining.Epsilon, Delta: rc.Remaining.Delta}, Total: server.TotalInfoOf(rc.Total)}
+	resp.Budget = answer.BudgetLeft{Spent: answer.Pair{Epsilon: rc.Spent.Epsilon, Delta: rc.Spent.Delta},
+		Remaining: answer.Pair{Epsilon: rc.Remaining.Epsilon, Delta: rc.Remaining.Delta}, Total: answer.TotalInfoOf(rc.Total)}
 	resp.ReleaseID = rc.ReleaseID
 	return resp, nil
 }
