@@ -24,7 +24,7 @@ import (
 // clients on this machine's cores (b.SetParallelism), each its own analyst.
 // Every query is new, so none is answered from the stored answers.
 //
-//	DPSTAT_LOAD_THREADS=1 go test -run '^$' -bench BenchmarkServe ./server/queryanswer/
+//	DPSTAT_LOAD_THREADS=1 go test -run '^$' -bench BenchmarkServe ./answer/queryanswer/
 func BenchmarkServe(b *testing.B) {
 	for _, proto := range []string{"http", "pg"} {
 		b.Run(proto, func(b *testing.B) {

@@ -30,7 +30,7 @@ import (
 // only with DPSTAT_LOAD=1 and is bounded by DPSTAT_LOAD_QUERIES per run
 // (default 2000) and 20 s per run; it listens on loopback only.
 //
-//	DPSTAT_LOAD=1 go test -run TestLoad -v ./server/queryanswer/
+//	DPSTAT_LOAD=1 go test -run TestLoad -v ./answer/queryanswer/
 func TestLoad(t *testing.T) {
 	if os.Getenv("DPSTAT_LOAD") != "1" {
 		t.Skip("load generator: set DPSTAT_LOAD=1 to run")

@@ -25,7 +25,7 @@ import (
 	"github.com/dpstat/dpstat/pgwire"
 	"github.com/dpstat/dpstat/query"
 	"github.com/dpstat/dpstat/server"
-	"github.com/dpstat/dpstat/server/queryanswer"
+	"github.com/dpstat/dpstat/answer/queryanswer"
 )
 
 // Known answers on examples/adult.csv.
