@@ -18,10 +18,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/dpstat/dpstat/answer"
+	"github.com/dpstat/dpstat/answer/answertest"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/pgwire"
 	"github.com/dpstat/dpstat/server"
-	"github.com/dpstat/dpstat/server/servertest"
 )
 
 func connect(t *testing.T, dsn string) *pgx.Conn {
@@ -646,7 +646,7 @@ func TestIdleUnauthenticatedConnections(t *testing.T) {
 func TestLimitsSharedWithHTTP(t *testing.T) {
 	limits := &lateLimits{}
 	e := newEnv(t, pgwire.Options{Limits: limits, MaxSessionsPerAnalyst: 2})
-	api, err := server.New(server.Options{Answerer: &servertest.Answerer{Ledger: e.ledger}, Ledger: e.ledger, Analysts: e.reg, RatePerAnalyst: 0.001, Burst: 3})
+	api, err := server.New(server.Options{Answerer: &answertest.Answerer{Ledger: e.ledger}, Ledger: e.ledger, Analysts: e.reg, RatePerAnalyst: 0.001, Burst: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,9 @@ import (
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/analyst"
 	"github.com/dpstat/dpstat/answer"
+	"github.com/dpstat/dpstat/answer/answertest"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/pgwire"
-	"github.com/dpstat/dpstat/server/servertest"
 )
 
 type env struct {
@@ -60,7 +60,7 @@ func newEnvWrapped(t *testing.T, opts pgwire.Options, wrap func(answer.Answerer)
 	if _, err := reg.Revoke("mallory"); err != nil {
 		t.Fatal(err)
 	}
-	var ans answer.Answerer = &servertest.Answerer{Ledger: l}
+	var ans answer.Answerer = &answertest.Answerer{Ledger: l}
 	if wrap != nil {
 		ans = wrap(ans)
 	}

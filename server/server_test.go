@@ -17,9 +17,9 @@ import (
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/analyst"
 	"github.com/dpstat/dpstat/answer"
+	"github.com/dpstat/dpstat/answer/answertest"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/server"
-	"github.com/dpstat/dpstat/server/servertest"
 )
 
 type env struct {
@@ -61,7 +61,7 @@ func newEnv(t *testing.T, opts server.Options, wrap func(answer.Answerer) answer
 	if _, err := reg.Revoke("mallory"); err != nil {
 		t.Fatal(err)
 	}
-	var ans answer.Answerer = &servertest.Answerer{Ledger: l}
+	var ans answer.Answerer = &answertest.Answerer{Ledger: l}
 	if wrap != nil {
 		ans = wrap(ans)
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/analyst"
 	"github.com/dpstat/dpstat/ledger"
-	"github.com/dpstat/dpstat/server/servertest"
+	"github.com/dpstat/dpstat/answer/answertest"
 )
 
 // TestLoad is the server's load generator: DP queries on the example Adult
@@ -177,5 +177,5 @@ func startFake(t testing.TB, path string) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return frontEnds(t, l, path, reg, &servertest.Answerer{Ledger: l})
+	return frontEnds(t, l, path, reg, &answertest.Answerer{Ledger: l})
 }

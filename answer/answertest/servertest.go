@@ -1,9 +1,9 @@
-// Package servertest provides a stand-in Answerer for testing and
+// Package answertest provides a stand-in Answerer for testing and
 // benchmarking the server's front ends without a query engine. It parses
 // nothing beyond the table name, answers with fixed rows, and charges a real
 // ledger exactly as a real answerer must: before answering, never for a
 // refusal or a dry run.
-package servertest
+package answertest
 
 import (
 	"context"
