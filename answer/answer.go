@@ -63,6 +63,10 @@ type BudgetLeft struct {
 	// Total is the table's total budget (every analyst together), when it
 	// has one.
 	Total *TotalInfo `json:"total,omitempty"`
+	// Dataset and Analyst name the budget charged: the ledger keeps a
+	// table's budgets under its id space's name, or its own.
+	Dataset string `json:"dataset,omitempty"`
+	Analyst string `json:"analyst,omitempty"`
 }
 
 // Mechanism describes the noise of one release.
@@ -248,19 +252,55 @@ func AsError(err error) *Error {
 	return &Error{Kind: KindInternal, Message: "internal error", Err: err}
 }
 
-// ValidateParams checks a request's numbers as every front end accepts
-// them: ε finite and ≥ 0 (0 is the default), δ in [0, 1), the confidence
-// in [0, 1) (0 is the default). The error is a KindBadRequest naming the
-// value and what is accepted.
+// Param names a number of a request.
+type Param int
+
+// The numbers of a request.
+const (
+	// ParamEpsilon: a finite number > 0.
+	ParamEpsilon Param = iota
+	// ParamDelta: a number in [0, 1).
+	ParamDelta
+	// ParamConfidence: a number in (0, 1).
+	ParamConfidence
+)
+
+// CheckParam checks one number an analyst gave, as every front end
+// accepts it: ε a finite number > 0, δ in [0, 1), the confidence in
+// (0, 1). name is how the front end spells the parameter ("epsilon",
+// "--epsilon", "dpstat.epsilon"); the error is a KindBadRequest naming it,
+// the value and what is accepted.
+func CheckParam(p Param, name string, v float64) error {
+	switch p {
+	case ParamEpsilon:
+		if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
+			return Errorf(KindBadRequest, "%s = %v: want a finite number > 0", name, v)
+		}
+	case ParamDelta:
+		if math.IsNaN(v) || v < 0 || v >= 1 {
+			return Errorf(KindBadRequest, "%s = %v: want a number in [0, 1)", name, v)
+		}
+	case ParamConfidence:
+		if math.IsNaN(v) || v <= 0 || v >= 1 {
+			return Errorf(KindBadRequest, "%s = %v: want a number in (0, 1), e.g. 0.95", name, v)
+		}
+	}
+	return nil
+}
+
+// ValidateParams checks a request's numbers, where ε and the confidence
+// may also be 0 (the answerer's default): see CheckParam.
 func ValidateParams(epsilon, delta, confidence float64) error {
-	if math.IsNaN(epsilon) || math.IsInf(epsilon, 0) || epsilon < 0 {
-		return Errorf(KindBadRequest, "epsilon = %v: want a finite number > 0", epsilon)
+	if epsilon != 0 {
+		if err := CheckParam(ParamEpsilon, "epsilon", epsilon); err != nil {
+			return err
+		}
 	}
-	if math.IsNaN(delta) || delta < 0 || delta >= 1 {
-		return Errorf(KindBadRequest, "delta = %v: want a number in [0, 1)", delta)
+	if err := CheckParam(ParamDelta, "delta", delta); err != nil {
+		return err
 	}
-	if math.IsNaN(confidence) || confidence < 0 || confidence >= 1 {
-		return Errorf(KindBadRequest, "confidence = %v: want a number in (0, 1), e.g. 0.95", confidence)
+	if confidence != 0 {
+		return CheckParam(ParamConfidence, "confidence", confidence)
 	}
 	return nil
 }

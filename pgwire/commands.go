@@ -133,8 +133,8 @@ func (ss *session) assign(name, val string) error {
 		if err != nil {
 			return err
 		}
-		if f <= 0 {
-			return pgErrorf("22023", "invalid value for dpstat.epsilon: %s; want a number > 0", val)
+		if err := answer.CheckParam(answer.ParamEpsilon, name, f); err != nil {
+			return pgErrorf("22023", "invalid value for %s", err)
 		}
 		// An ε and an accuracy are two ways to ask: the last one set wins.
 		ss.epsilon, ss.accuracy = f, nil
@@ -154,8 +154,8 @@ func (ss *session) assign(name, val string) error {
 		if err != nil {
 			return err
 		}
-		if f < 0 || f >= 1 {
-			return pgErrorf("22023", "invalid value for dpstat.delta: %s; want a number in [0, 1)", val)
+		if err := answer.CheckParam(answer.ParamDelta, name, f); err != nil {
+			return pgErrorf("22023", "invalid value for %s", err)
 		}
 		ss.delta = f
 	case "dpstat.confidence":
@@ -163,8 +163,8 @@ func (ss *session) assign(name, val string) error {
 		if err != nil {
 			return err
 		}
-		if f <= 0 || f >= 1 {
-			return pgErrorf("22023", "invalid value for dpstat.confidence: %s; want a number in (0, 1) such as 0.95", val)
+		if err := answer.CheckParam(answer.ParamConfidence, name, f); err != nil {
+			return pgErrorf("22023", "invalid value for %s", err)
 		}
 		ss.confidence = f
 	case "dpstat.intervals":

@@ -506,19 +506,17 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) error {
 	}
 	req := answer.Request{Analyst: analystOf(r).Name, SQL: b.SQL, DryRun: b.DryRun}
 	for _, p := range []struct {
-		name string
-		v    *float64
-		dst  *float64
-	}{{"epsilon", b.Epsilon, &req.Epsilon}, {"delta", b.Delta, &req.Delta}, {"confidence", b.Confidence, &req.Confidence}} {
+		param answer.Param
+		name  string
+		v     *float64
+		dst   *float64
+	}{{answer.ParamEpsilon, "epsilon", b.Epsilon, &req.Epsilon}, {answer.ParamDelta, "delta", b.Delta, &req.Delta}, {answer.ParamConfidence, "confidence", b.Confidence, &req.Confidence}} {
 		if p.v != nil {
-			if *p.v == 0 && p.name != "delta" {
-				return badRequest("%s = 0: want a number > 0, or leave it out for the default", p.name)
+			if err := answer.CheckParam(p.param, p.name, *p.v); err != nil {
+				return err
 			}
 			*p.dst = *p.v
 		}
-	}
-	if err := answer.ValidateParams(req.Epsilon, req.Delta, req.Confidence); err != nil {
-		return err
 	}
 	acc, err := parseAccuracy(b.Accuracy)
 	if err != nil {

@@ -33,16 +33,37 @@ type Answerer struct {
 	svc    *query.Service
 	cat    *catalog.Catalog
 	ledger *ledger.Ledger
+	opts   Options
 	tables []answer.TableInfo
+}
+
+// Options says how an Answerer treats budgets; the zero value is the
+// server's.
+type Options struct {
+	// CatalogBudgets answers on every table, creating the analyst's budget
+	// from the catalog's on first use, as the command line does. Without
+	// it only tables on which an administrator granted the analyst a
+	// budget are answered.
+	CatalogBudgets bool
+	// Advice, when set, says how to spend more after a budget refused a
+	// charge (total: the table's total budget, every analyst together,
+	// refused it); nil gives the server's advice (an admin raises the
+	// grant).
+	Advice func(total bool, table, analyst string) string
 }
 
 // New returns an Answerer that answers with svc over cat and checks grants
 // in led (the ledger svc charges).
 func New(svc *query.Service, cat *catalog.Catalog, led *ledger.Ledger) (*Answerer, error) {
+	return NewWith(svc, cat, led, Options{})
+}
+
+// NewWith is New with options.
+func NewWith(svc *query.Service, cat *catalog.Catalog, led *ledger.Ledger, opts Options) (*Answerer, error) {
 	if svc == nil || cat == nil || led == nil {
 		return nil, errors.New("queryanswer: service, catalog and ledger are required")
 	}
-	a := &Answerer{svc: svc, cat: cat, ledger: led}
+	a := &Answerer{svc: svc, cat: cat, ledger: led, opts: opts}
 	for _, t := range cat.Tables {
 		a.tables = append(a.tables, tableInfo(t))
 	}
@@ -97,17 +118,21 @@ func (a *Answerer) Tables(analyst string) []answer.TableInfo {
 	return out
 }
 
-// classify turns the query package's errors into server errors.
-func classify(err error) error {
+// classify turns the query package's errors into answer errors.
+func (a *Answerer) classify(err error, table, analyst string) error {
 	var re *ir.RefusedError
 	var ex *accounting.ExceededError
 	var ee *query.EngineError
 	var ue *engine.UnavailableError
 	switch {
 	case errors.As(err, &ex):
+		total := errors.Is(err, ledger.ErrTotalExceeded)
 		advice := ". To spend more, an admin raises the analyst's grant (the dashboard's admin view or POST /v1/admin/grants)"
-		if errors.Is(err, ledger.ErrTotalExceeded) {
+		if total {
 			advice = ". The total budget of every analyst together is spent; to spend more, an admin raises the table's total (POST /v1/admin/grants with \"total\": true)"
+		}
+		if a.opts.Advice != nil {
+			advice = ". " + a.opts.Advice(total, table, analyst)
 		}
 		return &answer.Error{Kind: answer.KindBudgetExceeded, Err: err, Message: err.Error() + advice}
 	case errors.As(err, &re):
@@ -155,12 +180,16 @@ func (a *Answerer) Answer(ctx context.Context, req answer.Request) (*answer.Resp
 	if err != nil {
 		var re *ir.RefusedError
 		if errors.As(err, &re) {
-			return nil, classify(err)
+			return nil, a.classify(err, "", req.Analyst)
 		}
 		return nil, &answer.Error{Kind: answer.KindBadRequest, Message: err.Error(), Err: err}
 	}
 	key := ledger.Key{Dataset: p.Plan.Table.BudgetDataset(), Analyst: req.Analyst}
 	st, err := a.ledger.Status(key)
+	if errors.Is(err, ledger.ErrNoBudget) && a.opts.CatalogBudgets {
+		// Created from the catalog's budget when the answer is charged.
+		st, err = ledger.Status{Key: key}, nil
+	}
 	if errors.Is(err, ledger.ErrNoBudget) {
 		return nil, answer.Errorf(answer.KindNotGranted, "analyst %q has no budget on table %q: ask an administrator for a grant", req.Analyst, p.Plan.Table.Name)
 	}
@@ -172,7 +201,7 @@ func (a *Answerer) Answer(ctx context.Context, req answer.Request) (*answer.Resp
 	}
 	res, err := a.svc.Run(ctx, p)
 	if err != nil {
-		return nil, classify(err)
+		return nil, a.classify(err, p.Plan.Table.Name, req.Analyst)
 	}
 	resp := &answer.Response{
 		Columns: res.Columns,
@@ -184,6 +213,8 @@ func (a *Answerer) Answer(ctx context.Context, req answer.Request) (*answer.Resp
 			Spent:     answer.Pair{Epsilon: res.Budget.Spent.Epsilon, Delta: res.Budget.Spent.Delta},
 			Remaining: answer.Pair{Epsilon: res.Budget.Remaining.Epsilon, Delta: res.Budget.Remaining.Delta},
 			Total:     answer.TotalInfoOf(res.Budget.Total),
+			Dataset:   res.Budget.Dataset,
+			Analyst:   res.Budget.Analyst,
 		},
 		Table:      p.Plan.Table.Name,
 		Notes:      append(splitNotes(res.Split), res.Notes...),
@@ -194,6 +225,7 @@ func (a *Answerer) Answer(ctx context.Context, req answer.Request) (*answer.Resp
 	resp.Budget.Rule = string(res.Budget.Rule)
 	if res.Repeated {
 		resp.Repeated = true
+		resp.OriginalCost = &answer.Pair{Epsilon: res.OriginalCost.Epsilon, Delta: res.OriginalCost.Delta}
 		resp.Notes = append([]string{fmt.Sprintf("repeated query: the answer stored when it was first asked is returned; nothing was charged now (it cost ε=%s, δ=%s then)",
 			strconv.FormatFloat(res.OriginalCost.Epsilon, 'g', 6, 64), strconv.FormatFloat(res.OriginalCost.Delta, 'g', 6, 64))}, resp.Notes...)
 	}
@@ -211,7 +243,7 @@ func (a *Answerer) Answer(ctx context.Context, req answer.Request) (*answer.Resp
 func shares(split []dpplan.Share) []answer.Share {
 	var out []answer.Share
 	for _, sh := range split {
-		s := answer.Share{Column: sh.Column, Epsilon: sh.Epsilon, Mechanisms: []answer.Mechanism{}}
+		s := answer.Share{Column: sh.Column, Epsilon: sh.Epsilon, Delta: sh.Delta, Mechanisms: []answer.Mechanism{}}
 		for _, m := range sh.Mechanisms {
 			s.Mechanisms = append(s.Mechanisms, answer.Mechanism{Name: m.Name, Epsilon: m.Epsilon, Sensitivity: m.Sensitivity, Scale: m.Scale})
 		}
