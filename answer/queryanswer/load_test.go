@@ -19,8 +19,8 @@ import (
 
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/analyst"
-	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/answer/answertest"
+	"github.com/dpstat/dpstat/ledger"
 )
 
 // TestLoad is the server's load generator: DP queries on the example Adult

@@ -19,13 +19,13 @@ import (
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/analyst"
 	"github.com/dpstat/dpstat/answer"
+	"github.com/dpstat/dpstat/answer/queryanswer"
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine/duckdb"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/pgwire"
 	"github.com/dpstat/dpstat/query"
 	"github.com/dpstat/dpstat/server"
-	"github.com/dpstat/dpstat/answer/queryanswer"
 )
 
 // Known answers on examples/adult.csv.

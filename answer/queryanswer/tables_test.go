@@ -7,11 +7,11 @@ import (
 	"testing"
 
 	"github.com/dpstat/dpstat/accounting"
+	"github.com/dpstat/dpstat/answer/queryanswer"
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine/duckdb"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query"
-	"github.com/dpstat/dpstat/answer/queryanswer"
 )
 
 // TestTablesListPublicTables checks that the tables an analyst is shown
