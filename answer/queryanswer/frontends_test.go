@@ -247,4 +247,3 @@ func jsonRows(v any) [][]any {
 	}
 	return out
 }
-
