@@ -348,8 +348,7 @@ func (a *Answerer) preview(p *query.Prepared, st ledger.Status) (*answer.Respons
 		if o.Agg == nil || o.Hidden {
 			continue
 		}
-		switch o.Agg.Func {
-		case ir.CountStar, ir.Count, ir.CountDistinct, ir.Sum:
+		if dpplan.DataIndependentWidth(o.Agg.Func) {
 			continue
 		}
 		resp.DataDependent = append(resp.DataDependent, o.Name)
