@@ -85,6 +85,27 @@ type ServerOptions struct {
 	MaxConns int
 }
 
+// Limits checks the options' statement timeout and pool size, as every
+// server engine's Open does, and returns them with the defaults filled in
+// (DefaultStatementTimeout, DefaultMaxConns) and the pool capped at
+// maxConns. name ("postgres") begins the errors.
+func (o ServerOptions) Limits(name string, maxConns int) (time.Duration, int, error) {
+	if o.StatementTimeout < 0 {
+		return 0, 0, fmt.Errorf("%s: statement timeout %v: want a positive duration (or zero for the default %v)", name, o.StatementTimeout, DefaultStatementTimeout)
+	}
+	if o.MaxConns < 0 {
+		return 0, 0, fmt.Errorf("%s: MaxConns = %d: want a positive number (or zero for the default %d)", name, o.MaxConns, DefaultMaxConns)
+	}
+	timeout, conns := o.StatementTimeout, DefaultMaxConns
+	if timeout == 0 {
+		timeout = DefaultStatementTimeout
+	}
+	if o.MaxConns > 0 {
+		conns = min(o.MaxConns, maxConns)
+	}
+	return timeout, conns, nil
+}
+
 // ServerOptions checks the spec for a server engine (see ServerPassword)
 // and returns its connection options.
 func (s Spec) ServerOptions(name, product string) (ServerOptions, error) {
