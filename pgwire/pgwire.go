@@ -162,45 +162,21 @@ func New(opts Options) (*Server, error) {
 	if opts.Answerer == nil || opts.Analysts == nil {
 		return nil, errors.New("pgwire: Answerer and Analysts are required")
 	}
-	for _, f := range []struct {
-		name     string
-		v        any
-		negative bool
-	}{
-		{"MaxConns", opts.MaxConns, opts.MaxConns < 0},
-		{"MaxPending", opts.MaxPending, opts.MaxPending < 0},
-		{"MaxSessionsPerAnalyst", opts.MaxSessionsPerAnalyst, opts.MaxSessionsPerAnalyst < 0},
-		{"StartupTimeout", opts.StartupTimeout, opts.StartupTimeout < 0},
-		{"IdleTimeout", opts.IdleTimeout, opts.IdleTimeout < 0},
-		{"QueryTimeout", opts.QueryTimeout, opts.QueryTimeout < 0},
-		{"MaxQueryLen", opts.MaxQueryLen, opts.MaxQueryLen < 0},
-	} {
-		if f.negative {
-			return nil, fmt.Errorf("pgwire: %s = %v: want a value >= 0 (0 means the default)", f.name, f.v)
-		}
+	err := answer.ApplyDefaults("pgwire",
+		answer.Default("MaxConns", &opts.MaxConns, DefaultMaxConns),
+		answer.Default("MaxPending", &opts.MaxPending, DefaultMaxPending),
+		answer.Default("MaxSessionsPerAnalyst", &opts.MaxSessionsPerAnalyst, 0),
+		answer.Default("StartupTimeout", &opts.StartupTimeout, DefaultStartupTimeout),
+		answer.Default("IdleTimeout", &opts.IdleTimeout, DefaultIdleTimeout),
+		answer.Default("QueryTimeout", &opts.QueryTimeout, DefaultQueryTimeout),
+		answer.Default("MaxQueryLen", &opts.MaxQueryLen, DefaultMaxQueryLen))
+	if err != nil {
+		return nil, err
 	}
 	if opts.DefaultEpsilon != 0 {
 		if err := answer.ValidateParams(opts.DefaultEpsilon, 0, 0); err != nil {
 			return nil, fmt.Errorf("pgwire: DefaultEpsilon: %w", err)
 		}
-	}
-	if opts.MaxConns == 0 {
-		opts.MaxConns = DefaultMaxConns
-	}
-	if opts.MaxPending == 0 {
-		opts.MaxPending = DefaultMaxPending
-	}
-	if opts.StartupTimeout == 0 {
-		opts.StartupTimeout = DefaultStartupTimeout
-	}
-	if opts.IdleTimeout == 0 {
-		opts.IdleTimeout = DefaultIdleTimeout
-	}
-	if opts.QueryTimeout == 0 {
-		opts.QueryTimeout = DefaultQueryTimeout
-	}
-	if opts.MaxQueryLen == 0 {
-		opts.MaxQueryLen = DefaultMaxQueryLen
 	}
 	if opts.Logger == nil {
 		opts.Logger = log.Default()

@@ -104,35 +104,17 @@ func New(opts Options) (*Server, error) {
 	if opts.Answerer == nil || opts.Ledger == nil || opts.Analysts == nil {
 		return nil, errors.New("server: Answerer, Ledger and Analysts are required")
 	}
-	for _, f := range []struct {
-		name     string
-		v        any
-		negative bool
-	}{
-		{"MaxBodyBytes", opts.MaxBodyBytes, opts.MaxBodyBytes < 0},
-		{"MaxSQLLen", opts.MaxSQLLen, opts.MaxSQLLen < 0},
-		{"MaxConcurrent", opts.MaxConcurrent, opts.MaxConcurrent < 0},
-		{"QueryTimeout", opts.QueryTimeout, opts.QueryTimeout < 0},
-		{"Burst", opts.Burst, opts.Burst < 0},
-	} {
-		if f.negative {
-			return nil, fmt.Errorf("server: %s = %v: want a value >= 0 (0 means the default)", f.name, f.v)
-		}
+	err := answer.ApplyDefaults("server",
+		answer.Default("MaxBodyBytes", &opts.MaxBodyBytes, DefaultMaxBodyBytes),
+		answer.Default("MaxSQLLen", &opts.MaxSQLLen, DefaultMaxSQLLen),
+		answer.Default("MaxConcurrent", &opts.MaxConcurrent, DefaultMaxConcurrent),
+		answer.Default("QueryTimeout", &opts.QueryTimeout, DefaultQueryTimeout),
+		answer.Default("Burst", &opts.Burst, 0))
+	if err != nil {
+		return nil, err
 	}
 	if math.IsNaN(opts.RatePerAnalyst) || math.IsInf(opts.RatePerAnalyst, 0) || opts.RatePerAnalyst < 0 {
 		return nil, fmt.Errorf("server: RatePerAnalyst = %v: want a finite number >= 0", opts.RatePerAnalyst)
-	}
-	if opts.MaxBodyBytes == 0 {
-		opts.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if opts.MaxSQLLen == 0 {
-		opts.MaxSQLLen = DefaultMaxSQLLen
-	}
-	if opts.MaxConcurrent == 0 {
-		opts.MaxConcurrent = DefaultMaxConcurrent
-	}
-	if opts.QueryTimeout == 0 {
-		opts.QueryTimeout = DefaultQueryTimeout
 	}
 	if opts.Logger == nil {
 		opts.Logger = log.Default()
