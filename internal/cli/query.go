@@ -126,10 +126,7 @@ budget on first use.`,
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
+			ctx := cmdContext(cmd)
 			// The query is planned as dpstat serve plans it: with the
 			// engine (a table sharded by its privacy unit is bounded on
 			// the shards) and the public tables' facts (joins). Every
