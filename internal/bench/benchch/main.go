@@ -31,9 +31,8 @@ import (
 )
 
 func main() {
-	rows := flag.Int("rows", 10_000_000, "rows to generate (10 per person)")
-	runs := flag.Int("runs", 5, "runs per query; the median is reported")
-	only := flag.String("only", "", "run only the comparisons whose name contains this")
+	fl := benchdata.CommonFlags(10_000_000, 5, false)
+	rows, runs, only := fl.Rows, fl.Runs, fl.Only
 	shards := flag.String("shards", "1,2", "the cluster sizes to measure: 1 (one_shard), 2 (two_shards)")
 	flag.Parse()
 	c, err := enginetest.StartClickHouse(2)

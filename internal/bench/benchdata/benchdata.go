@@ -6,6 +6,7 @@ package benchdata
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -269,4 +270,27 @@ func RunPairs(w io.Writer, engine string, runs int, only string, pairs []Pair) e
 		fmt.Fprintf(w, "  median of the per-pair ratios %.2f× (from %.2f× to %.2f×)\n\n", ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1])
 	}
 	return nil
+}
+
+// Flags are the flags every benchmark program takes: -rows, -runs and
+// -only; -dir and -threads for the programs on embedded DuckDB.
+type Flags struct {
+	Rows, Runs, Threads *int
+	Dir, Only           *string
+}
+
+// CommonFlags defines the shared flags on the default flag set with the
+// program's defaults (rows generated, runs per query); local adds -dir and
+// -threads. Call flag.Parse after it.
+func CommonFlags(rows, runs int, local bool) Flags {
+	f := Flags{
+		Rows: flag.Int("rows", rows, "rows to generate (10 per person)"),
+		Runs: flag.Int("runs", runs, "runs per query; the median is reported"),
+		Only: flag.String("only", "", "run only the comparisons whose name contains this"),
+	}
+	if local {
+		f.Dir = flag.String("dir", DefaultDir(), "where the generated data goes")
+		f.Threads = flag.Int("threads", 0, "DuckDB threads (0 = one per core)")
+	}
+	return f
 }

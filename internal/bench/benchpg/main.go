@@ -28,11 +28,10 @@ import (
 )
 
 func main() {
-	rows := flag.Int("rows", 1_000_000, "rows to generate (10 per person)")
-	runs := flag.Int("runs", 7, "runs per query; the median is reported")
+	fl := benchdata.CommonFlags(1_000_000, 7, false)
+	rows, runs, only := fl.Rows, fl.Runs, fl.Only
 	adminDSN := flag.String("admin-dsn", "", "a server and a role that may create the table (default: start an isolated server)")
 	readerDSN := flag.String("reader-dsn", "", "the role dpstat reads as (default: the admin DSN)")
-	only := flag.String("only", "", "run only the comparisons whose name contains this")
 	params := flag.String("params", "", "session settings appended to the reader DSN, e.g. work_mem=64MB (both sides run with them)")
 	flag.Parse()
 	if *adminDSN == "" {

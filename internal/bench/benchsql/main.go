@@ -24,11 +24,8 @@ import (
 )
 
 func main() {
-	rows := flag.Int("rows", 10_000_000, "rows to generate (10 per person)")
-	runs := flag.Int("runs", 5, "runs per query; the median is reported")
-	dir := flag.String("dir", benchdata.DefaultDir(), "where the generated data goes")
-	threads := flag.Int("threads", 0, "DuckDB threads (0 = one per core)")
-	only := flag.String("only", "", "run only the comparisons whose name contains this")
+	fl := benchdata.CommonFlags(10_000_000, 5, true)
+	rows, runs, dir, threads, only := fl.Rows, fl.Runs, fl.Dir, fl.Threads, fl.Only
 	memLimit := flag.String("memory-limit", "", "DuckDB memory_limit, e.g. 8GB (empty: DuckDB's default, 80% of the machine's memory)")
 	dpOnly := flag.Bool("dp-only", false, "time only dpstat's side of each comparison, with no warm-up run (for tables too large to run the plain queries beside it)")
 	explain := flag.Bool("explain", false, "print the bounded query's generated SQL and DuckDB's EXPLAIN ANALYZE of it, then exit")
