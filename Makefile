@@ -7,7 +7,7 @@ GO ?= go
 LEDGER ?= $(CURDIR)/.dpstat/demo-ledger.db
 
 # Packages with concurrent code, also tested under the race detector.
-RACE_PKGS = ./random/ ./accounting/ ./ledger/ ./analyst/ ./collector/ ./server/... ./pgwire/ ./query/ ./engine/...
+RACE_PKGS = ./random/ ./accounting/ ./ledger/ ./analyst/ ./collector/ ./answer/... ./server/... ./pgwire/ ./query/ ./query/enginetest/ ./engine/...
 
 .PHONY: demo test build install vet fmt-check bench fuzz
 
