@@ -156,6 +156,23 @@ func Register(kind string, d Driver) {
 	registry[kind] = d
 }
 
+// RegisterServer registers the server engine kind (product names it in
+// messages, e.g. "PostgreSQL"): a catalog's spec is checked and turned
+// into ServerOptions (Spec.ServerOptions) and opened with open.
+func RegisterServer[E Engine](kind, product string, d Dialect, open func(context.Context, ServerOptions) (E, error)) {
+	Register(kind, Driver{Dialect: d, Open: func(ctx context.Context, s Spec) (Engine, error) {
+		opts, err := s.ServerOptions(kind, product)
+		if err != nil {
+			return nil, err
+		}
+		e, err := open(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		return e, nil
+	}})
+}
+
 // Kinds lists the registered engine kinds, sorted.
 func Kinds() []string {
 	registryMu.RLock()

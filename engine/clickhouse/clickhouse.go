@@ -93,16 +93,7 @@ var (
 
 // init registers ClickHouse as the engine kind "clickhouse".
 func init() {
-	engine.Register("clickhouse", engine.Driver{Dialect: Dialect, Open: openSpec})
-}
-
-// openSpec opens the engine a catalog's `engine:` section describes.
-func openSpec(ctx context.Context, spec engine.Spec) (engine.Engine, error) {
-	opts, err := spec.ServerOptions("clickhouse", "ClickHouse")
-	if err != nil {
-		return nil, err
-	}
-	return Open(ctx, opts)
+	engine.RegisterServer("clickhouse", "ClickHouse", Dialect, Open)
 }
 
 // Open connects to the server, checks that it answers and that dpstat's

@@ -59,16 +59,7 @@ var (
 
 // init registers PostgreSQL as the engine kind "postgres".
 func init() {
-	engine.Register("postgres", engine.Driver{Dialect: Dialect, Open: openSpec})
-}
-
-// openSpec opens the engine a catalog's `engine:` section describes.
-func openSpec(ctx context.Context, spec engine.Spec) (engine.Engine, error) {
-	opts, err := spec.ServerOptions("postgres", "PostgreSQL")
-	if err != nil {
-		return nil, err
-	}
-	return Open(ctx, opts)
+	engine.RegisterServer("postgres", "PostgreSQL", Dialect, Open)
 }
 
 // Open connects to the server, checks that it answers and that sessions
