@@ -101,16 +101,8 @@ budget on first use.`,
 				return fmt.Errorf("--format %q: want table, csv or json", format)
 			}
 			opts.Analyst = analyst
-			for _, p := range []struct {
-				param answer.Param
-				flag  string
-				v     float64
-			}{{answer.ParamEpsilon, "epsilon", opts.Epsilon}, {answer.ParamDelta, "delta", opts.Delta}, {answer.ParamConfidence, "confidence", opts.Confidence}} {
-				if cmd.Flags().Changed(p.flag) {
-					if err := answer.CheckParam(p.param, "--"+p.flag, p.v); err != nil {
-						return err
-					}
-				}
+			if err := checkQueryFlags(cmd, opts); err != nil {
+				return err
 			}
 			if cmd.Flags().Changed("accuracy") {
 				if cmd.Flags().Changed("epsilon") {
@@ -162,34 +154,7 @@ budget on first use.`,
 				}
 				return writeExplanation(cmd.OutOrStdout(), prep.Explain(), format)
 			}
-			// The answer itself comes through the one answering contract,
-			// as over HTTP and psql; budgets are created from the catalog's
-			// on first use.
-			ans, err := queryanswer.NewWith(svc, cat, book, queryanswer.Options{CatalogBudgets: true, Advice: raiseAdvice})
-			if err != nil {
-				return err
-			}
-			req := answer.Request{Analyst: analyst, SQL: args[0], Epsilon: opts.Epsilon, Delta: opts.Delta, Confidence: opts.Confidence}
-			if a := opts.Accuracy; a != nil {
-				req.Accuracy = &answer.Accuracy{All: a.All, Columns: a.Columns}
-			}
-			res, err := ans.Answer(ctx, req)
-			if err != nil {
-				return cliError(err)
-			}
-			out := cmd.OutOrStdout()
-			switch format {
-			case "json":
-				return writeQueryJSON(out, res)
-			case "csv":
-				// The rows stay plain CSV; the cost goes to standard error.
-				if err := writeQueryCSV(out, res); err != nil {
-					return err
-				}
-				fmt.Fprintln(cmd.ErrOrStderr(), costLine(res))
-				return nil
-			}
-			return writeQueryTable(out, res)
+			return answerQuery(cmd, svc, cat, book, args[0], opts, format)
 		},
 	}
 	f := cmd.Flags()
@@ -203,6 +168,54 @@ budget on first use.`,
 	f.StringVar(&analyst, "analyst", defaultAnalyst(), "whose budget is charged; the default is $USER, or \"default\" when it is unset")
 	addLedgerFlag(cmd, &ledgerPath)
 	return cmd
+}
+
+// checkQueryFlags checks the numbers given on the command line as every
+// front end checks them (answer.CheckParam).
+func checkQueryFlags(cmd *cobra.Command, opts query.Options) error {
+	for _, p := range []struct {
+		param answer.Param
+		flag  string
+		v     float64
+	}{{answer.ParamEpsilon, "epsilon", opts.Epsilon}, {answer.ParamDelta, "delta", opts.Delta}, {answer.ParamConfidence, "confidence", opts.Confidence}} {
+		if cmd.Flags().Changed(p.flag) {
+			if err := answer.CheckParam(p.param, "--"+p.flag, p.v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// answerQuery answers sql through the one answering contract, as over HTTP
+// and psql (budgets created from the catalog's on first use), and prints
+// the response in format.
+func answerQuery(cmd *cobra.Command, svc *query.Service, cat *catalog.Catalog, book *ledger.Ledger, sql string, opts query.Options, format string) error {
+	ans, err := queryanswer.NewWith(svc, cat, book, queryanswer.Options{CatalogBudgets: true, Advice: raiseAdvice})
+	if err != nil {
+		return err
+	}
+	req := answer.Request{Analyst: opts.Analyst, SQL: sql, Epsilon: opts.Epsilon, Delta: opts.Delta, Confidence: opts.Confidence}
+	if a := opts.Accuracy; a != nil {
+		req.Accuracy = &answer.Accuracy{All: a.All, Columns: a.Columns}
+	}
+	res, err := ans.Answer(cmdContext(cmd), req)
+	if err != nil {
+		return cliError(err)
+	}
+	out := cmd.OutOrStdout()
+	switch format {
+	case "json":
+		return writeQueryJSON(out, res)
+	case "csv":
+		// The rows stay plain CSV; the cost goes to standard error.
+		if err := writeQueryCSV(out, res); err != nil {
+			return err
+		}
+		fmt.Fprintln(cmd.ErrOrStderr(), costLine(res))
+		return nil
+	}
+	return writeQueryTable(out, res)
 }
 
 // noLedger is the ledger of a preview (--dry-run): it is never charged,
