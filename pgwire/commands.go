@@ -8,8 +8,8 @@ import (
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 
+	"github.com/dpstat/dpstat/answer"
 	"github.com/dpstat/dpstat/query"
-	"github.com/dpstat/dpstat/server"
 )
 
 // constText is the text of a constant in a SET statement: a string,
@@ -136,8 +136,8 @@ func (ss *session) assign(name, val string) error {
 		if err != nil {
 			return err
 		}
-		if f <= 0 {
-			return pgErrorf("22023", "invalid value for dpstat.epsilon: %s; want a number > 0", val)
+		if err := answer.CheckParam(answer.ParamEpsilon, name, f); err != nil {
+			return pgErrorf("22023", "invalid value for %s", err)
 		}
 		// An ε and an accuracy are two ways to ask: the last one set wins.
 		ss.epsilon, ss.accuracy = f, nil
@@ -151,14 +151,14 @@ func (ss *session) assign(name, val string) error {
 		if err != nil {
 			return pgErrorf("22023", "invalid value for dpstat.accuracy: %v; e.g. SET dpstat.accuracy = 20, or = 'n=20,total=500' (off to ask by dpstat.epsilon again)", err)
 		}
-		ss.accuracy = &server.Accuracy{All: acc.All, Columns: acc.Columns}
+		ss.accuracy = &answer.Accuracy{All: acc.All, Columns: acc.Columns}
 	case "dpstat.delta":
 		f, err := num(name)
 		if err != nil {
 			return err
 		}
-		if f < 0 || f >= 1 {
-			return pgErrorf("22023", "invalid value for dpstat.delta: %s; want a number in [0, 1)", val)
+		if err := answer.CheckParam(answer.ParamDelta, name, f); err != nil {
+			return pgErrorf("22023", "invalid value for %s", err)
 		}
 		ss.delta = f
 	case "dpstat.confidence":
@@ -166,8 +166,8 @@ func (ss *session) assign(name, val string) error {
 		if err != nil {
 			return err
 		}
-		if f <= 0 || f >= 1 {
-			return pgErrorf("22023", "invalid value for dpstat.confidence: %s; want a number in (0, 1) such as 0.95", val)
+		if err := answer.CheckParam(answer.ParamConfidence, name, f); err != nil {
+			return pgErrorf("22023", "invalid value for %s", err)
 		}
 		ss.confidence = f
 	case "dpstat.intervals":

@@ -239,33 +239,35 @@ func newAnalystListCmd() *cobra.Command {
 }
 
 func newAnalystRevokeCmd() *cobra.Command {
-	var path string
-	cmd := &cobra.Command{
-		Use:   "revoke NAME",
-		Short: "Revoke an analyst's token; budgets and releases stay in the ledger",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			l, reg, err := openAnalysts(path)
-			if err != nil {
+	return analystNameCmd("revoke NAME", "Revoke an analyst's token; budgets and releases stay in the ledger",
+		func(cmd *cobra.Command, reg *analyst.Registry, name string) error {
+			if _, err := reg.Revoke(name); err != nil {
 				return err
 			}
-			defer l.Close()
-			if _, err := reg.Revoke(args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "revoked %q\n", args[0])
+			fmt.Fprintf(cmd.OutOrStdout(), "revoked %q\n", name)
 			return nil
-		},
-	}
-	addLedgerFlag(cmd, &path)
-	return cmd
+		})
 }
 
 func newAnalystRotateCmd() *cobra.Command {
+	return analystNameCmd("rotate NAME", "Give an analyst a new token (the old one stops working); reinstates a revoked analyst",
+		func(cmd *cobra.Command, reg *analyst.Registry, name string) error {
+			_, tok, err := reg.Rotate(name)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "new token for %q (shown only now; only its hash is stored):\n%s\n", name, tok)
+			return nil
+		})
+}
+
+// analystNameCmd is a command on one analyst, named by its argument: run
+// gets the registry of the ledger the --ledger flag names.
+func analystNameCmd(use, short string, run func(cmd *cobra.Command, reg *analyst.Registry, name string) error) *cobra.Command {
 	var path string
 	cmd := &cobra.Command{
-		Use:   "rotate NAME",
-		Short: "Give an analyst a new token (the old one stops working); reinstates a revoked analyst",
+		Use:   use,
+		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, reg, err := openAnalysts(path)
@@ -273,12 +275,7 @@ func newAnalystRotateCmd() *cobra.Command {
 				return err
 			}
 			defer l.Close()
-			_, tok, err := reg.Rotate(args[0])
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "new token for %q (shown only now; only its hash is stored):\n%s\n", args[0], tok)
-			return nil
+			return run(cmd, reg, args[0])
 		},
 	}
 	addLedgerFlag(cmd, &path)

@@ -286,26 +286,21 @@ Rules:
 			if err := key.Validate(); err != nil {
 				return err
 			}
-			l, err := openLedger(path)
-			path = ledger.Redact(path) // what is shown: never a password
-			if err != nil {
-				return err
-			}
-			defer l.Close()
-			st, err := l.Grant(key, limit, r)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				return writeJSON(out, struct {
-					Ledger string        `json:"ledger"`
-					Budget ledger.Status `json:"budget"`
-				}{path, st})
-			}
-			fmt.Fprintf(out, "granted %v: limit %s (rule %s); spent %s, remaining %s, %d releases\nledger %s\n",
-				st.Key, fmtPair(st.Limit), st.Rule, fmtPair(st.Spent), fmtPair(st.Remaining), st.Releases, path)
-			return nil
+			return withLedger(path, func(l *ledger.Ledger) error {
+				st, err := l.Grant(key, limit, r)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(cmd.OutOrStdout(), struct {
+						Ledger string        `json:"ledger"`
+						Budget ledger.Status `json:"budget"`
+					}{ledger.Redact(path), st})
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "granted %v: limit %s (rule %s); spent %s, remaining %s, %d releases\nledger %s\n",
+					st.Key, fmtPair(st.Limit), st.Rule, fmtPair(st.Spent), fmtPair(st.Remaining), st.Releases, ledger.Redact(path))
+				return nil
+			})
 		},
 	}
 	addLedgerFlag(cmd, &path)
@@ -407,26 +402,21 @@ func grantTotal(cmd *cobra.Command, path, dataset string, limit accounting.EpsDe
 	if err := (ledger.Key{Dataset: dataset, Analyst: "-"}).Validate(); err != nil {
 		return err
 	}
-	l, err := openLedger(path)
-	path = ledger.Redact(path) // what is shown: never a password
-	if err != nil {
-		return err
-	}
-	defer l.Close()
-	t, err := l.GrantTotal(dataset, limit, r)
-	if err != nil {
-		return err
-	}
-	out := cmd.OutOrStdout()
-	if asJSON {
-		return writeJSON(out, struct {
-			Ledger string             `json:"ledger"`
-			Total  ledger.TotalStatus `json:"total"`
-		}{path, t})
-	}
-	fmt.Fprintf(out, "granted the total budget of dataset %q (all analysts together): limit %s (rule %s); spent %s, remaining %s, %d releases\nledger %s\n",
-		t.Dataset, fmtPair(t.Limit), t.Rule, fmtPair(t.Spent), fmtPair(t.Remaining), t.Releases, path)
-	return nil
+	return withLedger(path, func(l *ledger.Ledger) error {
+		t, err := l.GrantTotal(dataset, limit, r)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return writeJSON(cmd.OutOrStdout(), struct {
+				Ledger string             `json:"ledger"`
+				Total  ledger.TotalStatus `json:"total"`
+			}{ledger.Redact(path), t})
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "granted the total budget of dataset %q (all analysts together): limit %s (rule %s); spent %s, remaining %s, %d releases\nledger %s\n",
+			t.Dataset, fmtPair(t.Limit), t.Rule, fmtPair(t.Spent), fmtPair(t.Remaining), t.Releases, ledger.Redact(path))
+		return nil
+	})
 }
 
 func newBudgetVerifyCmd() *cobra.Command {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -51,10 +50,7 @@ engine's full message, which may quote the data.`,
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
+			ctx := cmdContext(cmd)
 			eng, err := engine.Open(ctx, engines.Spec(cat))
 			if err != nil {
 				return err
@@ -97,10 +93,7 @@ data owner to fill in: they are never read from the data.`,
 			if _, err := os.Stat(data); err != nil {
 				return fmt.Errorf("data file: %w", err)
 			}
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
+			ctx := cmdContext(cmd)
 			eng, err := engine.Open(ctx, engine.Spec{Kind: engine.DefaultKind})
 			if err != nil {
 				return err
@@ -205,10 +198,7 @@ limit, so a second suggestion needs dpstat budget grant first.`,
 					return fmt.Errorf("%s exists; dpstat catalog suggest does not overwrite a catalog", output)
 				}
 			}
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
+			ctx := cmdContext(cmd)
 			opened, err := engine.Open(ctx, engine.Spec{Kind: engine.DefaultKind})
 			if err != nil {
 				return err

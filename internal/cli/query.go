@@ -16,12 +16,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dpstat/dpstat/accounting"
+	"github.com/dpstat/dpstat/answer"
+	"github.com/dpstat/dpstat/answer/queryanswer"
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/engine/engines"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query"
-	"github.com/dpstat/dpstat/query/dpplan"
 	"github.com/dpstat/dpstat/query/ir"
 )
 
@@ -107,6 +108,9 @@ budget on first use.`,
 				return fmt.Errorf("--format %q: want table, csv or json", format)
 			}
 			opts.Analyst = analyst
+			if err := checkQueryFlags(cmd, opts); err != nil {
+				return err
+			}
 			if cmd.Flags().Changed("accuracy") {
 				if cmd.Flags().Changed("epsilon") {
 					return fmt.Errorf("--accuracy and --epsilon were both given: keep one, --accuracy (dpstat chooses the smallest epsilon that meets it) or --epsilon (dpstat reports the half-widths it gives)")
@@ -121,10 +125,7 @@ budget on first use.`,
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
+			ctx := cmdContext(cmd)
 			// The query is planned as dpstat serve plans it: with the
 			// engine (a table sharded by its privacy unit is bounded on
 			// the shards) and the public tables' facts (joins). Every
@@ -137,47 +138,30 @@ budget on first use.`,
 			// A preview (--dry-run, EXPLAIN) reads no budget and charges
 			// nothing: its service has no ledger.
 			var led query.Ledger = noLedger{}
+			var book *ledger.Ledger
 			preview := dryRun || query.LooksLikeExplain(args[0])
 			if !preview {
-				l, err := openLedger(ledgerPath)
-				if err != nil {
+				if book, err = openLedger(ledgerPath); err != nil {
 					return err
 				}
-				defer l.Close()
-				led = l
+				defer book.Close()
+				led = book
 			}
 			svc, err := query.NewService(ctx, cat, eng, led)
 			if err != nil {
 				return err
 			}
-			prep, err := svc.Prepare(args[0], opts)
-			if err != nil {
-				return err
-			}
-			if preview || prep.ExplainOnly {
-				return writeExplanation(cmd.OutOrStdout(), prep.Explain(), format)
-			}
-			res, err := svc.Run(ctx, prep)
-			var ex *accounting.ExceededError
-			if errors.As(err, &ex) {
-				return fmt.Errorf("%w. %s", err, raiseAdvice(err, prep.Plan.Table.Name, analyst))
-			}
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			switch format {
-			case "json":
-				return writeQueryJSON(out, res)
-			case "csv":
-				// The rows stay plain CSV; the cost goes to standard error.
-				if err := writeQueryCSV(out, res); err != nil {
+			if preview {
+				// The command line's preview is the planner's full
+				// explanation (with the engine SQL), which the data owner
+				// may see.
+				prep, err := svc.Prepare(args[0], opts)
+				if err != nil {
 					return err
 				}
-				fmt.Fprintln(cmd.ErrOrStderr(), costLine(res))
-				return nil
+				return writeExplanation(cmd.OutOrStdout(), prep.Explain(), format)
 			}
-			return writeQueryTable(out, res)
+			return answerQuery(cmd, svc, cat, book, args[0], opts, format)
 		},
 	}
 	f := cmd.Flags()
@@ -192,6 +176,54 @@ budget on first use.`,
 	f.StringVar(&analyst, "analyst", defaultAnalyst(), "whose budget is charged; the default is $USER, or \"default\" when it is unset")
 	addLedgerFlag(cmd, &ledgerPath)
 	return cmd
+}
+
+// checkQueryFlags checks the numbers given on the command line as every
+// front end checks them (answer.CheckParam).
+func checkQueryFlags(cmd *cobra.Command, opts query.Options) error {
+	for _, p := range []struct {
+		param answer.Param
+		flag  string
+		v     float64
+	}{{answer.ParamEpsilon, "epsilon", opts.Epsilon}, {answer.ParamDelta, "delta", opts.Delta}, {answer.ParamConfidence, "confidence", opts.Confidence}} {
+		if cmd.Flags().Changed(p.flag) {
+			if err := answer.CheckParam(p.param, "--"+p.flag, p.v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// answerQuery answers sql through the one answering contract, as over HTTP
+// and psql (budgets created from the catalog's on first use), and prints
+// the response in format.
+func answerQuery(cmd *cobra.Command, svc *query.Service, cat *catalog.Catalog, book *ledger.Ledger, sql string, opts query.Options, format string) error {
+	ans, err := queryanswer.NewWith(svc, cat, book, queryanswer.Options{CatalogBudgets: true, Advice: raiseAdvice})
+	if err != nil {
+		return err
+	}
+	req := answer.Request{Analyst: opts.Analyst, SQL: sql, Epsilon: opts.Epsilon, Delta: opts.Delta, Confidence: opts.Confidence}
+	if a := opts.Accuracy; a != nil {
+		req.Accuracy = &answer.Accuracy{All: a.All, Columns: a.Columns}
+	}
+	res, err := ans.Answer(cmdContext(cmd), req)
+	if err != nil {
+		return cliError(err)
+	}
+	out := cmd.OutOrStdout()
+	switch format {
+	case "json":
+		return writeQueryJSON(out, res)
+	case "csv":
+		// The rows stay plain CSV; the cost goes to standard error.
+		if err := writeQueryCSV(out, res); err != nil {
+			return err
+		}
+		fmt.Fprintln(cmd.ErrOrStderr(), costLine(res))
+		return nil
+	}
+	return writeQueryTable(out, res)
 }
 
 // noLedger is the ledger of a preview (--dry-run): it is never charged,
@@ -234,47 +266,22 @@ func defaultAnalyst() string {
 	return "default"
 }
 
-// queryJSON is the JSON form of a result.
+// cliError is the error the command prints for a refusal or a failure: the
+// contract's message, or for an internal error its cause (the command
+// line's user runs the engine and may read its text).
+func cliError(err error) error {
+	e := answer.AsError(err)
+	if e.Kind == answer.KindInternal && e.Err != nil {
+		return e.Err
+	}
+	return e
+}
+
+// queryJSON is the JSON form of an answer: the contract's response (as the
+// HTTP API returns it) with the ledger key charged.
 type queryJSON struct {
-	Columns    []string        `json:"columns"`
-	Rows       [][]any         `json:"rows"`
-	CI         [][]*[2]float64 `json:"ci"`
-	Confidence float64         `json:"confidence"`
-	Cost       epsDeltaJSON    `json:"cost"`
-	Budget     budgetJSON      `json:"budget"`
-	Split      []dpplan.Share  `json:"split"`
-	ReleaseID  uint64          `json:"release_id"`
-	Notes      []string        `json:"notes,omitempty"`
-	// Table is the table read and charged, as dpstat serve names it.
-	Table  string         `json:"table,omitempty"`
+	*answer.Response
 	Ledger *ledgerKeyJSON `json:"ledger,omitempty"`
-	// Repeated is true when the stored answer of an identical earlier
-	// query was returned at no cost.
-	Repeated bool `json:"repeated,omitempty"`
-	// Derived is set when the answer was derived from earlier releases at
-	// no cost.
-	Derived *query.Derivation `json:"derived,omitempty"`
-}
-
-type epsDeltaJSON struct {
-	Epsilon float64 `json:"epsilon"`
-	Delta   float64 `json:"delta"`
-}
-
-type budgetJSON struct {
-	Spent     epsDeltaJSON `json:"spent"`
-	Remaining epsDeltaJSON `json:"remaining"`
-	Rule      string       `json:"rule"`
-	// Total is the dataset's total budget, every analyst together.
-	Total *totalJSON `json:"total,omitempty"`
-}
-
-type totalJSON struct {
-	Dataset   string       `json:"dataset"`
-	Limit     epsDeltaJSON `json:"limit"`
-	Spent     epsDeltaJSON `json:"spent"`
-	Remaining epsDeltaJSON `json:"remaining"`
-	Rule      string       `json:"rule"`
 }
 
 // ledgerKeyJSON is the budget charged: the table (the ledger's "dataset",
@@ -285,47 +292,17 @@ type ledgerKeyJSON struct {
 	Analyst string `json:"analyst"`
 }
 
-func writeQueryJSON(w io.Writer, r *query.Result) error {
-	out := queryJSON{
-		Columns:    r.Columns,
-		Rows:       r.Rows,
-		Confidence: r.Confidence,
-		Cost:       epsDeltaJSON{r.Cost.Epsilon, r.Cost.Delta},
-		Budget: budgetJSON{
-			Spent:     epsDeltaJSON{r.Budget.Spent.Epsilon, r.Budget.Spent.Delta},
-			Remaining: epsDeltaJSON{r.Budget.Remaining.Epsilon, r.Budget.Remaining.Delta},
-			Rule:      string(r.Budget.Rule),
-		},
-		Split:     r.Split,
-		ReleaseID: r.ReleaseID,
-		Notes:     r.Notes,
-		Table:     r.Budget.Dataset,
-		Ledger:    &ledgerKeyJSON{r.Budget.Dataset, r.Budget.Dataset, r.Budget.Analyst},
-		Repeated:  r.Repeated,
-		Derived:   r.Derived,
-	}
-	if t := r.Budget.Total; t != nil {
-		out.Budget.Total = &totalJSON{Dataset: t.Dataset, Limit: epsDeltaJSON{t.Limit.Epsilon, t.Limit.Delta},
-			Spent: epsDeltaJSON{t.Spent.Epsilon, t.Spent.Delta}, Remaining: epsDeltaJSON{t.Remaining.Epsilon, t.Remaining.Delta}, Rule: string(t.Rule)}
-	}
+func writeQueryJSON(w io.Writer, r *answer.Response) error {
+	out := queryJSON{Response: r, Ledger: &ledgerKeyJSON{r.Budget.Dataset, r.Budget.Dataset, r.Budget.Analyst}}
 	if out.Rows == nil {
 		out.Rows = [][]any{}
-	}
-	out.CI = make([][]*[2]float64, len(r.CI))
-	for i, row := range r.CI {
-		out.CI[i] = make([]*[2]float64, len(row))
-		for j, iv := range row {
-			if iv != nil {
-				out.CI[i][j] = &[2]float64{iv.Low, iv.High}
-			}
-		}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
 }
 
-func writeQueryCSV(w io.Writer, r *query.Result) error {
+func writeQueryCSV(w io.Writer, r *answer.Response) error {
 	cw := csv.NewWriter(w)
 	var header []string
 	isAgg := make([]bool, len(r.Columns))
@@ -352,7 +329,7 @@ func writeQueryCSV(w io.Writer, r *query.Result) error {
 		for j, v := range row {
 			rec = append(rec, formatPlain(v))
 			if iv := r.CI[i][j]; iv != nil {
-				rec = append(rec, strconv.FormatFloat(iv.Low, 'g', -1, 64), strconv.FormatFloat(iv.High, 'g', -1, 64))
+				rec = append(rec, strconv.FormatFloat(iv[0], 'g', -1, 64), strconv.FormatFloat(iv[1], 'g', -1, 64))
 			}
 		}
 		if err := cw.Write(rec); err != nil {
@@ -376,7 +353,7 @@ func formatPlain(v any) string {
 // temporalInterval spells the interval of a released date or timestamp
 // (a MIN, MAX or quantile of one), held in days or microseconds since
 // 1970-01-01, as dates or timestamps; ok is false for any other value.
-func temporalInterval(v any, iv *dpplan.Interval) (string, bool) {
+func temporalInterval(v any, iv *[2]float64) (string, bool) {
 	s, ok := v.(string)
 	if !ok {
 		return "", false
@@ -388,7 +365,7 @@ func temporalInterval(v any, iv *dpplan.Interval) (string, bool) {
 		}
 		t = catalog.Timestamp
 	}
-	return "[" + catalog.FormatValue(t, int64(math.Round(iv.Low))) + ", " + catalog.FormatValue(t, int64(math.Round(iv.High))) + "]", true
+	return "[" + catalog.FormatValue(t, int64(math.Round(iv[0]))) + ", " + catalog.FormatValue(t, int64(math.Round(iv[1]))) + "]", true
 }
 
 // formatNoisy prints a noisy value with the decimals its interval warrants.
@@ -405,7 +382,7 @@ func formatNoisy(v any, half float64) string {
 	return strconv.FormatFloat(f, 'f', dec, 64)
 }
 
-func writeQueryTable(w io.Writer, r *query.Result) error {
+func writeQueryTable(w io.Writer, r *answer.Response) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	var header []string
 	isAgg := make([]bool, len(r.Columns))
@@ -430,7 +407,7 @@ func writeQueryTable(w io.Writer, r *query.Result) error {
 					continue
 				}
 				x, _ := ir.Number(v)
-				below, above := x-iv.Low, iv.High-x
+				below, above := x-iv[0], iv[1]-x
 				lopsided[j] = lopsided[j] || math.Abs(below-above) > 0.1*(math.Abs(below)+math.Abs(above))
 			}
 		}
@@ -454,14 +431,14 @@ func writeQueryTable(w io.Writer, r *query.Result) error {
 				continue
 			}
 			x, _ := ir.Number(v)
-			half := math.Max(x-iv.Low, iv.High-x)
+			half := math.Max(x-iv[0], iv[1]-x)
 			if span, ok := temporalInterval(v, iv); ok {
 				cells = append(cells, fmt.Sprint(v), span)
 				continue
 			}
 			if lopsided[j] {
-				w := (iv.High - iv.Low) / 2
-				cells = append(cells, formatNoisy(v, w), "["+formatNoisy(iv.Low, w)+", "+formatNoisy(iv.High, w)+"]")
+				w := (iv[1] - iv[0]) / 2
+				cells = append(cells, formatNoisy(v, w), "["+formatNoisy(iv[0], w)+", "+formatNoisy(iv[1], w)+"]")
 				continue
 			}
 			cells = append(cells, formatNoisy(v, half), formatNoisy(half, half))
@@ -496,23 +473,23 @@ func writeQueryTable(w io.Writer, r *query.Result) error {
 	// all: counts below the rows in the file, with no other word on
 	// screen, confuse), as the JSON output, psql and the dashboard do.
 	for _, n := range r.Notes {
-		if n != query.RepeatedNote {
+		if !strings.HasPrefix(n, "repeated query:") {
 			fmt.Fprintln(w, "note: "+n)
 		}
 	}
-	if r.Repeated {
+	if r.Repeated && r.OriginalCost != nil {
 		fmt.Fprintf(w, "%s (first answered at a cost of ε=%s δ=%s)\n", query.RepeatedNote, fmtNum(r.OriginalCost.Epsilon), fmtNum(r.OriginalCost.Delta))
 	}
 	fmt.Fprintln(w, costLine(r))
 	if t := r.Budget.Total; t != nil {
 		fmt.Fprintf(w, "total budget of %s, every analyst together: spent ε=%s δ=%s, left ε=%s δ=%s\n",
-			t.Dataset, fmtNum(t.Spent.Epsilon), fmtNum(t.Spent.Delta), fmtNum(t.Remaining.Epsilon), fmtNum(t.Remaining.Delta))
+			t.Table, fmtNum(t.Spent.Epsilon), fmtNum(t.Spent.Delta), fmtNum(t.Remaining.Epsilon), fmtNum(t.Remaining.Delta))
 	}
 	return nil
 }
 
 // costLine says what a query cost and what is left of the budget.
-func costLine(r *query.Result) string {
+func costLine(r *answer.Response) string {
 	return fmt.Sprintf("cost ε=%s δ=%s; budget of %s on %s: spent ε=%s δ=%s, left ε=%s δ=%s",
 		fmtNum(r.Cost.Epsilon), fmtNum(r.Cost.Delta), r.Budget.Analyst, r.Budget.Dataset,
 		fmtNum(r.Budget.Spent.Epsilon), fmtNum(r.Budget.Spent.Delta), fmtNum(r.Budget.Remaining.Epsilon), fmtNum(r.Budget.Remaining.Delta))
@@ -521,8 +498,8 @@ func costLine(r *query.Result) string {
 // raiseAdvice says how to spend more after a budget refused a charge: the
 // table's total budget (every analyst together) or the analyst's own,
 // whichever refused, with the table's name.
-func raiseAdvice(err error, table, analyst string) string {
-	if errors.Is(err, ledger.ErrTotalExceeded) {
+func raiseAdvice(total bool, table, analyst string) string {
+	if total {
 		return fmt.Sprintf("The total budget of every analyst together is spent; to spend more, the data owner raises it: dpstat budget grant --table %s --total --epsilon E (dpstat budget show lists the budgets)", table)
 	}
 	return fmt.Sprintf("To spend more, the data owner raises the analyst's budget: dpstat budget grant --table %s --analyst %s --epsilon E (dpstat budget show --analyst %s lists the budgets)", table, analyst, analyst)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/ledger"
-	"github.com/dpstat/dpstat/query/dpplan"
 )
 
 func runQueryCLI(args ...string) (stdout, stderr string, code int) {
@@ -322,14 +321,14 @@ func TestQueryCLIQuantileInterval(t *testing.T) {
 func TestTemporalInterval(t *testing.T) {
 	for _, tc := range []struct {
 		v    any
-		iv   dpplan.Interval
+		iv   [2]float64
 		want string
 		ok   bool
 	}{
-		{"2024-03-01", dpplan.Interval{Low: 19723, High: 20088}, "[2024-01-01, 2024-12-31]", true},
-		{"2024-03-01 12:00:00", dpplan.Interval{Low: 1704067200e6, High: 1735689599e6}, "[2024-01-01 00:00:00, 2024-12-31 23:59:59]", true},
-		{3.5, dpplan.Interval{Low: 1, High: 5}, "", false},
-		{"Paris", dpplan.Interval{Low: 1, High: 5}, "", false},
+		{"2024-03-01", [2]float64{19723, 20088}, "[2024-01-01, 2024-12-31]", true},
+		{"2024-03-01 12:00:00", [2]float64{1704067200e6, 1735689599e6}, "[2024-01-01 00:00:00, 2024-12-31 23:59:59]", true},
+		{3.5, [2]float64{1, 5}, "", false},
+		{"Paris", [2]float64{1, 5}, "", false},
 	} {
 		got, ok := temporalInterval(tc.v, &tc.iv)
 		if got != tc.want || ok != tc.ok {

@@ -94,10 +94,7 @@ cost and the plan without reading data or charging.`,
 			if err := checkOut(out); err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
+			ctx := cmdContext(cmd)
 			return runSynth(ctx, w, cat, t, plan, analyst, ledgerPath, out)
 		},
 	}

@@ -246,6 +246,8 @@ func averageQuantile(mu, b, bn, alpha float64) float64 {
 // relation's bounds. Its count can select keys.
 type avgAgg struct{}
 
+func init() { register(avgAgg{}, ir.Avg) }
+
 func (avgAgg) plan(p *Plan, ap *AggregatePlan, share float64) {
 	a := ap.Aggregate
 	sm := fixedPointSummand(p.Table.Column(a.Column))

@@ -120,8 +120,7 @@ func (p *Plan) outputType(o ir.Output) string {
 		if t := ir.AggTemporal(o.Agg, p.Query.Derived, p.Table); t != "" {
 			return string(t)
 		}
-		switch o.Agg.Func {
-		case ir.CountStar, ir.Count, ir.CountDistinct:
+		if o.Agg.Func.Info().Result == ir.ResultInt {
 			return string(catalog.Int)
 		}
 		return string(catalog.Float)

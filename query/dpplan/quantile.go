@@ -218,6 +218,8 @@ func (p *Plan) OnlyHistograms() bool {
 // declared range.
 type quantileAgg struct{}
 
+func init() { register(quantileAgg{}, ir.Quantile) }
+
 func (quantileAgg) plan(p *Plan, ap *AggregatePlan, share float64) { p.planQuantile(ap, share) }
 
 func (quantileAgg) release(n *Noise, ex *Exact, g int, a AggregatePlan, _ []float64, _ float64) (any, Interval, error) {

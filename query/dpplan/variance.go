@@ -145,6 +145,8 @@ func finishBound(x, n float64, sample bool, feasible func(float64) float64, root
 // (planVariance, variance).
 type varianceAgg struct{}
 
+func init() { register(varianceAgg{}, ir.VarPop, ir.VarSamp, ir.StddevPop, ir.StddevSamp) }
+
 func (varianceAgg) plan(p *Plan, ap *AggregatePlan, share float64) { p.planVariance(ap, share) }
 
 func (varianceAgg) release(n *Noise, _ *Exact, _ int, a AggregatePlan, noisy []float64, confidence float64) (any, Interval, error) {
