@@ -23,19 +23,19 @@ var layers = []struct {
 	prefix string
 	layer  int
 }{
-	{"random", 0}, {"accounting", 0}, {"catalog", 0}, {"engine", 0}, {"clients", 0},
-	{"noise", 1}, {"audit", 1}, {"ledger", 1}, {"engine/postgres/pgtest", 1},
-	{"mechanism", 2}, {"analyst", 2}, {"engine/duckdb", 2}, {"engine/postgres", 2}, {"engine/clickhouse", 2},
-	{"ldp", 3}, {"engine/engines", 3},
-	{"query/ir", 4}, {"query/internal", 4},
-	{"query/parse", 5}, {"query/dpplan", 5},
-	{"query/sqlgen", 6},
-	{"query", 7},
-	{"synth", 8}, {"suggest", 8}, {"collector", 8}, {"internal/querygen", 8}, {"answer", 8},
-	{"query/enginetest", 9}, {"answer/queryanswer", 9}, {"answer/answertest", 9}, {"auditlog", 9},
-	{"server", 10}, {"pgwire", 10},
-	{"server/metrics", 11},
-	{"internal", 12}, {"cmd", 13},
+	{"random", 0}, {"epoch", 0}, {"accounting", 1}, {"catalog", 1}, {"engine", 1}, {"clients", 1},
+	{"noise", 2}, {"audit", 2}, {"ledger", 2}, {"engine/postgres/pgtest", 2},
+	{"mechanism", 3}, {"analyst", 3}, {"engine/duckdb", 3}, {"engine/postgres", 3}, {"engine/clickhouse", 3},
+	{"ldp", 4}, {"engine/engines", 4},
+	{"query/ir", 5}, {"query/internal", 5},
+	{"query/parse", 6}, {"query/dpplan", 6},
+	{"query/sqlgen", 7},
+	{"query", 8},
+	{"synth", 9}, {"suggest", 9}, {"collector", 9}, {"internal/querygen", 9}, {"answer", 9},
+	{"query/enginetest", 10}, {"answer/queryanswer", 10}, {"answer/answertest", 10}, {"auditlog", 10},
+	{"server", 11}, {"pgwire", 11},
+	{"server/metrics", 12},
+	{"internal", 13}, {"cmd", 14},
 }
 
 // entry is the longest entry of layers that path is under.

@@ -6,7 +6,7 @@
 // of the answered cells covered the true values (computed by a third
 // service at ε = 1e20).
 //
-//	go run ./query/internal/benchreuse -catalog examples/catalog.yaml -budget 3 -accuracy 40 -seeds 3
+//	go run ./internal/bench/benchreuse -catalog examples/catalog.yaml -budget 3 -accuracy 40 -seeds 3
 package main
 
 import (
