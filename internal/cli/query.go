@@ -203,7 +203,7 @@ func answerQuery(cmd *cobra.Command, svc *query.Service, cat *catalog.Catalog, b
 	if err != nil {
 		return err
 	}
-	req := answer.Request{Analyst: opts.Analyst, SQL: sql, Epsilon: opts.Epsilon, Delta: opts.Delta, Confidence: opts.Confidence}
+	req := answer.Request{Analyst: opts.Analyst, SQL: sql, Epsilon: opts.Epsilon, Delta: opts.Delta, Confidence: opts.Confidence, Fresh: opts.Fresh}
 	if a := opts.Accuracy; a != nil {
 		req.Accuracy = &answer.Accuracy{All: a.All, Columns: a.Columns}
 	}
