@@ -348,7 +348,7 @@ tables:
 		case engine.Date, engine.Timestamp:
 			hint = `  # add lower: and upper: (e.g. "2024-01-01") to allow date_trunc, EXTRACT, MIN and MAX`
 		case engine.Text:
-			hint = "  # add values: [...] (a public list) to allow GROUP BY"
+			hint = "  # GROUP BY works as is with a δ > 0 (DP key selection keeps the keys); add values: [...] (a public list) to release every listed key at δ = 0"
 		}
 		from := ""
 		if names[i] != c.Name {

@@ -206,6 +206,16 @@ func TestCatalogCLI(t *testing.T) {
 	if strings.Contains(s, "lower: 30") || strings.Contains(s, "upper: 40") {
 		t.Errorf("skeleton filled bounds from the data:\n%s", s)
 	}
+	// A text column's hint does not claim GROUP BY needs values: key
+	// selection with a δ > 0 groups by it as the skeleton stands.
+	if strings.Contains(s, "to allow GROUP BY") || !strings.Contains(s, "GROUP BY works as is with a δ > 0") {
+		t.Errorf("skeleton's text hint:\n%s", s)
+	}
+	out, errOut, code = runQueryCLI("query", "--catalog", skel, "--ledger", filepath.Join(dir, "k.db"), "--epsilon", "1", "--delta", "1e-5",
+		"SELECT name, COUNT(*) FROM my_data GROUP BY name")
+	if code != 0 || !strings.Contains(out, "DP key selection") {
+		t.Errorf("GROUP BY a text column of the skeleton: exit %d, %s %s", code, out, errOut)
+	}
 	out, errOut, code = runQueryCLI("catalog", "check", skel)
 	if code != 0 || !strings.HasPrefix(out, "ok") {
 		t.Errorf("check skeleton: exit %d, %s %s", code, out, errOut)
