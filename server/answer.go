@@ -105,6 +105,18 @@ type Response struct {
 	// quantile's on the values): their half-widths are the widest the
 	// declared bounds allow, not what the answer will show.
 	DataDependent []string `json:"data_dependent,omitempty"`
+	// WouldRefuse is set, in a preview, when running the query now would
+	// be refused (its cost does not fit in the budget left): the preview
+	// itself succeeded, so its status is 200 and the rest of the response
+	// says what the query would cost.
+	WouldRefuse *Refusal `json:"would_refuse,omitempty"`
+}
+
+// Refusal is what a refused query would have been told: the error's kind
+// and its message.
+type Refusal struct {
+	Kind   Kind   `json:"kind"`
+	Reason string `json:"reason"`
 }
 
 // ColumnInfo is one declared column: its type and the data owner's declared

@@ -168,7 +168,12 @@ func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Resp
 		return nil, err
 	}
 	if req.DryRun {
-		return a.preview(p, st)
+		resp, err := a.preview(p, st)
+		if err != nil {
+			return nil, err
+		}
+		resp.WouldRefuse = a.wouldRefuse(p, key)
+		return resp, nil
 	}
 	res, err := a.svc.Run(ctx, p)
 	if err != nil {
@@ -206,6 +211,27 @@ func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Resp
 		}
 	}
 	return resp, nil
+}
+
+// wouldRefuse says whether running p now would be refused for its budget,
+// as the run itself checks before reading any data: nil when the cost fits,
+// when the query is free (public keys only, or asked before: its stored
+// answer is returned), or when the check itself failed (the run then says
+// why).
+func (a *Answerer) wouldRefuse(p *query.Prepared, key ledger.Key) *server.Refusal {
+	if p.ExplainOnly || p.Plan.PublicKeysOnly() {
+		return nil
+	}
+	if _, ok, err := a.ledger.Answer(key, p.AnswerKey()); err == nil && ok {
+		return nil
+	}
+	err := a.ledger.Check(key, p.Noise.Cost)
+	var ex *accounting.ExceededError
+	if !errors.As(err, &ex) {
+		return nil
+	}
+	se := server.AsError(classify(err))
+	return &server.Refusal{Kind: se.Kind, Reason: se.Message}
 }
 
 func shares(split []dpplan.Share) []server.Share {
