@@ -119,6 +119,9 @@ class Result:
     release_id: int = 0
     repeated: bool = False
     dry_run: bool = False
+    # For a preview: None, or {"kind": ..., "reason": ...} when running the
+    # query now would be refused (its cost does not fit in the budget left).
+    would_refuse: Optional[dict] = None
 
     @classmethod
     def _from(cls, d: dict) -> "Result":
@@ -138,6 +141,7 @@ class Result:
             release_id=int(d.get("release_id") or 0),
             repeated=bool(d.get("repeated")),
             dry_run=bool(d.get("dry_run")),
+            would_refuse=d.get("would_refuse"),
         )
 
     def noisy(self) -> List[bool]:
@@ -164,7 +168,7 @@ class Result:
         try:
             import pandas as pd
         except ImportError as e:  # pragma: no cover - depends on the machine
-            raise ImportError("Result.to_pandas() needs pandas: pip install pandas (or apt-get install python3-pandas)") from e
+            raise ImportError("Result.to_pandas() needs pandas: pip install 'dpstat[pandas]' (or pip install pandas; apt-get install python3-pandas for the system's Python)") from e
         cols = []
         for j, name in enumerate(self.columns):
             cols.append(name)

@@ -90,6 +90,11 @@ class ClientTest(unittest.TestCase):
         self.assertIsInstance(e.exception, dpstat.Error)
         self.assertEqual(e.exception.code, "budget_exceeded")
         self.assertEqual(e.exception.status, 409)
+        # Its preview is answered, and says the run would be refused.
+        p = small.preview("SELECT COUNT(*) FROM adult", epsilon=5)
+        self.assertEqual(p.would_refuse["kind"], "budget_exceeded")
+        self.assertIn("remaining", p.would_refuse["reason"])
+        self.assertIsNone(small.preview("SELECT COUNT(*) FROM adult", epsilon=0.01).would_refuse)
 
     def test_bad_token_and_arguments(self):
         with self.assertRaises(dpstat.Error) as e:
