@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dpstat/dpstat/query/ir"
+)
+
+// TestQueryCLIOrderBy checks that dpstat query prints rows in the order the
+// query's ORDER BY asks, in JSON and in the table: a top-k query (whose keys
+// report-noisy-max chooses in its own order) sorted by its released counts
+// at an ε small enough for the two orders to differ, an ascending order, an
+// order by key, and keys alone at ε = 1e20 in the true order. Sortedness
+// holds for every answer, so the test has no false failures.
+func TestQueryCLIOrderBy(t *testing.T) {
+	led := filepath.Join(t.TempDir(), "l.db")
+	out, errOut, code := runQueryCLI("budget", "grant", "--ledger", led, "--table", "adult", "--total", "--epsilon", "1e21", "--delta", "1e-5")
+	if code != 0 {
+		t.Fatalf("grant: %s %s", out, errOut)
+	}
+	tests := []struct {
+		sql   string
+		col   int
+		desc  bool
+		eps   string
+		exact []string
+	}{
+		{"SELECT race, COUNT(*) AS n FROM adult GROUP BY race ORDER BY n DESC LIMIT 4", 1, true, "0.02", nil},
+		{"SELECT race, COUNT(*) FROM adult GROUP BY race ORDER BY COUNT(*) DESC LIMIT 4", 1, true, "0.021", nil},
+		{"SELECT race, COUNT(*) AS n FROM adult GROUP BY race ORDER BY n LIMIT 4", 1, false, "0.02", nil},
+		{"SELECT race, COUNT(*) AS n FROM adult GROUP BY race ORDER BY race DESC", 0, true, "0.02", nil},
+		{"SELECT race FROM adult GROUP BY race ORDER BY COUNT(*) DESC LIMIT 3", -1, true, "1e20", []string{"White", "Black", "Asian-Pac-Islander"}},
+	}
+	for i, tc := range tests {
+		for run := 0; run < 3; run++ {
+			// A new analyst each time: no stored repeat, a fresh budget.
+			name := fmt.Sprintf("a%d_%d", i, run)
+			if out, errOut, code := runQueryCLI("budget", "grant", "--ledger", led, "--table", "adult", "--analyst", name, "--epsilon", "1e21"); code != 0 {
+				t.Fatalf("grant: %s %s", out, errOut)
+			}
+			args := []string{"query", "--catalog", exampleCatalog, "--ledger", led, "--analyst", name, "--epsilon", tc.eps}
+			out, errOut, code := runQueryCLI(append(args, "--format", "json", tc.sql)...)
+			if code != 0 {
+				t.Fatalf("%s: exit %d: %s", tc.sql, code, errOut)
+			}
+			var r struct{ Rows [][]any }
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				t.Fatalf("%s: %v\n%s", tc.sql, err, out)
+			}
+			sortedAsAsked(t, tc.sql, r.Rows, tc.col, tc.desc, tc.exact)
+			if run > 0 {
+				continue
+			}
+			// The table prints the same order: its rows' first cells.
+			table, errOut, code := runQueryCLI(append(args[:len(args)-1:len(args)-1], "1e20", tc.sql)...)
+			if code != 0 {
+				t.Fatalf("%s: exit %d: %s", tc.sql, code, errOut)
+			}
+			lines := strings.Split(table, "\n")
+			var keys [][]any
+			for _, l := range lines[1:] {
+				f := strings.Fields(l)
+				if len(f) == 0 || strings.HasPrefix(l, "±") || strings.HasPrefix(l, "note") {
+					break
+				}
+				row := []any{f[0]}
+				if len(f) > 1 {
+					row = append(row, f[1])
+				}
+				keys = append(keys, row)
+			}
+			if tc.col == 0 || tc.exact != nil {
+				sortedAsAsked(t, tc.sql+" (table)", keys, tc.col, tc.desc, tc.exact)
+			}
+		}
+	}
+}
+
+// sortedAsAsked fails unless rows are sorted on column col (desc or not),
+// with the first cells exact when given.
+func sortedAsAsked(t *testing.T, sql string, rows [][]any, col int, desc bool, exact []string) {
+	t.Helper()
+	if len(rows) == 0 {
+		t.Fatalf("%s: no rows", sql)
+	}
+	for i, r := range rows {
+		if exact != nil && (i >= len(exact) || r[0] != exact[i]) {
+			t.Fatalf("%s: rows %v, want keys %v", sql, rows, exact)
+		}
+	}
+	if col < 0 {
+		return
+	}
+	for i := 1; i < len(rows); i++ {
+		c := ir.CompareValues(rows[i-1][col], rows[i][col])
+		if (desc && c < 0) || (!desc && c > 0) {
+			t.Fatalf("%s: rows %v are not in the order asked", sql, rows)
+		}
+	}
+}
