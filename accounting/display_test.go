@@ -4,7 +4,7 @@ import "testing"
 
 func TestNumAndNote(t *testing.T) {
 	tests := []struct {
-		x          float64
+		x         float64
 		num, note string
 	}{
 		{4.6000000000000005, "4.6", "4.6"},
