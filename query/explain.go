@@ -183,7 +183,7 @@ func (p *Prepared) Explain() *Explanation {
 func (e *Explanation) Lines() []string {
 	var l []string
 	l = append(l, "query: "+e.Query)
-	l = append(l, fmt.Sprintf("cost: ε=%g δ=%g, charged to the budget on table %s (nothing is charged by EXPLAIN)", e.Cost.Epsilon, e.Cost.Delta, e.Table))
+	l = append(l, fmt.Sprintf("cost: ε=%s δ=%s, charged to the budget on table %s (nothing is charged by EXPLAIN)", accounting.Num(e.Cost.Epsilon), accounting.Num(e.Cost.Delta), e.Table))
 	if e.Accuracy != nil {
 		l = append(l, e.Accuracy.Lines()...)
 	}
@@ -199,13 +199,13 @@ func (e *Explanation) Lines() []string {
 		}
 		var mech []string
 		for _, m := range c.Mechanisms {
-			mech = append(mech, fmt.Sprintf("%s(ε=%g, sensitivity=%g, scale=%.4g)", m.Name, m.Epsilon, m.Sensitivity, m.Scale))
+			mech = append(mech, fmt.Sprintf("%s(ε=%s, sensitivity=%s, scale=%s)", m.Name, accounting.Note(m.Epsilon), accounting.Note(m.Sensitivity), accounting.Note(m.Scale)))
 		}
-		line := fmt.Sprintf("column %s: %s, ε=%g: %s", c.Name, c.Aggregate, c.Epsilon, strings.Join(mech, " + "))
+		line := fmt.Sprintf("column %s: %s, ε=%s: %s", c.Name, c.Aggregate, accounting.Note(c.Epsilon), strings.Join(mech, " + "))
 		if c.HalfWidthNote != "" {
-			line += fmt.Sprintf("; %g%% interval %s", e.Confidence*100, c.HalfWidthNote)
+			line += fmt.Sprintf("; %s%% interval %s", accounting.Num(e.Confidence*100), c.HalfWidthNote)
 		} else if !math.IsNaN(c.HalfWidth) {
-			line += fmt.Sprintf("; %g%% interval ±%.4g", e.Confidence*100, c.HalfWidth)
+			line += fmt.Sprintf("; %s%% interval ±%s", accounting.Num(e.Confidence*100), accounting.Note(c.HalfWidth))
 		}
 		l = append(l, line)
 	}

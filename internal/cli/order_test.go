@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -102,3 +103,36 @@ func sortedAsAsked(t *testing.T, sql string, rows [][]any, col int, desc bool, e
 		}
 	}
 }
+
+// TestQueryCLINumbersForPeople checks that the figures a person reads have
+// no float artefacts: an ε split in three (0.4/3), a top-k round's ε
+// (rounded down from 1/3), and the cost and budget after them.
+func TestQueryCLINumbersForPeople(t *testing.T) {
+	led := filepath.Join(t.TempDir(), "l.db")
+	tests := []struct {
+		sql, eps string
+		want     []string
+	}{
+		{"SELECT COUNT(*), SUM(age), AVG(hours_per_week) FROM adult", "0.4", []string{"count ε=0.1333,", "cost ε=0.4 δ=0"}},
+		{"SELECT race FROM adult GROUP BY race ORDER BY COUNT(*) DESC LIMIT 3", "1", []string{"ε=0.3333 each (1 in all)", "left ε=8.6 δ=1e-05"}},
+		{"EXPLAIN SELECT COUNT(*), SUM(age), AVG(hours_per_week) FROM adult", "0.4", []string{"ε=0.1333", "scale="}},
+	}
+	for _, tc := range tests {
+		out, errOut, code := runQueryCLI("query", "--catalog", exampleCatalog, "--ledger", led, "--analyst", "ana", "--epsilon", tc.eps, tc.sql)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", tc.sql, code, errOut)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: output lacks %q:\n%s", tc.sql, w, out)
+			}
+		}
+		if artefact.MatchString(out) {
+			t.Errorf("%s: a float artefact (%s):\n%s", tc.sql, artefact.FindString(out), out)
+		}
+	}
+}
+
+// artefact matches a number with a run of six 0s, 3s, 6s or 9s after more
+// digits: float drift or a figure printed to more digits than it means.
+var artefact = regexp.MustCompile(`\d\.\d*(0{6}|3{6}|6{6}|9{6})\d`)

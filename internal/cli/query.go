@@ -461,20 +461,21 @@ func writeQueryTable(w io.Writer, r *query.Result) error {
 	}
 	var split []string
 	for _, s := range r.Split {
-		part := fmt.Sprintf("%s ε=%s", s.Column, fmtNum(s.Epsilon))
+		// A share is a figure of the plan, not a charge: a few digits.
+		part := fmt.Sprintf("%s ε=%s", s.Column, accounting.Note(s.Epsilon))
 		if s.Delta > 0 {
-			part += " δ=" + fmtNum(s.Delta)
+			part += " δ=" + accounting.Note(s.Delta)
 		}
 		split = append(split, part)
 	}
-	what := "± is the half-width of a %g%% interval"
+	what := "± is the half-width of a %s%% interval"
 	for _, l := range lopsided {
 		if l {
-			what = "± and [low, high] are %g%% intervals"
+			what = "± and [low, high] are %s%% intervals"
 			break
 		}
 	}
-	fmt.Fprintf(w, what+"; ε split: %s\n", r.Confidence*100, strings.Join(split, ", "))
+	fmt.Fprintf(w, what+"; ε split: %s\n", accounting.Num(r.Confidence*100), strings.Join(split, ", "))
 	// The notes say what shaped the numbers (contribution bounding above
 	// all: counts below the rows in the file, with no other word on
 	// screen, confuse), as the JSON output, psql and the dashboard do.

@@ -102,7 +102,7 @@ func TestFmtNum(t *testing.T) {
 	tests := []struct {
 		x    float64
 		want string
-	}{{4.1000000000000005, "4.1"}, {0.3333333330228925, "0.333333333"}, {1e-6, "1e-06"}, {10, "10"}, {0, "0"}}
+	}{{4.1000000000000005, "4.1"}, {0.3333333330228925, "0.333333333023"}, {1e-6, "1e-06"}, {10, "10"}, {0, "0"}}
 	for _, tc := range tests {
 		if got := fmtNum(tc.x); got != tc.want {
 			t.Errorf("fmtNum(%v) = %q, want %q", tc.x, got, tc.want)

@@ -2,13 +2,17 @@ package queryanswer_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/analyst"
@@ -115,4 +119,57 @@ func number(v any) any {
 		return x
 	}
 	return v
+}
+
+// TestNumbersForPeopleOnHTTPAndPG checks that notes (HTTP) and notices (the
+// PostgreSQL protocol) spell figures without float artefacts: an ε split
+// in three (0.4/3) and a top-k round's ε (rounded down from 1/3).
+func TestNumbersForPeopleOnHTTPAndPG(t *testing.T) {
+	s := start(t, filepath.Join(t.TempDir(), "ledger.db"))
+	_, tok, err := s.reg.Add("alice", analyst.RoleAnalyst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ledger.Grant(ledger.Key{Dataset: "adult", Analyst: "alice"}, accounting.EpsDelta{Epsilon: 10}, accounting.Basic); err != nil {
+		t.Fatal(err)
+	}
+	host, port, _ := net.SplitHostPort(s.pgAddr)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cfg, err := pgx.ParseConfig("host=" + host + " port=" + port + " user=alice password=" + tok + " sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notices []string
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { notices = append(notices, n.Message) }
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	artefact := regexp.MustCompile(`\d\.\d*(0{6}|3{6}|6{6}|9{6})\d`)
+	for i, tc := range []struct {
+		sql, want string
+		eps       float64
+	}{
+		{"SELECT COUNT(*) AS n, SUM(age) AS s, AVG(hours_per_week) AS a FROM adult", "n ε=0.1333", 0.4},
+		{"SELECT race FROM adult GROUP BY race ORDER BY COUNT(*) DESC LIMIT 3", "ε=0.3333 each", 1},
+	} {
+		code, m := s.post(t, tok, fmt.Sprintf(`{"sql":%q,"epsilon":%g}`, tc.sql, tc.eps))
+		notes, _ := json.Marshal(m["notes"])
+		if code != 200 || !strings.Contains(string(notes), tc.want) || artefact.Match(notes) {
+			t.Errorf("HTTP %s: %d, notes %s", tc.sql, code, notes)
+		}
+		notices = nil
+		if _, err := c.Exec(ctx, fmt.Sprintf("SET dpstat.epsilon = %g", tc.eps*(1+float64(i+1)/1e6))); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Exec(ctx, tc.sql); err != nil {
+			t.Fatalf("pg %s: %v", tc.sql, err)
+		}
+		all := strings.Join(notices, "\n")
+		if !strings.Contains(all, tc.want) || artefact.MatchString(all) {
+			t.Errorf("pg %s: notices\n%s", tc.sql, all)
+		}
+	}
 }

@@ -200,7 +200,7 @@ func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Resp
 	if res.Repeated {
 		resp.Repeated = true
 		resp.Notes = append([]string{fmt.Sprintf("repeated query: the answer stored when it was first asked is returned; nothing was charged now (it cost ε=%s, δ=%s then)",
-			strconv.FormatFloat(res.OriginalCost.Epsilon, 'g', 6, 64), strconv.FormatFloat(res.OriginalCost.Delta, 'g', 6, 64))}, resp.Notes...)
+			accounting.Num(res.OriginalCost.Epsilon), accounting.Num(res.OriginalCost.Delta))}, resp.Notes...)
 	}
 	for i, row := range res.CI {
 		resp.CI[i] = make([]*[2]float64, len(row))
@@ -252,7 +252,7 @@ func splitNotes(split []dpplan.Share) []string {
 	}
 	var parts []string
 	for _, s := range split {
-		parts = append(parts, fmt.Sprintf("%s ε=%s", s.Column, strconv.FormatFloat(s.Epsilon, 'g', 6, 64)))
+		parts = append(parts, fmt.Sprintf("%s ε=%s", s.Column, accounting.Note(s.Epsilon)))
 	}
 	return []string{"ε split among the aggregates: " + strings.Join(parts, ", ")}
 }
