@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpstat/dpstat/query"
+	"github.com/dpstat/dpstat/query/dpplan"
 	"github.com/dpstat/dpstat/query/ir"
 )
 
@@ -136,3 +138,36 @@ func TestQueryCLINumbersForPeople(t *testing.T) {
 // artefact matches a number with a run of six 0s, 3s, 6s or 9s after more
 // digits: float drift or a figure printed to more digits than it means.
 var artefact = regexp.MustCompile(`\d\.\d*(0{6}|3{6}|6{6}|9{6})\d`)
+
+// TestQueryTableIntervals checks that the table shows an interval that is
+// not symmetric around its value as [low, high], so that no ± claims values
+// outside it (a median of 47 in [0, 100] is not 47 ± 53), and a symmetric
+// one as ±.
+func TestQueryTableIntervals(t *testing.T) {
+	tests := []struct {
+		name   string
+		v      any
+		iv     dpplan.Interval
+		header string
+		cell   string
+	}{
+		{"a median in its declared range", 47.0, dpplan.Interval{Low: 0, High: 100}, "m interval", "47 [0, 100]"},
+		{"an average clipped to its range", 17.4, dpplan.Interval{Low: 17, High: 19.1}, "m interval", "[17.0, 19.1]"},
+		{"a variance clipped at 0", 0.0, dpplan.Interval{Low: 0, High: 52}, "m interval", "0 [0, 52]"},
+		{"a count", int64(2662), dpplan.Interval{Low: 2656, High: 2668}, "m ±", "2662 6.0"},
+		{"an average a little lopsided", 38.8, dpplan.Interval{Low: 38.7, High: 38.9005}, "m ±", "38.80 0.10"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &query.Result{Columns: []string{"m"}, Rows: [][]any{{tc.v}}, CI: [][]*dpplan.Interval{{&tc.iv}}, Confidence: 0.95}
+			var b strings.Builder
+			if err := writeQueryTable(&b, r); err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(b.String(), "\n")
+			if got := strings.Join(strings.Fields(lines[0]), " "); got != tc.header || !strings.Contains(strings.Join(strings.Fields(lines[1]), " "), tc.cell) {
+				t.Errorf("table:\n%s\nwant header %q and a row with %q", b.String(), tc.header, tc.cell)
+			}
+		})
+	}
+}
