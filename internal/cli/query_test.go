@@ -322,8 +322,12 @@ func TestQueryCLIQuantileInterval(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	header := strings.Fields(strings.SplitN(out, "\n", 2)[0])
-	if strings.Join(header, " ") != "sex m interval n ±" || !strings.Contains(out, "[") {
+	if strings.Join(header, " ") != "sex m interval n ±" || !strings.Contains(out, "[17, 90]") {
 		t.Fatalf("table:\n%s", out)
+	}
+	// The table says the interval is uninformative, as notes do.
+	if !strings.Contains(out, "note: m (PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY age)): its interval is the declared range") {
+		t.Fatalf("no note on the quantile's interval:\n%s", out)
 	}
 }
 

@@ -123,7 +123,8 @@ func number(v any) any {
 
 // TestNumbersForPeopleOnHTTPAndPG checks that notes (HTTP) and notices (the
 // PostgreSQL protocol) spell figures without float artefacts: an ε split
-// in three (0.4/3) and a top-k round's ε (rounded down from 1/3).
+// in three (0.4/3) and a top-k round's ε (rounded down from 1/3); and that
+// they say when an interval says nothing (a quantile's declared range).
 func TestNumbersForPeopleOnHTTPAndPG(t *testing.T) {
 	s := start(t, filepath.Join(t.TempDir(), "ledger.db"))
 	_, tok, err := s.reg.Add("alice", analyst.RoleAnalyst)
@@ -154,6 +155,9 @@ func TestNumbersForPeopleOnHTTPAndPG(t *testing.T) {
 	}{
 		{"SELECT COUNT(*) AS n, SUM(age) AS s, AVG(hours_per_week) AS a FROM adult", "n ε=0.1333", 0.4},
 		{"SELECT race FROM adult GROUP BY race ORDER BY COUNT(*) DESC LIMIT 3", "ε=0.3333 each", 1},
+		// A quantile's interval is the declared range, and the notes say
+		// that it is uninformative (issue 24, item 6).
+		{"SELECT sex, MEDIAN(age) AS m FROM adult GROUP BY sex", "m (PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY age)): its interval is the declared range", 1},
 	} {
 		code, m := s.post(t, tok, fmt.Sprintf(`{"sql":%q,"epsilon":%g}`, tc.sql, tc.eps))
 		notes, _ := json.Marshal(m["notes"])
