@@ -67,6 +67,9 @@ func (p *Prepared) AnswerKey() string {
 	} {
 		fmt.Fprintf(h, "%d:%s;", len(part), part)
 	}
+	if p.DroppedSQL != "" {
+		fmt.Fprintf(h, "dropped %d:%s;", len(p.DroppedSQL), p.DroppedSQL)
+	}
 	for _, hs := range p.HistogramSQL {
 		fmt.Fprintf(h, "%d:%s;", len(hs), hs)
 	}
@@ -91,11 +94,13 @@ type storedAnswer struct {
 	Cost       accounting.Cost      `json:"cost"`
 	Split      []dpplan.Share       `json:"split"`
 	Notes      []string             `json:"notes"`
+	// Dropped is the dropped-rows estimate, when one was released.
+	Dropped *dpplan.DroppedEstimate `json:"dropped,omitempty"`
 }
 
 // encodeAnswer serializes a result for storage with its charge.
 func encodeAnswer(r *Result) ([]byte, error) {
-	s := storedAnswer{Columns: r.Columns, CI: r.CI, Confidence: r.Confidence, Cost: r.Cost, Split: r.Split, Notes: r.Notes}
+	s := storedAnswer{Columns: r.Columns, CI: r.CI, Confidence: r.Confidence, Cost: r.Cost, Split: r.Split, Notes: r.Notes, Dropped: r.Dropped}
 	for _, ivs := range r.CI {
 		for _, iv := range ivs {
 			if iv != nil && !(finite(iv.Low) && finite(iv.High)) {
@@ -137,7 +142,7 @@ func decodeAnswer(b []byte) (*Result, error) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("query: stored answer is damaged: %w", err)
 	}
-	r := &Result{Columns: s.Columns, CI: s.CI, Confidence: s.Confidence, Cost: s.Cost, Split: s.Split, Notes: s.Notes}
+	r := &Result{Columns: s.Columns, CI: s.CI, Confidence: s.Confidence, Cost: s.Cost, Split: s.Split, Notes: s.Notes, Dropped: s.Dropped}
 	for _, cells := range s.Rows {
 		row := make([]any, len(cells))
 		for j, c := range cells {

@@ -180,6 +180,7 @@ budget on first use.`,
 	f.StringVar(&accuracy, "accuracy", "", "ask for a half-width instead of an ε: one number for every COUNT, SUM and COUNT(DISTINCT) column, or column=number pairs (n=20,total=500); dpstat spends the smallest ε that meets it")
 	f.Float64Var(&opts.Confidence, "confidence", query.DefaultConfidence, "confidence level of the reported intervals, in (0, 1)")
 	f.StringVar(&format, "format", "table", "output format: table, csv or json")
+	f.BoolVar(&opts.Dropped, "dropped", false, "also estimate, with DP, the share of the rows read that contribution bounding dropped (takes 10% of the query's ε; free for a table without a privacy unit)")
 	f.BoolVar(&dryRun, "dry-run", false, "show the cost, the split, the noise and interval half-widths and the engine SQL without reading data or charging (as EXPLAIN does)")
 	f.StringVar(&analyst, "analyst", defaultAnalyst(), "whose budget is charged; the default is $USER, or \"default\" when it is unset")
 	addLedgerFlag(cmd, &ledgerPath)
@@ -243,6 +244,9 @@ type queryJSON struct {
 	// Repeated is true when the stored answer of an identical earlier
 	// query was returned at no cost.
 	Repeated bool `json:"repeated,omitempty"`
+	// Dropped is the DP estimate of the rows contribution bounding
+	// dropped (--dropped).
+	Dropped *dpplan.DroppedEstimate `json:"dropped,omitempty"`
 }
 
 type epsDeltaJSON struct {
@@ -291,6 +295,7 @@ func writeQueryJSON(w io.Writer, r *query.Result) error {
 		Table:     r.Budget.Dataset,
 		Ledger:    &ledgerKeyJSON{r.Budget.Dataset, r.Budget.Dataset, r.Budget.Analyst},
 		Repeated:  r.Repeated,
+		Dropped:   r.Dropped,
 	}
 	if t := r.Budget.Total; t != nil {
 		out.Budget.Total = &totalJSON{Dataset: t.Dataset, Limit: epsDeltaJSON{t.Limit.Epsilon, t.Limit.Delta},
