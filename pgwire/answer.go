@@ -13,7 +13,7 @@ import (
 
 // request builds the answerer's request for sql with the session settings.
 func (ss *session) request(sql string, dry bool) server.Request {
-	r := server.Request{Analyst: ss.user.Name, SQL: sql, Epsilon: ss.epsilon, Delta: ss.delta, Confidence: ss.confidence, DryRun: dry}
+	r := server.Request{Analyst: ss.user.Name, SQL: sql, Epsilon: ss.epsilon, Delta: ss.delta, Confidence: ss.confidence, DryRun: dry, Dropped: ss.dropped}
 	if ss.accuracy != nil {
 		r.Epsilon, r.Accuracy = 0, ss.accuracy
 	}

@@ -461,6 +461,9 @@ type queryBody struct {
 	Delta      *float64 `json:"delta"`
 	Confidence *float64 `json:"confidence"`
 	DryRun     bool     `json:"dry_run"`
+	// Dropped asks for the DP estimate of the rows contribution bounding
+	// dropped.
+	Dropped bool `json:"dropped"`
 	// Accuracy is a number or an object {column: number}.
 	Accuracy json.RawMessage `json:"accuracy"`
 }
@@ -518,7 +521,7 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) error {
 	if len(b.SQL) > s.opts.MaxSQLLen {
 		return &httpError{http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("SQL text is %d bytes long: want at most %d", len(b.SQL), s.opts.MaxSQLLen)}
 	}
-	req := Request{Analyst: analystOf(r).Name, SQL: b.SQL, DryRun: b.DryRun}
+	req := Request{Analyst: analystOf(r).Name, SQL: b.SQL, DryRun: b.DryRun, Dropped: b.Dropped}
 	for _, p := range []struct {
 		name string
 		v    *float64

@@ -141,7 +141,7 @@ func classify(err error) error {
 // before the engine runs; an answer is returned only after its charge has
 // committed.
 func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Response, error) {
-	opts := query.Options{Epsilon: req.Epsilon, Delta: req.Delta, Confidence: req.Confidence, Analyst: req.Analyst}
+	opts := query.Options{Epsilon: req.Epsilon, Delta: req.Delta, Confidence: req.Confidence, Analyst: req.Analyst, Dropped: req.Dropped}
 	if a := req.Accuracy; a != nil {
 		opts.Accuracy = &query.Accuracy{All: a.All, Columns: a.Columns}
 	}
@@ -197,6 +197,9 @@ func (a *Answerer) Answer(ctx context.Context, req server.Request) (*server.Resp
 		Split:      shares(res.Split),
 	}
 	resp.Budget.Rule = string(res.Budget.Rule)
+	if d := res.Dropped; d != nil {
+		resp.Dropped = &server.Dropped{Share: d.Share, Low: d.Low, High: d.High, Kept: d.Kept, Dropped: d.Dropped, CapPerPerson: d.Cap, Epsilon: d.Epsilon}
+	}
 	if res.Repeated {
 		resp.Repeated = true
 		resp.Notes = append([]string{fmt.Sprintf("repeated query: the answer stored when it was first asked is returned; nothing was charged now (it cost ε=%s, δ=%s then)",
