@@ -43,6 +43,8 @@ type Explanation struct {
 	// HistogramSQL are the further statements computing quantiles'
 	// histograms.
 	HistogramSQL []string `json:"histogram_sql,omitempty"`
+	// DroppedSQL is the statement of the dropped-rows estimate, when asked.
+	DroppedSQL string `json:"dropped_sql,omitempty"`
 	// Notes state how the answer is computed.
 	Notes []string `json:"notes,omitempty"`
 	// Accuracy is set when the query asked for an accuracy instead of an
@@ -137,10 +139,17 @@ func (p *Prepared) Explain() *Explanation {
 		Split:        p.Noise.Split(),
 		SQL:          p.SQL,
 		HistogramSQL: p.HistogramSQL,
+		DroppedSQL:   p.DroppedSQL,
 		Form:         formName(p),
 		Notes:        append(append(plan.Notes(), nonEmpty(p.Noise.Choice)...), p.EngineNotes...),
 		Groups:       len(plan.Keys),
 		Accuracy:     p.Accuracy,
+	}
+	if d := p.Dropped; d != nil {
+		e.Split = append(e.Split, d.Share())
+		e.Notes = append(e.Notes, fmt.Sprintf("the share of rows contribution bounding drops is estimated at ε=%s of the query's: noisy counts of each person's rows kept (at most %d) and dropped (counted up to %d per person), from a statement of its own", accounting.Note(d.Epsilon), d.KeptMax, d.Cap))
+	} else if p.Opts.Dropped && !plan.Bounded {
+		e.Notes = append(e.Notes, NoBoundingNote)
 	}
 	e.Keys = plan.DescribeKeys()
 	if plan.Selection != nil {
@@ -227,6 +236,12 @@ func (e *Explanation) Lines() []string {
 	for i, hs := range e.HistogramSQL {
 		l = append(l, fmt.Sprintf("engine SQL, histogram %d:", i+1))
 		for _, s := range strings.Split(hs, "\n") {
+			l = append(l, "  "+s)
+		}
+	}
+	if e.DroppedSQL != "" {
+		l = append(l, "engine SQL, rows dropped by bounding:")
+		for _, s := range strings.Split(e.DroppedSQL, "\n") {
 			l = append(l, "  "+s)
 		}
 	}
