@@ -2,6 +2,7 @@ package queryanswer_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"path/filepath"
 	"strings"
@@ -54,6 +55,11 @@ func TestDroppedOnHTTPAndPG(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("HTTP notes lack the estimate: %v", notes)
+	}
+	// Its preview costs the same and says so.
+	code, m = s.post(t, tok, `{"sql":"`+sql+`","epsilon":1e20,"dropped":true,"dry_run":true}`)
+	if pn, _ := m["notes"].([]any); code != 200 || !strings.Contains(fmt.Sprint(pn), "the run also estimates the share of rows contribution bounding drops, at ε=1e+19 of the cost") {
+		t.Errorf("preview: %d %v", code, m)
 	}
 	// Without it, no estimate.
 	if _, m := s.post(t, tok, `{"sql":"`+sql+`","epsilon":1e20}`); m["dropped"] != nil {

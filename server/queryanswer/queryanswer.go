@@ -341,6 +341,9 @@ func (a *Answerer) preview(p *query.Prepared, st ledger.Status) (*server.Respons
 	if p.Accuracy != nil {
 		resp.Notes = append(resp.Notes, p.Accuracy.Lines()...)
 	}
+	if d := p.Dropped; d != nil {
+		resp.Notes = append(resp.Notes, fmt.Sprintf("the run also estimates the share of rows contribution bounding drops, at ε=%s of the cost", accounting.Note(d.Epsilon)))
+	}
 	for i, o := range q.Outputs {
 		if o.Agg == nil || o.Hidden {
 			continue
