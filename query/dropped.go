@@ -39,7 +39,8 @@ func droppedEpsilon(q *ir.Query, plan *dpplan.Plan, opts Options) (float64, erro
 func (p *Prepared) planDropped(eps float64) error {
 	d, err := p.Plan.NewDropped(eps, p.Opts.Source)
 	if err != nil {
-		return err
+		// Before the charge, from the query's parameters alone.
+		return ir.Refuse("the dropped-rows estimate at ε=%s (%g%% of the query's) cannot be planned: %v; ask with a larger ε, or without the estimate", accounting.Note(eps), 100*dpplan.DroppedShare, err)
 	}
 	cost, err := d.Cost()
 	if err != nil {

@@ -147,6 +147,11 @@ func TestDroppedCostAndRelease(t *testing.T) {
 	if _, err := svc.Prepare("SELECT COUNT(*) FROM visits", acc); err == nil || !strings.Contains(err.Error(), "ask the estimate with an ε") {
 		t.Errorf("accuracy with the estimate: %v", err)
 	}
+	// Refused before the charge: an ε too small for its noise.
+	tiny := Options{Epsilon: 1e-15, Confidence: 0.95, Analyst: "a", Dropped: true}
+	if _, err := svc.Prepare("SELECT COUNT(*) FROM visits", tiny); err == nil || !strings.Contains(err.Error(), "the dropped-rows estimate at ε=1e-16 (10% of the query's) cannot be planned") {
+		t.Errorf("a tiny ε: %v", err)
+	}
 	// No privacy unit: free, with a note.
 	svc2, _, _ := newTestService(t, "testdata/catalog.yaml")
 	opts2 := exactOpts()
