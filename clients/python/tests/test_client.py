@@ -38,6 +38,14 @@ class ClientTest(unittest.TestCase):
         self.assertAlmostEqual(r.budget.spent.epsilon, before + 0.5)
         self.assertIn("Female", repr(r))
 
+    def test_dropped(self):
+        # adult has no privacy unit: no row is dropped, and the note says so
+        # at no cost beyond the query's.
+        r = self.c.query("SELECT COUNT(*) FROM adult", epsilon=0.25, dropped=True)
+        self.assertIsNone(r.dropped)
+        self.assertTrue(any("dropped no row" in n for n in r.notes))
+        self.assertAlmostEqual(r.cost.epsilon, 0.25)
+
     def test_to_pandas(self):
         try:
             import pandas  # noqa: F401
