@@ -41,6 +41,9 @@ type Request struct {
 	// Fresh asks for a fresh answer even when one could be derived from
 	// earlier releases at no cost.
 	Fresh bool
+	// Dropped asks for a DP estimate of the share of the rows read that
+	// contribution bounding dropped, paid from the query's ε.
+	Dropped bool
 }
 
 // Accuracy is the half-width of the intervals an analyst asks for, at the
@@ -142,6 +145,36 @@ type Response struct {
 	// quantile's on the values): their half-widths are the widest the
 	// declared bounds allow, not what the answer will show.
 	DataDependent []string `json:"data_dependent,omitempty"`
+	// Dropped is the DP estimate of the rows contribution bounding
+	// dropped, when the request asked for it and the table bounds
+	// contributions.
+	Dropped *Dropped `json:"dropped,omitempty"`
+	// WouldRefuse is set, in a preview, when running the query now would
+	// be refused (its cost does not fit in the budget left): the preview
+	// itself succeeded, so its status is 200 and the rest of the response
+	// says what the query would cost.
+	WouldRefuse *Refusal `json:"would_refuse,omitempty"`
+}
+
+// Dropped is the estimate of the rows contribution bounding dropped: the
+// share of the rows read, its interval, the noisy counts it comes from
+// (dropped rows counted up to CapPerPerson per person) and its ε, part of
+// the query's cost.
+type Dropped struct {
+	Share        float64 `json:"share"`
+	Low          float64 `json:"low"`
+	High         float64 `json:"high"`
+	Kept         int64   `json:"kept"`
+	Dropped      int64   `json:"dropped"`
+	CapPerPerson int64   `json:"cap_per_person"`
+	Epsilon      float64 `json:"epsilon"`
+}
+
+// Refusal is what a refused query would have been told: the error's kind
+// and its message.
+type Refusal struct {
+	Kind   Kind   `json:"kind"`
+	Reason string `json:"reason"`
 }
 
 // ColumnInfo is one declared column: its type and the data owner's declared

@@ -7,12 +7,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/answer"
 )
 
 // request builds the answerer's request for sql with the session settings.
 func (ss *session) request(sql string, dry bool) answer.Request {
-	r := answer.Request{Analyst: ss.user.Name, SQL: sql, Epsilon: ss.epsilon, Delta: ss.delta, Confidence: ss.confidence, DryRun: dry, Fresh: ss.fresh}
+	r := answer.Request{Analyst: ss.user.Name, SQL: sql, Epsilon: ss.epsilon, Delta: ss.delta, Confidence: ss.confidence, DryRun: dry, Fresh: ss.fresh, Dropped: ss.dropped}
 	if ss.accuracy != nil {
 		r.Epsilon, r.Accuracy = 0, ss.accuracy
 	}
@@ -200,10 +201,11 @@ func dpNotices(resp *answer.Response) []string {
 	if len(parts) > 0 {
 		out = append(out, conf+": "+strings.Join(parts, "; "))
 	}
+	num := accounting.Num
 	out = append(out, fmt.Sprintf("cost: epsilon=%s delta=%s; budget on %s: spent epsilon=%s delta=%s, remaining epsilon=%s delta=%s",
-		fmtNum(resp.Cost.Epsilon), fmtNum(resp.Cost.Delta), resp.Table,
-		fmtNum(resp.Budget.Spent.Epsilon), fmtNum(resp.Budget.Spent.Delta),
-		fmtNum(resp.Budget.Remaining.Epsilon), fmtNum(resp.Budget.Remaining.Delta)))
+		num(resp.Cost.Epsilon), num(resp.Cost.Delta), resp.Table,
+		num(resp.Budget.Spent.Epsilon), num(resp.Budget.Spent.Delta),
+		num(resp.Budget.Remaining.Epsilon), num(resp.Budget.Remaining.Delta)))
 	out = append(out, resp.Notes...)
 	return out
 }

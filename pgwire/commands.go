@@ -42,7 +42,7 @@ func constText(n *pg_query.Node) string {
 }
 
 // dpSettings are the session settings the front end keeps.
-var dpSettings = []string{"dpstat.accuracy", "dpstat.confidence", "dpstat.delta", "dpstat.epsilon", "dpstat.fresh", "dpstat.intervals"}
+var dpSettings = []string{"dpstat.accuracy", "dpstat.confidence", "dpstat.delta", "dpstat.dropped", "dpstat.epsilon", "dpstat.fresh", "dpstat.intervals"}
 
 // reset sets one dpstat setting, or all of them, back to its default.
 func (ss *session) reset(name string) {
@@ -64,6 +64,9 @@ func (ss *session) reset(name string) {
 	}
 	if all || name == "dpstat.fresh" {
 		ss.fresh = false
+	}
+	if all || name == "dpstat.dropped" {
+		ss.dropped = false
 	}
 }
 
@@ -170,14 +173,18 @@ func (ss *session) assign(name, val string) error {
 			return pgErrorf("22023", "invalid value for %s", err)
 		}
 		ss.confidence = f
-	case "dpstat.intervals":
+	case "dpstat.intervals", "dpstat.dropped":
+		dst := &ss.intervals
+		if name == "dpstat.dropped" {
+			dst = &ss.dropped
+		}
 		switch strings.ToLower(strings.TrimSpace(val)) {
 		case "on", "true", "yes", "1":
-			ss.intervals = true
+			*dst = true
 		case "off", "false", "no", "0":
-			ss.intervals = false
+			*dst = false
 		default:
-			return pgErrorf("22023", "invalid value for dpstat.intervals: %s; want on or off", quote(val))
+			return pgErrorf("22023", "invalid value for %s: %s; want on or off", name, quote(val))
 		}
 	case "dpstat.fresh":
 		switch strings.ToLower(strings.TrimSpace(val)) {
@@ -225,6 +232,11 @@ func (ss *session) dpSetting(name string) string {
 		return "off"
 	case "dpstat.fresh":
 		if ss.fresh {
+			return "on"
+		}
+		return "off"
+	case "dpstat.dropped":
+		if ss.dropped {
 			return "on"
 		}
 		return "off"

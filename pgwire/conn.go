@@ -43,7 +43,10 @@ type session struct {
 
 	epsilon, delta, confidence float64
 	intervals                  bool
-	params                     map[string]string
+	// dropped is dpstat.dropped: queries also ask for the DP estimate of
+	// the rows contribution bounding dropped.
+	dropped bool
+	params  map[string]string
 
 	// accuracy is dpstat.accuracy: when set, queries ask for it instead
 	// of epsilon (see assign).

@@ -26,7 +26,7 @@
 // never reaches an engine as SQL.
 //
 // Session commands: SET/SHOW dpstat.epsilon, dpstat.delta,
-// dpstat.confidence and dpstat.intervals; BEGIN, COMMIT and ROLLBACK are
+// dpstat.confidence, dpstat.intervals and dpstat.dropped; BEGIN, COMMIT and ROLLBACK are
 // accepted as no-ops (each answer is charged when it is released); common
 // client settings (client_encoding, DateStyle, ...) are accepted and the
 // SHOWs drivers send answered. Catalog queries (pg_catalog,

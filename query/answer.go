@@ -105,6 +105,10 @@ type Options struct {
 	// Source is the noise source; nil means the secure pooled source.
 	// Tests may pass a seeded source.
 	Source random.Source
+	// Dropped asks for a DP estimate of the share of rows contribution
+	// bounding dropped (dpplan.Dropped), paid with dpplan.DroppedShare of
+	// Epsilon; free, with a note, when the table has no privacy unit.
+	Dropped bool
 }
 
 func (o Options) validate() error {
@@ -116,6 +120,9 @@ func (o Options) validate() error {
 			return err
 		}
 		o.Epsilon = DefaultEpsilon // chosen by Prepare; checked there
+	}
+	if o.Accuracy != nil && o.Dropped {
+		return ir.Refuse("an accuracy and the dropped-rows estimate were both asked: the estimate takes %g%% of the query's ε, which an accuracy chooses; ask the estimate with an ε", 100*dpplan.DroppedShare)
 	}
 	if math.IsNaN(o.Epsilon) || math.IsInf(o.Epsilon, 0) || o.Epsilon <= 0 {
 		return ir.Refuse("epsilon = %v: want a finite number > 0", o.Epsilon)
@@ -169,6 +176,9 @@ type Result struct {
 	// measured holds the noisy value of every release for every group of
 	// the plan, kept with the stored answer for later derivations.
 	measured [][]float64
+	// Dropped is the estimate of the rows contribution bounding dropped,
+	// when Options.Dropped asked for it and the table bounds contributions.
+	Dropped *dpplan.DroppedEstimate
 }
 
 // BudgetState is the analyst's budget after a query.
@@ -445,7 +455,14 @@ func (s *Service) compute(ctx context.Context, p *Prepared) (*Result, error) {
 			return nil, err
 		}
 	}
-	return p.Release(exact)
+	res, err := p.Release(exact)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.releaseDropped(ctx, p, res); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // join registers a run of the query with answer key answerKey for k. The

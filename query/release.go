@@ -97,6 +97,7 @@ func (p *Prepared) Release(exact *dpplan.Exact) (*Result, error) {
 		res.Rows, res.CI = res.Rows[:q.Limit], res.CI[:q.Limit]
 	}
 	renderTemporalKeys(plan, res)
+	uninformative := uninformativeNotes(plan, res)
 	dropHidden(res, q)
 	// Mechanisms are listed in release order, which follows the aggregates.
 	res.Split = p.Noise.Split()
@@ -118,6 +119,7 @@ func (p *Prepared) Release(exact *dpplan.Exact) (*Result, error) {
 	if p.Accuracy != nil {
 		res.Notes = append(res.Notes, p.Accuracy.Lines()...)
 	}
+	res.Notes = append(res.Notes, uninformative...)
 	return res, nil
 }
 

@@ -71,6 +71,9 @@ func (p *Prepared) AnswerKey() string {
 	} {
 		fmt.Fprintf(h, "%d:%s;", len(part), part)
 	}
+	if p.DroppedSQL != "" {
+		fmt.Fprintf(h, "dropped %d:%s;", len(p.DroppedSQL), p.DroppedSQL)
+	}
 	for _, hs := range p.HistogramSQL {
 		fmt.Fprintf(h, "%d:%s;", len(hs), hs)
 	}
@@ -98,6 +101,8 @@ type storedAnswer struct {
 	// Measured is what the release measured, for later derivations
 	// (package query/reuse); nil when nothing in it can be reused.
 	Measured *reuse.Record `json:"measured,omitempty"`
+	// Dropped is the dropped-rows estimate, when one was released.
+	Dropped *dpplan.DroppedEstimate `json:"dropped,omitempty"`
 }
 
 // encodeAnswer serializes a result for storage with its charge.
@@ -105,7 +110,7 @@ func encodeAnswer(r *Result) ([]byte, error) { return encodeAnswerWith(r, nil) }
 
 // encodeAnswerWith is encodeAnswer keeping the release's measurements.
 func encodeAnswerWith(r *Result, rec *reuse.Record) ([]byte, error) {
-	s := storedAnswer{Columns: r.Columns, CI: r.CI, Confidence: r.Confidence, Cost: r.Cost, Split: r.Split, Notes: r.Notes, Measured: rec}
+	s := storedAnswer{Columns: r.Columns, CI: r.CI, Confidence: r.Confidence, Cost: r.Cost, Split: r.Split, Notes: r.Notes, Measured: rec, Dropped: r.Dropped}
 	for _, ivs := range r.CI {
 		for _, iv := range ivs {
 			if iv != nil && !(finite(iv.Low) && finite(iv.High)) {
@@ -147,7 +152,7 @@ func decodeAnswer(b []byte) (*Result, error) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("query: stored answer is damaged: %w", err)
 	}
-	r := &Result{Columns: s.Columns, CI: s.CI, Confidence: s.Confidence, Cost: s.Cost, Split: s.Split, Notes: s.Notes}
+	r := &Result{Columns: s.Columns, CI: s.CI, Confidence: s.Confidence, Cost: s.Cost, Split: s.Split, Notes: s.Notes, Dropped: s.Dropped}
 	for _, cells := range s.Rows {
 		row := make([]any, len(cells))
 		for j, c := range cells {

@@ -445,6 +445,9 @@ type queryBody struct {
 	Delta      *float64 `json:"delta"`
 	Confidence *float64 `json:"confidence"`
 	DryRun     bool     `json:"dry_run"`
+	// Dropped asks for the DP estimate of the rows contribution bounding
+	// dropped.
+	Dropped bool `json:"dropped"`
 	// Accuracy is a number or an object {column: number}.
 	Accuracy json.RawMessage `json:"accuracy"`
 	// Fresh asks for a fresh answer, never one derived from releases.
@@ -488,7 +491,7 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) error {
 	if len(b.SQL) > s.opts.MaxSQLLen {
 		return &httpError{http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("SQL text is %d bytes long: want at most %d", len(b.SQL), s.opts.MaxSQLLen)}
 	}
-	req := answer.Request{Analyst: analystOf(r).Name, SQL: b.SQL, DryRun: b.DryRun}
+	req := answer.Request{Analyst: analystOf(r).Name, SQL: b.SQL, DryRun: b.DryRun, Dropped: b.Dropped}
 	for _, p := range []struct {
 		param answer.Param
 		name  string

@@ -166,7 +166,7 @@ func (a *Answerer) classify(err error, table, analyst string) error {
 // before the engine runs; an answer is returned only after its charge has
 // committed.
 func (a *Answerer) Answer(ctx context.Context, req answer.Request) (*answer.Response, error) {
-	opts := query.Options{Epsilon: req.Epsilon, Delta: req.Delta, Confidence: req.Confidence, Analyst: req.Analyst, Fresh: req.Fresh}
+	opts := query.Options{Epsilon: req.Epsilon, Delta: req.Delta, Confidence: req.Confidence, Analyst: req.Analyst, Fresh: req.Fresh, Dropped: req.Dropped}
 	if a := req.Accuracy; a != nil {
 		opts.Accuracy = &query.Accuracy{All: a.All, Columns: a.Columns}
 	}
@@ -197,7 +197,12 @@ func (a *Answerer) Answer(ctx context.Context, req answer.Request) (*answer.Resp
 		return nil, err
 	}
 	if req.DryRun {
-		return a.preview(p, st)
+		resp, err := a.preview(p, st)
+		if err != nil {
+			return nil, err
+		}
+		resp.WouldRefuse = a.wouldRefuse(p, key)
+		return resp, nil
 	}
 	res, err := a.svc.Run(ctx, p)
 	if err != nil {
@@ -226,11 +231,14 @@ func (a *Answerer) Answer(ctx context.Context, req answer.Request) (*answer.Resp
 	if d := res.Derived; d != nil {
 		resp.Derived = &answer.Derived{Releases: d.Releases, Variances: d.Variances, TopUp: d.TopUp}
 	}
+	if d := res.Dropped; d != nil {
+		resp.Dropped = &answer.Dropped{Share: d.Share, Low: d.Low, High: d.High, Kept: d.Kept, Dropped: d.Dropped, CapPerPerson: d.Cap, Epsilon: d.Epsilon}
+	}
 	if res.Repeated {
 		resp.Repeated = true
 		resp.OriginalCost = &answer.Pair{Epsilon: res.OriginalCost.Epsilon, Delta: res.OriginalCost.Delta}
 		resp.Notes = append([]string{fmt.Sprintf("repeated query: the answer stored when it was first asked is returned; nothing was charged now (it cost ε=%s, δ=%s then)",
-			strconv.FormatFloat(res.OriginalCost.Epsilon, 'g', 6, 64), strconv.FormatFloat(res.OriginalCost.Delta, 'g', 6, 64))}, resp.Notes...)
+			accounting.Num(res.OriginalCost.Epsilon), accounting.Num(res.OriginalCost.Delta))}, resp.Notes...)
 	}
 	for i, row := range res.CI {
 		resp.CI[i] = make([]*[2]float64, len(row))
@@ -241,6 +249,27 @@ func (a *Answerer) Answer(ctx context.Context, req answer.Request) (*answer.Resp
 		}
 	}
 	return resp, nil
+}
+
+// wouldRefuse says whether running p now would be refused for its budget,
+// as the run itself checks before reading any data: nil when the cost fits,
+// when the query is free (public keys only, or asked before: its stored
+// answer is returned), or when the check itself failed (the run then says
+// why).
+func (a *Answerer) wouldRefuse(p *query.Prepared, key ledger.Key) *answer.Refusal {
+	if p.ExplainOnly || p.Plan.PublicKeysOnly() {
+		return nil
+	}
+	if _, ok, err := a.ledger.Answer(key, p.AnswerKey()); err == nil && ok {
+		return nil
+	}
+	err := a.ledger.Check(key, p.Noise.Cost)
+	var ex *accounting.ExceededError
+	if !errors.As(err, &ex) {
+		return nil
+	}
+	se := answer.AsError(a.classify(err, p.Plan.Table.Name, key.Analyst))
+	return &answer.Refusal{Kind: se.Kind, Reason: se.Message}
 }
 
 func shares(split []dpplan.Share) []answer.Share {
@@ -261,7 +290,7 @@ func splitNotes(split []dpplan.Share) []string {
 	}
 	var parts []string
 	for _, s := range split {
-		parts = append(parts, fmt.Sprintf("%s ε=%s", s.Column, strconv.FormatFloat(s.Epsilon, 'g', 6, 64)))
+		parts = append(parts, fmt.Sprintf("%s ε=%s", s.Column, accounting.Note(s.Epsilon)))
 	}
 	return []string{"ε split among the aggregates: " + strings.Join(parts, ", ")}
 }
@@ -346,6 +375,9 @@ func (a *Answerer) preview(p *query.Prepared, st ledger.Status) (*answer.Respons
 	resp.Notes = append(resp.Notes, "dry run: nothing was read or charged; intervals are shown as ± half-widths around zero")
 	if p.Accuracy != nil {
 		resp.Notes = append(resp.Notes, p.Accuracy.Lines()...)
+	}
+	if d := p.Dropped; d != nil {
+		resp.Notes = append(resp.Notes, fmt.Sprintf("the run also estimates the share of rows contribution bounding drops, at ε=%s of the cost", accounting.Note(d.Epsilon)))
 	}
 	for i, o := range q.Outputs {
 		if o.Agg == nil || o.Hidden {

@@ -392,3 +392,46 @@ func TestDerivedOverHTTP(t *testing.T) {
 		t.Fatalf("%d releases, want 2", n)
 	}
 }
+
+// TestDryRunSaysWouldRefuse checks that a preview of a query the budget
+// left cannot pay for is still a 200 preview, with would_refuse giving the
+// kind and the reason the run is then refused with (409), that a preview
+// the budget pays for has none, and that a repeated query (free) has none.
+func TestDryRunSaysWouldRefuse(t *testing.T) {
+	s := start(t, filepath.Join(t.TempDir(), "ledger.db"))
+	_, tok, err := s.reg.Add("alice", analyst.RoleAnalyst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ledger.Grant(ledger.Key{Dataset: "adult", Analyst: "alice"}, accounting.EpsDelta{Epsilon: 1}, accounting.Basic); err != nil {
+		t.Fatal(err)
+	}
+	const sql = `"sql":"SELECT sex, COUNT(*) FROM adult GROUP BY sex"`
+	tests := []struct {
+		name, body string
+		refuse     bool
+	}{
+		{"fits", `{` + sql + `,"epsilon":0.6,"dry_run":true}`, false},
+		{"spend it", `{` + sql + `,"epsilon":0.6}`, false},
+		{"repeat is free", `{` + sql + `,"epsilon":0.6,"dry_run":true}`, false},
+		{"over budget", `{` + sql + `,"epsilon":0.5,"dry_run":true}`, true},
+	}
+	for _, tc := range tests {
+		code, m := s.post(t, tok, tc.body)
+		wr, has := m["would_refuse"].(map[string]any)
+		if code != 200 || has != tc.refuse {
+			t.Fatalf("%s: %d %v", tc.name, code, m)
+		}
+		if !tc.refuse {
+			continue
+		}
+		code, run := s.post(t, tok, `{`+sql+`,"epsilon":0.5}`)
+		e, _ := run["error"].(map[string]any)
+		if code != 409 || wr["kind"] != "budget_exceeded" || e == nil || !strings.HasSuffix(e["message"].(string), wr["reason"].(string)) {
+			t.Fatalf("%s: would_refuse %v, the run: %d %v", tc.name, wr, code, run)
+		}
+	}
+	if n := s.releases(t); n != 1 {
+		t.Errorf("%d releases, want the one run", n)
+	}
+}

@@ -160,7 +160,7 @@ func newAnalystAddCmd() *cobra.Command {
 			}
 			fmt.Fprintf(out, "added %s %q\n", a.Role, a.Name)
 			for _, st := range sts {
-				fmt.Fprintf(out, "granted table %q: epsilon %g, delta %g (rule %s)\n", st.Key.Dataset, st.Limit.Epsilon, st.Limit.Delta, st.Rule)
+				fmt.Fprintf(out, "granted table %q: epsilon %s, delta %s (rule %s)\n", st.Key.Dataset, fmtNum(st.Limit.Epsilon), fmtNum(st.Limit.Delta), st.Rule)
 			}
 			fmt.Fprintf(out, "token (shown only now; only its hash is stored):\n%s\n", tok)
 			return gerr
@@ -226,8 +226,8 @@ func newAnalystListCmd() *cobra.Command {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t-\t\t\t\t\n", r.Name, r.Role, status, r.Created.Format("2006-01-02"))
 				}
 				for _, b := range r.Budgets {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%g\t%g\t%g\t%g\n", r.Name, r.Role, status, r.Created.Format("2006-01-02"),
-						b.Key.Dataset, b.Spent.Epsilon, b.Limit.Epsilon, b.Spent.Delta, b.Limit.Delta)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Role, status, r.Created.Format("2006-01-02"),
+						b.Key.Dataset, fmtNum(b.Spent.Epsilon), fmtNum(b.Limit.Epsilon), fmtNum(b.Spent.Delta), fmtNum(b.Limit.Delta))
 				}
 			}
 			return tw.Flush()
@@ -309,8 +309,8 @@ func newAnalystGrantCmd() *cobra.Command {
 			}
 			sts, err := g.apply(cmd, l, args[0])
 			for _, st := range sts {
-				fmt.Fprintf(cmd.OutOrStdout(), "granted %q on table %q: limit epsilon %g, delta %g; spent epsilon %g, delta %g\n",
-					args[0], st.Key.Dataset, st.Limit.Epsilon, st.Limit.Delta, st.Spent.Epsilon, st.Spent.Delta)
+				fmt.Fprintf(cmd.OutOrStdout(), "granted %q on table %q: limit epsilon %s, delta %s; spent epsilon %s, delta %s\n",
+					args[0], st.Key.Dataset, fmtNum(st.Limit.Epsilon), fmtNum(st.Limit.Delta), fmtNum(st.Spent.Epsilon), fmtNum(st.Spent.Delta))
 			}
 			return err
 		},

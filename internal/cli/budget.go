@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -40,12 +39,10 @@ shown; when a budget is spent, dpstat refuses.
 	return cmd
 }
 
-// fmtNum formats a budget figure: the shortest form that reads back to the
-// same float64, so nothing is hidden by rounding.
-// fmtNum writes a figure a person reads, such as a budget: ten significant
-// digits, so that sums like 4.1000000000000005 read 4.1.
+// fmtNum writes a figure a person reads, such as a budget or a cost:
+// accounting.Num, so that sums like 4.1000000000000005 read 4.1.
 func fmtNum(x float64) string {
-	return strconv.FormatFloat(x, 'g', 10, 64)
+	return accounting.Num(x)
 }
 
 func fmtPair(e accounting.EpsDelta) string {

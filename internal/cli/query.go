@@ -172,6 +172,7 @@ budget on first use.`,
 	f.BoolVar(&opts.Fresh, "fresh", false, "answer afresh (and pay) even when the answer could be derived at no cost from earlier releases of the table")
 	f.Float64Var(&opts.Confidence, "confidence", query.DefaultConfidence, "confidence level of the reported intervals, in (0, 1)")
 	f.StringVar(&format, "format", "table", "output format: table, csv or json")
+	f.BoolVar(&opts.Dropped, "dropped", false, "also estimate, with DP, the share of the rows read that contribution bounding dropped (takes 10% of the query's ε; free for a table without a privacy unit)")
 	f.BoolVar(&dryRun, "dry-run", false, "show the cost, the split, the noise and interval half-widths and the engine SQL without reading data or charging (as EXPLAIN does)")
 	f.StringVar(&analyst, "analyst", defaultAnalyst(), "whose budget is charged; the default is $USER, or \"default\" when it is unset")
 	addLedgerFlag(cmd, &ledgerPath)
@@ -395,9 +396,13 @@ func writeQueryTable(w io.Writer, r *answer.Response) error {
 			isAgg[j] = false
 		}
 	}
-	// A column whose intervals are clearly not symmetric around the values
-	// (one side over 10% longer than the other, as a quantile's) shows each
-	// interval as [low, high]: a ± would misstate it.
+	// A column whose intervals are not symmetric around the values (one
+	// side over 1% longer than the other: a quantile's, or an average's or
+	// a variance's clipped to the range the declared bounds allow) shows
+	// each interval as [low, high]: a ± of the longer side would claim
+	// values beyond the shorter one, perhaps outside the declared range
+	// (a median of 47 ± 53 for an age in [0, 100]). A 1% difference is
+	// below the two digits a half-width is shown with.
 	lopsided := make([]bool, len(r.Columns))
 	for i, row := range r.Rows {
 		for j, v := range row {
@@ -408,7 +413,7 @@ func writeQueryTable(w io.Writer, r *answer.Response) error {
 				}
 				x, _ := ir.Number(v)
 				below, above := x-iv[0], iv[1]-x
-				lopsided[j] = lopsided[j] || math.Abs(below-above) > 0.1*(math.Abs(below)+math.Abs(above))
+				lopsided[j] = lopsided[j] || math.Abs(below-above) > 0.01*math.Max(math.Abs(below), math.Abs(above))
 			}
 		}
 	}
@@ -450,24 +455,25 @@ func writeQueryTable(w io.Writer, r *answer.Response) error {
 	}
 	var split []string
 	for _, s := range r.Split {
-		part := fmt.Sprintf("%s ε=%s", s.Column, fmtNum(s.Epsilon))
+		// A share is a figure of the plan, not a charge: a few digits.
+		part := fmt.Sprintf("%s ε=%s", s.Column, accounting.Note(s.Epsilon))
 		if s.Delta > 0 {
-			part += " δ=" + fmtNum(s.Delta)
+			part += " δ=" + accounting.Note(s.Delta)
 		}
 		split = append(split, part)
 	}
-	what := "± is the half-width of a %g%% interval"
+	what := "± is the half-width of a %s%% interval"
 	for _, l := range lopsided {
 		if l {
-			what = "± and [low, high] are %g%% intervals"
+			what = "± and [low, high] are %s%% intervals"
 			break
 		}
 	}
 	if len(split) == 0 {
 		// Derived from earlier releases: nothing was split or spent.
-		fmt.Fprintf(w, what+"\n", r.Confidence*100)
+		fmt.Fprintf(w, what+"\n", accounting.Num(r.Confidence*100))
 	} else {
-		fmt.Fprintf(w, what+"; ε split: %s\n", r.Confidence*100, strings.Join(split, ", "))
+		fmt.Fprintf(w, what+"; ε split: %s\n", accounting.Num(r.Confidence*100), strings.Join(split, ", "))
 	}
 	// The notes say what shaped the numbers (contribution bounding above
 	// all: counts below the rows in the file, with no other word on

@@ -101,7 +101,7 @@ func TestFmtNum(t *testing.T) {
 	tests := []struct {
 		x    float64
 		want string
-	}{{4.1000000000000005, "4.1"}, {0.3333333330228925, "0.333333333"}, {1e-6, "1e-06"}, {10, "10"}, {0, "0"}}
+	}{{4.1000000000000005, "4.1"}, {0.3333333330228925, "0.333333333023"}, {1e-6, "1e-06"}, {10, "10"}, {0, "0"}}
 	for _, tc := range tests {
 		if got := fmtNum(tc.x); got != tc.want {
 			t.Errorf("fmtNum(%v) = %q, want %q", tc.x, got, tc.want)
@@ -204,6 +204,16 @@ func TestCatalogCLI(t *testing.T) {
 	}
 	if strings.Contains(s, "lower: 30") || strings.Contains(s, "upper: 40") {
 		t.Errorf("skeleton filled bounds from the data:\n%s", s)
+	}
+	// A text column's hint does not claim GROUP BY needs values: key
+	// selection with a δ > 0 groups by it as the skeleton stands.
+	if strings.Contains(s, "to allow GROUP BY") || !strings.Contains(s, "GROUP BY works as is with a δ > 0") {
+		t.Errorf("skeleton's text hint:\n%s", s)
+	}
+	out, errOut, code = runQueryCLI("query", "--catalog", skel, "--ledger", filepath.Join(dir, "k.db"), "--epsilon", "1", "--delta", "1e-5",
+		"SELECT name, COUNT(*) FROM my_data GROUP BY name")
+	if code != 0 || !strings.Contains(out, "DP key selection") {
+		t.Errorf("GROUP BY a text column of the skeleton: exit %d, %s %s", code, out, errOut)
 	}
 	out, errOut, code = runQueryCLI("catalog", "check", skel)
 	if code != 0 || !strings.HasPrefix(out, "ok") {
@@ -311,8 +321,12 @@ func TestQueryCLIQuantileInterval(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	header := strings.Fields(strings.SplitN(out, "\n", 2)[0])
-	if strings.Join(header, " ") != "sex m interval n ±" || !strings.Contains(out, "[") {
+	if strings.Join(header, " ") != "sex m interval n ±" || !strings.Contains(out, "[17, 90]") {
 		t.Fatalf("table:\n%s", out)
+	}
+	// The table says the interval is uninformative, as notes do.
+	if !strings.Contains(out, "note: m (PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY age)): its interval is the declared range") {
+		t.Fatalf("no note on the quantile's interval:\n%s", out)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/mechanism"
 	"github.com/dpstat/dpstat/query/ir"
@@ -296,6 +297,6 @@ func (avgAgg) halfWidth(n *Noise, a AggregatePlan, confidence float64) (float64,
 func (avgAgg) selectingCount(ir.Aggregate, *catalog.Table) (int, bool) { return 1, true }
 
 func (avgAgg) note(ap AggregatePlan) string {
-	return fmt.Sprintf("%s: noisy centred sum / noisy count, values clamped to [%g, %g]; the midpoint %g is reported where the noisy count is not positive",
-		ap.Aggregate, ap.Lower, ap.Upper, ap.Lower+(ap.Upper-ap.Lower)/2)
+	return fmt.Sprintf("%s: noisy centred sum / noisy count, values clamped to [%g, %g]; the midpoint %s is reported where the noisy count is not positive",
+		ap.Aggregate, ap.Lower, ap.Upper, accounting.Num(ap.Lower+(ap.Upper-ap.Lower)/2))
 }

@@ -64,7 +64,7 @@ func (p *Plan) Notes() []string {
 		n = append(n, fmt.Sprintf("groups of %d people are protected together (group_size): every sensitivity is multiplied by %d", g, g))
 	}
 	if p.Bounded {
-		n = append(n, fmt.Sprintf("each %s contributes at most %d row(s) per group and to at most %d group(s), chosen at random; rows beyond these bounds (max_rows_per_group, max_groups_per_unit) are not counted, so counts and sums can be below the table's",
+		n = append(n, fmt.Sprintf("each %s contributes at most %d row(s) per group and to at most %d group(s), chosen at random; rows beyond these bounds (max_rows_per_group, max_groups_per_unit) are not counted, so counts and sums can be below the table's (the dropped-rows estimate says how many: dpstat query --dropped, \"dropped\": true over HTTP, SET dpstat.dropped = on)",
 			p.Table.PrivacyUnit, p.Contribution.RowsPerGroup, p.Contribution.Groups))
 	}
 	for _, a := range p.Aggregates {

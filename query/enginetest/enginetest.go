@@ -119,6 +119,9 @@ type Case struct {
 	// construct it declares it cannot run as the others do. A refusal
 	// comes before the charge, on every engine.
 	RefusedOn map[string]string
+	// Dropped, when set, asks for the dropped-rows estimate
+	// (query.Options.Dropped) and is its counts, "kept dropped".
+	Dropped string
 }
 
 // Battery is the suite's queries. Answers were computed by hand from the
@@ -185,6 +188,13 @@ var Battery = append([]Case{
 	{Name: "bounded count and sum", SQL: "SELECT g, COUNT(*), SUM(v), SUM(x) FROM visits GROUP BY g",
 		Want: "1 22 79 67; 2 21 61 50; 3 20 57 50"},
 	{Name: "bounded average", SQL: "SELECT AVG(v) FROM visits", Want: "3.126984"},
+	// The dropped-rows estimate's statement: per person, kept rows up to
+	// L∞ = 2 per group and L0·L∞ = 4 in all (2 without GROUP BY: one
+	// group), dropped rows beyond them up to 3 times that; person 999's
+	// 300 rows (all in group 1) count 2 kept and 12 (6) dropped, the 61
+	// others 1 kept each.
+	{Name: "dropped rows by group", SQL: "SELECT g, COUNT(*) FROM visits GROUP BY g", Dropped: "63 12", Check: func([][]any) error { return nil }},
+	{Name: "dropped rows in all", SQL: "SELECT COUNT(*) FROM visits", Dropped: "63 6", Check: func([][]any) error { return nil }},
 	{Name: "bounded distinct persons", SQL: "SELECT g, COUNT(DISTINCT pid) FROM visits GROUP BY g", Want: "1 21; 2 21; 3 20"},
 	{Name: "a person in every group keeps two", SQL: "SELECT g, COUNT(*), SUM(v) FROM spread GROUP BY g",
 		Check: func(rows [][]any) error {
@@ -534,9 +544,14 @@ func runBattery(t *testing.T, b Backend, svc *query.Service, led *Ledger) {
 		t.Run(c.Name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			opts := query.Options{Epsilon: 1e20, Delta: c.Delta, Confidence: 0.95, Analyst: "conformance"}
+			opts := query.Options{Epsilon: 1e20, Delta: c.Delta, Confidence: 0.95, Analyst: "conformance", Dropped: c.Dropped != ""}
 			charges := led.Charges()
 			res, err := svc.Answer(ctx, c.SQL, opts)
+			if err == nil && c.Dropped != "" {
+				if d := res.Dropped; d == nil || fmt.Sprintf("%d %d", d.Kept, d.Dropped) != c.Dropped {
+					t.Errorf("%s on %s: dropped-rows estimate %+v, want kept and dropped %s", c.SQL, b.Name, d, c.Dropped)
+				}
+			}
 			if refused := c.refusalOn(b.Name); refused != "" {
 				if err == nil || !strings.Contains(err.Error(), refused) {
 					t.Fatalf("%s on %s: got %v, want a refusal mentioning %q", c.SQL, b.Name, err, refused)
