@@ -40,6 +40,9 @@ func (c *Catalog) Summary() string {
 		if t.NaNFree {
 			b.WriteString(", declared nan_free")
 		}
+		if t.ClusteredByUnit {
+			b.WriteString(", declared clustered_by_unit")
+		}
 		if t.Budget != c.Budget {
 			fmt.Fprintf(&b, ", budget per analyst epsilon=%g delta=%g", t.Budget.Epsilon, t.Budget.Delta)
 		}
