@@ -108,7 +108,7 @@ func main() {
 				picked = append(picked, sd)
 			}
 		}
-		times := make([][]time.Duration, len(picked))
+		times, cpus := make([][]time.Duration, len(picked)), make([][]time.Duration, len(picked))
 		for _, sd := range picked { // warm-up: file cache, Parquet metadata
 			if err := sd.run(); err != nil {
 				log.Fatalf("%s: %s: %v", cs.name, sd.name, err)
@@ -116,18 +116,21 @@ func main() {
 		}
 		for i := 0; i < *runs; i++ {
 			for j, sd := range picked {
-				start := time.Now()
+				start, cpu := time.Now(), benchdata.CPUTime()
 				if err := sd.run(); err != nil {
 					log.Fatalf("%s: %s: %v", cs.name, sd.name, err)
 				}
 				times[j] = append(times[j], time.Since(start))
+				cpus[j] = append(cpus[j], benchdata.CPUTime()-cpu)
 			}
 		}
 		fmt.Println(cs.name)
-		ref := benchdata.Median(times[0])
+		ref, refCPU := benchdata.Median(times[0]), benchdata.Median(cpus[0])
 		for j, sd := range picked {
-			m := benchdata.Median(times[j])
-			fmt.Printf("  %-55s %8v  %.2f× the first   runs %v\n", sd.name, m.Round(time.Millisecond), float64(m)/float64(ref), benchdata.Rounded(times[j]))
+			m, c := benchdata.Median(times[j]), benchdata.Median(cpus[j])
+			fmt.Printf("  %-55s wall %8v (%.2f× the first), processor %8v (%.2f×)\n      wall runs %v\n      processor runs %v\n",
+				sd.name, m.Round(time.Millisecond), float64(m)/float64(ref), c.Round(time.Millisecond), float64(c)/float64(refCPU),
+				benchdata.Rounded(times[j]), benchdata.Rounded(cpus[j]))
 		}
 		fmt.Println()
 	}
