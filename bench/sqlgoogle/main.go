@@ -8,7 +8,16 @@
 // total:
 //   - "rows as people": every row is a person;
 //   - "bounded": rows belong to persons (pid); each person keeps at most 2
-//     rows per group and at most 3 groups.
+//     rows per group and at most 3 groups. dpstat answers over the table as
+//     declared (one statement) and declared clustered_by_unit (one statement
+//     per range of pid); beside them run dpstat's earlier bounded statement
+//     (lists and a second read) and a bare GROUP BY pid, grp without any
+//     sampling, the floor of a hash aggregate over every pair.
+//
+// Each side's wall time and processor time (the process's user and system
+// time over the side's run, DuckDB's threads included) are reported; on a
+// shared machine the processor time varies less. -sides runs some sides
+// alone, for one side's peak memory under /usr/bin/time.
 //
 // The data is generated into a temporary directory, never the repository:
 //
@@ -90,7 +99,7 @@ func main() {
 		}},
 		{"per-person bounding (L0=3, Linf=2): COUNT, SUM, AVG GROUP BY public key", []side{
 			{"Go + Google's library", func() error { return googleBounded(pq) }},
-			{"dpstat, one pass", dp(bounded)},
+			{"dpstat, one pass, one statement", dp(bounded)},
 			{"dpstat, one pass, clustered_by_unit (ranges of pid)", dp("SELECT grp, COUNT(*), SUM(v), AVG(v) FROM events_clustered GROUP BY grp")},
 			{"dpstat's earlier statement alone (lists, second read)", benchdata.Query(ctx, b.Engine, before.SQL)},
 			{"bare GROUP BY pid, grp (no sampling) in DuckDB", benchdata.Query(ctx, b.Engine, bare)},
