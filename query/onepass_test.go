@@ -305,3 +305,42 @@ tables:
 		}
 	}
 }
+
+// TestDeclaredUnclustered: the owner's check of clustered_by_unit reports a
+// table whose rows are out of unit order and units outside the declared
+// bounds, and nothing for a table written in unit order within them.
+func TestDeclaredUnclustered(t *testing.T) {
+	cat := `budget: {epsilon: 1e30}
+tables:
+  t:
+    source: t.csv
+    privacy_unit: pid
+    clustered_by_unit: true
+    max_groups_per_unit: 2
+    max_rows_per_group: 2
+    columns:
+      pid: {type: int, lower: 0, upper: 100}
+      g:   {type: int, values: [1, 2]}
+`
+	for _, tt := range []struct {
+		data string
+		want []string
+	}{
+		{"pid,g\n1,1\n1,2\n2,1\n50,2\n", nil},
+		{"pid,g\n1,1\n5,2\n2,1\n50,2\n200,1\n", []string{"1 of its rows follow a row with a larger pid", "1 of its rows have pid outside its declared bounds [0, 100]"}},
+	} {
+		svc := tableService(t, cat, tt.data)
+		got, err := DeclaredUnclustered(context.Background(), svc.cat, svc.eng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(tt.want) {
+			t.Fatalf("%q: got %q, want %d lines", tt.data, got, len(tt.want))
+		}
+		for i, w := range tt.want {
+			if !strings.Contains(got[i], w) {
+				t.Errorf("%q: line %q, want one containing %q", tt.data, got[i], w)
+			}
+		}
+	}
+}
