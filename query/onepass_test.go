@@ -262,6 +262,9 @@ tables:
 			if want := map[bool]int{false: 0, true: 16}[clustered]; len(p.Ranges()) != want {
 				t.Fatalf("%s: %d ranges, want %d", q, len(p.Ranges()), want)
 			}
+			if notes := strings.Join(p.Explain().Notes, "\n"); strings.Contains(notes, "16 ranges") != clustered {
+				t.Errorf("%s: EXPLAIN notes %q, want the 16 ranges said exactly when clustered", q, notes)
+			}
 			res, err := svc.Answer(context.Background(), q, exactOpts())
 			if err != nil {
 				t.Fatal(err)
