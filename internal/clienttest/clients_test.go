@@ -293,7 +293,9 @@ func TestNotebookExample(t *testing.T) {
 	png := filepath.Join(dir, "plot.png")
 	env := append(s.env(), "PYTHONPATH="+src, "DPSTAT_PLOT="+png, "MPLCONFIGDIR="+dir)
 	out := runEnv(t, env, dir, python, example)
-	for _, want := range []string{"cost ε=0.5", "White", "plot saved", "budget on adult: spent"} {
+	// The preview's cost is ε=0.5, or nothing when the shared server's
+	// earlier releases to this analyst would give the answer (derived).
+	for _, want := range []string{"cost ε=", "White", "plot saved", "budget on adult: spent"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
