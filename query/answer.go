@@ -49,7 +49,10 @@ type Service struct {
 	// closed when it is done, so that an identical query waits for its
 	// stored answer instead of paying again.
 	flights map[string]chan struct{}
-	log     *slog.Logger
+	// repeatWait bounds how long a query whose answer key another run
+	// reserved waits for that run's stored answer (SetRepeatWait).
+	repeatWait time.Duration
+	log        *slog.Logger
 	// public holds the facts of the catalog's public tables, read when
 	// the service starts.
 	public map[string]*ir.PublicFacts
@@ -344,11 +347,27 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 		}
 	}
 	receipt, err := s.led.Charge(ctx, charge)
+	takeOver := false
 	if err != nil && repeatSafe && errors.Is(err, ledger.ErrAnswerExists) {
-		// Charged before, by another process or by a run that did not
-		// store its answer (it failed, or the process stopped): this run
-		// is charged and answered on its own, with fresh noise at full
-		// cost, and stores nothing.
+		// Reserved by another run: another server sharing the ledger
+		// answering it now, or a run that never stored its answer (it
+		// failed, or its process stopped). Wait, bounded, for the
+		// stored answer, returned at no cost (repeat.go).
+		res, ok, werr := s.awaitStored(ctx, store, key, answerKey)
+		if werr != nil {
+			return nil, werr
+		}
+		if ok {
+			if now, err := s.led.EnsureBudget(key, limit, accounting.Basic); err == nil {
+				st = now
+			}
+			res.Budget = budget(st.Spent, st.Remaining, st.Rule)
+			return res, nil
+		}
+		// None came: this run is charged and answered on its own, with
+		// fresh noise at full cost, and its answer fills the reservation
+		// so that the next repeat is free.
+		takeOver = true
 		charge.AnswerKey, charge.RequestID = "", newRequestID()
 		receipt, err = s.led.Charge(ctx, charge)
 	}
@@ -363,20 +382,16 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 	res, err := s.compute(ctx, p)
 	s.engineDone(time.Since(computing), err)
 	if err != nil {
+		if charge.AnswerKey != "" {
+			s.abandon(store, key, answerKey)
+		}
 		ee := &EngineError{Table: p.Plan.Table.Name, ReleaseID: receipt.ReleaseID, Err: err}
 		s.logger().Error("query failed after its charge", "table", ee.Table, "analyst", key.Analyst,
 			"release", receipt.ReleaseID, "query", p.Plan.Query.Text, "error", err.Error())
 		return nil, ee
 	}
-	if charge.AnswerKey != "" {
-		if blob, err := encodeAnswer(res); err == nil && len(blob) <= ledger.MaxAnswerLen {
-			if err := store.StoreAnswer(key, answerKey, blob); err != nil {
-				// The answer is released all the same: it was charged.
-				// Asking again then charges again, with fresh noise.
-				s.logger().Warn("the answer could not be stored for repeats", "table", key.Dataset,
-					"analyst", key.Analyst, "release", receipt.ReleaseID, "error", err.Error())
-			}
-		}
+	if charge.AnswerKey != "" || takeOver {
+		s.storeAnswer(store, key, answerKey, res, receipt.ReleaseID, takeOver)
 	}
 	res.ReleaseID = receipt.ReleaseID
 	res.Budget = budget(receipt.Spent, receipt.Remaining, receipt.Rule)
