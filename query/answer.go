@@ -264,7 +264,7 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 		res := explainResult(p)
 		res.Budget = budget(st.Spent, st.Remaining, st.Rule)
 		if repeatSafe {
-			if _, ok, err := store.Answer(key, answerKey); err == nil && ok {
+			if _, ok, err := storedResult(store, key, answerKey); err == nil && ok {
 				res.Notes = append(res.Notes, "this query was answered before: running it returns the stored answer at no cost")
 			}
 		}

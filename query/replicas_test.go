@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -161,6 +162,16 @@ func TestAbandonedReservation(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			// EXPLAIN promises a free answer only when one is stored.
+			ex, err := svc.Answer(ctx, "EXPLAIN "+sql, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range ex.Notes {
+				if strings.Contains(n, "answered before") {
+					t.Errorf("EXPLAIN says %q with no answer stored", n)
+				}
+			}
 			tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
 			first, err := svc.Answer(tctx, sql, opts)
@@ -182,5 +193,74 @@ func TestAbandonedReservation(t *testing.T) {
 				t.Fatalf("the repeat returned %v, the answer was %v", again.Rows, first.Rows)
 			}
 		})
+	}
+}
+
+// brokenEngine fails every statement while fail is set.
+type brokenEngine struct {
+	*duckdb.Engine
+	mu   sync.Mutex
+	fail bool
+}
+
+func (f *brokenEngine) Query(ctx context.Context, sql string, args ...any) (*engine.Rows, error) {
+	f.mu.Lock()
+	fail := f.fail
+	f.mu.Unlock()
+	if fail {
+		return nil, errors.New("engine failed")
+	}
+	return f.Engine.Query(ctx, sql, args...)
+}
+
+// TestFailedRunMarksItsAnswer: a charged run whose engine failed marks
+// its reserved answer key in the ledger, so that the repeat (on any server)
+// is charged and answered at once instead of waiting for an answer that
+// will not come.
+func TestFailedRunMarksItsAnswer(t *testing.T) {
+	ctx := context.Background()
+	cat := loadCatalog(t, "testdata/catalog.yaml")
+	eng, err := duckdb.Open(duckdb.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	led, err := ledger.Open(filepath.Join(t.TempDir(), "ledger.db"), ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer led.Close()
+	fe := &brokenEngine{Engine: eng}
+	svc, err := NewService(ctx, cat, fe, led)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.SetRepeatWait(time.Hour)
+	fe.fail = true
+	opts := Options{Epsilon: 0.5, Confidence: 0.95, Analyst: "ann"}
+	const sql = "SELECT COUNT(*) FROM people"
+	var ee *EngineError
+	if _, err := svc.Answer(ctx, sql, opts); !errors.As(err, &ee) {
+		t.Fatalf("first run: %v, want an EngineError", err)
+	}
+	p, err := svc.Prepare(sql, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := ledger.Key{Dataset: "people", Analyst: "ann"}
+	if b, _, err := led.Answer(key, p.AnswerKey()); err != nil || !reflect.DeepEqual(b, noAnswer) {
+		t.Fatalf("stored under the failed run's key: %q, %v; want the mark %q", b, err, noAnswer)
+	}
+	fe.mu.Lock()
+	fe.fail = false
+	fe.mu.Unlock()
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	res, err := svc.Answer(tctx, sql, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Repeated || res.Cost.Epsilon != 0.5 || releases(t, led) != 2 {
+		t.Fatalf("the repeat: repeated %v, cost %v, %d charges; want a fresh answer, 0.5, 2", res.Repeated, res.Cost, releases(t, led))
 	}
 }
