@@ -346,30 +346,13 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 			return nil, fmt.Errorf("query refused, nothing charged: %w", &engine.UnavailableError{Err: err})
 		}
 	}
-	receipt, err := s.led.Charge(ctx, charge)
-	takeOver := false
-	if err != nil && repeatSafe && errors.Is(err, ledger.ErrAnswerExists) {
-		// Reserved by another run: another server sharing the ledger
-		// answering it now, or a run that never stored its answer (it
-		// failed, or its process stopped). Wait, bounded, for the
-		// stored answer, returned at no cost (repeat.go).
-		res, ok, werr := s.awaitStored(ctx, store, key, answerKey)
-		if werr != nil {
-			return nil, werr
+	receipt, stored, takeOver, err := s.chargeOnce(ctx, store, &charge)
+	if stored != nil {
+		if now, err := s.led.EnsureBudget(key, limit, accounting.Basic); err == nil {
+			st = now
 		}
-		if ok {
-			if now, err := s.led.EnsureBudget(key, limit, accounting.Basic); err == nil {
-				st = now
-			}
-			res.Budget = budget(st.Spent, st.Remaining, st.Rule)
-			return res, nil
-		}
-		// None came: this run is charged and answered on its own, with
-		// fresh noise at full cost, and its answer fills the reservation
-		// so that the next repeat is free.
-		takeOver = true
-		charge.AnswerKey, charge.RequestID = "", newRequestID()
-		receipt, err = s.led.Charge(ctx, charge)
+		stored.Budget = budget(st.Spent, st.Remaining, st.Rule)
+		return stored, nil
 	}
 	if err != nil {
 		var ex *accounting.ExceededError

@@ -275,6 +275,26 @@ func (s *Service) awaitStored(ctx context.Context, store AnswerStore, k ledger.K
 	}
 }
 
+// chargeOnce charges c. When another run reserved c's answer key (another
+// server on the ledger answering the same query now, or a run that never
+// stored its answer), it waits, bounded, for that run's stored answer and
+// returns it, charging nothing; if none comes it charges c without the key,
+// with fresh noise at full cost, and says so (takeOver): the caller then
+// stores its answer under the key, so that the next repeat is free.
+func (s *Service) chargeOnce(ctx context.Context, store AnswerStore, c *ledger.Charge) (ledger.Receipt, *Result, bool, error) {
+	receipt, err := s.led.Charge(ctx, *c)
+	if err == nil || c.AnswerKey == "" || !errors.Is(err, ledger.ErrAnswerExists) {
+		return receipt, nil, false, err
+	}
+	res, ok, err := s.awaitStored(ctx, store, c.Key, c.AnswerKey)
+	if err != nil || ok {
+		return ledger.Receipt{}, res, false, err
+	}
+	c.AnswerKey, c.RequestID = "", newRequestID()
+	receipt, err = s.led.Charge(ctx, *c)
+	return receipt, nil, true, err
+}
+
 // storeAnswer stores res as the answer reserved under answerKey for k.
 // takeOver says the reservation was another run's, which never stored its
 // answer: if one has been stored since, that one stays.
