@@ -238,3 +238,32 @@ func BenchmarkVerify(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkChargeAndStoreAnswer is 16 concurrent clients doing what a
+// served query does: a charge that reserves its answer's key, then the
+// answer stored under it (docs/benchmarks.md, "Where the CPU goes, per
+// query"); both share the group commit.
+//
+//	go test -run '^$' -bench ChargeAndStoreAnswer -benchtime 4000x -count 5 ./ledger/
+func BenchmarkChargeAndStoreAnswer(b *testing.B) {
+	l, k := benchLedger(b)
+	answer := make([]byte, 300)
+	for i := range answer {
+		answer[i] = 'a' + byte(i%26)
+	}
+	b.SetParallelism(max(1, 16/runtimeProcs()))
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			c := benchCharge(k)
+			c.AnswerKey = "answer-" + c.RequestID
+			if _, err := l.Charge(bg, c); err != nil {
+				b.Error(err)
+				return
+			}
+			if err := l.StoreAnswer(k, c.AnswerKey, answer); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
