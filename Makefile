@@ -7,7 +7,7 @@ GO ?= go
 LEDGER ?= $(CURDIR)/.dpstat/demo-ledger.db
 
 # Packages with concurrent code, also tested under the race detector.
-RACE_PKGS = ./random/ ./accounting/ ./ledger/ ./analyst/ ./collector/ ./server/... ./pgwire/ ./query/ ./engine/...
+RACE_PKGS = ./random/ ./accounting/ ./ledger/ ./analyst/ ./collector/ ./answer/... ./server/... ./pgwire/ ./query/ ./query/enginetest/ ./engine/...
 
 .PHONY: demo test build install vet fmt-check bench fuzz
 
@@ -54,13 +54,13 @@ fmt-check:
 # and run the relational generator's queries on every engine; make test
 # runs only their seed corpus and a few generated queries per engine.
 FUZZTIME ?= 2m
-# How many generated queries each engine checks (engine/enginetest).
+# How many generated queries each engine checks (query/enginetest).
 GENSEEDS ?= 1000
 fuzz:
 	$(GO) test ./query/ -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./query/ -run '^$$' -fuzz '^FuzzNeighbours$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./query/ -run '^$$' -fuzz '^FuzzGenerated$$' -fuzztime $(FUZZTIME)
-	DPSTAT_GENERATED_SEEDS=$(GENSEEDS) $(GO) test ./engine/enginetest/ -run '^Test[A-Za-z]+$$/^generated' -timeout 0 -count=1
+	DPSTAT_GENERATED_SEEDS=$(GENSEEDS) $(GO) test ./query/enginetest/ -run '^Test[A-Za-z]+$$/^generated' -timeout 0 -count=1
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime=200ms ./noise/ ./mechanism/ ./ledger/

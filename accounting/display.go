@@ -14,10 +14,30 @@ const DisplayDigits = 12
 // value rounded to DisplayDigits significant digits ("4.6", not
 // "4.6000000000000005"). Budget arithmetic is exact and never uses it.
 func Num(x float64) string {
+	return NumTo(x, DisplayDigits)
+}
+
+// NoteDigits is the number of significant digits of the figures a note
+// describes a plan with (an aggregate's share of ε, a noise scale, a
+// sensitivity): enough to read them, while what was charged is spelled by
+// Num.
+const NoteDigits = 4
+
+// Note spells a figure of a plan's description for people: Num at
+// NoteDigits significant digits ("0.1333", not "0.1333333333"; "8", not
+// "8.000000000007276").
+func Note(x float64) string {
+	return NumTo(x, NoteDigits)
+}
+
+// NumTo spells x with the fewest digits that give the same value rounded to
+// digits significant digits (1 to 17).
+func NumTo(x float64, digits int) string {
 	if math.IsNaN(x) || math.IsInf(x, 0) || x == 0 {
 		return strconv.FormatFloat(x, 'g', -1, 64)
 	}
-	r, err := strconv.ParseFloat(strconv.FormatFloat(x, 'g', DisplayDigits, 64), 64)
+	digits = max(1, min(digits, 17))
+	r, err := strconv.ParseFloat(strconv.FormatFloat(x, 'g', digits, 64), 64)
 	if err != nil {
 		return strconv.FormatFloat(x, 'g', -1, 64)
 	}

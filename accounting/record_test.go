@@ -56,3 +56,26 @@ func TestRecord(t *testing.T) {
 		t.Error("RecordN accepted a negative count")
 	}
 }
+
+// TestBudgetFromSums: a budget rebuilt from its sums has the same sums
+// and admits exactly what the original admits.
+func TestBudgetFromSums(t *testing.T) {
+	a, _ := NewBudget(EpsDelta{Epsilon: 1, Delta: 1e-6}, Basic)
+	for range 3 {
+		if err := a.Spend(Cost{Epsilon: 0.1, Delta: 1e-7}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := BudgetFromSums(a.Limit(), a.Rule(), a.Sums())
+	if err != nil || b.Sums() != a.Sums() || b.Spent() != a.Spent() {
+		t.Fatalf("rebuilt %v %v, want %v", b.Sums(), err, a.Sums())
+	}
+	if (a.Check(Pure(0.7)) == nil) != (b.Check(Pure(0.7)) == nil) {
+		t.Error("the rebuilt budget admits differently")
+	}
+	for _, bad := range []ExactSums{{Epsilon: "-1/2"}, {Delta: "x"}, {Releases: -1}} {
+		if _, err := BudgetFromSums(a.Limit(), a.Rule(), bad); err == nil {
+			t.Errorf("sums %v accepted", bad)
+		}
+	}
+}

@@ -78,6 +78,9 @@ func checkBudgets(c *Catalog, raw *rawCatalog) []error {
 		ts := spaces[s]
 		first := ts[0]
 		for _, t := range ts[1:] {
+			if err := checkEpochSpace(s, first, t); err != nil {
+				errs = append(errs, err)
+			}
 			if t.Budget != first.Budget {
 				errs = append(errs, fmt.Errorf("id_space %s: tables %s and %s share budgets but declare different per-analyst budgets ({epsilon: %g, delta: %g} and {epsilon: %g, delta: %g}): declare one budget for the id space's tables",
 					s, first.Name, t.Name, first.Budget.Epsilon, first.Budget.Delta, t.Budget.Epsilon, t.Budget.Delta))

@@ -150,6 +150,10 @@ type Table struct {
 	// the declaration every query reads a NaN as NULL. The choice of form
 	// never depends on the data.
 	NaNFree bool `json:",omitempty"`
+	// ReuseReleases says whose releases of the table an analyst's answers
+	// may be derived from at no cost (package query/reuse): ReuseOwn (the
+	// default, stored as "") or ReuseShared (every analyst's).
+	ReuseReleases string `json:",omitempty"`
 	// Budget is each analyst's default budget on the table: the table's
 	// own declaration, else the catalog's.
 	Budget Budget
@@ -157,7 +161,22 @@ type Table struct {
 	// space), whoever asked: the table's own declaration, else the
 	// catalog's; nil means no cap across analysts.
 	TotalBudget *Budget
+	// Epoch, when declared, divides the table's rows into periods by a
+	// date or timestamp column: the privacy unit becomes (person, epoch),
+	// each epoch has budgets of its own, and a query is charged in each
+	// epoch it reads. Nil means the whole table is one unit per person.
+	Epoch *Epoch `json:",omitempty"`
 }
+
+// The values of Table.ReuseReleases (reuse_releases in the catalog file).
+const (
+	// ReuseOwn: an analyst's answers are derived only from releases that
+	// analyst was charged for.
+	ReuseOwn = "own"
+	// ReuseShared: an analyst's answers may be derived from any analyst's
+	// releases of the table.
+	ReuseShared = "shared"
+)
 
 // BudgetDataset is the name the table's budgets are kept under in the
 // ledger: its id space, or its own name when it has none.

@@ -102,7 +102,7 @@ func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name, yaml, want string
 	}{
-		{"unknown field", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    colums: {}\n", `line 5: table t: unknown key "colums"; accepted: source, privacy_unit, max_groups_per_unit, max_rows_per_group, group_size, columns, id_space, public, nan_free, budget, total_budget (did you mean columns?)`},
+		{"unknown field", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    colums: {}\n", `line 5: table t: unknown key "colums"; accepted: source, privacy_unit, max_groups_per_unit, max_rows_per_group, group_size, columns, id_space, public, nan_free, reuse_releases, budget, total_budget, epoch (did you mean columns?)`},
 		{"unknown column field", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: int, min: 3}\n", `line 6: table t: column a: unknown key "min"; accepted: type, lower, upper, values, nullable, from`},
 		{"every unknown key and every other problem", "budget: {epsilon: 1, delt: 0}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: int, uper: 3}\n      b: {type: txt}\n", `line 1: budget: unknown key "delt"; accepted: epsilon, delta (did you mean delta?)
 line 6: table t: column a: unknown key "uper"; accepted: type, lower, upper, values, nullable, from (did you mean upper?)
@@ -191,6 +191,39 @@ func TestParseColumnDefaults(t *testing.T) {
 	for _, tc := range tests {
 		if got := fmt.Sprint(tc.col.Values); tc.col.Name != tc.name || got != tc.values || tc.col.From != tc.from {
 			t.Errorf("column %s: values %s from %q, want %s from %q", tc.col.Name, got, tc.col.From, tc.values, tc.from)
+		}
+	}
+}
+
+// TestReuseReleases: reuse_releases is own (the default, stored as "") or
+// shared; anything else is refused naming both.
+func TestReuseReleases(t *testing.T) {
+	for _, tc := range []struct{ value, want, err string }{
+		{"", "", ""},
+		{"reuse_releases: own", "", ""},
+		{"reuse_releases: shared", ReuseShared, ""},
+		{"reuse_releases: everyone", "", `reuse_releases = "everyone": want own`},
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "t.csv"), []byte("x\n1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		yml := "budget: {epsilon: 1}\ntables:\n  t:\n    source: t.csv\n    " + tc.value + "\n    columns:\n      x: {type: int}\n"
+		if err := os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(yml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cat, err := Load(filepath.Join(dir, "c.yaml"))
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: error %v, want %q", tc.value, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", tc.value, err)
+		}
+		if got := cat.Table("t").ReuseReleases; got != tc.want {
+			t.Errorf("%q: ReuseReleases = %q, want %q", tc.value, got, tc.want)
 		}
 	}
 }

@@ -17,6 +17,7 @@ var (
 	budgetKeys  = yamlKeys(rawBudget{})
 	tableKeys   = yamlKeys(rawTable{})
 	columnKeys  = yamlKeys(rawColumn{})
+	epochKeys   = yamlKeys(rawEpoch{})
 )
 
 // yamlKeys lists the yaml keys of a struct's fields.
@@ -67,6 +68,7 @@ func unknownKeys(doc *yaml.Node) []error {
 			check(t, "table "+name+": ", tableKeys)
 			check(mappingValue(t, "budget"), "table "+name+": budget: ", budgetKeys)
 			check(mappingValue(t, "total_budget"), "table "+name+": total_budget: ", budgetKeys)
+			check(mappingValue(t, "epoch"), "table "+name+": epoch: ", epochKeys)
 			cols := mappingValue(t, "columns")
 			if cols == nil || cols.Kind != yaml.MappingNode {
 				continue

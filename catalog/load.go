@@ -44,8 +44,10 @@ type rawTable struct {
 	IDSpace          string                `yaml:"id_space"`
 	Public           bool                  `yaml:"public"`
 	NaNFree          yaml.Node             `yaml:"nan_free"`
+	ReuseReleases    string                `yaml:"reuse_releases"`
 	Budget           *rawBudget            `yaml:"budget"`
 	TotalBudget      *rawBudget            `yaml:"total_budget"`
+	Epoch            *rawEpoch             `yaml:"epoch"`
 }
 
 type rawColumn struct {
@@ -188,6 +190,13 @@ func checkTable(name string, rt *rawTable, dir string, colOrder []string, remote
 		}
 	}
 	t.Public = rt.Public
+	switch rt.ReuseReleases {
+	case "", ReuseOwn:
+	case ReuseShared:
+		t.ReuseReleases = ReuseShared
+	default:
+		add("reuse_releases = %q: want %s (an analyst's answers are derived only from that analyst's own releases, the default) or %s (from every analyst's releases of the table)", rt.ReuseReleases, ReuseOwn, ReuseShared)
+	}
 	if n := &rt.NaNFree; n.Kind != 0 {
 		var v bool
 		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" || n.Decode(&v) != nil {
@@ -250,6 +259,13 @@ func checkTable(name string, rt *rawTable, dir string, colOrder []string, remote
 	if rt.PrivacyUnit != "" && rt.Columns != nil {
 		if _, ok := rt.Columns[rt.PrivacyUnit]; !ok {
 			add("privacy_unit %q is not a declared column; declared: %s", rt.PrivacyUnit, strings.Join(cols, ", "))
+		}
+	}
+	if rt.Epoch != nil {
+		var eerrs []error
+		t.Epoch, eerrs = checkEpoch(t, rt)
+		for _, e := range eerrs {
+			add("%v", e)
 		}
 	}
 	return t, errs

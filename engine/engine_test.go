@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dpstat/dpstat/engine"
 )
@@ -93,4 +94,33 @@ func TestRegistry(t *testing.T) {
 		}()
 		engine.Register("test-plain", engine.Driver{Dialect: plain{}, Open: func(context.Context, engine.Spec) (engine.Engine, error) { return nil, nil }})
 	}()
+}
+
+// TestServerLimits checks the statement timeout and pool size every server
+// engine's Open accepts: negative values are refused with the value, zero
+// gives the default, the pool is capped.
+func TestServerLimits(t *testing.T) {
+	for _, tc := range []struct {
+		opts    engine.ServerOptions
+		timeout time.Duration
+		conns   int
+		err     string
+	}{
+		{engine.ServerOptions{}, engine.DefaultStatementTimeout, engine.DefaultMaxConns, ""},
+		{engine.ServerOptions{StatementTimeout: time.Second, MaxConns: 3}, time.Second, 3, ""},
+		{engine.ServerOptions{MaxConns: 1 << 30}, engine.DefaultStatementTimeout, 100, ""},
+		{engine.ServerOptions{StatementTimeout: -time.Second}, 0, 0, "x: statement timeout -1s: want a positive duration"},
+		{engine.ServerOptions{MaxConns: -2}, 0, 0, "x: MaxConns = -2: want a positive number"},
+	} {
+		timeout, conns, err := tc.opts.Limits("x", 100)
+		if tc.err != "" {
+			if err == nil || !strings.HasPrefix(err.Error(), tc.err) {
+				t.Errorf("%+v: %v, want %s", tc.opts, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || timeout != tc.timeout || conns != tc.conns {
+			t.Errorf("%+v: %v %v %v, want %v %v", tc.opts, timeout, conns, err, tc.timeout, tc.conns)
+		}
+	}
 }

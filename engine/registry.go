@@ -85,6 +85,27 @@ type ServerOptions struct {
 	MaxConns int
 }
 
+// Limits checks the options' statement timeout and pool size, as every
+// server engine's Open does, and returns them with the defaults filled in
+// (DefaultStatementTimeout, DefaultMaxConns) and the pool capped at
+// maxConns. name ("postgres") begins the errors.
+func (o ServerOptions) Limits(name string, maxConns int) (time.Duration, int, error) {
+	if o.StatementTimeout < 0 {
+		return 0, 0, fmt.Errorf("%s: statement timeout %v: want a positive duration (or zero for the default %v)", name, o.StatementTimeout, DefaultStatementTimeout)
+	}
+	if o.MaxConns < 0 {
+		return 0, 0, fmt.Errorf("%s: MaxConns = %d: want a positive number (or zero for the default %d)", name, o.MaxConns, DefaultMaxConns)
+	}
+	timeout, conns := o.StatementTimeout, DefaultMaxConns
+	if timeout == 0 {
+		timeout = DefaultStatementTimeout
+	}
+	if o.MaxConns > 0 {
+		conns = min(o.MaxConns, maxConns)
+	}
+	return timeout, conns, nil
+}
+
 // ServerOptions checks the spec for a server engine (see ServerPassword)
 // and returns its connection options.
 func (s Spec) ServerOptions(name, product string) (ServerOptions, error) {
@@ -133,6 +154,23 @@ func Register(kind string, d Driver) {
 		panic("engine: Register called twice for kind " + kind)
 	}
 	registry[kind] = d
+}
+
+// RegisterServer registers the server engine kind (product names it in
+// messages, e.g. "PostgreSQL"): a catalog's spec is checked and turned
+// into ServerOptions (Spec.ServerOptions) and opened with open.
+func RegisterServer[E Engine](kind, product string, d Dialect, open func(context.Context, ServerOptions) (E, error)) {
+	Register(kind, Driver{Dialect: d, Open: func(ctx context.Context, s Spec) (Engine, error) {
+		opts, err := s.ServerOptions(kind, product)
+		if err != nil {
+			return nil, err
+		}
+		e, err := open(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		return e, nil
+	}})
 }
 
 // Kinds lists the registered engine kinds, sorted.

@@ -14,6 +14,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/dpstat/dpstat/accounting"
+	"github.com/dpstat/dpstat/epoch"
 )
 
 // benchLedger opens a ledger in DPSTAT_BENCH_DIR (to measure a chosen
@@ -40,7 +41,7 @@ func benchLedgerRule(b *testing.B, rule accounting.Rule) (*Ledger, Key) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = l.Close() })
-	k := Key{"bench", "analyst"}
+	k := Key{Dataset: "bench", Analyst: "analyst"}
 	if _, err := l.Grant(k, accounting.EpsDelta{Epsilon: 1e15, Delta: 1e-5}, rule); err != nil {
 		b.Fatal(err)
 	}
@@ -266,4 +267,63 @@ func BenchmarkChargeAndStoreAnswer(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkChargeEpochs365 charges one release in each of 365 daily
+// epochs (a year of days), with a total per epoch: 730 budgets spent and
+// stored in one fsync'd commit. It reports the bytes each release
+// adds (its release and request records, which hold the range, not the
+// days).
+func BenchmarkChargeEpochs365(b *testing.B) {
+	l, k := benchLedger(b)
+	if _, err := l.GrantTotal(k.Dataset, accounting.EpsDelta{Epsilon: 1e15, Delta: 1e-5}, accounting.Basic); err != nil {
+		b.Fatal(err)
+	}
+	r := &epoch.Range{Every: epoch.Day, From: 19723, To: 19723 + 364} // 2024-01-01 .. 2024-12-30
+	c := benchCharge(k)
+	c.Epochs = r
+	if _, err := l.Charge(bg, c); err != nil { // the epochs' budgets exist from here on
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		c := benchCharge(k)
+		c.Epochs = r
+		if _, err := l.Charge(bg, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var size, reqSize int
+	_ = l.view(func(tx kvTx) error {
+		_, v := tx.Bucket(bucketReleases).Cursor().Last()
+		size = len(v)
+		reqSize = len(tx.Bucket(bucketRequests).Get([]byte(c.RequestID)))
+		return nil
+	})
+	b.ReportMetric(float64(size+reqSize), "record-bytes/release")
+}
+
+// BenchmarkChargeEpochs365Fragmented is the worst case of the runs: every
+// other day was charged alone first, so the year is 365 runs of unequal
+// budgets and each charge spends and stores every one of them.
+func BenchmarkChargeEpochs365Fragmented(b *testing.B) {
+	l, k := benchLedger(b)
+	if _, err := l.GrantTotal(k.Dataset, accounting.EpsDelta{Epsilon: 1e15, Delta: 1e-5}, accounting.Basic); err != nil {
+		b.Fatal(err)
+	}
+	const first = 19723
+	for d := int64(first); d < first+365; d += 2 {
+		c := benchCharge(k)
+		c.Epochs = &epoch.Range{Every: epoch.Day, From: d, To: d}
+		if _, err := l.Charge(bg, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	r := &epoch.Range{Every: epoch.Day, From: first, To: first + 364}
+	for b.Loop() {
+		c := benchCharge(k)
+		c.Epochs = r
+		if _, err := l.Charge(bg, c); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

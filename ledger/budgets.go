@@ -11,14 +11,22 @@ import (
 	"github.com/dpstat/dpstat/accounting"
 )
 
-// Key names a budget: one per (dataset, analyst).
+// Key names a budget: one per (dataset, analyst), and, on a dataset that
+// declares epochs, one per (dataset, analyst, epoch). Epoch is the epoch's
+// label (see package epoch); empty for a dataset's budget as a whole,
+// which on a dataset with epochs is the template each epoch's budget
+// takes its limit and rule from.
 type Key struct {
 	Dataset string `json:"dataset"`
 	Analyst string `json:"analyst"`
+	Epoch   string `json:"epoch,omitempty"`
 }
 
 // String formats the key for messages.
 func (k Key) String() string {
+	if k.Epoch != "" {
+		return fmt.Sprintf("analyst %q on %q in epoch %s", k.Analyst, k.Dataset, k.Epoch)
+	}
 	return fmt.Sprintf("analyst %q on %q", k.Analyst, k.Dataset)
 }
 
@@ -49,6 +57,9 @@ func (k Key) Validate() error {
 	if err := validName("dataset", k.Dataset, false); err != nil {
 		return err
 	}
+	if err := validName("epoch", k.Epoch, true); err != nil {
+		return err
+	}
 	return validName("analyst", k.Analyst, false)
 }
 
@@ -58,7 +69,12 @@ func (k Key) bytes() []byte {
 	b := make([]byte, 0, len(k.Dataset)+1+len(k.Analyst))
 	b = append(b, k.Dataset...)
 	b = append(b, 0)
-	return append(b, k.Analyst...)
+	b = append(b, k.Analyst...)
+	if k.Epoch != "" {
+		b = append(b, 0)
+		b = append(b, k.Epoch...)
+	}
+	return b
 }
 
 // matches reports whether k is selected by filter f (empty fields match
@@ -129,6 +145,9 @@ func (l *Ledger) writable() error {
 // A limit may be raised, or lowered down to what is already spent but not
 // below it; the rule of a budget with releases cannot change.
 func (l *Ledger) Grant(k Key, limit accounting.EpsDelta, rule accounting.Rule) (Status, error) {
+	if k.Epoch != "" {
+		return Status{}, fmt.Errorf("%v: an epoch's budget takes the limit of the dataset's budget: grant analyst %q on %q instead", k, k.Analyst, k.Dataset)
+	}
 	if err := k.Validate(); err != nil {
 		return Status{}, err
 	}
@@ -152,6 +171,9 @@ func (l *Ledger) Grant(k Key, limit accounting.EpsDelta, rule accounting.Rule) (
 			if err := b.SetLimit(limit, rule); err != nil {
 				return fmt.Errorf("%v: %w", k, err)
 			}
+		}
+		if err := setEpochLimits(tx, k.Dataset, k.Analyst, limit, rule, k.String()); err != nil {
+			return err
 		}
 		if err := l.recordGrant(tx, k, b); err != nil {
 			return err
@@ -177,6 +199,9 @@ func withTotal(tx kvTx, st *Status) error {
 // rule if it does not exist. An existing budget is returned unchanged
 // (whatever its limit and rule).
 func (l *Ledger) EnsureBudget(k Key, def accounting.EpsDelta, rule accounting.Rule) (Status, error) {
+	if k.Epoch != "" {
+		return Status{}, fmt.Errorf("%v: an epoch's budget takes the limit of the dataset's budget: grant analyst %q on %q instead", k, k.Analyst, k.Dataset)
+	}
 	if err := k.Validate(); err != nil {
 		return Status{}, err
 	}
@@ -278,7 +303,10 @@ func (l *Ledger) Budgets() ([]Status, error) {
 		if out[i].Key.Dataset != out[j].Key.Dataset {
 			return out[i].Key.Dataset < out[j].Key.Dataset
 		}
-		return out[i].Key.Analyst < out[j].Key.Analyst
+		if out[i].Key.Analyst != out[j].Key.Analyst {
+			return out[i].Key.Analyst < out[j].Key.Analyst
+		}
+		return out[i].Key.Epoch < out[j].Key.Epoch
 	})
 	return out, err
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dpstat/dpstat/accounting"
+	"github.com/dpstat/dpstat/epoch"
 )
 
 // The chain. Every event that changes what a budget may admit (a release,
@@ -58,11 +59,12 @@ type releaseRecord struct {
 // chainRelease is what verification reads of a stored release: the
 // fields that count, without the time and description.
 type chainRelease struct {
-	ID   uint64          `json:"id"`
-	Key  Key             `json:"key"`
-	Cost accounting.Cost `json:"cost"`
-	Seq  uint64          `json:"seq"`
-	Prev string          `json:"prev"`
+	ID     uint64          `json:"id"`
+	Key    Key             `json:"key"`
+	Cost   accounting.Cost `json:"cost"`
+	Epochs *epoch.Range    `json:"epochs"`
+	Seq    uint64          `json:"seq"`
+	Prev   string          `json:"prev"`
 }
 
 // grantRecord is a grant event: the limit and rule a budget got. An empty
@@ -248,13 +250,17 @@ func verifyTx(tx kvTx, key []byte) (VerifyReport, error) {
 		}
 		return d
 	}
+	epochs := &derivedEpochs{budgets: map[Key]*epochRecord{}, totals: map[string]*epochRecord{}}
 	addRelease := func(r *chainRelease) error {
 		if err := r.Cost.Validate(); err != nil {
 			return fmt.Errorf("release %d has a cost that is not valid (%v): %w", r.ID, err, ErrTampered)
 		}
+		rep.Releases++
+		if r.Epochs != nil {
+			return epochs.add(r)
+		}
 		get(budgets, r.Key).costs[r.Cost]++
 		getTotal(r.Key.Dataset).costs[r.Cost]++
-		rep.Releases++
 		return nil
 	}
 	var h chainHead
@@ -265,7 +271,7 @@ func verifyTx(tx kvTx, key []byte) (VerifyReport, error) {
 			if g.Analyst == "" {
 				d = getTotal(g.Dataset)
 			} else {
-				d = get(budgets, Key{g.Dataset, g.Analyst})
+				d = get(budgets, Key{Dataset: g.Dataset, Analyst: g.Analyst})
 			}
 			d.granted, d.limit, d.rule = true, g.Limit, g.Rule
 			rep.Grants++
@@ -315,6 +321,21 @@ func verifyTx(tx kvTx, key []byte) (VerifyReport, error) {
 		if !seen[k] {
 			return rep, fmt.Errorf("budget of %v has %d release records and grants but no stored budget: it was removed: %w", k, d.sums().Releases, ErrTampered)
 		}
+	}
+	granted := func(k Key) (accounting.EpsDelta, accounting.Rule, bool) {
+		var d *derived
+		if k.Analyst == "" {
+			d = totals[k.Dataset]
+		} else {
+			d = budgets[k]
+		}
+		if d == nil || !d.granted {
+			return accounting.EpsDelta{}, "", false
+		}
+		return d.limit, d.rule, true
+	}
+	if err := epochs.verify(tx, granted, rep.Chained); err != nil {
+		return rep, err
 	}
 	if tb := tx.Bucket(bucketTotals); tb != nil {
 		seenTotal := map[string]bool{}

@@ -14,8 +14,8 @@ import (
 )
 
 var (
-	tamperAlice = Key{"census", "alice"}
-	tamperBob   = Key{"census", "bob"}
+	tamperAlice = Key{Dataset: "census", Analyst: "alice"}
+	tamperBob   = Key{Dataset: "census", Analyst: "bob"}
 )
 
 // tamperLedger makes a closed ledger with a total budget, two analysts and

@@ -13,7 +13,13 @@ import (
 	"time"
 
 	"github.com/dpstat/dpstat/accounting"
+	"github.com/dpstat/dpstat/epoch"
 )
+
+// sameRange reports whether two optional epoch ranges are equal.
+func sameRange(a, b *epoch.Range) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+}
 
 // Charge is one release to be charged.
 type Charge struct {
@@ -27,6 +33,11 @@ type Charge struct {
 	Description string
 	// Cost is what the release costs.
 	Cost accounting.Cost
+	// Epochs, when set, are the epochs of Key's dataset the release read:
+	// Cost is charged in each of them (to the analyst's budget and the
+	// total of each epoch), and Key's own budget is only their template
+	// (see EpochsExceededError). Nil charges Key's budget itself.
+	Epochs *epoch.Range
 	// AnswerKey and Answer, when AnswerKey is set, store Answer durably in
 	// the same transaction as the charge; Answer(Key, AnswerKey) returns
 	// it. If an answer is already stored under AnswerKey the charge is
@@ -45,6 +56,11 @@ type Receipt struct {
 	Rule      accounting.Rule     `json:"rule"`
 	Spent     accounting.EpsDelta `json:"spent"`
 	Remaining accounting.EpsDelta `json:"remaining"`
+	// Epochs are the epochs charged, for a charge with Charge.Epochs;
+	// Spent and Remaining (and Total's figures) are then those of
+	// LeastEpoch, the charged epoch with the least ε left.
+	Epochs     *epoch.Range `json:"epochs,omitempty"`
+	LeastEpoch string       `json:"least_epoch,omitempty"`
 	// Replayed is true when the RequestID had already been charged: this
 	// is the original receipt and nothing was charged again.
 	Replayed bool `json:"replayed"`
@@ -63,6 +79,8 @@ type Release struct {
 	Cost        accounting.Cost `json:"cost"`
 	Rule        accounting.Rule `json:"rule"`
 	AnswerKey   string          `json:"answer_key,omitempty"`
+	// Epochs are the epochs the release was charged in, or nil.
+	Epochs *epoch.Range `json:"epochs,omitempty"`
 }
 
 func (c *Charge) validate() error {
@@ -86,6 +104,14 @@ func (c *Charge) validate() error {
 	}
 	if err := c.Cost.Validate(); err != nil {
 		return fmt.Errorf("charge to %v: %w", c.Key, err)
+	}
+	if c.Epochs != nil {
+		if c.Key.Epoch != "" {
+			return fmt.Errorf("charge to %v names an epoch and a range of epochs: want the dataset's key with Charge.Epochs", c.Key)
+		}
+		if err := c.Epochs.Validate(); err != nil {
+			return fmt.Errorf("charge to %v: %w", c.Key, err)
+		}
 	}
 	return nil
 }
@@ -258,7 +284,7 @@ func (l *Ledger) apply(r *chargeReq, tx kvTx) error {
 		if err := json.Unmarshal(v, &rec); err != nil {
 			return fmt.Errorf("stored request %q is damaged: %w", c.RequestID, err)
 		}
-		if rec.Receipt.Key != c.Key || rec.Receipt.Cost != c.Cost || rec.AnswerKey != c.AnswerKey {
+		if rec.Receipt.Key != c.Key || rec.Receipt.Cost != c.Cost || rec.AnswerKey != c.AnswerKey || !sameRange(rec.Receipt.Epochs, c.Epochs) {
 			r.err = fmt.Errorf("request ID %q was charged as release %d (%v, cost %v); this charge is for %v, cost %v: %w",
 				c.RequestID, rec.Receipt.ReleaseID, rec.Receipt.Key, rec.Receipt.Cost, c.Key, c.Cost, ErrRequestConflict)
 			return nil
@@ -282,16 +308,27 @@ func (l *Ledger) apply(r *chargeReq, tx kvTx) error {
 	if err != nil {
 		return err
 	}
-	// Both budgets are spent in memory first; nothing is stored unless
-	// both admit the cost.
-	if err := b.Spend(c.Cost); err != nil {
-		r.err = fmt.Errorf("the budget of %v: %w", c.Key, err)
-		return nil
-	}
-	if total != nil {
-		if err := total.Spend(c.Cost); err != nil {
-			r.err = totalRefusal(c.Key, err)
+	// Both budgets (each epoch's, for a charge to epochs) are spent in
+	// memory first; nothing is stored unless all admit the cost.
+	var sp *epochSpend
+	if c.Epochs != nil {
+		var refusal error
+		if sp, refusal, err = spendEpochs(tx, c.Key, *c.Epochs, c.Cost, b, total); err != nil {
+			return err
+		} else if refusal != nil {
+			r.err = refusal
 			return nil
+		}
+	} else {
+		if err := b.Spend(c.Cost); err != nil {
+			r.err = fmt.Errorf("the budget of %v: %w", c.Key, err)
+			return nil
+		}
+		if total != nil {
+			if err := total.Spend(c.Cost); err != nil {
+				r.err = totalRefusal(c.Key, err)
+				return nil
+			}
 		}
 	}
 	rel := tx.Bucket(bucketReleases)
@@ -300,16 +337,21 @@ func (l *Ledger) apply(r *chargeReq, tx kvTx) error {
 		return err
 	}
 	now := time.Now().UTC().Round(0)
-	release := Release{ID: id, RequestID: c.RequestID, Time: now, Key: c.Key, Description: c.Description, Cost: c.Cost, Rule: b.Rule(), AnswerKey: c.AnswerKey}
+	release := Release{ID: id, RequestID: c.RequestID, Time: now, Key: c.Key, Description: c.Description, Cost: c.Cost, Rule: b.Rule(), AnswerKey: c.AnswerKey, Epochs: c.Epochs}
 	if err := l.appendEvent(tx, func(seq uint64, prev string) ([]byte, error) {
 		return json.Marshal(releaseRecord{Release: release, Seq: seq, Prev: prev})
 	}, func(raw []byte) error { return rel.Put(idBytes(id), raw) }); err != nil {
 		return err
 	}
-	if err := storeBudget(tx, c.Key, b); err != nil {
+	receipt := Receipt{ReleaseID: id, RequestID: c.RequestID, Time: now, Key: c.Key, Cost: c.Cost, Rule: b.Rule(), Spent: b.Spent(), Remaining: b.Remaining(), Epochs: c.Epochs}
+	if sp != nil {
+		if err := sp.store(tx); err != nil {
+			return err
+		}
+		receipt.Spent, receipt.Remaining, receipt.LeastEpoch = sp.leastBudget.Spent(), sp.leastBudget.Remaining(), epoch.Label(c.Epochs.Every, sp.least)
+	} else if err := storeBudget(tx, c.Key, b); err != nil {
 		return err
 	}
-	receipt := Receipt{ReleaseID: id, RequestID: c.RequestID, Time: now, Key: c.Key, Cost: c.Cost, Rule: b.Rule(), Spent: b.Spent(), Remaining: b.Remaining()}
 	// The stored receipt (returned again on a retry) leaves out the
 	// total's figures, which would add a few hundred bytes per release.
 	qv, err := json.Marshal(requestRecord{Receipt: receipt, AnswerKey: c.AnswerKey})
@@ -319,7 +361,12 @@ func (l *Ledger) apply(r *chargeReq, tx kvTx) error {
 	if err := reqs.Put([]byte(c.RequestID), qv); err != nil {
 		return err
 	}
-	if total != nil {
+	switch {
+	case sp != nil && sp.leastTotal != nil:
+		ts := totalStatusOf(c.Key.Dataset, sp.leastTotal)
+		ts.Epoch = receipt.LeastEpoch
+		receipt.Total = &ts
+	case sp == nil && total != nil:
 		if err := storeTotal(tx, c.Key.Dataset, total); err != nil {
 			return err
 		}

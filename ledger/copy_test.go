@@ -14,7 +14,7 @@ import (
 // the source stopped. A destination with records is refused untouched.
 func TestCopy(t *testing.T) {
 	key := []byte("0123456789abcdef0123456789abcdef")
-	alice, bob := Key{"census", "alice"}, Key{"census", "bob"}
+	alice, bob := Key{Dataset: "census", Analyst: "alice"}, Key{Dataset: "census", Analyst: "bob"}
 	build := func(t *testing.T, opts Options) *Ledger {
 		src := mustOpen(t, tempPath(t), opts)
 		mustGrant(t, src, alice, accounting.EpsDelta{Epsilon: 10}, accounting.Basic)

@@ -77,7 +77,7 @@ func TestOpenCreatesAndReopens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := Key{"census", "alice"}
+	k := Key{Dataset: "census", Analyst: "alice"}
 	mustGrant(t, l, k, accounting.EpsDelta{Epsilon: 1}, accounting.Basic)
 	if _, err := l.Charge(bg, Charge{RequestID: "r1", Key: k, Cost: accounting.Pure(0.25), Description: "count"}); err != nil {
 		t.Fatal(err)
@@ -157,7 +157,7 @@ func TestForeignFilesAreRefusedAndUntouched(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		mustGrant(t, l, Key{"d", "a"}, accounting.EpsDelta{Epsilon: 1}, accounting.Basic)
+		mustGrant(t, l, Key{Dataset: "d", Analyst: "a"}, accounting.EpsDelta{Epsilon: 1}, accounting.Basic)
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -299,7 +299,7 @@ func TestOpenWaitsThenReportsInUse(t *testing.T) {
 
 func TestGrant(t *testing.T) {
 	l := mustOpen(t, tempPath(t), Options{})
-	k := Key{"census", "alice"}
+	k := Key{Dataset: "census", Analyst: "alice"}
 	steps := []struct {
 		name    string
 		limit   accounting.EpsDelta
@@ -339,7 +339,7 @@ func TestGrant(t *testing.T) {
 	if st.Limit.Epsilon != 0.5 || st.Spent.Epsilon != 0.5 {
 		t.Fatalf("after refused grants: %+v", st)
 	}
-	for _, bad := range []Key{{"", "a"}, {"d", ""}, {"d\x00x", "a"}, {"d", "a\n"}, {strings.Repeat("x", 300), "a"}, {"\xff", "a"}} {
+	for _, bad := range []Key{{Dataset: "", Analyst: "a"}, {Dataset: "d", Analyst: ""}, {Dataset: "d\x00x", Analyst: "a"}, {Dataset: "d", Analyst: "a\n"}, {Dataset: strings.Repeat("x", 300), Analyst: "a"}, {Dataset: "\xff", Analyst: "a"}, {Dataset: "d", Analyst: "a", Epoch: "2024\x0001"}} {
 		if _, err := l.Grant(bad, accounting.EpsDelta{Epsilon: 1}, accounting.Basic); err == nil {
 			t.Errorf("Grant(%q) accepted a bad key", bad)
 		}
@@ -348,7 +348,7 @@ func TestGrant(t *testing.T) {
 
 func TestEnsureBudgetAndStatus(t *testing.T) {
 	l := mustOpen(t, tempPath(t), Options{})
-	k := Key{"census", "bob"}
+	k := Key{Dataset: "census", Analyst: "bob"}
 	if _, err := l.Status(k); !errors.Is(err, ErrNoBudget) {
 		t.Fatalf("Status of an unknown key: %v, want ErrNoBudget", err)
 	}
@@ -360,20 +360,20 @@ func TestEnsureBudgetAndStatus(t *testing.T) {
 	if err != nil || st.Limit.Epsilon != 3 || st.Rule != accounting.ZCDP {
 		t.Fatalf("EnsureBudget (existing) = %+v, %v; want the existing budget unchanged", st, err)
 	}
-	if _, err := l.EnsureBudget(Key{"x", "y"}, accounting.EpsDelta{Epsilon: math.NaN()}, accounting.Basic); err == nil {
+	if _, err := l.EnsureBudget(Key{Dataset: "x", Analyst: "y"}, accounting.EpsDelta{Epsilon: math.NaN()}, accounting.Basic); err == nil {
 		t.Fatal("EnsureBudget accepted a NaN default")
 	}
-	mustGrant(t, l, Key{"a-set", "zed"}, accounting.EpsDelta{Epsilon: 1}, accounting.Basic)
-	mustGrant(t, l, Key{"a-set", "amy"}, accounting.EpsDelta{Epsilon: 1}, accounting.Basic)
+	mustGrant(t, l, Key{Dataset: "a-set", Analyst: "zed"}, accounting.EpsDelta{Epsilon: 1}, accounting.Basic)
+	mustGrant(t, l, Key{Dataset: "a-set", Analyst: "amy"}, accounting.EpsDelta{Epsilon: 1}, accounting.Basic)
 	all, err := l.Budgets()
-	if err != nil || len(all) != 3 || all[0].Key != (Key{"a-set", "amy"}) || all[1].Key != (Key{"a-set", "zed"}) || all[2].Key != k {
+	if err != nil || len(all) != 3 || all[0].Key != (Key{Dataset: "a-set", Analyst: "amy"}) || all[1].Key != (Key{Dataset: "a-set", Analyst: "zed"}) || all[2].Key != k {
 		t.Fatalf("Budgets() = %+v, %v; want 3 sorted by dataset then analyst", all, err)
 	}
 }
 
 func TestChargeRefusalsWriteNothing(t *testing.T) {
 	l := mustOpen(t, tempPath(t), Options{})
-	k := Key{"census", "alice"}
+	k := Key{Dataset: "census", Analyst: "alice"}
 	mustGrant(t, l, k, accounting.EpsDelta{Epsilon: 1, Delta: 1e-6}, accounting.Basic)
 	if _, err := l.Charge(bg, Charge{RequestID: "first", Key: k, Cost: accounting.Pure(0.75)}); err != nil {
 		t.Fatal(err)
@@ -386,14 +386,14 @@ func TestChargeRefusalsWriteNothing(t *testing.T) {
 	}{
 		{"exceeds", Charge{Key: k, Cost: accounting.Pure(0.5)}, func(err error) bool { return errors.As(err, &ee) && ee.Remaining.Epsilon == 0.25 }},
 		{"delta exceeds", Charge{Key: k, Cost: accounting.Approximate(0.1, 2e-6)}, func(err error) bool { return errors.As(err, &ee) }},
-		{"no budget", Charge{Key: Key{"census", "mallory"}, Cost: accounting.Pure(0.1)}, func(err error) bool { return errors.Is(err, ErrNoBudget) }},
+		{"no budget", Charge{Key: Key{Dataset: "census", Analyst: "mallory"}, Cost: accounting.Pure(0.1)}, func(err error) bool { return errors.Is(err, ErrNoBudget) }},
 		{"NaN cost", Charge{Key: k, Cost: accounting.Cost{Epsilon: math.NaN()}}, func(err error) bool { return err != nil && strings.Contains(err.Error(), "epsilon = NaN") }},
 		{"negative cost", Charge{Key: k, Cost: accounting.Cost{Epsilon: -0.1}}, func(err error) bool { return err != nil && strings.Contains(err.Error(), "epsilon = -0.1") }},
 		{"infinite cost", Charge{Key: k, Cost: accounting.Cost{Epsilon: math.Inf(1)}}, func(err error) bool { return err != nil && strings.Contains(err.Error(), "+Inf") }},
 		{"delta one", Charge{Key: k, Cost: accounting.Cost{Epsilon: 0.1, Delta: 1}}, func(err error) bool { return err != nil && strings.Contains(err.Error(), "delta = 1") }},
 		{"reused request ID", Charge{RequestID: "first", Key: k, Cost: accounting.Pure(0.125)}, func(err error) bool { return errors.Is(err, ErrRequestConflict) }},
 		{"answer without key", Charge{Key: k, Cost: accounting.Pure(0.1), Answer: []byte("x")}, func(err error) bool { return err != nil && strings.Contains(err.Error(), "without an answer key") }},
-		{"bad key", Charge{Key: Key{"", "a"}, Cost: accounting.Pure(0.1)}, func(err error) bool { return err != nil && strings.Contains(err.Error(), "dataset is empty") }},
+		{"bad key", Charge{Key: Key{Dataset: "", Analyst: "a"}, Cost: accounting.Pure(0.1)}, func(err error) bool { return err != nil && strings.Contains(err.Error(), "dataset is empty") }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -417,7 +417,7 @@ func TestChargeRefusalsWriteNothing(t *testing.T) {
 
 func TestChargeIsIdempotent(t *testing.T) {
 	l := mustOpen(t, tempPath(t), Options{})
-	k := Key{"census", "alice"}
+	k := Key{Dataset: "census", Analyst: "alice"}
 	mustGrant(t, l, k, accounting.EpsDelta{Epsilon: 1}, accounting.Basic)
 	c := Charge{RequestID: "req-42", Key: k, Cost: accounting.Pure(0.5), Description: "SELECT count(*)", AnswerKey: "q1", Answer: []byte("123")}
 	first, err := l.Charge(bg, c)
@@ -448,7 +448,7 @@ func TestChargeIsIdempotent(t *testing.T) {
 		t.Fatalf("same request ID, other cost: %v", err)
 	}
 	other = c
-	other.Key = Key{"census", "bob"}
+	other.Key = Key{Dataset: "census", Analyst: "bob"}
 	mustGrant(t, l, other.Key, accounting.EpsDelta{Epsilon: 1}, accounting.Basic)
 	if _, err := l.Charge(bg, other); !errors.Is(err, ErrRequestConflict) {
 		t.Fatalf("same request ID, other key: %v", err)
@@ -467,7 +467,7 @@ func TestChargeIsIdempotent(t *testing.T) {
 
 func TestAnswers(t *testing.T) {
 	l := mustOpen(t, tempPath(t), Options{})
-	k := Key{"census", "alice"}
+	k := Key{Dataset: "census", Analyst: "alice"}
 	mustGrant(t, l, k, accounting.EpsDelta{Epsilon: 1}, accounting.Basic)
 	if _, ok, err := l.Answer(k, "q"); ok || err != nil {
 		t.Fatalf("Answer before any charge: %v, %v", ok, err)
@@ -481,7 +481,7 @@ func TestAnswers(t *testing.T) {
 	if err != nil || !ok || string(got) != `{"count": 1234}` {
 		t.Fatalf("Answer = %q, %v, %v", got, ok, err)
 	}
-	if _, ok, _ := l.Answer(Key{"census", "bob"}, "q"); ok {
+	if _, ok, _ := l.Answer(Key{Dataset: "census", Analyst: "bob"}, "q"); ok {
 		t.Fatal("an answer leaked to another analyst")
 	}
 	_, err = l.Charge(bg, Charge{Key: k, Cost: accounting.Pure(0.25), AnswerKey: "q", Answer: []byte("other")})
@@ -504,7 +504,7 @@ func TestAnswers(t *testing.T) {
 
 func TestHistory(t *testing.T) {
 	l := mustOpen(t, tempPath(t), Options{})
-	keys := []Key{{"census", "alice"}, {"census", "bob"}, {"taxes", "alice"}}
+	keys := []Key{{Dataset: "census", Analyst: "alice"}, {Dataset: "census", Analyst: "bob"}, {Dataset: "taxes", Analyst: "alice"}}
 	for _, k := range keys {
 		mustGrant(t, l, k, accounting.EpsDelta{Epsilon: 10}, accounting.Basic)
 	}
@@ -524,8 +524,8 @@ func TestHistory(t *testing.T) {
 		{"limit", Key{}, 2, []string{"q8", "q7"}},
 		{"dataset", Key{Dataset: "census"}, 0, []string{"q7", "q6", "q4", "q3", "q1", "q0"}},
 		{"analyst", Key{Analyst: "alice"}, 3, []string{"q8", "q6", "q5"}},
-		{"both", Key{"census", "bob"}, 0, []string{"q7", "q4", "q1"}},
-		{"none", Key{"nothing", ""}, 0, nil},
+		{"both", Key{Dataset: "census", Analyst: "bob"}, 0, []string{"q7", "q4", "q1"}},
+		{"none", Key{Dataset: "nothing", Analyst: ""}, 0, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -550,7 +550,7 @@ func TestHistory(t *testing.T) {
 func TestReadOnlyAndClosed(t *testing.T) {
 	p := tempPath(t)
 	l := mustOpen(t, p, Options{})
-	k := Key{"d", "a"}
+	k := Key{Dataset: "d", Analyst: "a"}
 	mustGrant(t, l, k, accounting.EpsDelta{Epsilon: 1}, accounting.Basic)
 	_ = l.Close()
 	if _, err := l.Charge(bg, Charge{Key: k, Cost: accounting.Pure(0.1)}); !errors.Is(err, ErrClosed) {
@@ -578,7 +578,7 @@ func TestReadOnlyAndClosed(t *testing.T) {
 func TestConcurrentChargesAreExact(t *testing.T) {
 	l := mustOpen(t, tempPath(t), Options{})
 	for round := range 5 {
-		k := Key{"census", fmt.Sprintf("analyst-%d", round)}
+		k := Key{Dataset: "census", Analyst: fmt.Sprintf("analyst-%d", round)}
 		rule := accounting.Basic
 		if round%2 == 1 {
 			rule = accounting.ZCDP
@@ -628,7 +628,7 @@ func TestConcurrentChargesAreExact(t *testing.T) {
 
 func TestCheck(t *testing.T) {
 	l := mustOpen(t, tempPath(t), Options{})
-	k := Key{"census", "alice"}
+	k := Key{Dataset: "census", Analyst: "alice"}
 	if err := l.Check(k, accounting.Pure(0.1)); !errors.Is(err, ErrNoBudget) {
 		t.Fatalf("Check without a budget: %v", err)
 	}
@@ -660,7 +660,7 @@ func TestCheck(t *testing.T) {
 // that shared its group commit.
 func TestDamagedBudgetFailsOnlyItsOwnCharges(t *testing.T) {
 	l := mustOpen(t, tempPath(t), Options{})
-	good, bad := Key{"census", "good"}, Key{"census", "bad"}
+	good, bad := Key{Dataset: "census", Analyst: "good"}, Key{Dataset: "census", Analyst: "bad"}
 	mustGrant(t, l, good, accounting.EpsDelta{Epsilon: 100}, accounting.Basic)
 	mustGrant(t, l, bad, accounting.EpsDelta{Epsilon: 100}, accounting.Basic)
 	if err := l.st.update(func(tx kvTx) error {

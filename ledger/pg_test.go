@@ -57,6 +57,11 @@ func TestOnPostgres(t *testing.T) {
 		{"TestTotalRefusalSaysWhichBudget", TestTotalRefusalSaysWhichBudget},
 		{"TestGrantTotalCountsEarlierReleases", TestGrantTotalCountsEarlierReleases},
 		{"TestAnalystRecords", TestAnalystRecords},
+		{"TestEpochChargesExact", TestEpochChargesExact},
+		{"TestEpochTotalCountsEarlierReleases", TestEpochTotalCountsEarlierReleases},
+		{"TestEpochRace", TestEpochRace},
+		{"TestEpochKindChange", TestEpochKindChange},
+		{"TestAnswersLists", TestAnswersLists},
 	} {
 		t.Run(tt.name, tt.test)
 	}
@@ -80,7 +85,7 @@ func TestPostgresReplicasNeverOverspend(t *testing.T) {
 	loc := pgLocation(t)
 	a := mustOpen(t, loc, Options{})
 	b := mustOpen(t, loc, Options{})
-	alice, bob := Key{"census", "alice"}, Key{"census", "bob"}
+	alice, bob := Key{Dataset: "census", Analyst: "alice"}, Key{Dataset: "census", Analyst: "bob"}
 	mustGrant(t, a, alice, accounting.EpsDelta{Epsilon: 5}, accounting.Basic)
 	mustGrant(t, b, bob, accounting.EpsDelta{Epsilon: 100}, accounting.Basic)
 	if _, err := b.GrantTotal("census", accounting.EpsDelta{Epsilon: 7.5}, accounting.Basic); err != nil {
@@ -204,7 +209,7 @@ func TestPostgresRoleOwningOnlyItsSchema(t *testing.T) {
 		return fmt.Sprintf("postgres://%s@127.0.0.1:%d/postgres?sslmode=disable&schema=%s", role, pg.Port, s)
 	}
 	l := mustOpen(t, dsn(schema), Options{})
-	k := Key{"census", "alice"}
+	k := Key{Dataset: "census", Analyst: "alice"}
 	mustGrant(t, l, k, accounting.EpsDelta{Epsilon: 1}, accounting.Basic)
 	if _, err := l.Charge(bg, Charge{Key: k, Cost: accounting.Pure(0.5)}); err != nil {
 		t.Fatal(err)
@@ -228,7 +233,7 @@ func TestPostgresTamperingAndSeal(t *testing.T) {
 	key := []byte("0123456789abcdef0123456789abcdef")
 	loc := pgLocation(t)
 	l := mustOpen(t, loc, Options{Key: key})
-	k := Key{"census", "alice"}
+	k := Key{Dataset: "census", Analyst: "alice"}
 	mustGrant(t, l, k, accounting.EpsDelta{Epsilon: 10}, accounting.Basic)
 	for range 3 {
 		if _, err := l.Charge(bg, Charge{Key: k, Cost: accounting.Pure(0.25)}); err != nil {
@@ -265,7 +270,7 @@ func TestPostgresServerRestart(t *testing.T) {
 	pg := pgtest.Shared(t)
 	loc := pgLocation(t)
 	l := mustOpen(t, loc, Options{Timeout: 200 * time.Millisecond})
-	k := Key{"census", "alice"}
+	k := Key{Dataset: "census", Analyst: "alice"}
 	mustGrant(t, l, k, accounting.EpsDelta{Epsilon: 1e6}, accounting.Basic)
 	ctx, cancel := context.WithCancel(bg)
 	var mu sync.Mutex

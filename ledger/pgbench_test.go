@@ -31,7 +31,7 @@ func BenchmarkChargeStores(b *testing.B) {
 			if bc.store == "postgres" {
 				loc = pgLocation(b)
 			}
-			k := Key{"bench", "analyst"}
+			k := Key{Dataset: "bench", Analyst: "analyst"}
 			var ls []*Ledger
 			for range bc.replicas {
 				l, err := Open(loc, Options{})

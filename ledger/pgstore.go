@@ -651,6 +651,12 @@ type pgCursor struct {
 }
 
 func (c *pgCursor) load(desc bool, from []byte) ([]byte, []byte) {
+	return c.loadFrom(desc, from, false)
+}
+
+// loadFrom fills the page with the keys after from (before it when desc;
+// from itself too when inclusive), or from the start without from.
+func (c *pgCursor) loadFrom(desc bool, from []byte, inclusive bool) ([]byte, []byte) {
 	t := c.b.t
 	c.page, c.i, c.desc, c.more, c.at = nil, 0, desc, false, nil
 	if t.err != nil {
@@ -661,6 +667,9 @@ func (c *pgCursor) load(desc bool, from []byte) ([]byte, []byte) {
 	switch {
 	case from != nil && desc:
 		q += " AND key < $2"
+		args = append(args, from)
+	case from != nil && inclusive:
+		q += " AND key >= $2"
 		args = append(args, from)
 	case from != nil:
 		q += " AND key > $2"
@@ -710,6 +719,9 @@ func (c *pgCursor) cur() ([]byte, []byte) {
 
 func (c *pgCursor) First() ([]byte, []byte) { return c.load(false, nil) }
 func (c *pgCursor) Last() ([]byte, []byte)  { return c.load(true, nil) }
+func (c *pgCursor) Seek(k []byte) ([]byte, []byte) {
+	return c.loadFrom(false, k, true)
+}
 
 func (c *pgCursor) step(desc bool) ([]byte, []byte) {
 	if c.at == nil {

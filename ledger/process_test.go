@@ -28,7 +28,7 @@ const (
 	helperPathEnv = "DPSTAT_LEDGER_HELPER_PATH"
 )
 
-var helperKey = Key{"census", "shared"}
+var helperKey = Key{Dataset: "census", Analyst: "shared"}
 
 // TestHelperProcess is not a test: it is the body of the child processes
 // started by TestProcessesShareALedger and TestCrashKeepsEveryCommittedCharge.

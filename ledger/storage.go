@@ -69,6 +69,8 @@ type kvBucket interface {
 // kvCursor walks a bucket; a nil key means the walk is over.
 type kvCursor interface {
 	First() (key, value []byte)
+	// Seek moves to the first key at or after key.
+	Seek(key []byte) (k, value []byte)
 	Last() (key, value []byte)
 	Next() (key, value []byte)
 	Prev() (key, value []byte)

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/dpstat/dpstat/accounting"
+	"github.com/dpstat/dpstat/epoch"
 )
 
 // Total budgets. A dataset (a table, or an id space: tables whose privacy
@@ -25,7 +26,11 @@ var ErrTotalExceeded = errors.New("the total budget (every analyst together) is 
 
 // TotalStatus is the state of a dataset's total budget.
 type TotalStatus struct {
-	Dataset   string              `json:"dataset"`
+	Dataset string `json:"dataset"`
+	// Epoch is the epoch's label for the total of one epoch of a dataset
+	// that declares epochs; empty for the dataset's total (the template
+	// of its epochs' totals).
+	Epoch     string              `json:"epoch,omitempty"`
 	Rule      accounting.Rule     `json:"rule"`
 	Limit     accounting.EpsDelta `json:"limit"`
 	Spent     accounting.EpsDelta `json:"spent"`
@@ -73,23 +78,49 @@ func storeTotal(tx kvTx, ds string, b *accounting.Budget) error {
 
 // newTotal makes the total budget of ds: it counts every release already
 // charged to ds, so that the total covers what was released before it
-// was declared.
-func newTotal(tx kvTx, ds string, limit accounting.EpsDelta, rule accounting.Rule) (*accounting.Budget, error) {
+// was declared. Releases charged to epochs are counted in the totals of
+// their epochs, which it stores; with check, an epoch whose releases
+// exceed limit refuses the total.
+func newTotal(tx kvTx, ds string, limit accounting.EpsDelta, rule accounting.Rule, check bool) (*accounting.Budget, error) {
 	b, err := accounting.NewBudget(limit, rule)
 	if err != nil {
 		return nil, err
 	}
+	var epochs *epochRecord
 	err = tx.Bucket(bucketReleases).ForEach(func(k, v []byte) error {
 		var r Release
 		if err := json.Unmarshal(v, &r); err != nil {
 			return fmt.Errorf("stored release %x is damaged: %w", k, err)
 		}
-		if r.Key.Dataset == ds {
+		if r.Key.Dataset != ds {
+			return nil
+		}
+		if r.Epochs == nil {
 			return b.Record(r.Cost)
 		}
-		return nil
+		if epochs == nil {
+			epochs = &epochRecord{Dataset: ds, Every: r.Epochs.Every}
+		}
+		return epochs.record(*r.Epochs, r.Cost, limit, rule)
 	})
-	return b, err
+	if err != nil {
+		return nil, err
+	}
+	if epochs != nil {
+		for _, run := range epochs.Runs {
+			if check {
+				if err := run.Budget.SetLimit(limit, rule); err != nil {
+					return nil, fmt.Errorf("total budget of dataset %q: the %d releases already charged to epoch %s do not fit: %w",
+						ds, run.Budget.Releases(), epoch.Range{Every: epochs.Every, From: run.From, To: run.To}, err)
+				}
+			}
+		}
+		epochs.Runs = merge(epochs.Runs)
+		if err := storeEpochs(tx, epochs); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 // GrantTotal sets the total budget of dataset ds (every analyst's releases
@@ -132,7 +163,7 @@ func (l *Ledger) grantTotal(ds string, limit accounting.EpsDelta, rule accountin
 			st = totalStatusOf(ds, b)
 			return nil
 		case b == nil:
-			if b, err = newTotal(tx, ds, limit, rule); err != nil {
+			if b, err = newTotal(tx, ds, limit, rule, !ensure); err != nil {
 				return err
 			}
 			if !ensure {
@@ -143,6 +174,9 @@ func (l *Ledger) grantTotal(ds string, limit accounting.EpsDelta, rule accountin
 		default:
 			if err := b.SetLimit(limit, rule); err != nil {
 				return fmt.Errorf("total budget of dataset %q: %w", ds, err)
+			}
+			if err := setEpochLimits(tx, ds, "", limit, rule, fmt.Sprintf("total budget of dataset %q", ds)); err != nil {
+				return err
 			}
 		}
 		if err := l.recordGrant(tx, Key{Dataset: ds}, b); err != nil {

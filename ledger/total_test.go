@@ -49,7 +49,7 @@ func TestTotalBudgetRace(t *testing.T) {
 			perAnalyst := accounting.EpsDelta{Epsilon: 100, Delta: 1e-3}
 			const analysts = 8
 			for a := range analysts {
-				mustGrant(t, l, Key{"census", string(rune('a' + a))}, perAnalyst, tt.rule)
+				mustGrant(t, l, Key{Dataset: "census", Analyst: string(rune('a' + a))}, perAnalyst, tt.rule)
 			}
 			var ok, refusedTotal atomic.Int64
 			var wg sync.WaitGroup
@@ -59,7 +59,7 @@ func TestTotalBudgetRace(t *testing.T) {
 					go func() {
 						defer wg.Done()
 						for range 5 {
-							_, err := l.Charge(bg, Charge{Key: Key{"census", string(rune('a' + a))}, Cost: tt.cost})
+							_, err := l.Charge(bg, Charge{Key: Key{Dataset: "census", Analyst: string(rune('a' + a))}, Cost: tt.cost})
 							var ex *accounting.ExceededError
 							switch {
 							case err == nil:
@@ -83,7 +83,7 @@ func TestTotalBudgetRace(t *testing.T) {
 			}
 			sum := 0
 			for a := range analysts {
-				st, err := l.Status(Key{"census", string(rune('a' + a))})
+				st, err := l.Status(Key{Dataset: "census", Analyst: string(rune('a' + a))})
 				if err != nil || st.Total == nil || st.Total.Releases != 40 {
 					t.Fatalf("status of analyst %d: %+v, %v", a, st, err)
 				}
@@ -103,7 +103,7 @@ func TestTotalBudgetRace(t *testing.T) {
 // each refuse with their own message; a refusal writes nothing.
 func TestTotalRefusalSaysWhichBudget(t *testing.T) {
 	l := mustOpen(t, tempPath(t), Options{})
-	alice, bob := Key{"census", "alice"}, Key{"census", "bob"}
+	alice, bob := Key{Dataset: "census", Analyst: "alice"}, Key{Dataset: "census", Analyst: "bob"}
 	mustGrant(t, l, alice, accounting.EpsDelta{Epsilon: 0.5}, accounting.Basic)
 	mustGrant(t, l, bob, accounting.EpsDelta{Epsilon: 2}, accounting.Basic)
 	if _, err := l.GrantTotal("census", accounting.EpsDelta{Epsilon: 1}, accounting.Basic); err != nil {
@@ -157,7 +157,7 @@ func TestTotalRefusalSaysWhichBudget(t *testing.T) {
 // exhausted by EnsureTotal; it may be raised but not lowered below spent.
 func TestGrantTotalCountsEarlierReleases(t *testing.T) {
 	l := mustOpen(t, tempPath(t), Options{})
-	k := Key{"census", "alice"}
+	k := Key{Dataset: "census", Analyst: "alice"}
 	mustGrant(t, l, k, accounting.EpsDelta{Epsilon: 10}, accounting.Basic)
 	for range 3 {
 		if _, err := l.Charge(bg, Charge{Key: k, Cost: accounting.Pure(0.5)}); err != nil {

@@ -7,32 +7,33 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dpstat/dpstat/server"
+	"github.com/dpstat/dpstat/accounting"
+	"github.com/dpstat/dpstat/answer"
 )
 
 // request builds the answerer's request for sql with the session settings.
-func (ss *session) request(sql string, dry bool) server.Request {
-	r := server.Request{Analyst: ss.user.Name, SQL: sql, Epsilon: ss.epsilon, Delta: ss.delta, Confidence: ss.confidence, DryRun: dry}
+func (ss *session) request(sql string, dry bool) answer.Request {
+	r := answer.Request{Analyst: ss.user.Name, SQL: sql, Epsilon: ss.epsilon, Delta: ss.delta, Confidence: ss.confidence, DryRun: dry, Fresh: ss.fresh, Dropped: ss.dropped}
 	if ss.accuracy != nil {
 		r.Epsilon, r.Accuracy = 0, ss.accuracy
 	}
 	return r
 }
 
-func (ss *session) answer(sql string, dry bool) (*server.Response, error) {
+func (ss *session) answer(sql string, dry bool) (*answer.Response, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), ss.s.opts.QueryTimeout)
 	defer cancel()
 	if ss.reqID == "" {
-		ss.reqID = server.NewRequestID()
+		ss.reqID = answer.NewRequestID()
 	}
-	ctx = server.WithRequestID(ctx, ss.reqID)
+	ctx = answer.WithRequestID(ctx, ss.reqID)
 	start := time.Now()
 	resp, err := ss.s.opts.Answerer.Answer(ctx, ss.request(sql, dry))
 	// A query is observed when it runs, or when it is refused at its
 	// dry run (a Describe, or the check of a multi-statement string):
 	// once, however often a driver describes it again.
 	if o := ss.s.opts.Observer; o != nil && (!dry || (err != nil && ss.refusedSQL != sql)) {
-		o.ObserveQuery(server.NewQueryEvent("pg", ss.reqID, ss.user.Name, resp, err, time.Since(start)))
+		o.ObserveQuery(answer.NewQueryEvent("pg", ss.reqID, ss.user.Name, resp, err, time.Since(start)))
 		if dry {
 			ss.refusedSQL = sql
 		}
@@ -57,7 +58,7 @@ func (ss *session) describeDP(sql string) (*description, error) {
 }
 
 // noisy reports whether column j of resp carries intervals.
-func noisy(resp *server.Response, j int) bool {
+func noisy(resp *answer.Response, j int) bool {
 	for _, ci := range resp.CI {
 		if j < len(ci) && ci[j] != nil {
 			return true
@@ -67,11 +68,11 @@ func noisy(resp *server.Response, j int) bool {
 }
 
 // shape is the result description of resp, typed as the answer types its
-// columns (server.Response.Types): group keys
+// columns (answer.Response.Types): group keys
 // typed by their declared type, counts as int8, other noisy values as
 // float8, and with dpstat.intervals on, a _low and a _high column (float8)
 // after each noisy one.
-func (ss *session) shape(resp *server.Response) *description {
+func (ss *session) shape(resp *answer.Response) *description {
 	typed := len(resp.Types) == len(resp.Columns)
 	types := map[string]string{}
 	// Declared types do not depend on who asks: list every table, which
@@ -136,7 +137,7 @@ func (ss *session) shape(resp *server.Response) *description {
 }
 
 func (ss *session) dpQuery(sql string, formats []int16, describe bool) error {
-	ss.reqID, ss.refusedSQL = server.NewRequestID(), ""
+	ss.reqID, ss.refusedSQL = answer.NewRequestID(), ""
 	resp, err := ss.answer(sql, false)
 	if err != nil {
 		return err
@@ -170,7 +171,7 @@ func (ss *session) dpQuery(sql string, formats []int16, describe bool) error {
 
 // dpNotices are the NOTICE messages of an answer: intervals, cost and
 // budget left.
-func dpNotices(resp *server.Response) []string {
+func dpNotices(resp *answer.Response) []string {
 	var out []string
 	conf := "intervals"
 	var parts []string
@@ -200,10 +201,11 @@ func dpNotices(resp *server.Response) []string {
 	if len(parts) > 0 {
 		out = append(out, conf+": "+strings.Join(parts, "; "))
 	}
+	num := accounting.Num
 	out = append(out, fmt.Sprintf("cost: epsilon=%s delta=%s; budget on %s: spent epsilon=%s delta=%s, remaining epsilon=%s delta=%s",
-		fmtNum(resp.Cost.Epsilon), fmtNum(resp.Cost.Delta), resp.Table,
-		fmtNum(resp.Budget.Spent.Epsilon), fmtNum(resp.Budget.Spent.Delta),
-		fmtNum(resp.Budget.Remaining.Epsilon), fmtNum(resp.Budget.Remaining.Delta)))
+		num(resp.Cost.Epsilon), num(resp.Cost.Delta), resp.Table,
+		num(resp.Budget.Spent.Epsilon), num(resp.Budget.Spent.Delta),
+		num(resp.Budget.Remaining.Epsilon), num(resp.Budget.Remaining.Delta)))
 	out = append(out, resp.Notes...)
 	return out
 }
@@ -212,7 +214,7 @@ func fmtNum(f float64) string { return strconv.FormatFloat(f, 'g', 6, 64) }
 
 // valueType is the type of column j's values: int8 or float8 when they are
 // numbers, text otherwise.
-func valueType(resp *server.Response, j int) uint32 {
+func valueType(resp *answer.Response, j int) uint32 {
 	for _, row := range resp.Rows {
 		if j >= len(row) {
 			continue

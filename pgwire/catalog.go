@@ -12,8 +12,8 @@ import (
 	_ "github.com/duckdb/duckdb-go/v2" // the catalog database's engine
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 
+	"github.com/dpstat/dpstat/answer"
 	"github.com/dpstat/dpstat/query/ir"
-	"github.com/dpstat/dpstat/server"
 )
 
 // Catalog queries (pg_catalog, information_schema, version(), ...) are
@@ -242,7 +242,7 @@ func (cc *catalogCache) release(c *catalogDB) {
 
 // openCatalogDB builds the catalog database for the visible tables; all is
 // every declared table, which fixes each table's OID.
-func openCatalogDB(visible, all []server.TableInfo, user string) (*catalogDB, error) {
+func openCatalogDB(visible, all []answer.TableInfo, user string) (*catalogDB, error) {
 	db, err := sql.Open("duckdb", "?threads=1&enable_external_access=false&memory_limit=64MB")
 	if err != nil {
 		return nil, err
@@ -322,7 +322,7 @@ func openCatalogDB(visible, all []server.TableInfo, user string) (*catalogDB, er
 // statements (declared names and notes, never a client's text).
 func lit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
-func tablesKey(ts []server.TableInfo) string {
+func tablesKey(ts []answer.TableInfo) string {
 	names := make([]string, len(ts))
 	for i, t := range ts {
 		names[i] = t.Name
@@ -638,7 +638,7 @@ func fmtBound(f *float64) string {
 
 // columnNote is the description of a declared column: its bounds or
 // public values, and whether it is the privacy unit.
-func columnNote(t *server.TableInfo, c server.ColumnInfo) string {
+func columnNote(t *answer.TableInfo, c answer.ColumnInfo) string {
 	var parts []string
 	if c.Name == t.PrivacyUnit {
 		parts = append(parts, "privacy unit")
@@ -659,7 +659,7 @@ func columnNote(t *server.TableInfo, c server.ColumnInfo) string {
 	return strings.Join(parts, "; ")
 }
 
-func tableNote(t server.TableInfo) string {
+func tableNote(t answer.TableInfo) string {
 	if t.Public {
 		return "public table: join it to a private table (it is not queried alone and has no budget)"
 	}

@@ -8,8 +8,8 @@ import (
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 
+	"github.com/dpstat/dpstat/answer"
 	"github.com/dpstat/dpstat/query"
-	"github.com/dpstat/dpstat/server"
 )
 
 // constText is the text of a constant in a SET statement: a string,
@@ -42,7 +42,7 @@ func constText(n *pg_query.Node) string {
 }
 
 // dpSettings are the session settings the front end keeps.
-var dpSettings = []string{"dpstat.accuracy", "dpstat.confidence", "dpstat.delta", "dpstat.epsilon", "dpstat.intervals"}
+var dpSettings = []string{"dpstat.accuracy", "dpstat.confidence", "dpstat.delta", "dpstat.dropped", "dpstat.epsilon", "dpstat.fresh", "dpstat.intervals"}
 
 // reset sets one dpstat setting, or all of them, back to its default.
 func (ss *session) reset(name string) {
@@ -61,6 +61,12 @@ func (ss *session) reset(name string) {
 	}
 	if all || name == "dpstat.intervals" {
 		ss.intervals = false
+	}
+	if all || name == "dpstat.fresh" {
+		ss.fresh = false
+	}
+	if all || name == "dpstat.dropped" {
+		ss.dropped = false
 	}
 }
 
@@ -133,8 +139,8 @@ func (ss *session) assign(name, val string) error {
 		if err != nil {
 			return err
 		}
-		if f <= 0 {
-			return pgErrorf("22023", "invalid value for dpstat.epsilon: %s; want a number > 0", val)
+		if err := answer.CheckParam(answer.ParamEpsilon, name, f); err != nil {
+			return pgErrorf("22023", "invalid value for %s", err)
 		}
 		// An ε and an accuracy are two ways to ask: the last one set wins.
 		ss.epsilon, ss.accuracy = f, nil
@@ -148,14 +154,14 @@ func (ss *session) assign(name, val string) error {
 		if err != nil {
 			return pgErrorf("22023", "invalid value for dpstat.accuracy: %v; e.g. SET dpstat.accuracy = 20, or = 'n=20,total=500' (off to ask by dpstat.epsilon again)", err)
 		}
-		ss.accuracy = &server.Accuracy{All: acc.All, Columns: acc.Columns}
+		ss.accuracy = &answer.Accuracy{All: acc.All, Columns: acc.Columns}
 	case "dpstat.delta":
 		f, err := num(name)
 		if err != nil {
 			return err
 		}
-		if f < 0 || f >= 1 {
-			return pgErrorf("22023", "invalid value for dpstat.delta: %s; want a number in [0, 1)", val)
+		if err := answer.CheckParam(answer.ParamDelta, name, f); err != nil {
+			return pgErrorf("22023", "invalid value for %s", err)
 		}
 		ss.delta = f
 	case "dpstat.confidence":
@@ -163,18 +169,31 @@ func (ss *session) assign(name, val string) error {
 		if err != nil {
 			return err
 		}
-		if f <= 0 || f >= 1 {
-			return pgErrorf("22023", "invalid value for dpstat.confidence: %s; want a number in (0, 1) such as 0.95", val)
+		if err := answer.CheckParam(answer.ParamConfidence, name, f); err != nil {
+			return pgErrorf("22023", "invalid value for %s", err)
 		}
 		ss.confidence = f
-	case "dpstat.intervals":
+	case "dpstat.intervals", "dpstat.dropped":
+		dst := &ss.intervals
+		if name == "dpstat.dropped" {
+			dst = &ss.dropped
+		}
 		switch strings.ToLower(strings.TrimSpace(val)) {
 		case "on", "true", "yes", "1":
-			ss.intervals = true
+			*dst = true
 		case "off", "false", "no", "0":
-			ss.intervals = false
+			*dst = false
 		default:
-			return pgErrorf("22023", "invalid value for dpstat.intervals: %s; want on or off", quote(val))
+			return pgErrorf("22023", "invalid value for %s: %s; want on or off", name, quote(val))
+		}
+	case "dpstat.fresh":
+		switch strings.ToLower(strings.TrimSpace(val)) {
+		case "on", "true", "yes", "1":
+			ss.fresh = true
+		case "off", "false", "no", "0":
+			ss.fresh = false
+		default:
+			return pgErrorf("22023", "invalid value for dpstat.fresh: %s; want on (every answer fresh, charged) or off (answers derived from earlier releases at no cost where they can be)", quote(val))
 		}
 	default:
 		return pgErrorf("42704", "unrecognized configuration parameter %q; dpstat has %s", name, strings.Join(dpSettings, ", "))
@@ -208,6 +227,16 @@ func (ss *session) dpSetting(name string) string {
 		return strconv.FormatFloat(ss.confidence, 'g', -1, 64)
 	case "dpstat.intervals":
 		if ss.intervals {
+			return "on"
+		}
+		return "off"
+	case "dpstat.fresh":
+		if ss.fresh {
+			return "on"
+		}
+		return "off"
+	case "dpstat.dropped":
+		if ss.dropped {
 			return "on"
 		}
 		return "off"

@@ -14,7 +14,8 @@ import (
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/dpstat/dpstat/analyst"
-	"github.com/dpstat/dpstat/server"
+	"github.com/dpstat/dpstat/answer"
+	"github.com/dpstat/dpstat/auditlog"
 )
 
 // pgError is an error reported to the client as an ErrorResponse.
@@ -42,11 +43,16 @@ type session struct {
 
 	epsilon, delta, confidence float64
 	intervals                  bool
-	params                     map[string]string
+	// dropped is dpstat.dropped: queries also ask for the DP estimate of
+	// the rows contribution bounding dropped.
+	dropped bool
+	params  map[string]string
 
 	// accuracy is dpstat.accuracy: when set, queries ask for it instead
 	// of epsilon (see assign).
-	accuracy *server.Accuracy
+	accuracy *answer.Accuracy
+	// fresh is dpstat.fresh: answers are never derived from releases.
+	fresh bool
 
 	stmts   map[string]*statement
 	portals map[string]*portal
@@ -150,15 +156,15 @@ func (s *Server) serveConn(c net.Conn, pending *pendingConn) {
 		return
 	}
 	login, fail := s.scramLogin(be, user)
-	loginID := server.NewRequestID()
+	loginID := answer.NewRequestID()
 	if fail != nil {
 		if fail.code != "" {
-			s.opts.Audit.Record(server.AuditEvent{Event: server.EventLoginFailed, Via: "pg", Address: c.RemoteAddr().String(), Analyst: user, Detail: fail.msg, RequestID: loginID})
+			s.opts.Audit.Record(auditlog.Event{Event: auditlog.EventLoginFailed, Via: "pg", Address: c.RemoteAddr().String(), Analyst: user, Detail: fail.msg, RequestID: loginID})
 			fatal(fail.code, fail.msg)
 		}
 		return
 	}
-	s.opts.Audit.Record(server.AuditEvent{Event: server.EventLogin, Via: "pg", Address: c.RemoteAddr().String(), Analyst: user, RequestID: loginID})
+	s.opts.Audit.Record(auditlog.Event{Event: auditlog.EventLogin, Via: "pg", Address: c.RemoteAddr().String(), Analyst: user, RequestID: loginID})
 	a := login.Analyst
 	be.SetAuthType(pgproto3.AuthTypeOk)
 	// Logged in: the connection stops counting as waiting and takes a
@@ -309,14 +315,14 @@ func (ss *session) ready() { ss.be.Send(&pgproto3.ReadyForQuery{TxStatus: ss.txS
 func (ss *session) sendError(err error) {
 	var pe *pgError
 	if !errors.As(err, &pe) {
-		e := server.AsError(err)
+		e := answer.AsError(err)
 		switch e.Kind {
-		case server.KindInternal:
+		case answer.KindInternal:
 			ss.s.log.Printf("dpstat serve: pg session of %q: internal error: %v", ss.user.Name, err)
-		case server.KindBudgetExceeded:
-			ss.s.opts.Audit.Record(server.AuditEvent{Event: server.EventRefusedBudget, Via: "pg", Address: ss.conn.RemoteAddr().String(), Analyst: ss.user.Name, Detail: e.Message, RequestID: ss.reqID})
+		case answer.KindBudgetExceeded:
+			ss.s.opts.Audit.Record(auditlog.Event{Event: auditlog.EventRefusedBudget, Via: "pg", Address: ss.conn.RemoteAddr().String(), Analyst: ss.user.Name, Detail: e.Message, RequestID: ss.reqID})
 		}
-		pe = &pgError{code: e.Kind.SQLState(), msg: e.Message}
+		pe = &pgError{code: sqlState(e.Kind), msg: e.Message}
 	}
 	sev := "ERROR"
 	if pe.fatal {

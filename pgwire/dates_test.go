@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/dpstat/dpstat/server"
-	"github.com/dpstat/dpstat/server/servertest"
+	"github.com/dpstat/dpstat/answer"
+	"github.com/dpstat/dpstat/answer/answertest"
 )
 
 // TestEncodeTemporal checks released date and timestamp keys in both
@@ -32,8 +32,8 @@ func TestEncodeTemporal(t *testing.T) {
 // TestShapeTemporalAggregate checks that a released MIN of a date is
 // typed date and its interval columns stay numbers.
 func TestShapeTemporalAggregate(t *testing.T) {
-	ss := &session{s: &Server{opts: Options{Answerer: &servertest.Answerer{}}}, intervals: true}
-	resp := &server.Response{Columns: []string{"min_signup"}, Types: []string{"date"},
+	ss := &session{s: &Server{opts: Options{Answerer: &answertest.Answerer{}}}, intervals: true}
+	resp := &answer.Response{Columns: []string{"min_signup"}, Types: []string{"date"},
 		Rows: [][]any{{"2024-01-15"}}, CI: [][]*[2]float64{{{19723, 20088}}}}
 	d := ss.shape(resp)
 	if len(d.cols) != 3 || d.cols[0].oid != oidDate || d.cols[1].oid != oidFloat8 {

@@ -14,7 +14,7 @@
 // waiting connection, so that a flood from one address cannot lock others
 // out, and a newcomer from the busiest address is refused (53300). A session is bound to the token it logged in with:
 // rotating or revoking that token ends it at its next statement.
-// Queries go to a server.Answerer exactly as over HTTP: rows come back as a
+// Queries go to an answer.Answerer exactly as over HTTP: rows come back as a
 // normal result set and the intervals, the cost and the budget left as
 // NOTICE messages (or as extra columns after SET dpstat.intervals = on).
 // Both the simple and the extended query protocol are served. Statements
@@ -26,7 +26,7 @@
 // never reaches an engine as SQL.
 //
 // Session commands: SET/SHOW dpstat.epsilon, dpstat.delta,
-// dpstat.confidence and dpstat.intervals; BEGIN, COMMIT and ROLLBACK are
+// dpstat.confidence, dpstat.intervals and dpstat.dropped; BEGIN, COMMIT and ROLLBACK are
 // accepted as no-ops (each answer is charged when it is released); common
 // client settings (client_encoding, DateStyle, ...) are accepted and the
 // SHOWs drivers send answered. Catalog queries (pg_catalog,
@@ -56,7 +56,8 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/dpstat/dpstat/analyst"
-	"github.com/dpstat/dpstat/server"
+	"github.com/dpstat/dpstat/answer"
+	"github.com/dpstat/dpstat/auditlog"
 )
 
 // Defaults for Options fields left zero.
@@ -77,7 +78,7 @@ const (
 // Options configures a Server.
 type Options struct {
 	// Answerer answers DP SQL (required).
-	Answerer server.Answerer
+	Answerer answer.Answerer
 	// Analysts checks user names and tokens (required).
 	Analysts *analyst.Registry
 	// TLS, when set, is offered to clients that ask (SSLRequest) and
@@ -99,7 +100,7 @@ type Options struct {
 	MaxSessionsPerAnalyst int
 	// Audit, when set, records logins, failed logins and refusals over
 	// budget.
-	Audit *server.AuditLog
+	Audit *auditlog.Log
 	// Limits, when set, admits every statement as it admits an HTTP
 	// request (*server.Server does: its concurrency limit and each
 	// analyst's rate), so that both front ends share one set of limits.
@@ -119,11 +120,11 @@ type Options struct {
 	Logger *log.Logger
 	// Observer, when set, is told of every DP query (for logs and
 	// metrics), with the request id generated for it.
-	Observer server.Observer
+	Observer answer.Observer
 }
 
 // Limits admits one request of an analyst, or refuses it with an error
-// (a *server.Error of kind KindOverloaded or KindRateLimited); the
+// (a *answer.Error of kind KindOverloaded or KindRateLimited); the
 // returned function ends the request.
 type Limits interface {
 	Admit(analyst string) (func(), error)
@@ -161,45 +162,21 @@ func New(opts Options) (*Server, error) {
 	if opts.Answerer == nil || opts.Analysts == nil {
 		return nil, errors.New("pgwire: Answerer and Analysts are required")
 	}
-	for _, f := range []struct {
-		name     string
-		v        any
-		negative bool
-	}{
-		{"MaxConns", opts.MaxConns, opts.MaxConns < 0},
-		{"MaxPending", opts.MaxPending, opts.MaxPending < 0},
-		{"MaxSessionsPerAnalyst", opts.MaxSessionsPerAnalyst, opts.MaxSessionsPerAnalyst < 0},
-		{"StartupTimeout", opts.StartupTimeout, opts.StartupTimeout < 0},
-		{"IdleTimeout", opts.IdleTimeout, opts.IdleTimeout < 0},
-		{"QueryTimeout", opts.QueryTimeout, opts.QueryTimeout < 0},
-		{"MaxQueryLen", opts.MaxQueryLen, opts.MaxQueryLen < 0},
-	} {
-		if f.negative {
-			return nil, fmt.Errorf("pgwire: %s = %v: want a value >= 0 (0 means the default)", f.name, f.v)
-		}
+	err := answer.ApplyDefaults("pgwire",
+		answer.Default("MaxConns", &opts.MaxConns, DefaultMaxConns),
+		answer.Default("MaxPending", &opts.MaxPending, DefaultMaxPending),
+		answer.Default("MaxSessionsPerAnalyst", &opts.MaxSessionsPerAnalyst, 0),
+		answer.Default("StartupTimeout", &opts.StartupTimeout, DefaultStartupTimeout),
+		answer.Default("IdleTimeout", &opts.IdleTimeout, DefaultIdleTimeout),
+		answer.Default("QueryTimeout", &opts.QueryTimeout, DefaultQueryTimeout),
+		answer.Default("MaxQueryLen", &opts.MaxQueryLen, DefaultMaxQueryLen))
+	if err != nil {
+		return nil, err
 	}
 	if opts.DefaultEpsilon != 0 {
-		if err := server.ValidateParams(opts.DefaultEpsilon, 0, 0); err != nil {
+		if err := answer.ValidateParams(opts.DefaultEpsilon, 0, 0); err != nil {
 			return nil, fmt.Errorf("pgwire: DefaultEpsilon: %w", err)
 		}
-	}
-	if opts.MaxConns == 0 {
-		opts.MaxConns = DefaultMaxConns
-	}
-	if opts.MaxPending == 0 {
-		opts.MaxPending = DefaultMaxPending
-	}
-	if opts.StartupTimeout == 0 {
-		opts.StartupTimeout = DefaultStartupTimeout
-	}
-	if opts.IdleTimeout == 0 {
-		opts.IdleTimeout = DefaultIdleTimeout
-	}
-	if opts.QueryTimeout == 0 {
-		opts.QueryTimeout = DefaultQueryTimeout
-	}
-	if opts.MaxQueryLen == 0 {
-		opts.MaxQueryLen = DefaultMaxQueryLen
 	}
 	if opts.Logger == nil {
 		opts.Logger = log.Default()

@@ -17,10 +17,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/dpstat/dpstat/answer"
+	"github.com/dpstat/dpstat/answer/answertest"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/pgwire"
 	"github.com/dpstat/dpstat/server"
-	"github.com/dpstat/dpstat/server/servertest"
 )
 
 func connect(t *testing.T, dsn string) *pgx.Conn {
@@ -217,6 +218,7 @@ func TestErrorsAndAttacks(t *testing.T) {
 		{"SET NaN", "SET dpstat.epsilon = 'NaN'", nil, "22023"},
 		{"SET unknown dpstat", "SET dpstat.budget = 100", nil, "42704"},
 		{"SET intervals junk", "SET dpstat.intervals = maybe", nil, "22023"},
+		{"SET fresh junk", "SET dpstat.fresh = maybe", nil, "22023"},
 		{"SHOW unknown", "SHOW dpstat.secret", nil, "42704"},
 		{"very long query", "SELECT COUNT(*) FROM adult /*" + strings.Repeat("x", 3000) + "*/", nil, "54000"},
 		{"unterminated string", "SELECT COUNT(*) FROM adult WHERE sex = 'x", nil, "42601"},
@@ -485,12 +487,12 @@ func TestCachedStatementAfterIntervalsChange(t *testing.T) {
 
 // gate holds real answers (not dry runs) until it is opened.
 type gate struct {
-	server.Answerer
+	answer.Answerer
 	entered chan struct{}
 	open    chan struct{}
 }
 
-func (g *gate) Answer(ctx context.Context, req server.Request) (*server.Response, error) {
+func (g *gate) Answer(ctx context.Context, req answer.Request) (*answer.Response, error) {
 	if !req.DryRun {
 		g.entered <- struct{}{}
 		<-g.open
@@ -503,7 +505,7 @@ func (g *gate) Answer(ctx context.Context, req server.Request) (*server.Response
 // going away.
 func TestGracefulShutdown(t *testing.T) {
 	g := &gate{entered: make(chan struct{}, 1), open: make(chan struct{})}
-	e := newEnvWrapped(t, pgwire.Options{}, func(a server.Answerer) server.Answerer { g.Answerer = a; return g })
+	e := newEnvWrapped(t, pgwire.Options{}, func(a answer.Answerer) answer.Answerer { g.Answerer = a; return g })
 	ctx := context.Background()
 	busy := connect(t, e.dsn("alice", e.alice))
 	idle := connect(t, e.dsn("alice", e.alice))
@@ -645,7 +647,7 @@ func TestIdleUnauthenticatedConnections(t *testing.T) {
 func TestLimitsSharedWithHTTP(t *testing.T) {
 	limits := &lateLimits{}
 	e := newEnv(t, pgwire.Options{Limits: limits, MaxSessionsPerAnalyst: 2})
-	api, err := server.New(server.Options{Answerer: &servertest.Answerer{Ledger: e.ledger}, Ledger: e.ledger, Analysts: e.reg, RatePerAnalyst: 0.001, Burst: 3})
+	api, err := server.New(server.Options{Answerer: &answertest.Answerer{Ledger: e.ledger}, Ledger: e.ledger, Analysts: e.reg, RatePerAnalyst: 0.001, Burst: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,10 +11,10 @@ import (
 
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/analyst"
+	"github.com/dpstat/dpstat/answer"
+	"github.com/dpstat/dpstat/answer/answertest"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/pgwire"
-	"github.com/dpstat/dpstat/server"
-	"github.com/dpstat/dpstat/server/servertest"
 )
 
 type env struct {
@@ -31,7 +31,7 @@ func newEnv(t *testing.T, opts pgwire.Options) *env {
 	return newEnvWrapped(t, opts, nil)
 }
 
-func newEnvWrapped(t *testing.T, opts pgwire.Options, wrap func(server.Answerer) server.Answerer) *env {
+func newEnvWrapped(t *testing.T, opts pgwire.Options, wrap func(answer.Answerer) answer.Answerer) *env {
 	t.Helper()
 	l, err := ledger.Open(filepath.Join(t.TempDir(), "ledger.db"), ledger.Options{})
 	if err != nil {
@@ -60,7 +60,7 @@ func newEnvWrapped(t *testing.T, opts pgwire.Options, wrap func(server.Answerer)
 	if _, err := reg.Revoke("mallory"); err != nil {
 		t.Fatal(err)
 	}
-	var ans server.Answerer = &servertest.Answerer{Ledger: l}
+	var ans answer.Answerer = &answertest.Answerer{Ledger: l}
 	if wrap != nil {
 		ans = wrap(ans)
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgproto3"
 
+	"github.com/dpstat/dpstat/auditlog"
 	"github.com/dpstat/dpstat/pgwire"
-	"github.com/dpstat/dpstat/server"
 )
 
 // TestSCRAM: pgx and psql log in with SCRAM-SHA-256 (the only method
@@ -93,7 +93,7 @@ func TestSCRAM(t *testing.T) {
 // given) and refusals over budget on the PostgreSQL port are audited.
 func TestAuditLogOverPG(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	audit, err := server.OpenAuditLog(path)
+	audit, err := auditlog.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,12 +115,12 @@ func TestAuditLogOverPG(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	want := []struct{ event, analyst string }{{server.EventLogin, "alice"}, {server.EventLoginFailed, "alice"}, {server.EventRefusedBudget, "alice"}}
+	want := []struct{ event, analyst string }{{auditlog.EventLogin, "alice"}, {auditlog.EventLoginFailed, "alice"}, {auditlog.EventRefusedBudget, "alice"}}
 	if len(lines) != len(want) {
 		t.Fatalf("audit log:\n%s", data)
 	}
 	for i, l := range lines {
-		var ev server.AuditEvent
+		var ev auditlog.Event
 		if err := json.Unmarshal([]byte(l), &ev); err != nil {
 			t.Fatal(err)
 		}

@@ -16,9 +16,11 @@ import (
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
+	"github.com/dpstat/dpstat/epoch"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query/dpplan"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/query/reuse"
 	"github.com/dpstat/dpstat/query/sqlgen"
 	"github.com/dpstat/dpstat/random"
 )
@@ -58,6 +60,8 @@ type Service struct {
 	public map[string]*ir.PublicFacts
 	// obs is told the engine time of each charged query (observe.go).
 	obs Observer
+	// reuse indexes the measurements of earlier releases (derived.go).
+	reuse reuse.Index
 }
 
 // NewService registers every table of the catalog with the engine (which
@@ -98,9 +102,16 @@ type Options struct {
 	// must then be 0, and Prepare sets it to the smallest ε that meets the
 	// accuracy (see Accuracy and Prepared.Accuracy).
 	Accuracy *Accuracy
+	// Fresh asks for a fresh answer even when one could be derived from
+	// released measurements at no cost (see package query/reuse).
+	Fresh bool
 	// Source is the noise source; nil means the secure pooled source.
 	// Tests may pass a seeded source.
 	Source random.Source
+	// Dropped asks for a DP estimate of the share of rows contribution
+	// bounding dropped (dpplan.Dropped), paid with dpplan.DroppedShare of
+	// Epsilon; free, with a note, when the table has no privacy unit.
+	Dropped bool
 }
 
 func (o Options) validate() error {
@@ -112,6 +123,9 @@ func (o Options) validate() error {
 			return err
 		}
 		o.Epsilon = DefaultEpsilon // chosen by Prepare; checked there
+	}
+	if o.Accuracy != nil && o.Dropped {
+		return ir.Refuse("an accuracy and the dropped-rows estimate were both asked: the estimate takes %g%% of the query's ε, which an accuracy chooses; ask the estimate with an ε", 100*dpplan.DroppedShare)
 	}
 	if math.IsNaN(o.Epsilon) || math.IsInf(o.Epsilon, 0) || o.Epsilon <= 0 {
 		return ir.Refuse("epsilon = %v: want a finite number > 0", o.Epsilon)
@@ -158,6 +172,16 @@ type Result struct {
 	// zero and nothing was charged; OriginalCost is what it cost then.
 	Repeated     bool
 	OriginalCost accounting.Cost
+	// Derived is set when the answer was derived from earlier releases
+	// by post-processing: nothing was read and Cost is zero.
+	Derived *Derivation
+
+	// measured holds the noisy value of every release for every group of
+	// the plan, kept with the stored answer for later derivations.
+	measured [][]float64
+	// Dropped is the estimate of the rows contribution bounding dropped,
+	// when Options.Dropped asked for it and the table bounds contributions.
+	Dropped *dpplan.DroppedEstimate
 }
 
 // BudgetState is the analyst's budget after a query.
@@ -170,6 +194,12 @@ type BudgetState struct {
 	// Total is the dataset's total budget (every analyst together), when
 	// the catalog or an administrator declared one.
 	Total *ledger.TotalStatus `json:"total,omitempty"`
+	// Epochs, on a table that declares epochs, are the epochs the query
+	// was charged in (e.g. "2024-01..2024-03"); Spent, Remaining and
+	// Total's figures are then those of Epoch, the one with the least
+	// left.
+	Epochs string `json:"epochs,omitempty"`
+	Epoch  string `json:"epoch,omitempty"`
 }
 
 // Prepare parses, checks and plans a query and calibrates its noise. Every
@@ -268,6 +298,9 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 				res.Notes = append(res.Notes, "this query was answered before: running it returns the stored answer at no cost")
 			}
 		}
+		if n := s.explainDerived(p, key); n != "" {
+			res.Notes = append(res.Notes, n)
+		}
 		return res, nil
 	}
 	if p.Plan.PublicKeysOnly() {
@@ -291,9 +324,26 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 			return res, nil
 		}
 	}
+	// An answer derived from earlier releases at no charge, or a fresh
+	// measurement at a smaller ε combined with them (derived.go).
+	res, top := s.fromReleases(p, key)
+	if res != nil {
+		res.Budget = budget(st.Spent, st.Remaining, st.Rule)
+		return res, nil
+	} else if top != nil {
+		p = top.fresh
+	}
 	// A query the budget cannot pay for is refused before any data is
 	// read. The check is advisory: the charge below decides, atomically.
-	if chk, ok := s.led.(BudgetChecker); ok {
+	if chk, ok := s.led.(EpochChecker); ok && p.Plan.Epochs != nil {
+		if err := chk.CheckEpochs(key, *p.Plan.Epochs, p.Noise.Cost); err != nil {
+			var ex *accounting.ExceededError
+			if errors.As(err, &ex) {
+				return nil, p.budgetRefusal(err, s.led, key)
+			}
+			return nil, fmt.Errorf("checking the budget failed, nothing read or charged: %w", err)
+		}
+	} else if chk, ok := s.led.(BudgetChecker); ok && p.Plan.Epochs == nil {
 		if err := chk.Check(key, p.Noise.Cost); err != nil {
 			var ex *accounting.ExceededError
 			if errors.As(err, &ex) {
@@ -335,6 +385,7 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 		Key:         key,
 		Description: p.Plan.Query.Text,
 		Cost:        p.Noise.Cost,
+		Epochs:      p.Plan.Epochs,
 	}
 	if repeatSafe {
 		charge.AnswerKey = answerKey
@@ -362,7 +413,7 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 		return nil, fmt.Errorf("charging the ledger failed, nothing read or released: %w", err)
 	}
 	computing := time.Now()
-	res, err := s.compute(ctx, p)
+	res, err = s.compute(ctx, p)
 	s.engineDone(time.Since(computing), err)
 	if err != nil {
 		if charge.AnswerKey != "" {
@@ -373,12 +424,20 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 			"release", receipt.ReleaseID, "query", p.Plan.Query.Text, "error", err.Error())
 		return nil, ee
 	}
+	if top != nil {
+		res = top.combine(p, res)
+	}
 	if charge.AnswerKey != "" || takeOver {
-		s.storeAnswer(store, key, answerKey, res, receipt.ReleaseID, takeOver)
+		s.storeAnswer(store, key, answerKey, p, res, receipt.ReleaseID, takeOver)
 	}
 	res.ReleaseID = receipt.ReleaseID
 	res.Budget = budget(receipt.Spent, receipt.Remaining, receipt.Rule)
 	res.Budget.Total = receipt.Total
+	if receipt.Epochs != nil {
+		res.Budget.Epochs, res.Budget.Epoch = receipt.Epochs.String(), receipt.LeastEpoch
+		res.Notes = append(res.Notes, epochWords(receipt.Epochs, p.Plan.DeclaredEpochs, p.Plan.EpochColumn, receipt.Cost.Epsilon, p.Plan.Table)+
+			fmt.Sprintf("; the budget figures are those of %s, the epoch with the least left", receipt.LeastEpoch))
+	}
 	return res, nil
 }
 
@@ -401,7 +460,14 @@ func (s *Service) compute(ctx context.Context, p *Prepared) (*Result, error) {
 			return nil, err
 		}
 	}
-	return p.Release(exact)
+	res, err := p.Release(exact)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.releaseDropped(ctx, p, res); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // join registers a run of the query with answer key answerKey for k. The
@@ -503,6 +569,12 @@ func (s *Service) query(ctx context.Context, table, sql string) (*engine.Rows, e
 		return nil, fmt.Errorf("engine error on table %s: %w", table, err)
 	}
 	return rows, nil
+}
+
+// EpochChecker is implemented by ledgers that can say, without charging,
+// whether a cost fits every epoch of a range now (*ledger.Ledger does).
+type EpochChecker interface {
+	CheckEpochs(k ledger.Key, r epoch.Range, c accounting.Cost) error
 }
 
 // BudgetChecker is implemented by ledgers that can say, without charging,

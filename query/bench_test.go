@@ -1,7 +1,12 @@
 package query
 
 import (
+	"context"
+	"fmt"
 	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/dpstat/dpstat/engine/duckdb"
@@ -80,6 +85,41 @@ func BenchmarkPrepareSubqueries(b *testing.B) {
 			}
 			for b.Loop() {
 				if _, err := svc.Prepare(bc.sql, opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDroppedEstimate measures a bounded grouped COUNT and SUM over
+// 1,000,000 rows (20,000 people with 50 rows each over 7 days, L0 = 3,
+// L∞ = 2) with and without the dropped-rows estimate, whose statement reads
+// the rows once more: engine, charge (a fake ledger) and noise.
+//
+//	go test -run '^$' -bench BenchmarkDroppedEstimate -count 5 ./query/
+func BenchmarkDroppedEstimate(b *testing.B) {
+	dir := b.TempDir()
+	var sb strings.Builder
+	sb.WriteString("pid,day,x\n")
+	for p := range 20000 {
+		for r := range 50 {
+			fmt.Fprintf(&sb, "%d,%d,%d\n", p, 1+(p+r)%7, r)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "visits.csv"), []byte(sb.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	cat := filepath.Join(dir, "catalog.yaml")
+	if err := os.WriteFile(cat, []byte("budget: {epsilon: 1e12}\ntables:\n  visits:\n    source: visits.csv\n    privacy_unit: pid\n    max_groups_per_unit: 3\n    max_rows_per_group: 2\n    columns:\n      pid: {type: int}\n      day: {type: int, values: [1, 2, 3, 4, 5, 6, 7]}\n      x: {type: int, lower: 0, upper: 100}\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	svc, _, _ := newTestService(b, cat)
+	for _, dropped := range []bool{false, true} {
+		b.Run(fmt.Sprintf("dropped=%v", dropped), func(b *testing.B) {
+			opts := Options{Epsilon: 1, Confidence: 0.95, Analyst: "a", Dropped: dropped}
+			for b.Loop() {
+				if _, err := svc.Answer(context.Background(), "SELECT day, COUNT(*), SUM(x) FROM visits GROUP BY day", opts); err != nil {
 					b.Fatal(err)
 				}
 			}

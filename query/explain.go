@@ -43,11 +43,18 @@ type Explanation struct {
 	// HistogramSQL are the further statements computing quantiles'
 	// histograms.
 	HistogramSQL []string `json:"histogram_sql,omitempty"`
+	// DroppedSQL is the statement of the dropped-rows estimate, when asked.
+	DroppedSQL string `json:"dropped_sql,omitempty"`
 	// Notes state how the answer is computed.
 	Notes []string `json:"notes,omitempty"`
 	// Accuracy is set when the query asked for an accuracy instead of an
 	// ε: the targets, the half-widths planned and the ε chosen (Cost).
 	Accuracy *AccuracyPlan `json:"accuracy,omitempty"`
+	// Epochs, on a table that declares epochs, are the epochs the query
+	// reads and is charged in (e.g. "2024-01..2024-03"), and EpochCount
+	// how many; empty otherwise.
+	Epochs     string `json:"epochs,omitempty"`
+	EpochCount int64  `json:"epoch_count,omitempty"`
 }
 
 // ColumnExplanation describes one output column of a query.
@@ -137,10 +144,22 @@ func (p *Prepared) Explain() *Explanation {
 		Split:        p.Noise.Split(),
 		SQL:          p.SQL,
 		HistogramSQL: p.HistogramSQL,
+		DroppedSQL:   p.DroppedSQL,
 		Form:         formName(p),
 		Notes:        append(append(plan.Notes(), nonEmpty(p.Noise.Choice)...), p.EngineNotes...),
 		Groups:       len(plan.Keys),
 		Accuracy:     p.Accuracy,
+	}
+	if plan.Epochs != nil {
+		e.Epochs, e.EpochCount = plan.Epochs.String(), plan.Epochs.Len()
+		e.Notes = append(e.Notes, epochWords(plan.Epochs, plan.DeclaredEpochs, plan.EpochColumn, p.Noise.Cost.Epsilon, plan.Table)+
+			fmt.Sprintf("; the statement reads only rows of these %ss (%s between their first and last day)", plan.Epochs.Every, plan.EpochColumn))
+	}
+	if d := p.Dropped; d != nil {
+		e.Split = append(e.Split, d.Share())
+		e.Notes = append(e.Notes, fmt.Sprintf("the share of rows contribution bounding drops is estimated at ε=%s of the query's: noisy counts of each person's rows kept (at most %d) and dropped (counted up to %d per person), from a statement of its own", accounting.Note(d.Epsilon), d.KeptMax, d.Cap))
+	} else if p.Opts.Dropped && !plan.Bounded {
+		e.Notes = append(e.Notes, NoBoundingNote)
 	}
 	e.Keys = plan.DescribeKeys()
 	if plan.Selection != nil {
@@ -183,7 +202,11 @@ func (p *Prepared) Explain() *Explanation {
 func (e *Explanation) Lines() []string {
 	var l []string
 	l = append(l, "query: "+e.Query)
-	l = append(l, fmt.Sprintf("cost: ε=%g δ=%g, charged to the budget on table %s (nothing is charged by EXPLAIN)", e.Cost.Epsilon, e.Cost.Delta, e.Table))
+	if e.Epochs != "" {
+		l = append(l, fmt.Sprintf("cost: ε=%s δ=%s, charged in each of the %d epoch(s) it reads (%s) to the budgets on table %s (nothing is charged by EXPLAIN)", accounting.Num(e.Cost.Epsilon), accounting.Num(e.Cost.Delta), e.EpochCount, e.Epochs, e.Table))
+	} else {
+		l = append(l, fmt.Sprintf("cost: ε=%s δ=%s, charged to the budget on table %s (nothing is charged by EXPLAIN)", accounting.Num(e.Cost.Epsilon), accounting.Num(e.Cost.Delta), e.Table))
+	}
 	if e.Accuracy != nil {
 		l = append(l, e.Accuracy.Lines()...)
 	}
@@ -199,13 +222,13 @@ func (e *Explanation) Lines() []string {
 		}
 		var mech []string
 		for _, m := range c.Mechanisms {
-			mech = append(mech, fmt.Sprintf("%s(ε=%g, sensitivity=%g, scale=%.4g)", m.Name, m.Epsilon, m.Sensitivity, m.Scale))
+			mech = append(mech, fmt.Sprintf("%s(ε=%s, sensitivity=%s, scale=%s)", m.Name, accounting.Note(m.Epsilon), accounting.Note(m.Sensitivity), accounting.Note(m.Scale)))
 		}
-		line := fmt.Sprintf("column %s: %s, ε=%g: %s", c.Name, c.Aggregate, c.Epsilon, strings.Join(mech, " + "))
+		line := fmt.Sprintf("column %s: %s, ε=%s: %s", c.Name, c.Aggregate, accounting.Note(c.Epsilon), strings.Join(mech, " + "))
 		if c.HalfWidthNote != "" {
-			line += fmt.Sprintf("; %g%% interval %s", e.Confidence*100, c.HalfWidthNote)
+			line += fmt.Sprintf("; %s%% interval %s", accounting.Num(e.Confidence*100), c.HalfWidthNote)
 		} else if !math.IsNaN(c.HalfWidth) {
-			line += fmt.Sprintf("; %g%% interval ±%.4g", e.Confidence*100, c.HalfWidth)
+			line += fmt.Sprintf("; %s%% interval ±%s", accounting.Num(e.Confidence*100), accounting.Note(c.HalfWidth))
 		}
 		l = append(l, line)
 	}
@@ -227,6 +250,12 @@ func (e *Explanation) Lines() []string {
 	for i, hs := range e.HistogramSQL {
 		l = append(l, fmt.Sprintf("engine SQL, histogram %d:", i+1))
 		for _, s := range strings.Split(hs, "\n") {
+			l = append(l, "  "+s)
+		}
+	}
+	if e.DroppedSQL != "" {
+		l = append(l, "engine SQL, rows dropped by bounding:")
+		for _, s := range strings.Split(e.DroppedSQL, "\n") {
 			l = append(l, "  "+s)
 		}
 	}

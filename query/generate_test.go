@@ -11,7 +11,7 @@ import (
 // dpstat accepts into random queries over the neighbouring-table harness
 // (querygen.Catalog); docs/privacy.md §7 says what it generates.
 // TestGeneratedNeighbours runs a fixed set of seeds in every test run and
-// FuzzGenerated (`make fuzz`) searches for more; engine/enginetest runs
+// FuzzGenerated (`make fuzz`) searches for more; query/enginetest runs
 // them on every engine (RunGenerated).
 
 // generatedSeeds is how many generated queries every test run checks on

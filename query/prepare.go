@@ -32,6 +32,12 @@ type Prepared struct {
 	// Accuracy is set when the query asked for an accuracy: how its ε
 	// (Opts.Epsilon) was chosen.
 	Accuracy *AccuracyPlan
+	// Dropped and DroppedSQL are the estimate of the rows contribution
+	// bounding drops and its statement, when Opts.Dropped asked for it
+	// and the plan bounds contributions; the estimate's ε is part of
+	// Noise.Cost.
+	Dropped    *dpplan.Dropped
+	DroppedSQL string
 
 	acc *accuracySearch
 
@@ -71,6 +77,10 @@ func prepareWith(ctx context.Context, cat *catalog.Catalog, d engine.Dialect, sq
 	if err := recordable(q); err != nil {
 		return nil, err
 	}
+	epochs, err := epochsOf(q, cat.Table(q.Table))
+	if err != nil {
+		return nil, err
+	}
 	table := cat.Table(q.Table)
 	if q.Relation != nil {
 		table = q.Relation
@@ -86,6 +96,27 @@ func prepareWith(ctx context.Context, cat *catalog.Catalog, d engine.Dialect, sq
 	plan, err := dpplan.NewPlanDelta(q, table, opts.Epsilon, opts.Delta)
 	if err != nil {
 		return nil, err
+	}
+	if epochs != nil && opts.Dropped && plan.Bounded {
+		// The estimate's statement counts each person's rows over the
+		// whole table; on a table with epochs the unit is (person,
+		// epoch), and the rows of other epochs are not charged.
+		return nil, ir.Refuse("the dropped-rows estimate is not available on table %s, which declares epochs (its unit is a person's rows of one %s): ask without the estimate", q.Table, cat.Table(q.Table).Epoch.Every)
+	}
+	droppedEps, err := droppedEpsilon(q, plan, opts)
+	if err != nil {
+		return nil, err
+	}
+	if droppedEps > 0 {
+		// The estimate's share comes out of the query's ε.
+		if plan, err = dpplan.NewPlanDelta(q, table, opts.Epsilon-droppedEps, opts.Delta); err != nil {
+			return nil, err
+		}
+	}
+	if epochs != nil {
+		base := cat.Table(q.Table)
+		plan.Epochs, plan.EpochColumn, plan.EpochEvery = epochs, base.Epoch.Column, base.Epoch.Every
+		plan.DeclaredEpochs, _ = base.Epochs()
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, parse.TimeRefusal(err)
@@ -104,6 +135,11 @@ func prepareWith(ctx context.Context, cat *catalog.Catalog, d engine.Dialect, sq
 		}
 	}
 	prep := &Prepared{Plan: plan, Noise: nz, SQL: text, Opts: opts, ExplainOnly: explain, dialect: d, Accuracy: accPlan, acc: acc}
+	if droppedEps > 0 {
+		if err := prep.planDropped(droppedEps); err != nil {
+			return nil, err
+		}
+	}
 	for h := range plan.Histograms {
 		if err := ctx.Err(); err != nil {
 			return nil, parse.TimeRefusal(err)
@@ -151,5 +187,5 @@ func statementsFit(p *Prepared) error {
 			return err
 		}
 	}
-	return nil
+	return check(p.DroppedSQL)
 }

@@ -24,7 +24,7 @@ func (p *Prepared) Release(exact *dpplan.Exact) (*Result, error) {
 			return nil, err
 		}
 	}
-	values, cis, err := p.Noise.Apply(exact, p.Opts.Confidence)
+	values, cis, measured, err := p.Noise.ApplyMeasured(exact, p.Opts.Confidence)
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +36,7 @@ func (p *Prepared) Release(exact *dpplan.Exact) (*Result, error) {
 	for i, g := range q.GroupBy {
 		keyCol[g] = i
 	}
-	res := &Result{Confidence: p.Opts.Confidence, Cost: p.Noise.Cost}
+	res := &Result{Confidence: p.Opts.Confidence, Cost: p.Noise.Cost, measured: measured}
 	for _, o := range q.Outputs {
 		res.Columns = append(res.Columns, o.Name)
 	}
@@ -97,6 +97,7 @@ func (p *Prepared) Release(exact *dpplan.Exact) (*Result, error) {
 		res.Rows, res.CI = res.Rows[:q.Limit], res.CI[:q.Limit]
 	}
 	renderTemporalKeys(plan, res)
+	uninformative := uninformativeNotes(plan, res)
 	dropHidden(res, q)
 	// Mechanisms are listed in release order, which follows the aggregates.
 	res.Split = p.Noise.Split()
@@ -118,6 +119,7 @@ func (p *Prepared) Release(exact *dpplan.Exact) (*Result, error) {
 	if p.Accuracy != nil {
 		res.Notes = append(res.Notes, p.Accuracy.Lines()...)
 	}
+	res.Notes = append(res.Notes, uninformative...)
 	return res, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query/dpplan"
+	"github.com/dpstat/dpstat/query/reuse"
 )
 
 // AnswerStore looks up answers stored with earlier charges; *ledger.Ledger
@@ -48,7 +49,10 @@ const answerKeyVersion = "dpstat-query-answer-v2"
 // confidence level, and the engine SQL. The analyst and table are the
 // ledger key the answer is stored under.
 func (p *Prepared) AnswerKey() string {
-	decl, err := json.Marshal(p.Plan.Table)
+	// Whose releases may be reused does not change what an answer is.
+	t := *p.Plan.Table
+	t.ReuseReleases = ""
+	decl, err := json.Marshal(&t)
 	if err != nil {
 		// A table that cannot be spelled gets a key of its own.
 		decl = []byte(fmt.Sprintf("%p", p.Plan.Table))
@@ -70,6 +74,9 @@ func (p *Prepared) AnswerKey() string {
 		p.SQL,
 	} {
 		fmt.Fprintf(h, "%d:%s;", len(part), part)
+	}
+	if p.DroppedSQL != "" {
+		fmt.Fprintf(h, "dropped %d:%s;", len(p.DroppedSQL), p.DroppedSQL)
 	}
 	for _, hs := range p.HistogramSQL {
 		fmt.Fprintf(h, "%d:%s;", len(hs), hs)
@@ -95,11 +102,19 @@ type storedAnswer struct {
 	Cost       accounting.Cost      `json:"cost"`
 	Split      []dpplan.Share       `json:"split"`
 	Notes      []string             `json:"notes"`
+	// Measured is what the release measured, for later derivations
+	// (package query/reuse); nil when nothing in it can be reused.
+	Measured *reuse.Record `json:"measured,omitempty"`
+	// Dropped is the dropped-rows estimate, when one was released.
+	Dropped *dpplan.DroppedEstimate `json:"dropped,omitempty"`
 }
 
 // encodeAnswer serializes a result for storage with its charge.
-func encodeAnswer(r *Result) ([]byte, error) {
-	s := storedAnswer{Columns: r.Columns, CI: r.CI, Confidence: r.Confidence, Cost: r.Cost, Split: r.Split, Notes: r.Notes}
+func encodeAnswer(r *Result) ([]byte, error) { return encodeAnswerWith(r, nil) }
+
+// encodeAnswerWith is encodeAnswer keeping the release's measurements.
+func encodeAnswerWith(r *Result, rec *reuse.Record) ([]byte, error) {
+	s := storedAnswer{Columns: r.Columns, CI: r.CI, Confidence: r.Confidence, Cost: r.Cost, Split: r.Split, Notes: r.Notes, Measured: rec, Dropped: r.Dropped}
 	for _, ivs := range r.CI {
 		for _, iv := range ivs {
 			if iv != nil && !(finite(iv.Low) && finite(iv.High)) {
@@ -141,7 +156,7 @@ func decodeAnswer(b []byte) (*Result, error) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("query: stored answer is damaged: %w", err)
 	}
-	r := &Result{Columns: s.Columns, CI: s.CI, Confidence: s.Confidence, Cost: s.Cost, Split: s.Split, Notes: s.Notes}
+	r := &Result{Columns: s.Columns, CI: s.CI, Confidence: s.Confidence, Cost: s.Cost, Split: s.Split, Notes: s.Notes, Dropped: s.Dropped}
 	for _, cells := range s.Rows {
 		row := make([]any, len(cells))
 		for j, c := range cells {
@@ -293,28 +308,4 @@ func (s *Service) chargeOnce(ctx context.Context, store AnswerStore, c *ledger.C
 	c.AnswerKey, c.RequestID = "", newRequestID()
 	receipt, err = s.led.Charge(ctx, *c)
 	return receipt, nil, true, err
-}
-
-// storeAnswer stores res as the answer reserved under answerKey for k.
-// takeOver says the reservation was another run's, which never stored its
-// answer: if one has been stored since, that one stays.
-func (s *Service) storeAnswer(store AnswerStore, k ledger.Key, answerKey string, res *Result, release uint64, takeOver bool) {
-	blob, err := encodeAnswer(res)
-	if err != nil || len(blob) > ledger.MaxAnswerLen {
-		// Not storable (a value without a stored form, or too long):
-		// repeats are charged and answered afresh.
-		if !takeOver {
-			s.abandon(store, k, answerKey)
-		}
-		return
-	}
-	err = store.StoreAnswer(k, answerKey, blob)
-	if err == nil || takeOver && errors.Is(err, ledger.ErrNoPendingAnswer) {
-		// Stored, or the slow run stored its own after all.
-		return
-	}
-	// The answer is released all the same: it was charged. Asking again
-	// then charges again, with fresh noise.
-	s.logger().Warn("the answer could not be stored for repeats", "table", k.Dataset,
-		"analyst", k.Analyst, "release", release, "error", err.Error())
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/analyst"
+	"github.com/dpstat/dpstat/answer"
+	"github.com/dpstat/dpstat/auditlog"
 	"github.com/dpstat/dpstat/ledger"
 )
 
@@ -103,7 +105,7 @@ func (s *Server) grant(g GrantBody) (BudgetInfo, error) {
 	return budgetInfo(st), nil
 }
 
-func (s *Server) grantTotal(g GrantBody) (*TotalInfo, error) {
+func (s *Server) grantTotal(g GrantBody) (*answer.TotalInfo, error) {
 	if g.Analyst != "" {
 		return nil, badRequest(`a total budget (%q: true) covers every analyst: leave "analyst" out (it is %q)`, "total", g.Analyst)
 	}
@@ -115,7 +117,7 @@ func (s *Server) grantTotal(g GrantBody) (*TotalInfo, error) {
 	if err != nil {
 		return nil, badRequest("grant refused: %v", err)
 	}
-	return TotalInfoOf(&st), nil
+	return answer.TotalInfoOf(&st), nil
 }
 
 func (s *Server) handleGrant(w http.ResponseWriter, r *http.Request) error {
@@ -143,13 +145,13 @@ func (s *Server) handleGrant(w http.ResponseWriter, r *http.Request) error {
 
 // auditGrant records a grant made through the admin API.
 func (s *Server) auditGrant(r *http.Request, g GrantBody) {
-	s.opts.Audit.Record(AuditEvent{Event: EventGrant, Via: "http", Address: r.RemoteAddr, Actor: analystOf(r).Name,
-		Analyst: g.Analyst, Table: g.Table, Total: g.Total, Limit: &Pair{g.Epsilon, g.Delta}, RequestID: RequestIDOf(r.Context())})
+	s.opts.Audit.Record(auditlog.Event{Event: auditlog.EventGrant, Via: "http", Address: r.RemoteAddr, Actor: analystOf(r).Name,
+		Analyst: g.Analyst, Table: g.Table, Total: g.Total, Limit: &answer.Pair{Epsilon: g.Epsilon, Delta: g.Delta}, RequestID: answer.RequestIDOf(r.Context())})
 }
 
 // auditAdmin records an admin action on an analyst.
 func (s *Server) auditAdmin(r *http.Request, action, name string) {
-	s.opts.Audit.Record(AuditEvent{Event: EventAdmin, Via: "http", Address: r.RemoteAddr, Actor: analystOf(r).Name, Action: action, Analyst: name, RequestID: RequestIDOf(r.Context())})
+	s.opts.Audit.Record(auditlog.Event{Event: auditlog.EventAdmin, Via: "http", Address: r.RemoteAddr, Actor: analystOf(r).Name, Action: action, Analyst: name, RequestID: answer.RequestIDOf(r.Context())})
 }
 
 type addAnalystBody struct {

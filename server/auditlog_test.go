@@ -7,21 +7,23 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/dpstat/dpstat/answer"
+	"github.com/dpstat/dpstat/auditlog"
 	"github.com/dpstat/dpstat/server"
 )
 
 // readAudit reads the audit log's lines.
-func readAudit(t *testing.T, path string) []server.AuditEvent {
+func readAudit(t *testing.T, path string) []auditlog.Event {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var out []server.AuditEvent
+	var out []auditlog.Event
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		var e server.AuditEvent
+		var e auditlog.Event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			t.Fatalf("audit line %q: %v", sc.Text(), err)
 		}
@@ -37,7 +39,7 @@ func readAudit(t *testing.T, path string) []server.AuditEvent {
 // who, from where and what.
 func TestAuditLog(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	audit, err := server.OpenAuditLog(path)
+	audit, err := auditlog.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,19 +48,19 @@ func TestAuditLog(t *testing.T) {
 	steps := []struct {
 		method, path, token, body string
 		status                    int
-		want                      server.AuditEvent
+		want                      auditlog.Event
 	}{
-		{"GET", "/v1/me", e.alice, "", 200, server.AuditEvent{Event: server.EventLogin, Analyst: "alice"}},
-		{"GET", "/v1/me", "dps_not-a-token", "", 401, server.AuditEvent{Event: server.EventLoginFailed}},
-		{"POST", "/v1/admin/analysts", e.admin, `{"name":"carol","grants":[{"table":"adult","epsilon":1}]}`, 201, server.AuditEvent{Event: server.EventAdmin, Actor: "root", Action: "add", Analyst: "carol"}},
-		{"", "", "", "", 0, server.AuditEvent{Event: server.EventGrant, Actor: "root", Analyst: "carol", Table: "adult", Limit: &server.Pair{Epsilon: 1}}},
-		{"POST", "/v1/admin/grants", e.admin, `{"analyst":"alice","table":"adult","epsilon":-1}`, 400, server.AuditEvent{}},
-		{"POST", "/v1/admin/grants", e.admin, `{"table":"adult","total":true,"epsilon":1}`, 200, server.AuditEvent{Event: server.EventGrant, Actor: "root", Table: "adult", Total: true, Limit: &server.Pair{Epsilon: 1}}},
-		{"POST", "/v1/query", e.alice, `{"sql":"SELECT COUNT(*) FROM adult","epsilon":2}`, 409, server.AuditEvent{Event: server.EventRefusedBudget, Analyst: "alice"}},
-		{"POST", "/v1/admin/analysts/carol/revoke", e.admin, "", 200, server.AuditEvent{Event: server.EventAdmin, Actor: "root", Action: "revoke", Analyst: "carol"}},
-		{"POST", "/v1/admin/analysts/carol/rotate", e.admin, "", 200, server.AuditEvent{Event: server.EventAdmin, Actor: "root", Action: "rotate", Analyst: "carol"}},
+		{"GET", "/v1/me", e.alice, "", 200, auditlog.Event{Event: auditlog.EventLogin, Analyst: "alice"}},
+		{"GET", "/v1/me", "dps_not-a-token", "", 401, auditlog.Event{Event: auditlog.EventLoginFailed}},
+		{"POST", "/v1/admin/analysts", e.admin, `{"name":"carol","grants":[{"table":"adult","epsilon":1}]}`, 201, auditlog.Event{Event: auditlog.EventAdmin, Actor: "root", Action: "add", Analyst: "carol"}},
+		{"", "", "", "", 0, auditlog.Event{Event: auditlog.EventGrant, Actor: "root", Analyst: "carol", Table: "adult", Limit: &answer.Pair{Epsilon: 1}}},
+		{"POST", "/v1/admin/grants", e.admin, `{"analyst":"alice","table":"adult","epsilon":-1}`, 400, auditlog.Event{}},
+		{"POST", "/v1/admin/grants", e.admin, `{"table":"adult","total":true,"epsilon":1}`, 200, auditlog.Event{Event: auditlog.EventGrant, Actor: "root", Table: "adult", Total: true, Limit: &answer.Pair{Epsilon: 1}}},
+		{"POST", "/v1/query", e.alice, `{"sql":"SELECT COUNT(*) FROM adult","epsilon":2}`, 409, auditlog.Event{Event: auditlog.EventRefusedBudget, Analyst: "alice"}},
+		{"POST", "/v1/admin/analysts/carol/revoke", e.admin, "", 200, auditlog.Event{Event: auditlog.EventAdmin, Actor: "root", Action: "revoke", Analyst: "carol"}},
+		{"POST", "/v1/admin/analysts/carol/rotate", e.admin, "", 200, auditlog.Event{Event: auditlog.EventAdmin, Actor: "root", Action: "rotate", Analyst: "carol"}},
 	}
-	var want []server.AuditEvent
+	var want []auditlog.Event
 	for _, s := range steps {
 		if s.method != "" {
 			if r := e.do(t, s.method, s.path, s.token, s.body); r.status != s.status {
@@ -79,7 +81,7 @@ func TestAuditLog(t *testing.T) {
 			(w.Limit != nil && (g.Limit == nil || *g.Limit != *w.Limit)) || g.Via != "http" || g.Address == "" {
 			t.Errorf("line %d: %+v, want %+v from an address", i+1, g, w)
 		}
-		if (w.Event == server.EventLoginFailed || w.Event == server.EventRefusedBudget) && g.Detail == "" {
+		if (w.Event == auditlog.EventLoginFailed || w.Event == auditlog.EventRefusedBudget) && g.Detail == "" {
 			t.Errorf("line %d: %s without a detail", i+1, g.Event)
 		}
 	}

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpstat/dpstat/answer"
+	"github.com/dpstat/dpstat/auditlog"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/server"
 )
@@ -78,7 +80,7 @@ func TestHealth(t *testing.T) {
 // with its request id.
 func TestReloadEndpoint(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	audit, err := server.OpenAuditLog(path)
+	audit, err := auditlog.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,10 +119,10 @@ func TestReloadEndpoint(t *testing.T) {
 // recorder is an Observer that keeps the events.
 type recorder struct {
 	mu sync.Mutex
-	ev []server.QueryEvent
+	ev []answer.QueryEvent
 }
 
-func (r *recorder) ObserveQuery(ev server.QueryEvent) {
+func (r *recorder) ObserveQuery(ev answer.QueryEvent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.ev = append(r.ev, ev)
@@ -131,14 +133,14 @@ func (r *recorder) ObserveQuery(ev server.QueryEvent) {
 // the ledger holds, and a refusal over budget's audit line carries its id.
 func TestRequestID(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	audit, err := server.OpenAuditLog(path)
+	audit, err := auditlog.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer audit.Close()
 	rec := &recorder{}
 	var logBuf bytes.Buffer
-	obs := server.Observers{rec, server.QueryLog{Log: slog.New(slog.NewJSONHandler(&logBuf, nil))}}
+	obs := answer.Observers{rec, answer.QueryLog{Log: slog.New(slog.NewJSONHandler(&logBuf, nil))}}
 	e := newEnv(t, server.Options{Audit: audit, Observer: obs}, nil)
 	post := func(body string) (*http.Response, map[string]any) {
 		req, _ := http.NewRequest("POST", e.ts.URL+"/v1/query", strings.NewReader(body))
@@ -168,19 +170,19 @@ func TestRequestID(t *testing.T) {
 		t.Fatalf("over budget: %d, id %q", resp2.StatusCode, id2)
 	}
 	rec.mu.Lock()
-	evs := append([]server.QueryEvent(nil), rec.ev...)
+	evs := append([]answer.QueryEvent(nil), rec.ev...)
 	rec.mu.Unlock()
 	if len(evs) != 2 {
 		t.Fatalf("events %+v", evs)
 	}
-	if evs[0].RequestID != id || evs[0].ReleaseID != release || evs[0].Outcome != server.OutcomeAnswered || evs[0].Table != "adult" || evs[0].Frontend != "http" || evs[0].Cost.Epsilon != 1 {
+	if evs[0].RequestID != id || evs[0].ReleaseID != release || evs[0].Outcome != answer.OutcomeAnswered || evs[0].Table != "adult" || evs[0].Frontend != "http" || evs[0].Cost.Epsilon != 1 {
 		t.Errorf("answered event %+v", evs[0])
 	}
-	if evs[1].RequestID != id2 || evs[1].Outcome != server.OutcomeBudgetExceeded || evs[1].ReleaseID != 0 {
+	if evs[1].RequestID != id2 || evs[1].Outcome != answer.OutcomeBudgetExceeded || evs[1].ReleaseID != 0 {
 		t.Errorf("refused event %+v", evs[1])
 	}
 	lines := readAudit(t, path)
-	if len(lines) != 1 || lines[0].Event != server.EventRefusedBudget || lines[0].RequestID != id2 {
+	if len(lines) != 1 || lines[0].Event != auditlog.EventRefusedBudget || lines[0].RequestID != id2 {
 		t.Fatalf("audit %+v, want the refusal with request id %s", lines, id2)
 	}
 	// The JSON log: one line per query, with the ids, never the SQL.
@@ -210,7 +212,7 @@ type gen struct {
 	closed  bool
 }
 
-func (g *gen) Answer(ctx context.Context, req server.Request) (*server.Response, error) {
+func (g *gen) Answer(ctx context.Context, req answer.Request) (*answer.Response, error) {
 	if g.block != nil {
 		close(g.started)
 		<-g.block
@@ -220,10 +222,10 @@ func (g *gen) Answer(ctx context.Context, req server.Request) (*server.Response,
 	if g.closed {
 		return nil, errors.New("answered on a closed generation")
 	}
-	return &server.Response{Table: g.name}, nil
+	return &answer.Response{Table: g.name}, nil
 }
 
-func (g *gen) Tables(string) []server.TableInfo { return []server.TableInfo{{Name: g.name}} }
+func (g *gen) Tables(string) []answer.TableInfo { return []answer.TableInfo{{Name: g.name}} }
 
 // TestSwitchAnswerer: a swap takes effect for the next request at once; a
 // request in flight finishes on its generation, which is closed only
@@ -237,7 +239,7 @@ func TestSwitchAnswerer(t *testing.T) {
 	}})
 	inflight := make(chan error, 1)
 	go func() {
-		resp, err := sw.Answer(context.Background(), server.Request{})
+		resp, err := sw.Answer(context.Background(), answer.Request{})
 		if err == nil && resp.Table != "old" {
 			err = errors.New("answered by " + resp.Table)
 		}
@@ -245,7 +247,7 @@ func TestSwitchAnswerer(t *testing.T) {
 	}()
 	<-old.started
 	done := sw.Swap(&server.Generation{Answerer: &gen{name: "new"}})
-	if resp, err := sw.Answer(context.Background(), server.Request{}); err != nil || resp.Table != "new" {
+	if resp, err := sw.Answer(context.Background(), answer.Request{}); err != nil || resp.Table != "new" {
 		t.Fatalf("after the swap: %+v %v", resp, err)
 	}
 	if ts := sw.Tables(""); ts[0].Name != "new" {

@@ -6,12 +6,15 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+
+	"github.com/dpstat/dpstat/answer"
+	"github.com/dpstat/dpstat/auditlog"
 )
 
 // Generation is one catalog's answerer, with what to release once no
 // request uses it any more (its engine).
 type Generation struct {
-	Answerer Answerer
+	Answerer answer.Answerer
 	// Close, if set, runs once the generation is replaced and its last
 	// request has finished; it reports its own errors.
 	Close func()
@@ -59,7 +62,7 @@ func (s *SwitchAnswerer) Swap(g *Generation) <-chan struct{} {
 }
 
 // Current is the current generation's answerer.
-func (s *SwitchAnswerer) Current() Answerer { return s.cur.Load().Answerer }
+func (s *SwitchAnswerer) Current() answer.Answerer { return s.cur.Load().Answerer }
 
 // acquire returns the current generation, held until release.
 func (s *SwitchAnswerer) acquire() *Generation {
@@ -76,14 +79,14 @@ func (s *SwitchAnswerer) acquire() *Generation {
 }
 
 // Answer implements Answerer.
-func (s *SwitchAnswerer) Answer(ctx context.Context, req Request) (*Response, error) {
+func (s *SwitchAnswerer) Answer(ctx context.Context, req answer.Request) (*answer.Response, error) {
 	g := s.acquire()
 	defer g.mu.RUnlock()
 	return g.Answerer.Answer(ctx, req)
 }
 
 // Tables implements Answerer.
-func (s *SwitchAnswerer) Tables(analyst string) []TableInfo {
+func (s *SwitchAnswerer) Tables(analyst string) []answer.TableInfo {
 	g := s.acquire()
 	defer g.mu.RUnlock()
 	return g.Answerer.Tables(analyst)
@@ -113,7 +116,7 @@ func (s *Server) handleReload(w http.ResponseWriter, r *http.Request) error {
 		return &httpError{http.StatusNotImplemented, "not_implemented", ErrReloadUnavailable.Error()}
 	}
 	rep, err := s.opts.Reload(r.Context())
-	ev := AuditEvent{Event: EventAdmin, Via: "http", Address: r.RemoteAddr, Actor: analystOf(r).Name, Action: "reload", RequestID: RequestIDOf(r.Context())}
+	ev := auditlog.Event{Event: auditlog.EventAdmin, Via: "http", Address: r.RemoteAddr, Actor: analystOf(r).Name, Action: "reload", RequestID: answer.RequestIDOf(r.Context())}
 	if err != nil {
 		ev.Detail = err.Error()
 		s.opts.Audit.Record(ev)

@@ -28,6 +28,8 @@ import (
 
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/analyst"
+	"github.com/dpstat/dpstat/answer"
+	"github.com/dpstat/dpstat/auditlog"
 	"github.com/dpstat/dpstat/ledger"
 )
 
@@ -44,7 +46,7 @@ const (
 // Options configures a Server.
 type Options struct {
 	// Answerer answers DP SQL (required).
-	Answerer Answerer
+	Answerer answer.Answerer
 	// Ledger is read for budgets and history and written for grants
 	// (required).
 	Ledger *ledger.Ledger
@@ -69,13 +71,13 @@ type Options struct {
 	Logger *log.Logger
 	// Audit, when set, records logins, failed logins, admin actions,
 	// grants and refusals over budget.
-	Audit *AuditLog
+	Audit *auditlog.Log
 	// HSTS sends Strict-Transport-Security with every response: set it
 	// when the server is reached over TLS, so that browsers never fall
 	// back to plain HTTP.
 	HSTS bool
 	// Observer, when set, is told of every query (for logs and metrics).
-	Observer Observer
+	Observer answer.Observer
 	// Health answers GET /healthz and /readyz; nil means one that checks
 	// the ledger.
 	Health *Health
@@ -102,35 +104,17 @@ func New(opts Options) (*Server, error) {
 	if opts.Answerer == nil || opts.Ledger == nil || opts.Analysts == nil {
 		return nil, errors.New("server: Answerer, Ledger and Analysts are required")
 	}
-	for _, f := range []struct {
-		name     string
-		v        any
-		negative bool
-	}{
-		{"MaxBodyBytes", opts.MaxBodyBytes, opts.MaxBodyBytes < 0},
-		{"MaxSQLLen", opts.MaxSQLLen, opts.MaxSQLLen < 0},
-		{"MaxConcurrent", opts.MaxConcurrent, opts.MaxConcurrent < 0},
-		{"QueryTimeout", opts.QueryTimeout, opts.QueryTimeout < 0},
-		{"Burst", opts.Burst, opts.Burst < 0},
-	} {
-		if f.negative {
-			return nil, fmt.Errorf("server: %s = %v: want a value >= 0 (0 means the default)", f.name, f.v)
-		}
+	err := answer.ApplyDefaults("server",
+		answer.Default("MaxBodyBytes", &opts.MaxBodyBytes, DefaultMaxBodyBytes),
+		answer.Default("MaxSQLLen", &opts.MaxSQLLen, DefaultMaxSQLLen),
+		answer.Default("MaxConcurrent", &opts.MaxConcurrent, DefaultMaxConcurrent),
+		answer.Default("QueryTimeout", &opts.QueryTimeout, DefaultQueryTimeout),
+		answer.Default("Burst", &opts.Burst, 0))
+	if err != nil {
+		return nil, err
 	}
 	if math.IsNaN(opts.RatePerAnalyst) || math.IsInf(opts.RatePerAnalyst, 0) || opts.RatePerAnalyst < 0 {
 		return nil, fmt.Errorf("server: RatePerAnalyst = %v: want a finite number >= 0", opts.RatePerAnalyst)
-	}
-	if opts.MaxBodyBytes == 0 {
-		opts.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if opts.MaxSQLLen == 0 {
-		opts.MaxSQLLen = DefaultMaxSQLLen
-	}
-	if opts.MaxConcurrent == 0 {
-		opts.MaxConcurrent = DefaultMaxConcurrent
-	}
-	if opts.QueryTimeout == 0 {
-		opts.QueryTimeout = DefaultQueryTimeout
 	}
 	if opts.Logger == nil {
 		opts.Logger = log.Default()
@@ -228,11 +212,11 @@ func (s *Server) Admit(name string) (func(), error) {
 	select {
 	case s.sem <- struct{}{}:
 	default:
-		return nil, Errorf(KindOverloaded, "the server is serving its maximum of %d requests; retry shortly", s.opts.MaxConcurrent)
+		return nil, answer.Errorf(answer.KindOverloaded, "the server is serving its maximum of %d requests; retry shortly", s.opts.MaxConcurrent)
 	}
 	if s.limiter != nil && !s.limiter.allow(name) {
 		<-s.sem
-		return nil, Errorf(KindRateLimited, "analyst %q is over the limit of %g requests per second; retry shortly", name, s.opts.RatePerAnalyst)
+		return nil, answer.Errorf(answer.KindRateLimited, "analyst %q is over the limit of %g requests per second; retry shortly", name, s.opts.RatePerAnalyst)
 	}
 	return func() { <-s.sem }, nil
 }
@@ -247,20 +231,20 @@ func (s *Server) api(admin bool, fn apiFunc) http.Handler {
 		defer func() {
 			if p := recover(); p != nil {
 				s.log.Printf("dpstat serve: panic serving %s %s: %v", r.Method, r.URL.Path, p)
-				writeError(w, http.StatusInternalServerError, string(KindInternal), "internal error")
+				writeError(w, http.StatusInternalServerError, string(answer.KindInternal), "internal error")
 			}
 		}()
 		w.Header().Set("Cache-Control", "no-store")
-		id := NewRequestID()
+		id := answer.NewRequestID()
 		w.Header().Set(RequestIDHeader, id)
-		r = r.WithContext(WithRequestID(r.Context(), id))
+		r = r.WithContext(answer.WithRequestID(r.Context(), id))
 		select {
 		case s.sem <- struct{}{}:
 			defer func() { <-s.sem }()
 		default:
 			w.Header().Set("Retry-After", "1")
 			writeError(w, http.StatusTooManyRequests, "overloaded", fmt.Sprintf("the server is serving its maximum of %d requests; retry shortly", s.opts.MaxConcurrent))
-			s.limited(r, "", KindOverloaded)
+			s.limited(r, "", answer.KindOverloaded)
 			return
 		}
 		a, ok := s.authenticate(w, r)
@@ -270,7 +254,7 @@ func (s *Server) api(admin bool, fn apiFunc) http.Handler {
 		if s.limiter != nil && !s.limiter.allow(a.Name) {
 			w.Header().Set("Retry-After", "1")
 			writeError(w, http.StatusTooManyRequests, "rate_limited", fmt.Sprintf("analyst %q is over the limit of %g requests per second; retry shortly", a.Name, s.opts.RatePerAnalyst))
-			s.limited(r, a.Name, KindRateLimited)
+			s.limited(r, a.Name, answer.KindRateLimited)
 			return
 		}
 		if admin && !a.IsAdmin() {
@@ -285,9 +269,9 @@ func (s *Server) api(admin bool, fn apiFunc) http.Handler {
 }
 
 // limited tells the observer of a query refused by the server's limits.
-func (s *Server) limited(r *http.Request, name string, k Kind) {
+func (s *Server) limited(r *http.Request, name string, k answer.Kind) {
 	if s.opts.Observer != nil && r.URL.Path == "/v1/query" {
-		s.opts.Observer.ObserveQuery(QueryEvent{RequestID: RequestIDOf(r.Context()), Frontend: "http", Analyst: name, Outcome: OutcomeLimited, Kind: k})
+		s.opts.Observer.ObserveQuery(answer.QueryEvent{RequestID: answer.RequestIDOf(r.Context()), Frontend: "http", Analyst: name, Outcome: answer.OutcomeLimited, Kind: k})
 	}
 }
 
@@ -306,7 +290,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (analyst.A
 	}
 	a, err := s.opts.Analysts.Authenticate(strings.TrimSpace(tok))
 	if err != nil {
-		s.opts.Audit.Record(AuditEvent{Event: EventLoginFailed, Via: "http", Address: r.RemoteAddr, Detail: err.Error(), RequestID: RequestIDOf(r.Context())})
+		s.opts.Audit.Record(auditlog.Event{Event: auditlog.EventLoginFailed, Via: "http", Address: r.RemoteAddr, Detail: err.Error(), RequestID: answer.RequestIDOf(r.Context())})
 	}
 	switch {
 	case errors.Is(err, analyst.ErrRevoked):
@@ -332,7 +316,7 @@ type httpError struct {
 func (e *httpError) Error() string { return e.message }
 
 func badRequest(format string, args ...any) error {
-	return &httpError{http.StatusBadRequest, string(KindBadRequest), fmt.Sprintf(format, args...)}
+	return &httpError{http.StatusBadRequest, string(answer.KindBadRequest), fmt.Sprintf(format, args...)}
 }
 
 func (s *Server) writeErr(w http.ResponseWriter, err error) {
@@ -341,16 +325,16 @@ func (s *Server) writeErr(w http.ResponseWriter, err error) {
 		writeError(w, he.status, he.code, he.message)
 		return
 	}
-	e := AsError(err)
-	if e.Kind == KindUnavailable {
+	e := answer.AsError(err)
+	if e.Kind == answer.KindUnavailable {
 		s.log.Printf("dpstat serve: %s: %v", e.Message, e.Err)
 	}
-	if e.Kind == KindInternal {
+	if e.Kind == answer.KindInternal {
 		s.log.Printf("dpstat serve: internal error: %v", err)
-		writeError(w, http.StatusInternalServerError, string(KindInternal), "internal error")
+		writeError(w, http.StatusInternalServerError, string(answer.KindInternal), "internal error")
 		return
 	}
-	writeError(w, e.Kind.HTTPStatus(), string(e.Kind), e.Message)
+	writeError(w, httpStatus(e.Kind), string(e.Kind), e.Message)
 }
 
 type errorBody struct {
@@ -461,13 +445,18 @@ type queryBody struct {
 	Delta      *float64 `json:"delta"`
 	Confidence *float64 `json:"confidence"`
 	DryRun     bool     `json:"dry_run"`
+	// Dropped asks for the DP estimate of the rows contribution bounding
+	// dropped.
+	Dropped bool `json:"dropped"`
 	// Accuracy is a number or an object {column: number}.
 	Accuracy json.RawMessage `json:"accuracy"`
+	// Fresh asks for a fresh answer, never one derived from releases.
+	Fresh bool `json:"fresh"`
 }
 
 // parseAccuracy reads the body's "accuracy": a half-width > 0, or an
 // object giving one per output column; nil when absent.
-func parseAccuracy(raw json.RawMessage) (*Accuracy, error) {
+func parseAccuracy(raw json.RawMessage) (*answer.Accuracy, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
@@ -477,7 +466,7 @@ func parseAccuracy(raw json.RawMessage) (*Accuracy, error) {
 		if !(h > 0) || math.IsInf(h, 0) {
 			return nil, badRequest("accuracy = %v: %s", h, want)
 		}
-		return &Accuracy{All: h}, nil
+		return &answer.Accuracy{All: h}, nil
 	}
 	var cols map[string]float64
 	if err := json.Unmarshal(raw, &cols); err != nil || len(cols) == 0 {
@@ -488,23 +477,7 @@ func parseAccuracy(raw json.RawMessage) (*Accuracy, error) {
 			return nil, badRequest("accuracy of %q = %v: %s", c, h, want)
 		}
 	}
-	return &Accuracy{Columns: cols}, nil
-}
-
-// ValidateParams checks the per-query parameters an analyst may set; zero
-// means "the default" and is accepted. It is shared with the PostgreSQL
-// front end.
-func ValidateParams(epsilon, delta, confidence float64) error {
-	if math.IsNaN(epsilon) || math.IsInf(epsilon, 0) || epsilon < 0 {
-		return Errorf(KindBadRequest, "epsilon = %v: want a finite number > 0", epsilon)
-	}
-	if math.IsNaN(delta) || delta < 0 || delta >= 1 {
-		return Errorf(KindBadRequest, "delta = %v: want a number in [0, 1)", delta)
-	}
-	if math.IsNaN(confidence) || confidence < 0 || confidence >= 1 {
-		return Errorf(KindBadRequest, "confidence = %v: want a number in (0, 1), e.g. 0.95", confidence)
-	}
-	return nil
+	return &answer.Accuracy{Columns: cols}, nil
 }
 
 func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) error {
@@ -518,21 +491,19 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) error {
 	if len(b.SQL) > s.opts.MaxSQLLen {
 		return &httpError{http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("SQL text is %d bytes long: want at most %d", len(b.SQL), s.opts.MaxSQLLen)}
 	}
-	req := Request{Analyst: analystOf(r).Name, SQL: b.SQL, DryRun: b.DryRun}
+	req := answer.Request{Analyst: analystOf(r).Name, SQL: b.SQL, DryRun: b.DryRun, Dropped: b.Dropped}
 	for _, p := range []struct {
-		name string
-		v    *float64
-		dst  *float64
-	}{{"epsilon", b.Epsilon, &req.Epsilon}, {"delta", b.Delta, &req.Delta}, {"confidence", b.Confidence, &req.Confidence}} {
+		param answer.Param
+		name  string
+		v     *float64
+		dst   *float64
+	}{{answer.ParamEpsilon, "epsilon", b.Epsilon, &req.Epsilon}, {answer.ParamDelta, "delta", b.Delta, &req.Delta}, {answer.ParamConfidence, "confidence", b.Confidence, &req.Confidence}} {
 		if p.v != nil {
-			if *p.v == 0 && p.name != "delta" {
-				return badRequest("%s = 0: want a number > 0, or leave it out for the default", p.name)
+			if err := answer.CheckParam(p.param, p.name, *p.v); err != nil {
+				return err
 			}
 			*p.dst = *p.v
 		}
-	}
-	if err := ValidateParams(req.Epsilon, req.Delta, req.Confidence); err != nil {
-		return err
 	}
 	acc, err := parseAccuracy(b.Accuracy)
 	if err != nil {
@@ -542,16 +513,17 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) error {
 		return badRequest(`"accuracy" and "epsilon" were both given: keep one, "accuracy" (the server chooses the smallest ε that meets it) or "epsilon" (the answer reports the half-widths it gives)`)
 	}
 	req.Accuracy = acc
+	req.Fresh = b.Fresh
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.QueryTimeout)
 	defer cancel()
 	start := time.Now()
 	resp, err := s.opts.Answerer.Answer(ctx, req)
 	if s.opts.Observer != nil {
-		s.opts.Observer.ObserveQuery(NewQueryEvent("http", RequestIDOf(r.Context()), req.Analyst, resp, err, time.Since(start)))
+		s.opts.Observer.ObserveQuery(answer.NewQueryEvent("http", answer.RequestIDOf(r.Context()), req.Analyst, resp, err, time.Since(start)))
 	}
 	if err != nil {
-		if AsError(err).Kind == KindBudgetExceeded {
-			s.opts.Audit.Record(AuditEvent{Event: EventRefusedBudget, Via: "http", Address: r.RemoteAddr, Analyst: req.Analyst, Detail: err.Error(), RequestID: RequestIDOf(r.Context())})
+		if answer.AsError(err).Kind == answer.KindBudgetExceeded {
+			s.opts.Audit.Record(auditlog.Event{Event: auditlog.EventRefusedBudget, Via: "http", Address: r.RemoteAddr, Analyst: req.Analyst, Detail: err.Error(), RequestID: answer.RequestIDOf(r.Context())})
 		}
 		return err
 	}
@@ -562,7 +534,7 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) handleTables(w http.ResponseWriter, r *http.Request) error {
 	tables := s.opts.Answerer.Tables(analystOf(r).Name)
 	if tables == nil {
-		tables = []TableInfo{}
+		tables = []answer.TableInfo{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"tables": tables})
 	return nil
@@ -573,48 +545,36 @@ type BudgetInfo struct {
 	Table     string          `json:"table"`
 	Analyst   string          `json:"analyst"`
 	Rule      accounting.Rule `json:"rule"`
-	Limit     Pair            `json:"limit"`
-	Spent     Pair            `json:"spent"`
-	Remaining Pair            `json:"remaining"`
+	Limit     answer.Pair     `json:"limit"`
+	Spent     answer.Pair     `json:"spent"`
+	Remaining answer.Pair     `json:"remaining"`
 	Releases  int             `json:"releases"`
 	// Total is the table's total budget (every analyst together), when it
 	// has one: the analyst's share is spent within it.
-	Total *TotalInfo `json:"total,omitempty"`
+	Total *answer.TotalInfo `json:"total,omitempty"`
+	// Epochs, on a table that declares epochs, are the budgets of the
+	// epochs charged, one per run of consecutive epochs with equal
+	// budgets; each has the limit above, and an epoch not listed has its
+	// whole budget.
+	Epochs []EpochInfo `json:"epochs,omitempty"`
 }
 
-// TotalInfo is a table's (or id space's) total budget: everything released
-// from it, whoever asked.
-type TotalInfo struct {
-	Table     string          `json:"table"`
-	Rule      accounting.Rule `json:"rule"`
-	Limit     Pair            `json:"limit"`
-	Spent     Pair            `json:"spent"`
-	Remaining Pair            `json:"remaining"`
-	Releases  int             `json:"releases"`
-}
-
-// TotalInfoOf converts a ledger total budget; nil gives nil.
-func TotalInfoOf(t *ledger.TotalStatus) *TotalInfo {
-	if t == nil {
-		return nil
-	}
-	return &TotalInfo{
-		Table: t.Dataset, Rule: t.Rule,
-		Limit:     Pair{t.Limit.Epsilon, t.Limit.Delta},
-		Spent:     Pair{t.Spent.Epsilon, t.Spent.Delta},
-		Remaining: Pair{t.Remaining.Epsilon, t.Remaining.Delta},
-		Releases:  t.Releases,
-	}
+// EpochInfo is the budget of a run of epochs (e.g. "2024-01..2024-03").
+type EpochInfo struct {
+	Epochs    string      `json:"epochs"`
+	Spent     answer.Pair `json:"spent"`
+	Remaining answer.Pair `json:"remaining"`
+	Releases  int         `json:"releases"`
 }
 
 func budgetInfo(st ledger.Status) BudgetInfo {
 	return BudgetInfo{
 		Table: st.Key.Dataset, Analyst: st.Key.Analyst, Rule: st.Rule,
-		Limit:     Pair{st.Limit.Epsilon, st.Limit.Delta},
-		Spent:     Pair{st.Spent.Epsilon, st.Spent.Delta},
-		Remaining: Pair{st.Remaining.Epsilon, st.Remaining.Delta},
+		Limit:     answer.Pair{Epsilon: st.Limit.Epsilon, Delta: st.Limit.Delta},
+		Spent:     answer.Pair{Epsilon: st.Spent.Epsilon, Delta: st.Spent.Delta},
+		Remaining: answer.Pair{Epsilon: st.Remaining.Epsilon, Delta: st.Remaining.Delta},
 		Releases:  st.Releases,
-		Total:     TotalInfoOf(st.Total),
+		Total:     answer.TotalInfoOf(st.Total),
 	}
 }
 
@@ -626,7 +586,16 @@ func (s *Server) budgetsOf(name string) ([]BudgetInfo, error) {
 	out := []BudgetInfo{}
 	for _, st := range all {
 		if name == "" || st.Key.Analyst == name {
-			out = append(out, budgetInfo(st))
+			bi := budgetInfo(st)
+			eb, err := s.opts.Ledger.EpochBudgets(st.Key)
+			if err != nil {
+				return nil, err
+			}
+			for _, e := range eb {
+				bi.Epochs = append(bi.Epochs, EpochInfo{Epochs: e.Key.Epoch, Spent: answer.Pair{Epsilon: e.Spent.Epsilon, Delta: e.Spent.Delta},
+					Remaining: answer.Pair{Epsilon: e.Remaining.Epsilon, Delta: e.Remaining.Delta}, Releases: e.Releases})
+			}
+			out = append(out, bi)
 		}
 	}
 	return out, nil
@@ -643,12 +612,12 @@ func (s *Server) handleBudget(w http.ResponseWriter, r *http.Request) error {
 
 // ReleaseInfo is one charged release.
 type ReleaseInfo struct {
-	ID          uint64    `json:"id"`
-	Time        time.Time `json:"time"`
-	Table       string    `json:"table"`
-	Analyst     string    `json:"analyst"`
-	Description string    `json:"description"`
-	Cost        Pair      `json:"cost"`
+	ID          uint64      `json:"id"`
+	Time        time.Time   `json:"time"`
+	Table       string      `json:"table"`
+	Analyst     string      `json:"analyst"`
+	Description string      `json:"description"`
+	Cost        answer.Pair `json:"cost"`
 }
 
 func limitParam(r *http.Request) (int, error) {
@@ -675,7 +644,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, name string) er
 	out := make([]ReleaseInfo, 0, len(rels))
 	for _, rel := range rels {
 		out = append(out, ReleaseInfo{ID: rel.ID, Time: rel.Time, Table: rel.Key.Dataset, Analyst: rel.Key.Analyst,
-			Description: rel.Description, Cost: Pair{rel.Cost.Epsilon, rel.Cost.Delta}})
+			Description: rel.Description, Cost: answer.Pair{Epsilon: rel.Cost.Epsilon, Delta: rel.Cost.Delta}})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"releases": out})
 	return nil
@@ -694,7 +663,7 @@ func (s *Server) handleAllReleases(w http.ResponseWriter, r *http.Request) error
 // reported as 500 with code "ledger_tampered" and the message naming the
 // budget.
 func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) error {
-	s.opts.Audit.Record(AuditEvent{Event: EventAdmin, Via: "http", Address: r.RemoteAddr, Actor: analystOf(r).Name, Action: "verify", RequestID: RequestIDOf(r.Context())})
+	s.opts.Audit.Record(auditlog.Event{Event: auditlog.EventAdmin, Via: "http", Address: r.RemoteAddr, Actor: analystOf(r).Name, Action: "verify", RequestID: answer.RequestIDOf(r.Context())})
 	rep, err := s.opts.Ledger.Verify()
 	if errors.Is(err, ledger.ErrTampered) || errors.Is(err, ledger.ErrKey) {
 		s.log.Printf("dpstat serve: ledger verification failed: %v", err)
@@ -709,7 +678,7 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) handleMe(w http.ResponseWriter, r *http.Request) error {
-	s.opts.Audit.Record(AuditEvent{Event: EventLogin, Via: "http", Address: r.RemoteAddr, Analyst: analystOf(r).Name, RequestID: RequestIDOf(r.Context())})
+	s.opts.Audit.Record(auditlog.Event{Event: auditlog.EventLogin, Via: "http", Address: r.RemoteAddr, Analyst: analystOf(r).Name, RequestID: answer.RequestIDOf(r.Context())})
 	writeJSON(w, http.StatusOK, analystOf(r))
 	return nil
 }

@@ -16,9 +16,10 @@ import (
 
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/analyst"
+	"github.com/dpstat/dpstat/answer"
+	"github.com/dpstat/dpstat/answer/answertest"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/server"
-	"github.com/dpstat/dpstat/server/servertest"
 )
 
 type env struct {
@@ -29,7 +30,7 @@ type env struct {
 	alice, bob, admin, revoked string
 }
 
-func newEnv(t *testing.T, opts server.Options, wrap func(server.Answerer) server.Answerer) *env {
+func newEnv(t *testing.T, opts server.Options, wrap func(answer.Answerer) answer.Answerer) *env {
 	t.Helper()
 	l, err := ledger.Open(filepath.Join(t.TempDir(), "ledger.db"), ledger.Options{})
 	if err != nil {
@@ -60,7 +61,7 @@ func newEnv(t *testing.T, opts server.Options, wrap func(server.Answerer) server
 	if _, err := reg.Revoke("mallory"); err != nil {
 		t.Fatal(err)
 	}
-	var ans server.Answerer = &servertest.Answerer{Ledger: l}
+	var ans answer.Answerer = &answertest.Answerer{Ledger: l}
 	if wrap != nil {
 		ans = wrap(ans)
 	}
@@ -308,12 +309,12 @@ func TestAdminLifecycle(t *testing.T) {
 
 // blocking holds every Answer until release is closed.
 type blocking struct {
-	server.Answerer
+	answer.Answerer
 	entered chan struct{}
 	release chan struct{}
 }
 
-func (b *blocking) Answer(ctx context.Context, req server.Request) (*server.Response, error) {
+func (b *blocking) Answer(ctx context.Context, req answer.Request) (*answer.Response, error) {
 	b.entered <- struct{}{}
 	<-b.release
 	return b.Answerer.Answer(ctx, req)
@@ -321,7 +322,7 @@ func (b *blocking) Answer(ctx context.Context, req server.Request) (*server.Resp
 
 func TestTooManyConcurrentRequests(t *testing.T) {
 	b := &blocking{entered: make(chan struct{}, 1), release: make(chan struct{})}
-	e := newEnv(t, server.Options{MaxConcurrent: 1}, func(a server.Answerer) server.Answerer { b.Answerer = a; return b })
+	e := newEnv(t, server.Options{MaxConcurrent: 1}, func(a answer.Answerer) answer.Answerer { b.Answerer = a; return b })
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -356,14 +357,14 @@ func TestRateLimit(t *testing.T) {
 }
 
 // panicking fails in a way that must not leak.
-type panicking struct{ server.Answerer }
+type panicking struct{ answer.Answerer }
 
-func (panicking) Answer(context.Context, server.Request) (*server.Response, error) {
+func (panicking) Answer(context.Context, answer.Request) (*answer.Response, error) {
 	panic("secret internal detail /var/lib/x")
 }
 
 func TestInternalErrorsHideDetails(t *testing.T) {
-	e := newEnv(t, server.Options{}, func(a server.Answerer) server.Answerer { return panicking{a} })
+	e := newEnv(t, server.Options{}, func(a answer.Answerer) answer.Answerer { return panicking{a} })
 	r := e.do(t, "POST", "/v1/query", e.alice, `{"sql":"SELECT COUNT(*) FROM adult"}`)
 	if r.status != 500 || strings.Contains(r.raw, "secret") || errCode(r) != "internal" {
 		t.Fatalf("got %d %s", r.status, r.raw)

@@ -54,6 +54,11 @@ type Options struct {
 	// PrivacyUnit names the column identifying a person; empty means one
 	// row per person.
 	PrivacyUnit string
+	// GroupBy lists the groupings analysts will group by, each one or
+	// more columns (a GROUP BY of all of them): the contribution bounds
+	// are the largest any of them needs. Empty means the first text
+	// column that gets a value list. Needs a privacy unit.
+	GroupBy [][]string
 	// Epsilon and Delta are the total spent; Delta is used only by the
 	// key selections of text columns.
 	Epsilon, Delta float64
@@ -126,9 +131,12 @@ func NewPlan(o Options) (*Plan, error) {
 		return nil, fmt.Errorf("--privacy-unit %q: no such column; want one of %s", o.PrivacyUnit, strings.Join(names, ", "))
 	}
 	p.unit = o.PrivacyUnit != ""
+	if err := checkGroupBy(o); err != nil {
+		return nil, err
+	}
 	n := len(p.numeric) + len(p.temporal) + len(p.text)
 	if p.unit {
-		n++
+		n += max(1, len(o.GroupBy))
 	}
 	if n == 0 {
 		return nil, fmt.Errorf("%s has no numeric, date, timestamp or text column to estimate: nothing to suggest", o.Data)
@@ -148,7 +156,9 @@ func NewPlan(o Options) (*Plan, error) {
 		costs = append(costs, accounting.Approximate(p.Share, p.DeltaShare))
 	}
 	if p.unit {
-		costs = append(costs, accounting.Pure(p.Share/2), accounting.Pure(p.Share/2))
+		for range max(1, len(o.GroupBy)) {
+			costs = append(costs, accounting.Pure(p.Share/2), accounting.Pure(p.Share/2))
+		}
 	}
 	c, err := accounting.Sequential(costs...)
 	if err != nil {
@@ -171,7 +181,9 @@ func NewPlan(o Options) (*Plan, error) {
 	if len(p.text) > 0 {
 		parts = append(parts, fmt.Sprintf("%d text column(s) × ε=%s, δ=%s (key selection)", len(p.text), fmtG(p.Share), fmtG(p.DeltaShare)))
 	}
-	if p.unit {
+	if p.unit && len(o.GroupBy) > 1 {
+		parts = append(parts, fmt.Sprintf("contribution bounds: %d groupings × ε=%s (half each bound)", len(o.GroupBy), fmtG(p.Share)))
+	} else if p.unit {
 		parts = append(parts, fmt.Sprintf("contribution bounds ε=%s (half each)", fmtG(p.Share)))
 	}
 	p.Split = strings.Join(parts, "; ")
@@ -203,6 +215,8 @@ type Suggestion struct {
 	// privacy unit) and UnitNote how they were obtained.
 	MaxGroups, MaxRows int64
 	UnitNote           string
+	// BoundsFrom says which grouping the contribution bounds came from.
+	BoundsFrom string
 }
 
 // Column is one column's suggestion.
@@ -493,45 +507,6 @@ SELECT x, count(*) FROM ranked WHERE rn <= %d GROUP BY x`, u, x, view, unitFilte
 		c.Values = kept
 		c.Note = "values kept by " + how + "; rarer values are left out (rows with them drop out of a GROUP BY)"
 	}
-	return nil
-}
-
-// contribution estimates max_groups_per_unit and max_rows_per_group: the
-// ContributionQ quantiles, over people, of the number of values of
-// groupCol a person has rows under and of the most rows they have under
-// one value (one number per person: sensitivity 1). Without a group
-// column, groups are 1 and rows are a person's rows.
-func (p *Plan) contribution(ctx context.Context, eng Engine, s *Suggestion, groupCol, unitFilter string) error {
-	d := eng.Dialect()
-	u := d.QuoteIdent(p.Opts.PrivacyUnit)
-	grid := contributionGrid()
-	g := "1"
-	if groupCol != "" {
-		g = d.QuoteIdent(groupCol)
-	}
-	base := fmt.Sprintf("SELECT %s AS u, %s AS g, count(*) AS n FROM %s WHERE %s TRUE GROUP BY %s, %s", u, g, view, unitFilter, u, g)
-	groups, err := p.quantile(ctx, eng, fmt.Sprintf("SELECT count(*) AS x FROM (%s) GROUP BY u", base), grid, ContributionQ, p.Share/2)
-	if err != nil {
-		return fmt.Errorf("contribution bounds: %w", err)
-	}
-	rows, err := p.quantile(ctx, eng, fmt.Sprintf("SELECT max(n) AS x FROM (%s) GROUP BY u", base), grid, ContributionQ, p.Share/2)
-	if err != nil {
-		return fmt.Errorf("contribution bounds: %w", err)
-	}
-	if groupCol == "" {
-		groups = 1
-	}
-	s.MaxGroups, s.MaxRows = int64(groups), int64(rows)
-	over := "groups: the values of " + groupCol
-	if groupCol == "" {
-		over = "no column got a value list, so one group: set max_groups_per_unit to the groups a person appears in"
-	}
-	l1 := s.MaxGroups * s.MaxRows
-	s.UnitNote = fmt.Sprintf(`DP 90th percentiles over people of the groups they have rows in and of their most rows in one group (%s), exponential mechanism over %d candidates, ε=%s each.
-    # Trade-off: about 90%% of people keep all their rows; a COUNT's L1 sensitivity is
-    # max_groups_per_unit × max_rows_per_group = %d, so at ε = 1 its noise has a standard
-    # deviation of about %.3g. Lower them for less noise (more rows dropped), raise them to drop fewer rows.`,
-		over, len(grid), fmtG(p.Share/2), l1, math.Sqrt2*float64(l1))
 	return nil
 }
 

@@ -21,23 +21,31 @@ func TestNewPlan(t *testing.T) {
 	tests := []struct {
 		name        string
 		unit        string
+		groupBy     string
 		eps, delta  float64
 		share       float64
 		deltaShare  float64
 		wantErr     string
 		splitSubstr string
 	}{
-		{"rows as people", "", 1, 1e-6, 0.25, 1e-6, "", "3 numeric column(s)"},
-		{"privacy unit", "id", 1, 1e-6, 0.25, 1e-6, "", "contribution bounds"},
-		{"thirds", "", 0.3, 3e-6, 0.075, 3e-6, "", "1 text column(s)"},
-		{"zero epsilon", "", 0, 1e-6, 0, 0, "--epsilon 0: want a finite number > 0", ""},
-		{"infinite epsilon", "", math.Inf(1), 1e-6, 0, 0, "--epsilon +Inf: want a finite number > 0", ""},
-		{"NaN delta", "", 1, math.NaN(), 0, 0, "--delta NaN: want a number in (0, 1)", ""},
-		{"unknown unit", "pid", 1, 1e-6, 0, 0, `--privacy-unit "pid": no such column; want one of id, age, city, score, ok`, ""},
+		{"rows as people", "", "", 1, 1e-6, 0.25, 1e-6, "", "3 numeric column(s)"},
+		{"privacy unit", "id", "", 1, 1e-6, 0.25, 1e-6, "", "contribution bounds"},
+		{"thirds", "", "", 0.3, 3e-6, 0.075, 3e-6, "", "1 text column(s)"},
+		{"zero epsilon", "", "", 0, 1e-6, 0, 0, "--epsilon 0: want a finite number > 0", ""},
+		{"infinite epsilon", "", "", math.Inf(1), 1e-6, 0, 0, "--epsilon +Inf: want a finite number > 0", ""},
+		{"NaN delta", "", "", 1, math.NaN(), 0, 0, "--delta NaN: want a number in (0, 1)", ""},
+		{"unknown unit", "pid", "", 1, 1e-6, 0, 0, `--privacy-unit "pid": no such column; want one of id, age, city, score, ok`, ""},
+		// Each grouping takes a share of its own.
+		{"two groupings", "id", "city,age+city", 1, 1e-6, 0.2, 1e-6, "", "contribution bounds: 2 groupings × ε=0.2"},
+		{"group by without a unit", "", "city", 1, 1e-6, 0, 0, "--group-by city: contribution bounds need --privacy-unit (without one, each row is one person and the catalog has no max_groups_per_unit or max_rows_per_group)", ""},
+		{"group by an unknown column", "id", "town", 1, 1e-6, 0, 0, `--group-by: no column "town"; want one of age, city, score, ok`, ""},
+		{"group by the unit", "id", "id", 1, 1e-6, 0, 0, `--group-by: "id" is the privacy unit, which bounding groups within; want columns of age, city, score, ok`, ""},
+		{"group by a column twice", "id", "city+city", 1, 1e-6, 0, 0, `--group-by: "city" appears twice in the grouping city+city`, ""},
+		{"an empty grouping", "id", "city,,age", 1, 1e-6, 0, 0, "--group-by city,,age: an empty grouping; want columns separated by commas (a grouping of several columns joined by +), from age, city, score, ok", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := NewPlan(Options{Data: "d.csv", Columns: cols, PrivacyUnit: tt.unit, Epsilon: tt.eps, Delta: tt.delta})
+			p, err := NewPlan(Options{Data: "d.csv", Columns: cols, PrivacyUnit: tt.unit, GroupBy: ParseGroupBy(tt.groupBy), Epsilon: tt.eps, Delta: tt.delta})
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("error %v, want %q", err, tt.wantErr)

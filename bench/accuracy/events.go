@@ -37,7 +37,7 @@ import (
 
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/engine/duckdb"
-	"github.com/dpstat/dpstat/internal/benchdata"
+	"github.com/dpstat/dpstat/internal/bench/benchdata"
 	"github.com/dpstat/dpstat/query"
 	"github.com/dpstat/dpstat/query/dpplan"
 	"github.com/dpstat/dpstat/query/ir"

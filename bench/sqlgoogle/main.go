@@ -30,7 +30,7 @@ import (
 	"github.com/google/differential-privacy/go/v3/dpagg"
 	gnoise "github.com/google/differential-privacy/go/v3/noise"
 
-	"github.com/dpstat/dpstat/internal/benchdata"
+	"github.com/dpstat/dpstat/internal/bench/benchdata"
 	"github.com/dpstat/dpstat/query"
 )
 

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/dpstat/dpstat/ldp"
@@ -115,4 +117,29 @@ func TestNodeClientAgreesWithGo(t *testing.T) {
 		t.Fatalf("node --test failed: %v\n%s", err, out)
 	}
 	t.Logf("%s", out)
+}
+
+// TestDocsListEveryExport checks that docs/ldp.md documents every function
+// the module exports, with its parameters as the module spells them.
+func TestDocsListEveryExport(t *testing.T) {
+	src, err := os.ReadFile("dpstat-ldp.mjs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "ldp.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exports := regexp.MustCompile(`(?m)^export (?:async )?function (\w+)\(([^)]*)\)`).FindAllSubmatch(src, -1)
+	if len(exports) < 10 {
+		t.Fatalf("found %d exported functions", len(exports))
+	}
+	for _, m := range exports {
+		// rng may be spelled optional (rng?) where the module defaults it.
+		call := string(m[1]) + "(" + string(m[2]) + ")"
+		optional := strings.Replace(call, "rng)", "rng?)", 1)
+		if !bytes.Contains(doc, []byte(call)) && !bytes.Contains(doc, []byte(optional)) {
+			t.Errorf("docs/ldp.md does not document %s", call)
+		}
+	}
 }

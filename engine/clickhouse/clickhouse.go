@@ -93,26 +93,15 @@ var (
 
 // init registers ClickHouse as the engine kind "clickhouse".
 func init() {
-	engine.Register("clickhouse", engine.Driver{Dialect: Dialect, Open: openSpec})
-}
-
-// openSpec opens the engine a catalog's `engine:` section describes.
-func openSpec(ctx context.Context, spec engine.Spec) (engine.Engine, error) {
-	opts, err := spec.ServerOptions("clickhouse", "ClickHouse")
-	if err != nil {
-		return nil, err
-	}
-	return Open(ctx, opts)
+	engine.RegisterServer("clickhouse", "ClickHouse", Dialect, Open)
 }
 
 // Open connects to the server, checks that it answers and that dpstat's
 // statements run read-only, and returns the engine.
 func Open(ctx context.Context, opts Options) (*Engine, error) {
-	if opts.StatementTimeout < 0 {
-		return nil, fmt.Errorf("clickhouse: statement timeout %v: want a positive duration (or zero for the default %v)", opts.StatementTimeout, engine.DefaultStatementTimeout)
-	}
-	if opts.MaxConns < 0 {
-		return nil, fmt.Errorf("clickhouse: MaxConns = %d: want a positive number (or zero for the default %d)", opts.MaxConns, engine.DefaultMaxConns)
+	timeout, conns, err := opts.Limits("clickhouse", 1<<16)
+	if err != nil {
+		return nil, err
 	}
 	if !strings.HasPrefix(opts.DSN, "clickhouse://") && !strings.HasPrefix(opts.DSN, "tcp://") {
 		return nil, fmt.Errorf("clickhouse: dsn %q: want a URL of the native protocol such as clickhouse://dpstat_reader@host:9000/db", opts.DSN)
@@ -139,19 +128,12 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if cfg.DialTimeout == 0 {
 		cfg.DialTimeout = 10 * time.Second
 	}
-	cfg.MaxOpenConns = engine.DefaultMaxConns
-	if opts.MaxConns > 0 {
-		cfg.MaxOpenConns = min(opts.MaxConns, 1<<16)
-	}
+	cfg.MaxOpenConns = conns
 	cfg.MaxIdleConns = min(cfg.MaxOpenConns, 5)
 	cfg.ClientInfo.Products = append(cfg.ClientInfo.Products, struct{ Name, Version string }{"dpstat", "1"})
 	conn, err := ch.Open(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse: %w", err)
-	}
-	timeout := opts.StatementTimeout
-	if timeout == 0 {
-		timeout = engine.DefaultStatementTimeout
 	}
 	e := &Engine{conn: conn, user: cfg.Auth.Username, db: cfg.Auth.Database, timeout: timeout, bound: map[string]*Table{}}
 	if err := conn.Ping(ctx); err != nil {

@@ -13,8 +13,8 @@ import (
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/engine/clickhouse"
 	"github.com/dpstat/dpstat/engine/engines"
-	"github.com/dpstat/dpstat/engine/enginetest"
 	"github.com/dpstat/dpstat/query"
+	"github.com/dpstat/dpstat/query/enginetest"
 	"github.com/dpstat/dpstat/query/ir"
 	"github.com/dpstat/dpstat/query/sqlgen"
 )

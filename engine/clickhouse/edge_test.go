@@ -9,7 +9,7 @@ import (
 
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/engine/clickhouse"
-	"github.com/dpstat/dpstat/engine/enginetest"
+	"github.com/dpstat/dpstat/query/enginetest"
 )
 
 // TestKeptExactSumExtremes: the exact sum of a kept list splits each value

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/dpstat/dpstat/engine"
-	"github.com/dpstat/dpstat/engine/enginetest"
+	"github.com/dpstat/dpstat/query/enginetest"
 )
 
 // TestReservedSourceColumns: a server column named as a statement's own

@@ -59,26 +59,15 @@ var (
 
 // init registers PostgreSQL as the engine kind "postgres".
 func init() {
-	engine.Register("postgres", engine.Driver{Dialect: Dialect, Open: openSpec})
-}
-
-// openSpec opens the engine a catalog's `engine:` section describes.
-func openSpec(ctx context.Context, spec engine.Spec) (engine.Engine, error) {
-	opts, err := spec.ServerOptions("postgres", "PostgreSQL")
-	if err != nil {
-		return nil, err
-	}
-	return Open(ctx, opts)
+	engine.RegisterServer("postgres", "PostgreSQL", Dialect, Open)
 }
 
 // Open connects to the server, checks that it answers and that sessions
 // are read-only, and returns the engine.
 func Open(ctx context.Context, opts Options) (*Engine, error) {
-	if opts.StatementTimeout < 0 {
-		return nil, fmt.Errorf("postgres: statement timeout %v: want a positive duration (or zero for the default %v)", opts.StatementTimeout, engine.DefaultStatementTimeout)
-	}
-	if opts.MaxConns < 0 {
-		return nil, fmt.Errorf("postgres: MaxConns = %d: want a positive number (or zero for the default %d)", opts.MaxConns, engine.DefaultMaxConns)
+	timeout, conns, err := opts.Limits("postgres", 1<<20)
+	if err != nil {
+		return nil, err
 	}
 	cfg, err := pgxpool.ParseConfig(opts.DSN)
 	if err != nil {
@@ -87,10 +76,6 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Password != "" {
 		cfg.ConnConfig.Password = opts.Password
 	}
-	timeout := opts.StatementTimeout
-	if timeout == 0 {
-		timeout = engine.DefaultStatementTimeout
-	}
 	rp := cfg.ConnConfig.RuntimeParams
 	// Every transaction of the session is read-only: dpstat never writes.
 	rp["default_transaction_read_only"] = "on"
@@ -98,10 +83,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if rp["application_name"] == "" {
 		rp["application_name"] = "dpstat"
 	}
-	cfg.MaxConns = engine.DefaultMaxConns
-	if opts.MaxConns > 0 {
-		cfg.MaxConns = int32(min(opts.MaxConns, 1<<20))
-	}
+	cfg.MaxConns = int32(conns)
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
 	}

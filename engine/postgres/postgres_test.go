@@ -13,9 +13,9 @@ import (
 
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
-	"github.com/dpstat/dpstat/engine/enginetest"
 	"github.com/dpstat/dpstat/engine/postgres"
 	"github.com/dpstat/dpstat/query"
+	"github.com/dpstat/dpstat/query/enginetest"
 )
 
 func TestMain(m *testing.M) {

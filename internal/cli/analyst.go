@@ -160,7 +160,7 @@ func newAnalystAddCmd() *cobra.Command {
 			}
 			fmt.Fprintf(out, "added %s %q\n", a.Role, a.Name)
 			for _, st := range sts {
-				fmt.Fprintf(out, "granted table %q: epsilon %g, delta %g (rule %s)\n", st.Key.Dataset, st.Limit.Epsilon, st.Limit.Delta, st.Rule)
+				fmt.Fprintf(out, "granted table %q: epsilon %s, delta %s (rule %s)\n", st.Key.Dataset, fmtNum(st.Limit.Epsilon), fmtNum(st.Limit.Delta), st.Rule)
 			}
 			fmt.Fprintf(out, "token (shown only now; only its hash is stored):\n%s\n", tok)
 			return gerr
@@ -226,8 +226,8 @@ func newAnalystListCmd() *cobra.Command {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t-\t\t\t\t\n", r.Name, r.Role, status, r.Created.Format("2006-01-02"))
 				}
 				for _, b := range r.Budgets {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%g\t%g\t%g\t%g\n", r.Name, r.Role, status, r.Created.Format("2006-01-02"),
-						b.Key.Dataset, b.Spent.Epsilon, b.Limit.Epsilon, b.Spent.Delta, b.Limit.Delta)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Role, status, r.Created.Format("2006-01-02"),
+						b.Key.Dataset, fmtNum(b.Spent.Epsilon), fmtNum(b.Limit.Epsilon), fmtNum(b.Spent.Delta), fmtNum(b.Limit.Delta))
 				}
 			}
 			return tw.Flush()
@@ -239,33 +239,35 @@ func newAnalystListCmd() *cobra.Command {
 }
 
 func newAnalystRevokeCmd() *cobra.Command {
-	var path string
-	cmd := &cobra.Command{
-		Use:   "revoke NAME",
-		Short: "Revoke an analyst's token; budgets and releases stay in the ledger",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			l, reg, err := openAnalysts(path)
-			if err != nil {
+	return analystNameCmd("revoke NAME", "Revoke an analyst's token; budgets and releases stay in the ledger",
+		func(cmd *cobra.Command, reg *analyst.Registry, name string) error {
+			if _, err := reg.Revoke(name); err != nil {
 				return err
 			}
-			defer l.Close()
-			if _, err := reg.Revoke(args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "revoked %q\n", args[0])
+			fmt.Fprintf(cmd.OutOrStdout(), "revoked %q\n", name)
 			return nil
-		},
-	}
-	addLedgerFlag(cmd, &path)
-	return cmd
+		})
 }
 
 func newAnalystRotateCmd() *cobra.Command {
+	return analystNameCmd("rotate NAME", "Give an analyst a new token (the old one stops working); reinstates a revoked analyst",
+		func(cmd *cobra.Command, reg *analyst.Registry, name string) error {
+			_, tok, err := reg.Rotate(name)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "new token for %q (shown only now; only its hash is stored):\n%s\n", name, tok)
+			return nil
+		})
+}
+
+// analystNameCmd is a command on one analyst, named by its argument: run
+// gets the registry of the ledger the --ledger flag names.
+func analystNameCmd(use, short string, run func(cmd *cobra.Command, reg *analyst.Registry, name string) error) *cobra.Command {
 	var path string
 	cmd := &cobra.Command{
-		Use:   "rotate NAME",
-		Short: "Give an analyst a new token (the old one stops working); reinstates a revoked analyst",
+		Use:   use,
+		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, reg, err := openAnalysts(path)
@@ -273,12 +275,7 @@ func newAnalystRotateCmd() *cobra.Command {
 				return err
 			}
 			defer l.Close()
-			_, tok, err := reg.Rotate(args[0])
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "new token for %q (shown only now; only its hash is stored):\n%s\n", args[0], tok)
-			return nil
+			return run(cmd, reg, args[0])
 		},
 	}
 	addLedgerFlag(cmd, &path)
@@ -312,8 +309,8 @@ func newAnalystGrantCmd() *cobra.Command {
 			}
 			sts, err := g.apply(cmd, l, args[0])
 			for _, st := range sts {
-				fmt.Fprintf(cmd.OutOrStdout(), "granted %q on table %q: limit epsilon %g, delta %g; spent epsilon %g, delta %g\n",
-					args[0], st.Key.Dataset, st.Limit.Epsilon, st.Limit.Delta, st.Spent.Epsilon, st.Spent.Delta)
+				fmt.Fprintf(cmd.OutOrStdout(), "granted %q on table %q: limit epsilon %s, delta %s; spent epsilon %s, delta %s\n",
+					args[0], st.Key.Dataset, fmtNum(st.Limit.Epsilon), fmtNum(st.Limit.Delta), fmtNum(st.Spent.Epsilon), fmtNum(st.Spent.Delta))
 			}
 			return err
 		},

@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -40,12 +39,10 @@ shown; when a budget is spent, dpstat refuses.
 	return cmd
 }
 
-// fmtNum formats a budget figure: the shortest form that reads back to the
-// same float64, so nothing is hidden by rounding.
-// fmtNum writes a figure a person reads, such as a budget: ten significant
-// digits, so that sums like 4.1000000000000005 read 4.1.
+// fmtNum writes a figure a person reads, such as a budget or a cost:
+// accounting.Num, so that sums like 4.1000000000000005 read 4.1.
 func fmtNum(x float64) string {
-	return strconv.FormatFloat(x, 'g', 10, 64)
+	return accounting.Num(x)
 }
 
 func fmtPair(e accounting.EpsDelta) string {
@@ -109,9 +106,26 @@ its δ is the whole budget δ as soon as anything is spent.`,
 					selTotals = append(selTotals, t)
 				}
 			}
-			if asJSON {
-				return writeJSON(out, budgetShowJSON{Ledger: path, Budgets: sel, Totals: selTotals})
+			var epochBudgets []ledger.Status
+			for _, s := range sel {
+				eb, err := l.EpochBudgets(s.Key)
+				if err != nil {
+					return err
+				}
+				epochBudgets = append(epochBudgets, eb...)
 			}
+			var epochTotals []ledger.TotalStatus
+			for _, t := range selTotals {
+				et, err := l.EpochTotals(t.Dataset)
+				if err != nil {
+					return err
+				}
+				epochTotals = append(epochTotals, et...)
+			}
+			if asJSON {
+				return writeJSON(out, budgetShowJSON{Ledger: path, Budgets: sel, Totals: selTotals, EpochBudgets: epochBudgets, EpochTotals: epochTotals})
+			}
+			defer func() { writeEpochs(out, epochBudgets, epochTotals) }()
 			fmt.Fprintf(out, "ledger %s\n", path)
 			if len(selTotals) > 0 {
 				tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
@@ -155,6 +169,40 @@ type budgetShowJSON struct {
 	Ledger  string               `json:"ledger"`
 	Budgets []ledger.Status      `json:"budgets"`
 	Totals  []ledger.TotalStatus `json:"totals"`
+	// EpochBudgets and EpochTotals are the budgets of the epochs charged
+	// on datasets that declare epochs, one per run of consecutive epochs
+	// with equal budgets (key.epoch / epoch spells the run).
+	EpochBudgets []ledger.Status      `json:"epoch_budgets,omitempty"`
+	EpochTotals  []ledger.TotalStatus `json:"epoch_totals,omitempty"`
+}
+
+// gauge draws the share of a budget spent as a bar of ten cells.
+func gauge(spent, limit float64) string {
+	n := 10
+	if limit > 0 && spent < limit {
+		n = int(spent / limit * 10)
+	}
+	return "[" + strings.Repeat("#", n) + strings.Repeat(".", 10-n) + "]"
+}
+
+// writeEpochs prints the budgets of charged epochs, a strip of gauges per
+// (dataset, analyst) and per dataset's totals.
+func writeEpochs(out io.Writer, budgets []ledger.Status, totals []ledger.TotalStatus) {
+	if len(budgets) == 0 && len(totals) == 0 {
+		return
+	}
+	fmt.Fprintln(out, "\nepochs (each epoch of a dataset that declares epochs has a budget of its own, with the limit above; epochs not listed have their whole budget):")
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TABLE\tANALYST\tEPOCHS\tSPENT\tSPENT ε\tREMAINING ε\tRELEASES")
+	for _, t := range totals {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\n", t.Dataset, "total", t.Epoch, gauge(t.Spent.Epsilon, t.Limit.Epsilon),
+			fmtNum(t.Spent.Epsilon), fmtNum(t.Remaining.Epsilon), t.Releases)
+	}
+	for _, s := range budgets {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\n", s.Key.Dataset, s.Key.Analyst, s.Key.Epoch, gauge(s.Spent.Epsilon, s.Limit.Epsilon),
+			fmtNum(s.Spent.Epsilon), fmtNum(s.Remaining.Epsilon), s.Releases)
+	}
+	_ = tw.Flush()
 }
 
 func describeFilter(k ledger.Key) string {
@@ -235,26 +283,21 @@ Rules:
 			if err := key.Validate(); err != nil {
 				return err
 			}
-			l, err := openLedger(path)
-			path = ledger.Redact(path) // what is shown: never a password
-			if err != nil {
-				return err
-			}
-			defer l.Close()
-			st, err := l.Grant(key, limit, r)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				return writeJSON(out, struct {
-					Ledger string        `json:"ledger"`
-					Budget ledger.Status `json:"budget"`
-				}{path, st})
-			}
-			fmt.Fprintf(out, "granted %v: limit %s (rule %s); spent %s, remaining %s, %d releases\nledger %s\n",
-				st.Key, fmtPair(st.Limit), st.Rule, fmtPair(st.Spent), fmtPair(st.Remaining), st.Releases, path)
-			return nil
+			return withLedger(path, func(l *ledger.Ledger) error {
+				st, err := l.Grant(key, limit, r)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(cmd.OutOrStdout(), struct {
+						Ledger string        `json:"ledger"`
+						Budget ledger.Status `json:"budget"`
+					}{ledger.Redact(path), st})
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "granted %v: limit %s (rule %s); spent %s, remaining %s, %d releases\nledger %s\n",
+					st.Key, fmtPair(st.Limit), st.Rule, fmtPair(st.Spent), fmtPair(st.Remaining), st.Releases, ledger.Redact(path))
+				return nil
+			})
 		},
 	}
 	addLedgerFlag(cmd, &path)
@@ -317,8 +360,13 @@ func newBudgetHistoryCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tTIME\tTABLE\tANALYST\tRULE\tε\tδ\tρ\tDESCRIPTION")
 			for _, r := range rels {
+				table := r.Key.Dataset
+				if r.Epochs != nil {
+					// charged in each of these epochs
+					table += "(" + r.Epochs.String() + ")"
+				}
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Time.Format("2006-01-02T15:04:05Z07:00"),
-					r.Key.Dataset, r.Key.Analyst, r.Rule, fmtNum(r.Cost.Epsilon), fmtNum(r.Cost.Delta), fmtNum(r.Cost.Rho),
+					table, r.Key.Analyst, r.Rule, fmtNum(r.Cost.Epsilon), fmtNum(r.Cost.Delta), fmtNum(r.Cost.Rho),
 					oneLine(r.Description))
 			}
 			return tw.Flush()
@@ -351,26 +399,21 @@ func grantTotal(cmd *cobra.Command, path, dataset string, limit accounting.EpsDe
 	if err := (ledger.Key{Dataset: dataset, Analyst: "-"}).Validate(); err != nil {
 		return err
 	}
-	l, err := openLedger(path)
-	path = ledger.Redact(path) // what is shown: never a password
-	if err != nil {
-		return err
-	}
-	defer l.Close()
-	t, err := l.GrantTotal(dataset, limit, r)
-	if err != nil {
-		return err
-	}
-	out := cmd.OutOrStdout()
-	if asJSON {
-		return writeJSON(out, struct {
-			Ledger string             `json:"ledger"`
-			Total  ledger.TotalStatus `json:"total"`
-		}{path, t})
-	}
-	fmt.Fprintf(out, "granted the total budget of dataset %q (all analysts together): limit %s (rule %s); spent %s, remaining %s, %d releases\nledger %s\n",
-		t.Dataset, fmtPair(t.Limit), t.Rule, fmtPair(t.Spent), fmtPair(t.Remaining), t.Releases, path)
-	return nil
+	return withLedger(path, func(l *ledger.Ledger) error {
+		t, err := l.GrantTotal(dataset, limit, r)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return writeJSON(cmd.OutOrStdout(), struct {
+				Ledger string             `json:"ledger"`
+				Total  ledger.TotalStatus `json:"total"`
+			}{ledger.Redact(path), t})
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "granted the total budget of dataset %q (all analysts together): limit %s (rule %s); spent %s, remaining %s, %d releases\nledger %s\n",
+			t.Dataset, fmtPair(t.Limit), t.Rule, fmtPair(t.Spent), fmtPair(t.Remaining), t.Releases, ledger.Redact(path))
+		return nil
+	})
 }
 
 func newBudgetVerifyCmd() *cobra.Command {

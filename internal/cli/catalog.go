@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -51,10 +50,7 @@ engine's full message, which may quote the data.`,
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
+			ctx := cmdContext(cmd)
 			eng, err := engine.Open(ctx, engines.Spec(cat))
 			if err != nil {
 				return err
@@ -97,10 +93,7 @@ data owner to fill in: they are never read from the data.`,
 			if _, err := os.Stat(data); err != nil {
 				return fmt.Errorf("data file: %w", err)
 			}
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
+			ctx := cmdContext(cmd)
 			eng, err := engine.Open(ctx, engine.Spec{Kind: engine.DefaultKind})
 			if err != nil {
 				return err
@@ -155,8 +148,8 @@ const DataOwner = "data-owner"
 
 func newCatalogSuggestCmd() *cobra.Command {
 	var (
-		output, table, unit, ledgerPath string
-		epsilon, delta                  float64
+		output, table, unit, ledgerPath, groupBy string
+		epsilon, delta                           float64
 	)
 	cmd := &cobra.Command{
 		Use:   "suggest DATA.csv --epsilon E",
@@ -172,18 +165,24 @@ obtained and what it cost:
   text columns      values: the values that DP key selection keeps, when at
                     most 100 are kept; otherwise none
   --privacy-unit    max_groups_per_unit and max_rows_per_group: 90th
-                    percentiles over people of the groups (values of the first
-                    listed text column) they have rows in and of their most
-                    rows in one group, with the noise/dropped-rows trade-off
+                    percentiles over people of the groups they have rows in
+                    and of their most rows in one group, with the
+                    noise/dropped-rows trade-off; the groups are those of
+                    --group-by (each grouping's bounds estimated, the largest
+                    kept, and the file says which grouping each came from),
+                    or else the values of the first text column with a value
+                    list
 
 ε is split equally among the columns (and the contribution bounds), δ among
 the text columns; the split is written in the file. The whole (ε, δ) is
 charged to the data owner's budget on the table (analyst "data-owner", shown
 by dpstat budget show) before the data is read or anything is written; a
 budget that does not exist yet is created with exactly this (ε, δ) as its
-limit, so a second suggestion needs dpstat budget grant first.`,
-		Example: `  dpstat catalog suggest visits.csv --privacy-unit visitor_id --epsilon 1 -o catalog.yaml`,
-		Args:    cobra.ExactArgs(1),
+limit, so a second suggestion needs dpstat budget grant --table TABLE
+--analyst data-owner --epsilon E first.`,
+		Example: `  dpstat catalog suggest visits.csv --privacy-unit visitor_id --epsilon 1 -o catalog.yaml
+  dpstat catalog suggest patients.csv --privacy-unit patient_id --group-by diagnosis,visit_date --epsilon 1 -o catalog.yaml`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data := args[0]
 			if _, err := os.Stat(data); err != nil {
@@ -205,10 +204,7 @@ limit, so a second suggestion needs dpstat budget grant first.`,
 					return fmt.Errorf("%s exists; dpstat catalog suggest does not overwrite a catalog", output)
 				}
 			}
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
+			ctx := cmdContext(cmd)
 			opened, err := engine.Open(ctx, engine.Spec{Kind: engine.DefaultKind})
 			if err != nil {
 				return err
@@ -238,7 +234,7 @@ limit, so a second suggestion needs dpstat budget grant first.`,
 			}
 			plan, err := suggest.NewPlan(suggest.Options{
 				Data: data, Format: format, Table: table, Source: catalogSource(data, output),
-				Columns: cols, PrivacyUnit: unit, Epsilon: epsilon, Delta: delta,
+				Columns: cols, PrivacyUnit: unit, Epsilon: epsilon, Delta: delta, GroupBy: suggest.ParseGroupBy(groupBy),
 			})
 			if err != nil {
 				return err
@@ -256,7 +252,7 @@ limit, so a second suggestion needs dpstat budget grant first.`,
 			rec, err := l.Charge(ctx, ledger.Charge{Key: key, Cost: plan.Cost, Description: "dpstat catalog suggest " + filepath.Base(data)})
 			l.Close()
 			if err != nil {
-				return fmt.Errorf("nothing was read or written: %w", err)
+				return fmt.Errorf("nothing was read or written: %w. %s", err, suggestAdvice(err, table))
 			}
 			s, err := plan.Run(ctx, eng)
 			if err != nil {
@@ -276,16 +272,38 @@ limit, so a second suggestion needs dpstat budget grant first.`,
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "charged ε=%s δ=%s to the data owner's budget on %s in %s; left ε=%s δ=%s\n",
 				fmtNum(plan.Cost.Epsilon), fmtNum(plan.Cost.Delta), table, ledger.Redact(ledgerPath), fmtNum(rec.Remaining.Epsilon), fmtNum(rec.Remaining.Delta))
+			if s.BoundsFrom != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "contribution bounds max_groups_per_unit: %d, max_rows_per_group: %d: %s\n", s.MaxGroups, s.MaxRows, s.BoundsFrom)
+			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write the catalog to this file instead of standard output (never overwritten)")
 	cmd.Flags().StringVar(&table, "table", "", "table name (default: the file name without its extension)")
 	cmd.Flags().StringVar(&unit, "privacy-unit", "", "the column identifying a person, when one person may have several rows")
+	cmd.Flags().StringVar(&groupBy, "group-by", "", "the columns analysts will GROUP BY, separated by commas (a+b: grouped by both at once); the contribution bounds are the largest any of them needs (default: the first text column with a value list)")
 	cmd.Flags().Float64Var(&epsilon, "epsilon", 0, "the ε the estimates spend in all (required)")
 	cmd.Flags().Float64Var(&delta, "delta", 1e-6, "the δ the text columns' key selections spend in all")
 	addLedgerFlag(cmd, &ledgerPath)
 	return cmd
+}
+
+// suggestAdvice says how to suggest again after the data owner's budget on
+// table refused the charge: raise that budget, or the table's total.
+func suggestAdvice(err error, table string) string {
+	if errors.Is(err, ledger.ErrTotalExceeded) {
+		return fmt.Sprintf("The total budget of table %s (every analyst and the data owner together) is spent; to suggest again, raise it: dpstat budget grant --table %s --total --epsilon E", table, table)
+	}
+	var ex *accounting.ExceededError
+	if !errors.As(err, &ex) {
+		return ""
+	}
+	flags := "--epsilon " + fmtNum(max(ex.Would.Epsilon, ex.Limit.Epsilon))
+	if ex.Would.Delta > ex.Limit.Delta {
+		flags += " --delta " + fmtNum(ex.Would.Delta)
+	}
+	return fmt.Sprintf("Each suggestion is charged to the data owner's budget on %s; to suggest again, raise it: dpstat budget grant --table %s --analyst %s %s (dpstat budget show --analyst %s lists it)",
+		table, table, DataOwner, flags, DataOwner)
 }
 
 // catalogSource is data as a catalog written to output (or to the current
@@ -348,7 +366,7 @@ tables:
 		case engine.Date, engine.Timestamp:
 			hint = `  # add lower: and upper: (e.g. "2024-01-01") to allow date_trunc, EXTRACT, MIN and MAX`
 		case engine.Text:
-			hint = "  # add values: [...] (a public list) to allow GROUP BY"
+			hint = "  # GROUP BY works as is with a δ > 0 (DP key selection keeps the keys); add values: [...] (a public list) to release every listed key at δ = 0"
 		}
 		from := ""
 		if names[i] != c.Name {

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dpstat/dpstat/engine/enginetest"
 	"github.com/dpstat/dpstat/ledger"
+	"github.com/dpstat/dpstat/query/enginetest"
 )
 
 // TestPostgresCatalogCLI runs `dpstat catalog check` and `dpstat query`

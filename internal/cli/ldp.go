@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -158,7 +159,9 @@ func runSimulate(w io.Writer, o simulateOptions, seed *uint64) error {
 	}
 	p := oracle.Params()
 	fmt.Fprintf(w, "mechanism %s (%s), ε = %.6g, domain %d, n = %d, %s distribution\n", kind, kindTitle(kind), p.Epsilon, o.domain, o.n, strings.ToLower(o.distribution))
-	fmt.Fprintf(w, "exact probabilities: p = %s, q = %s", p.P.Hex, p.Q.Hex)
+	// Decimals a person reads: the shortest that round-trip to the exact
+	// float64 the randomizer uses (the JSON of the survey also has hex).
+	fmt.Fprintf(w, "exact probabilities: p = %s, q = %s", strconv.FormatFloat(p.P.Value, 'g', -1, 64), strconv.FormatFloat(p.Q.Value, 'g', -1, 64))
 	if p.G > 0 {
 		fmt.Fprintf(w, ", g = %d", p.G)
 	}

@@ -21,7 +21,7 @@ func TestLdpSimulate(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"oue zipf", []string{"--mechanism", "oue", "--epsilon", "1", "--domain", "100", "--n", "20000", "--distribution", "zipf"}, []string{"mechanism oue", "q = 0x1.136561454ba93p-02", "mean absolute error over 100 values", "theoretical standard error"}},
+		{"oue zipf", []string{"--mechanism", "oue", "--epsilon", "1", "--domain", "100", "--n", "20000", "--distribution", "zipf"}, []string{"mechanism oue", "q = 0.2689414213699958", "mean absolute error over 100 values", "theoretical standard error"}},
 		{"krr uniform", []string{"--mechanism", "krr", "--domain", "5", "--n", "10000", "--distribution", "uniform", "--top", "5"}, []string{"mechanism krr", "95% interval"}},
 		{"olh", []string{"--mechanism", "olh", "--epsilon", "2", "--domain", "50", "--n", "5000"}, []string{"mechanism olh", "g = 8"}},
 		{"sue", []string{"--mechanism", "sue", "--domain", "20", "--n", "5000"}, []string{"mechanism sue"}},
@@ -29,6 +29,9 @@ func TestLdpSimulate(t *testing.T) {
 		{"hr", []string{"--mechanism", "hr", "--domain", "100", "--n", "5000"}, []string{"mechanism hr (Hadamard randomized response)", "128 Hadamard rows"}},
 		{"auto small domain", []string{"--mechanism", "auto", "--epsilon", "4", "--domain", "10", "--n", "5000"}, []string{"mechanism krr"}},
 		{"auto large domain", []string{"--epsilon", "1", "--domain", "1024", "--n", "5000"}, []string{"mechanism oue"}},
+		// Probabilities are decimals a person reads (the shortest that
+		// round-trip to the exact float64), not hex floats.
+		{"decimal probabilities", []string{"--mechanism", "oue", "--epsilon", "1", "--domain", "10", "--n", "100"}, []string{"exact probabilities: p = 0.5, q = 0.2689414213699958"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -40,6 +43,9 @@ func TestLdpSimulate(t *testing.T) {
 				if !strings.Contains(out, w) {
 					t.Errorf("output lacks %q:\n%s", w, out)
 				}
+			}
+			if strings.Contains(out, "0x") {
+				t.Errorf("output has a hex float:\n%s", out)
 			}
 		})
 	}

@@ -36,3 +36,13 @@ func openLedgerReadOnly(path string) (*ledger.Ledger, error) {
 	}
 	return ledger.Open(path, ledger.Options{ReadOnly: true, Key: key})
 }
+
+// withLedger opens the ledger at path, runs f on it and closes it.
+func withLedger(path string, f func(*ledger.Ledger) error) error {
+	l, err := openLedger(path)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	return f(l)
+}

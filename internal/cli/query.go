@@ -16,12 +16,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dpstat/dpstat/accounting"
+	"github.com/dpstat/dpstat/answer"
+	"github.com/dpstat/dpstat/answer/queryanswer"
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/engine/engines"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query"
-	"github.com/dpstat/dpstat/query/dpplan"
 	"github.com/dpstat/dpstat/query/ir"
 )
 
@@ -82,6 +83,13 @@ given, or 1e-6. --accuracy and --epsilon cannot be given together.
 An identical query asked again by the same analyst (same epsilon, delta and
 confidence) returns the stored answer at no cost.
 
+A COUNT, SUM or AVG query whose groups are unions of groups an earlier query
+released (a coarser GROUP BY over columns with declared value lists, a subset
+of the keys, the same filter and bounds) is derived from those noisy values
+at no cost when the derived intervals meet the --accuracy asked, or are at
+least as tight as a fresh answer at the --epsilon asked; the answer says
+"derived from releases ..., cost 0". --fresh answers afresh (and pays).
+
 The budget charged is the analyst's budget on the queried table (the ledger
 key is the table name and the analyst); it is created from the catalog's
 budget on first use.`,
@@ -100,6 +108,9 @@ budget on first use.`,
 				return fmt.Errorf("--format %q: want table, csv or json", format)
 			}
 			opts.Analyst = analyst
+			if err := checkQueryFlags(cmd, opts); err != nil {
+				return err
+			}
 			if cmd.Flags().Changed("accuracy") {
 				if cmd.Flags().Changed("epsilon") {
 					return fmt.Errorf("--accuracy and --epsilon were both given: keep one, --accuracy (dpstat chooses the smallest epsilon that meets it) or --epsilon (dpstat reports the half-widths it gives)")
@@ -114,10 +125,7 @@ budget on first use.`,
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
+			ctx := cmdContext(cmd)
 			// The query is planned as dpstat serve plans it: with the
 			// engine (a table sharded by its privacy unit is bounded on
 			// the shards) and the public tables' facts (joins). Every
@@ -130,47 +138,30 @@ budget on first use.`,
 			// A preview (--dry-run, EXPLAIN) reads no budget and charges
 			// nothing: its service has no ledger.
 			var led query.Ledger = noLedger{}
+			var book *ledger.Ledger
 			preview := dryRun || query.LooksLikeExplain(args[0])
 			if !preview {
-				l, err := openLedger(ledgerPath)
-				if err != nil {
+				if book, err = openLedger(ledgerPath); err != nil {
 					return err
 				}
-				defer l.Close()
-				led = l
+				defer book.Close()
+				led = book
 			}
 			svc, err := query.NewService(ctx, cat, eng, led)
 			if err != nil {
 				return err
 			}
-			prep, err := svc.Prepare(args[0], opts)
-			if err != nil {
-				return err
-			}
-			if preview || prep.ExplainOnly {
-				return writeExplanation(cmd.OutOrStdout(), prep.Explain(), format)
-			}
-			res, err := svc.Run(ctx, prep)
-			var ex *accounting.ExceededError
-			if errors.As(err, &ex) {
-				return fmt.Errorf("%w. %s", err, raiseAdvice(err, prep.Plan.Table.Name, analyst))
-			}
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			switch format {
-			case "json":
-				return writeQueryJSON(out, res)
-			case "csv":
-				// The rows stay plain CSV; the cost goes to standard error.
-				if err := writeQueryCSV(out, res); err != nil {
+			if preview {
+				// The command line's preview is the planner's full
+				// explanation (with the engine SQL), which the data owner
+				// may see.
+				prep, err := svc.Prepare(args[0], opts)
+				if err != nil {
 					return err
 				}
-				fmt.Fprintln(cmd.ErrOrStderr(), costLine(res))
-				return nil
+				return writeExplanation(cmd.OutOrStdout(), prep.Explain(), format)
 			}
-			return writeQueryTable(out, res)
+			return answerQuery(cmd, svc, cat, book, args[0], opts, format)
 		},
 	}
 	f := cmd.Flags()
@@ -178,12 +169,62 @@ budget on first use.`,
 	f.Float64Var(&opts.Epsilon, "epsilon", query.DefaultEpsilon, "the query's privacy cost ε, split equally among its aggregates")
 	f.Float64Var(&opts.Delta, "delta", 0, "the δ the query may spend, in [0, 1); a GROUP BY column without public values needs δ > 0 for key selection")
 	f.StringVar(&accuracy, "accuracy", "", "ask for a half-width instead of an ε: one number for every COUNT, SUM and COUNT(DISTINCT) column, or column=number pairs (n=20,total=500); dpstat spends the smallest ε that meets it")
+	f.BoolVar(&opts.Fresh, "fresh", false, "answer afresh (and pay) even when the answer could be derived at no cost from earlier releases of the table")
 	f.Float64Var(&opts.Confidence, "confidence", query.DefaultConfidence, "confidence level of the reported intervals, in (0, 1)")
 	f.StringVar(&format, "format", "table", "output format: table, csv or json")
+	f.BoolVar(&opts.Dropped, "dropped", false, "also estimate, with DP, the share of the rows read that contribution bounding dropped (takes 10% of the query's ε; free for a table without a privacy unit)")
 	f.BoolVar(&dryRun, "dry-run", false, "show the cost, the split, the noise and interval half-widths and the engine SQL without reading data or charging (as EXPLAIN does)")
 	f.StringVar(&analyst, "analyst", defaultAnalyst(), "whose budget is charged; the default is $USER, or \"default\" when it is unset")
 	addLedgerFlag(cmd, &ledgerPath)
 	return cmd
+}
+
+// checkQueryFlags checks the numbers given on the command line as every
+// front end checks them (answer.CheckParam).
+func checkQueryFlags(cmd *cobra.Command, opts query.Options) error {
+	for _, p := range []struct {
+		param answer.Param
+		flag  string
+		v     float64
+	}{{answer.ParamEpsilon, "epsilon", opts.Epsilon}, {answer.ParamDelta, "delta", opts.Delta}, {answer.ParamConfidence, "confidence", opts.Confidence}} {
+		if cmd.Flags().Changed(p.flag) {
+			if err := answer.CheckParam(p.param, "--"+p.flag, p.v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// answerQuery answers sql through the one answering contract, as over HTTP
+// and psql (budgets created from the catalog's on first use), and prints
+// the response in format.
+func answerQuery(cmd *cobra.Command, svc *query.Service, cat *catalog.Catalog, book *ledger.Ledger, sql string, opts query.Options, format string) error {
+	ans, err := queryanswer.NewWith(svc, cat, book, queryanswer.Options{CatalogBudgets: true, Advice: raiseAdvice})
+	if err != nil {
+		return err
+	}
+	req := answer.Request{Analyst: opts.Analyst, SQL: sql, Epsilon: opts.Epsilon, Delta: opts.Delta, Confidence: opts.Confidence, Fresh: opts.Fresh}
+	if a := opts.Accuracy; a != nil {
+		req.Accuracy = &answer.Accuracy{All: a.All, Columns: a.Columns}
+	}
+	res, err := ans.Answer(cmdContext(cmd), req)
+	if err != nil {
+		return cliError(err)
+	}
+	out := cmd.OutOrStdout()
+	switch format {
+	case "json":
+		return writeQueryJSON(out, res)
+	case "csv":
+		// The rows stay plain CSV; the cost goes to standard error.
+		if err := writeQueryCSV(out, res); err != nil {
+			return err
+		}
+		fmt.Fprintln(cmd.ErrOrStderr(), costLine(res))
+		return nil
+	}
+	return writeQueryTable(out, res)
 }
 
 // noLedger is the ledger of a preview (--dry-run): it is never charged,
@@ -226,44 +267,22 @@ func defaultAnalyst() string {
 	return "default"
 }
 
-// queryJSON is the JSON form of a result.
+// cliError is the error the command prints for a refusal or a failure: the
+// contract's message, or for an internal error its cause (the command
+// line's user runs the engine and may read its text).
+func cliError(err error) error {
+	e := answer.AsError(err)
+	if e.Kind == answer.KindInternal && e.Err != nil {
+		return e.Err
+	}
+	return e
+}
+
+// queryJSON is the JSON form of an answer: the contract's response (as the
+// HTTP API returns it) with the ledger key charged.
 type queryJSON struct {
-	Columns    []string        `json:"columns"`
-	Rows       [][]any         `json:"rows"`
-	CI         [][]*[2]float64 `json:"ci"`
-	Confidence float64         `json:"confidence"`
-	Cost       epsDeltaJSON    `json:"cost"`
-	Budget     budgetJSON      `json:"budget"`
-	Split      []dpplan.Share  `json:"split"`
-	ReleaseID  uint64          `json:"release_id"`
-	Notes      []string        `json:"notes,omitempty"`
-	// Table is the table read and charged, as dpstat serve names it.
-	Table  string         `json:"table,omitempty"`
+	*answer.Response
 	Ledger *ledgerKeyJSON `json:"ledger,omitempty"`
-	// Repeated is true when the stored answer of an identical earlier
-	// query was returned at no cost.
-	Repeated bool `json:"repeated,omitempty"`
-}
-
-type epsDeltaJSON struct {
-	Epsilon float64 `json:"epsilon"`
-	Delta   float64 `json:"delta"`
-}
-
-type budgetJSON struct {
-	Spent     epsDeltaJSON `json:"spent"`
-	Remaining epsDeltaJSON `json:"remaining"`
-	Rule      string       `json:"rule"`
-	// Total is the dataset's total budget, every analyst together.
-	Total *totalJSON `json:"total,omitempty"`
-}
-
-type totalJSON struct {
-	Dataset   string       `json:"dataset"`
-	Limit     epsDeltaJSON `json:"limit"`
-	Spent     epsDeltaJSON `json:"spent"`
-	Remaining epsDeltaJSON `json:"remaining"`
-	Rule      string       `json:"rule"`
 }
 
 // ledgerKeyJSON is the budget charged: the table (the ledger's "dataset",
@@ -274,46 +293,17 @@ type ledgerKeyJSON struct {
 	Analyst string `json:"analyst"`
 }
 
-func writeQueryJSON(w io.Writer, r *query.Result) error {
-	out := queryJSON{
-		Columns:    r.Columns,
-		Rows:       r.Rows,
-		Confidence: r.Confidence,
-		Cost:       epsDeltaJSON{r.Cost.Epsilon, r.Cost.Delta},
-		Budget: budgetJSON{
-			Spent:     epsDeltaJSON{r.Budget.Spent.Epsilon, r.Budget.Spent.Delta},
-			Remaining: epsDeltaJSON{r.Budget.Remaining.Epsilon, r.Budget.Remaining.Delta},
-			Rule:      string(r.Budget.Rule),
-		},
-		Split:     r.Split,
-		ReleaseID: r.ReleaseID,
-		Notes:     r.Notes,
-		Table:     r.Budget.Dataset,
-		Ledger:    &ledgerKeyJSON{r.Budget.Dataset, r.Budget.Dataset, r.Budget.Analyst},
-		Repeated:  r.Repeated,
-	}
-	if t := r.Budget.Total; t != nil {
-		out.Budget.Total = &totalJSON{Dataset: t.Dataset, Limit: epsDeltaJSON{t.Limit.Epsilon, t.Limit.Delta},
-			Spent: epsDeltaJSON{t.Spent.Epsilon, t.Spent.Delta}, Remaining: epsDeltaJSON{t.Remaining.Epsilon, t.Remaining.Delta}, Rule: string(t.Rule)}
-	}
+func writeQueryJSON(w io.Writer, r *answer.Response) error {
+	out := queryJSON{Response: r, Ledger: &ledgerKeyJSON{r.Budget.Dataset, r.Budget.Dataset, r.Budget.Analyst}}
 	if out.Rows == nil {
 		out.Rows = [][]any{}
-	}
-	out.CI = make([][]*[2]float64, len(r.CI))
-	for i, row := range r.CI {
-		out.CI[i] = make([]*[2]float64, len(row))
-		for j, iv := range row {
-			if iv != nil {
-				out.CI[i][j] = &[2]float64{iv.Low, iv.High}
-			}
-		}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
 }
 
-func writeQueryCSV(w io.Writer, r *query.Result) error {
+func writeQueryCSV(w io.Writer, r *answer.Response) error {
 	cw := csv.NewWriter(w)
 	var header []string
 	isAgg := make([]bool, len(r.Columns))
@@ -340,7 +330,7 @@ func writeQueryCSV(w io.Writer, r *query.Result) error {
 		for j, v := range row {
 			rec = append(rec, formatPlain(v))
 			if iv := r.CI[i][j]; iv != nil {
-				rec = append(rec, strconv.FormatFloat(iv.Low, 'g', -1, 64), strconv.FormatFloat(iv.High, 'g', -1, 64))
+				rec = append(rec, strconv.FormatFloat(iv[0], 'g', -1, 64), strconv.FormatFloat(iv[1], 'g', -1, 64))
 			}
 		}
 		if err := cw.Write(rec); err != nil {
@@ -364,7 +354,7 @@ func formatPlain(v any) string {
 // temporalInterval spells the interval of a released date or timestamp
 // (a MIN, MAX or quantile of one), held in days or microseconds since
 // 1970-01-01, as dates or timestamps; ok is false for any other value.
-func temporalInterval(v any, iv *dpplan.Interval) (string, bool) {
+func temporalInterval(v any, iv *[2]float64) (string, bool) {
 	s, ok := v.(string)
 	if !ok {
 		return "", false
@@ -376,7 +366,7 @@ func temporalInterval(v any, iv *dpplan.Interval) (string, bool) {
 		}
 		t = catalog.Timestamp
 	}
-	return "[" + catalog.FormatValue(t, int64(math.Round(iv.Low))) + ", " + catalog.FormatValue(t, int64(math.Round(iv.High))) + "]", true
+	return "[" + catalog.FormatValue(t, int64(math.Round(iv[0]))) + ", " + catalog.FormatValue(t, int64(math.Round(iv[1]))) + "]", true
 }
 
 // formatNoisy prints a noisy value with the decimals its interval warrants.
@@ -393,7 +383,7 @@ func formatNoisy(v any, half float64) string {
 	return strconv.FormatFloat(f, 'f', dec, 64)
 }
 
-func writeQueryTable(w io.Writer, r *query.Result) error {
+func writeQueryTable(w io.Writer, r *answer.Response) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	var header []string
 	isAgg := make([]bool, len(r.Columns))
@@ -406,9 +396,13 @@ func writeQueryTable(w io.Writer, r *query.Result) error {
 			isAgg[j] = false
 		}
 	}
-	// A column whose intervals are clearly not symmetric around the values
-	// (one side over 10% longer than the other, as a quantile's) shows each
-	// interval as [low, high]: a ± would misstate it.
+	// A column whose intervals are not symmetric around the values (one
+	// side over 1% longer than the other: a quantile's, or an average's or
+	// a variance's clipped to the range the declared bounds allow) shows
+	// each interval as [low, high]: a ± of the longer side would claim
+	// values beyond the shorter one, perhaps outside the declared range
+	// (a median of 47 ± 53 for an age in [0, 100]). A 1% difference is
+	// below the two digits a half-width is shown with.
 	lopsided := make([]bool, len(r.Columns))
 	for i, row := range r.Rows {
 		for j, v := range row {
@@ -418,8 +412,8 @@ func writeQueryTable(w io.Writer, r *query.Result) error {
 					continue
 				}
 				x, _ := ir.Number(v)
-				below, above := x-iv.Low, iv.High-x
-				lopsided[j] = lopsided[j] || math.Abs(below-above) > 0.1*(math.Abs(below)+math.Abs(above))
+				below, above := x-iv[0], iv[1]-x
+				lopsided[j] = lopsided[j] || math.Abs(below-above) > 0.01*math.Max(math.Abs(below), math.Abs(above))
 			}
 		}
 	}
@@ -442,14 +436,14 @@ func writeQueryTable(w io.Writer, r *query.Result) error {
 				continue
 			}
 			x, _ := ir.Number(v)
-			half := math.Max(x-iv.Low, iv.High-x)
+			half := math.Max(x-iv[0], iv[1]-x)
 			if span, ok := temporalInterval(v, iv); ok {
 				cells = append(cells, fmt.Sprint(v), span)
 				continue
 			}
 			if lopsided[j] {
-				w := (iv.High - iv.Low) / 2
-				cells = append(cells, formatNoisy(v, w), "["+formatNoisy(iv.Low, w)+", "+formatNoisy(iv.High, w)+"]")
+				w := (iv[1] - iv[0]) / 2
+				cells = append(cells, formatNoisy(v, w), "["+formatNoisy(iv[0], w)+", "+formatNoisy(iv[1], w)+"]")
 				continue
 			}
 			cells = append(cells, formatNoisy(v, half), formatNoisy(half, half))
@@ -461,41 +455,47 @@ func writeQueryTable(w io.Writer, r *query.Result) error {
 	}
 	var split []string
 	for _, s := range r.Split {
-		part := fmt.Sprintf("%s ε=%s", s.Column, fmtNum(s.Epsilon))
+		// A share is a figure of the plan, not a charge: a few digits.
+		part := fmt.Sprintf("%s ε=%s", s.Column, accounting.Note(s.Epsilon))
 		if s.Delta > 0 {
-			part += " δ=" + fmtNum(s.Delta)
+			part += " δ=" + accounting.Note(s.Delta)
 		}
 		split = append(split, part)
 	}
-	what := "± is the half-width of a %g%% interval"
+	what := "± is the half-width of a %s%% interval"
 	for _, l := range lopsided {
 		if l {
-			what = "± and [low, high] are %g%% intervals"
+			what = "± and [low, high] are %s%% intervals"
 			break
 		}
 	}
-	fmt.Fprintf(w, what+"; ε split: %s\n", r.Confidence*100, strings.Join(split, ", "))
+	if len(split) == 0 {
+		// Derived from earlier releases: nothing was split or spent.
+		fmt.Fprintf(w, what+"\n", accounting.Num(r.Confidence*100))
+	} else {
+		fmt.Fprintf(w, what+"; ε split: %s\n", accounting.Num(r.Confidence*100), strings.Join(split, ", "))
+	}
 	// The notes say what shaped the numbers (contribution bounding above
 	// all: counts below the rows in the file, with no other word on
 	// screen, confuse), as the JSON output, psql and the dashboard do.
 	for _, n := range r.Notes {
-		if n != query.RepeatedNote {
+		if !strings.HasPrefix(n, "repeated query:") {
 			fmt.Fprintln(w, "note: "+n)
 		}
 	}
-	if r.Repeated {
+	if r.Repeated && r.OriginalCost != nil {
 		fmt.Fprintf(w, "%s (first answered at a cost of ε=%s δ=%s)\n", query.RepeatedNote, fmtNum(r.OriginalCost.Epsilon), fmtNum(r.OriginalCost.Delta))
 	}
 	fmt.Fprintln(w, costLine(r))
 	if t := r.Budget.Total; t != nil {
 		fmt.Fprintf(w, "total budget of %s, every analyst together: spent ε=%s δ=%s, left ε=%s δ=%s\n",
-			t.Dataset, fmtNum(t.Spent.Epsilon), fmtNum(t.Spent.Delta), fmtNum(t.Remaining.Epsilon), fmtNum(t.Remaining.Delta))
+			t.Table, fmtNum(t.Spent.Epsilon), fmtNum(t.Spent.Delta), fmtNum(t.Remaining.Epsilon), fmtNum(t.Remaining.Delta))
 	}
 	return nil
 }
 
 // costLine says what a query cost and what is left of the budget.
-func costLine(r *query.Result) string {
+func costLine(r *answer.Response) string {
 	return fmt.Sprintf("cost ε=%s δ=%s; budget of %s on %s: spent ε=%s δ=%s, left ε=%s δ=%s",
 		fmtNum(r.Cost.Epsilon), fmtNum(r.Cost.Delta), r.Budget.Analyst, r.Budget.Dataset,
 		fmtNum(r.Budget.Spent.Epsilon), fmtNum(r.Budget.Spent.Delta), fmtNum(r.Budget.Remaining.Epsilon), fmtNum(r.Budget.Remaining.Delta))
@@ -504,8 +504,8 @@ func costLine(r *query.Result) string {
 // raiseAdvice says how to spend more after a budget refused a charge: the
 // table's total budget (every analyst together) or the analyst's own,
 // whichever refused, with the table's name.
-func raiseAdvice(err error, table, analyst string) string {
-	if errors.Is(err, ledger.ErrTotalExceeded) {
+func raiseAdvice(total bool, table, analyst string) string {
+	if total {
 		return fmt.Sprintf("The total budget of every analyst together is spent; to spend more, the data owner raises it: dpstat budget grant --table %s --total --epsilon E (dpstat budget show lists the budgets)", table)
 	}
 	return fmt.Sprintf("To spend more, the data owner raises the analyst's budget: dpstat budget grant --table %s --analyst %s --epsilon E (dpstat budget show --analyst %s lists the budgets)", table, analyst, analyst)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/ledger"
-	"github.com/dpstat/dpstat/query/dpplan"
 )
 
 func runQueryCLI(args ...string) (stdout, stderr string, code int) {
@@ -102,7 +101,7 @@ func TestFmtNum(t *testing.T) {
 	tests := []struct {
 		x    float64
 		want string
-	}{{4.1000000000000005, "4.1"}, {0.3333333330228925, "0.333333333"}, {1e-6, "1e-06"}, {10, "10"}, {0, "0"}}
+	}{{4.1000000000000005, "4.1"}, {0.3333333330228925, "0.333333333023"}, {1e-6, "1e-06"}, {10, "10"}, {0, "0"}}
 	for _, tc := range tests {
 		if got := fmtNum(tc.x); got != tc.want {
 			t.Errorf("fmtNum(%v) = %q, want %q", tc.x, got, tc.want)
@@ -205,6 +204,16 @@ func TestCatalogCLI(t *testing.T) {
 	}
 	if strings.Contains(s, "lower: 30") || strings.Contains(s, "upper: 40") {
 		t.Errorf("skeleton filled bounds from the data:\n%s", s)
+	}
+	// A text column's hint does not claim GROUP BY needs values: key
+	// selection with a δ > 0 groups by it as the skeleton stands.
+	if strings.Contains(s, "to allow GROUP BY") || !strings.Contains(s, "GROUP BY works as is with a δ > 0") {
+		t.Errorf("skeleton's text hint:\n%s", s)
+	}
+	out, errOut, code = runQueryCLI("query", "--catalog", skel, "--ledger", filepath.Join(dir, "k.db"), "--epsilon", "1", "--delta", "1e-5",
+		"SELECT name, COUNT(*) FROM my_data GROUP BY name")
+	if code != 0 || !strings.Contains(out, "DP key selection") {
+		t.Errorf("GROUP BY a text column of the skeleton: exit %d, %s %s", code, out, errOut)
 	}
 	out, errOut, code = runQueryCLI("catalog", "check", skel)
 	if code != 0 || !strings.HasPrefix(out, "ok") {
@@ -312,8 +321,12 @@ func TestQueryCLIQuantileInterval(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	header := strings.Fields(strings.SplitN(out, "\n", 2)[0])
-	if strings.Join(header, " ") != "sex m interval n ±" || !strings.Contains(out, "[") {
+	if strings.Join(header, " ") != "sex m interval n ±" || !strings.Contains(out, "[17, 90]") {
 		t.Fatalf("table:\n%s", out)
+	}
+	// The table says the interval is uninformative, as notes do.
+	if !strings.Contains(out, "note: m (PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY age)): its interval is the declared range") {
+		t.Fatalf("no note on the quantile's interval:\n%s", out)
 	}
 }
 
@@ -322,14 +335,14 @@ func TestQueryCLIQuantileInterval(t *testing.T) {
 func TestTemporalInterval(t *testing.T) {
 	for _, tc := range []struct {
 		v    any
-		iv   dpplan.Interval
+		iv   [2]float64
 		want string
 		ok   bool
 	}{
-		{"2024-03-01", dpplan.Interval{Low: 19723, High: 20088}, "[2024-01-01, 2024-12-31]", true},
-		{"2024-03-01 12:00:00", dpplan.Interval{Low: 1704067200e6, High: 1735689599e6}, "[2024-01-01 00:00:00, 2024-12-31 23:59:59]", true},
-		{3.5, dpplan.Interval{Low: 1, High: 5}, "", false},
-		{"Paris", dpplan.Interval{Low: 1, High: 5}, "", false},
+		{"2024-03-01", [2]float64{19723, 20088}, "[2024-01-01, 2024-12-31]", true},
+		{"2024-03-01 12:00:00", [2]float64{1704067200e6, 1735689599e6}, "[2024-01-01 00:00:00, 2024-12-31 23:59:59]", true},
+		{3.5, [2]float64{1, 5}, "", false},
+		{"Paris", [2]float64{1, 5}, "", false},
 	} {
 		got, ok := temporalInterval(tc.v, &tc.iv)
 		if got != tc.want || ok != tc.ok {
@@ -379,5 +392,37 @@ func TestQueryCLIAccuracy(t *testing.T) {
 		"--accuracy", "total=5", sql)
 	if code == 0 || !strings.Contains(errOut, "the columns that accept an accuracy are n, hours") {
 		t.Errorf("unknown column: exit %d, %s", code, errOut)
+	}
+}
+
+// TestQueryCLIDerived: a slice of an earlier release is derived at no cost
+// and says so (JSON "derived", the note); --fresh pays.
+func TestQueryCLIDerived(t *testing.T) {
+	led := filepath.Join(t.TempDir(), "l.db")
+	ask := func(extra ...string) (map[string]any, string) {
+		t.Helper()
+		sql := "SELECT race, COUNT(*) AS n FROM adult WHERE sex = 'Female' GROUP BY race"
+		if len(extra) > 0 && extra[0] == "first" {
+			sql, extra = "SELECT sex, race, COUNT(*) AS n FROM adult GROUP BY sex, race", extra[1:]
+		}
+		args := append([]string{"query", "--catalog", exampleCatalog, "--ledger", led, "--analyst", "ana", "--accuracy", "40", "--format", "json"}, extra...)
+		out, errOut, code := runQueryCLI(append(args, sql)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		var res map[string]any
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("%v:\n%s", err, out)
+		}
+		return res, out
+	}
+	ask("first")
+	res, out := ask()
+	if res["derived"] == nil || res["cost"].(map[string]any)["epsilon"].(float64) != 0 || !strings.Contains(out, "derived from releases 1, cost 0") {
+		t.Fatalf("not derived at no cost:\n%s", out)
+	}
+	res, out = ask("--fresh")
+	if res["derived"] != nil || res["cost"].(map[string]any)["epsilon"].(float64) == 0 {
+		t.Fatalf("--fresh was not answered afresh:\n%s", out)
 	}
 }

@@ -288,7 +288,7 @@ func chargeReleases(cmd *cobra.Command, name string, o releaseOptions, one accou
 		}
 		return fmt.Errorf("nothing was released: %w", err)
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "charged %v to %s/%s in %s; left ε=%s δ=%s\n", total, o.dataset, o.analyst, l.Path(), fmtNum(rec.Remaining.Epsilon), fmtNum(rec.Remaining.Delta))
+	fmt.Fprintf(cmd.ErrOrStderr(), "charged %s to %s/%s in %s; left ε=%s δ=%s\n", total.Display(rec.Rule), o.dataset, o.analyst, l.Path(), fmtNum(rec.Remaining.Epsilon), fmtNum(rec.Remaining.Delta))
 	return nil
 }
 

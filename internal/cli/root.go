@@ -96,3 +96,12 @@ func flagError(cmd *cobra.Command, err error) error {
 func Main() {
 	os.Exit(Execute(os.Args[1:], os.Stdout, os.Stderr))
 }
+
+// cmdContext is the command's context, or the background context when it
+// has none (a command run outside ExecuteContext).
+func cmdContext(cmd *cobra.Command) context.Context {
+	if ctx := cmd.Context(); ctx != nil {
+		return ctx
+	}
+	return context.Background()
+}

@@ -19,6 +19,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dpstat/dpstat/analyst"
+	"github.com/dpstat/dpstat/answer"
+	"github.com/dpstat/dpstat/auditlog"
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/pgwire"
 	"github.com/dpstat/dpstat/query"
@@ -165,13 +167,13 @@ func runServe(ctx context.Context, cfg serveConfig, out io.Writer, ready func(ht
 	defer cs.close()
 	ans := cs.sw
 	health := server.NewHealth(logger, server.LedgerCheck(led), cs.engineCheck())
-	observer := server.Observers{server.QueryLog{Log: slogger}}
+	observer := answer.Observers{answer.QueryLog{Log: slogger}}
 	if m != nil {
 		observer = append(observer, m)
 	}
-	var audit *server.AuditLog
+	var audit *auditlog.Log
 	if cfg.auditLog != "" {
-		if audit, err = server.OpenAuditLog(cfg.auditLog); err != nil {
+		if audit, err = auditlog.Open(cfg.auditLog); err != nil {
 			return fmt.Errorf("--audit-log: %w", err)
 		}
 		defer audit.Close()

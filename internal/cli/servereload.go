@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dpstat/dpstat/answer/queryanswer"
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/engine/engines"
@@ -15,7 +16,6 @@ import (
 	"github.com/dpstat/dpstat/query"
 	"github.com/dpstat/dpstat/server"
 	"github.com/dpstat/dpstat/server/metrics"
-	"github.com/dpstat/dpstat/server/queryanswer"
 )
 
 // catalogServer holds the catalog dpstat serve answers on, and replaces it

@@ -206,3 +206,74 @@ func TestCatalogSuggestDates(t *testing.T) {
 		}
 	}
 }
+
+// TestCatalogSuggestGroupBy checks that --group-by chooses the groupings the
+// contribution bounds come from and that the file and the command say
+// which one each bound came from; that without it they come from the first
+// text column with a value list, and say so; and that a second suggestion
+// refused for budget names the grant that allows it, which then works.
+// The data: 300 people, each with six rows: in three diagnoses (two rows
+// each), in six weeks (one row each), of one sex. At ε = 1000 the DP
+// percentiles are exact.
+func TestCatalogSuggestGroupBy(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("pid,sex,diagnosis,week\n")
+	for p := 0; p < 300; p++ {
+		for r := 0; r < 6; r++ {
+			fmt.Fprintf(&b, "%d,%s,%s,%d\n", p, []string{"F", "M"}[p%2], []string{"flu", "cold", "asthma", "sprain"}[(p+r/2)%4], r+1)
+		}
+	}
+	data := filepath.Join(dir, "patients.csv")
+	if err := os.WriteFile(data, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	led := filepath.Join(dir, "ledger.db")
+	tests := []struct {
+		name    string
+		args    []string
+		bounds  string
+		from    string
+		epsilon string
+	}{
+		{"first text column", nil, "max_groups_per_unit: 1\n    max_rows_per_group: 6", "groups: the values of sex, the first text column with a value list; name the columns analysts group by with --group-by", "1000"},
+		{"one grouping", []string{"--group-by", "diagnosis"}, "max_groups_per_unit: 3\n    max_rows_per_group: 2", "max_groups_per_unit from diagnosis, max_rows_per_group from diagnosis", "1000"},
+		{"two groupings", []string{"--group-by", "diagnosis,week"}, "max_groups_per_unit: 6\n    max_rows_per_group: 2", "max_groups_per_unit from week, max_rows_per_group from diagnosis (each grouping's groups and rows: diagnosis 3 and 2; week 6 and 1)", "1000"},
+		{"both at once", []string{"--group-by", "diagnosis+week"}, "max_groups_per_unit: 6\n    max_rows_per_group: 1", "max_groups_per_unit from diagnosis+week", "1000"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := filepath.Join(dir, fmt.Sprintf("c%d.yaml", i))
+			args := append([]string{"catalog", "suggest", data, "--privacy-unit", "pid", "--epsilon", tt.epsilon, "--ledger", led, "--table", fmt.Sprintf("t%d", i), "-o", out}, tt.args...)
+			_, stderr, code := runCLI(args...)
+			if code != 0 {
+				t.Fatalf("suggest exited %d: %s", code, stderr)
+			}
+			text, _ := os.ReadFile(out)
+			if !strings.Contains(string(text), tt.bounds) || !strings.Contains(string(text), tt.from) {
+				t.Errorf("file lacks %q or %q:\n%s", tt.bounds, tt.from, text)
+			}
+			if !strings.Contains(stderr, "contribution bounds max_groups_per_unit: ") || !strings.Contains(stderr, tt.from) {
+				t.Errorf("the command does not say where the bounds came from:\n%s", stderr)
+			}
+			if _, stderr, code := runCLI("catalog", "check", out); code != 0 {
+				t.Fatalf("catalog check exited %d: %s\n%s", code, stderr, text)
+			}
+		})
+	}
+	// A second suggestion on t0 is refused for budget with the grant that
+	// allows it; after that grant it runs.
+	again := filepath.Join(dir, "again.yaml")
+	args := []string{"catalog", "suggest", data, "--privacy-unit", "pid", "--epsilon", "1", "--ledger", led, "--table", "t0", "-o", again}
+	_, stderr, code := runCLI(args...)
+	const grant = "dpstat budget grant --table t0 --analyst data-owner --epsilon 1001 --delta 2e-06"
+	if code == 0 || !strings.Contains(stderr, grant) {
+		t.Fatalf("second suggestion: exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI(append(strings.Fields(grant)[1:], "--ledger", led)...); code != 0 {
+		t.Fatalf("%s: %s", grant, stderr)
+	}
+	if _, stderr, code := runCLI(args...); code != 0 {
+		t.Fatalf("suggestion after the grant: exit %d, %s", code, stderr)
+	}
+}

@@ -94,10 +94,7 @@ cost and the plan without reading data or charging.`,
 			if err := checkOut(out); err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
+			ctx := cmdContext(cmd)
 			return runSynth(ctx, w, cat, t, plan, analyst, ledgerPath, out)
 		},
 	}
@@ -248,7 +245,7 @@ func chargeSynth(ctx context.Context, led synthLedger, eng engine.Engine, cat *c
 	}
 	receipt, err := led.Charge(ctx, ledger.Charge{
 		Key:         key,
-		Description: fmt.Sprintf("synth %s: MST synthetic table (ε=%g δ=%g ρ=%.6g)", t.Name, plan.Epsilon, plan.Delta, plan.Rho),
+		Description: fmt.Sprintf("synth %s: MST synthetic table (ε=%s δ=%s ρ=%s)", t.Name, fmtNum(plan.Epsilon), fmtNum(plan.Delta), accounting.Note(plan.Rho)),
 		Cost:        plan.Cost(),
 	})
 	if err != nil {

@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"github.com/dpstat/dpstat/engine"
-	"github.com/dpstat/dpstat/engine/enginetest"
 	"github.com/dpstat/dpstat/ledger"
+	"github.com/dpstat/dpstat/query/enginetest"
 )
 
 // smallTable writes a table of people with up to three rows each, and a

@@ -2,7 +2,7 @@
 // neighbouring-table harness, and holds that harness: its tables (Rows,
 // Codes, the catalog declaration Catalog) and its oracle (Check), so that
 // the query package's tests and the engine conformance suite
-// (engine/enginetest) run the same queries on the same data with the same
+// (query/enginetest) run the same queries on the same data with the same
 // checks on every engine.
 //
 // Generate composes every construct dpstat accepts into queries no one

@@ -123,10 +123,4 @@ func (n *Noise) TargetedHalfWidth(j int, confidence float64) (float64, bool) {
 // interval half-width that only the plan decides: COUNT(*), COUNT(col),
 // COUNT(DISTINCT col) and SUM(col). AVG's depends on the noisy count,
 // variances' on the group's size, quantiles' (and MIN/MAX) on the values.
-func DataIndependentWidth(f ir.AggFunc) bool {
-	switch f {
-	case ir.CountStar, ir.Count, ir.CountDistinct, ir.Sum:
-		return true
-	}
-	return false
-}
+func DataIndependentWidth(f ir.AggFunc) bool { return f.Info().KnownWidth }

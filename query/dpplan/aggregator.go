@@ -12,7 +12,7 @@ import (
 // Plan.release and the plan's Contribution, its sensitivities), how the
 // noisy values of a group become the released value and its interval, and
 // what EXPLAIN says of it before any data is read. Each ir.AggFunc has
-// one (aggregators); a new kind of aggregate is a new aggregator, and no
+// one (aggregators, filled by register); a new kind of aggregate is a new aggregator, and no
 // other part of the planner has a case for it.
 type aggregator interface {
 	// plan adds the statistics and releases of aggregate ap to p,
@@ -32,18 +32,20 @@ type aggregator interface {
 	note(ap AggregatePlan) string
 }
 
-// aggregators maps each aggregate function to its aggregator.
-var aggregators = map[ir.AggFunc]aggregator{
-	ir.CountStar:     countAgg{},
-	ir.Count:         countAgg{},
-	ir.CountDistinct: distinctAgg{},
-	ir.Sum:           sumAgg{},
-	ir.Avg:           avgAgg{},
-	ir.VarPop:        varianceAgg{},
-	ir.VarSamp:       varianceAgg{},
-	ir.StddevPop:     varianceAgg{},
-	ir.StddevSamp:    varianceAgg{},
-	ir.Quantile:      quantileAgg{},
+// aggregators maps each aggregate function to its aggregator. Each
+// aggregator's file registers it (register), so that adding one touches
+// its file and the functions' registry (query/ir/aggregates.go) only.
+var aggregators = map[ir.AggFunc]aggregator{}
+
+// register makes g the aggregator of the functions fs, at start-up. A
+// function registered twice is a programming error.
+func register(g aggregator, fs ...ir.AggFunc) {
+	for _, f := range fs {
+		if _, dup := aggregators[f]; dup {
+			panic(fmt.Sprintf("dpplan: two aggregators for %v", f))
+		}
+		aggregators[f] = g
+	}
 }
 
 // aggregatorOf returns the aggregator of a's function.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/mechanism"
 	"github.com/dpstat/dpstat/query/ir"
@@ -246,6 +247,8 @@ func averageQuantile(mu, b, bn, alpha float64) float64 {
 // relation's bounds. Its count can select keys.
 type avgAgg struct{}
 
+func init() { register(avgAgg{}, ir.Avg) }
+
 func (avgAgg) plan(p *Plan, ap *AggregatePlan, share float64) {
 	a := ap.Aggregate
 	sm := fixedPointSummand(p.Table.Column(a.Column))
@@ -294,6 +297,6 @@ func (avgAgg) halfWidth(n *Noise, a AggregatePlan, confidence float64) (float64,
 func (avgAgg) selectingCount(ir.Aggregate, *catalog.Table) (int, bool) { return 1, true }
 
 func (avgAgg) note(ap AggregatePlan) string {
-	return fmt.Sprintf("%s: noisy centred sum / noisy count, values clamped to [%g, %g]; the midpoint %g is reported where the noisy count is not positive",
-		ap.Aggregate, ap.Lower, ap.Upper, ap.Lower+(ap.Upper-ap.Lower)/2)
+	return fmt.Sprintf("%s: noisy centred sum / noisy count, values clamped to [%g, %g]; the midpoint %s is reported where the noisy count is not positive",
+		ap.Aggregate, ap.Lower, ap.Upper, accounting.Num(ap.Lower+(ap.Upper-ap.Lower)/2))
 }

@@ -3,6 +3,7 @@ package dpplan
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/dpstat/dpstat/mechanism"
@@ -94,6 +95,35 @@ func TestFeasible(t *testing.T) {
 	} {
 		if got := feasible(c.in, c.lo, c.hi); got != c.want {
 			t.Errorf("feasible(%v, %v, %v) = %v, want %v", c.in, c.lo, c.hi, got, c.want)
+		}
+	}
+}
+
+// TestAverageAggregator checks AVG(col): two releases, the centred sum
+// (L0·L∞·(hi − lo)/2) and the count (L0·L∞); the planned width is a note
+// on how it shrinks with the group's size; a released mean and its interval
+// lie in the declared range, and for a large group the mean is the noisy
+// centred sum over the noisy count, shifted to the midpoint.
+func TestAverageAggregator(t *testing.T) {
+	p, n := aggPlan(t, "SELECT day, AVG(age) FROM visits GROUP BY day")
+	ap := p.Aggregates[0]
+	r, mid := (ageHi-ageLo)/2, (ageHi+ageLo)/2
+	if got := sensitivities(p); len(got) != 2 || !near(got[0], l0*linf*r) || got[1] != l0*linf {
+		t.Fatalf("sensitivities %v, want [%v %v]", got, l0*linf*r, l0*linf)
+	}
+	if h, note := ap.agg.halfWidth(n, ap, 0.95); h <= 0 || !strings.Contains(note, "for a group of n rows") {
+		t.Errorf("half-width %v (%q), want h and a note on h/n", h, note)
+	}
+	for _, c := range []struct{ sum, count, want float64 }{
+		{1e6 * 10, 1e6, mid + 10},
+		{0, 1e6, mid},
+		{1e6 * 1000, 1e6, ageHi},
+		{5, -3, mid},
+	} {
+		v, iv, err := ap.agg.release(n, &Exact{}, 0, ap, noisyValues(p, c.sum, c.count), 0.95)
+		x, _ := v.(float64)
+		if err != nil || !near(x, c.want) || iv.Low < ageLo || iv.High > ageHi || x < iv.Low || x > iv.High {
+			t.Errorf("sum %v count %v: released %v %v %v, want %v in [%v, %v]", c.sum, c.count, v, iv, err, c.want, ageLo, ageHi)
 		}
 	}
 }

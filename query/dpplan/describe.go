@@ -3,6 +3,7 @@ package dpplan
 import (
 	"fmt"
 
+	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/query/ir"
 )
 
@@ -44,7 +45,7 @@ func (n *Noise) HalfWidth(j int, confidence float64) (float64, string) {
 	return a.agg.halfWidth(n, a, confidence)
 }
 
-func fmtG(x float64) string { return fmt.Sprintf("%.4g", x) }
+func fmtG(x float64) string { return accounting.Note(x) }
 
 // DescribeKeys says how the answer's groups are chosen.
 func (p *Plan) DescribeKeys() string {

@@ -189,9 +189,9 @@ func (p *Plan) ChooseNoise(lap *Noise, src random.Source, delta, confidence floa
 	}
 	better, ratio := narrower(g, lap, confidence)
 	if better {
-		g.Choice = fmt.Sprintf("noise: Gaussian (zCDP-accounted, L2 sensitivities, ρ=%.4g, converted to ε=%g δ=%g): its intervals are on average %.0f%% of the Laplace/geometric plan's at the same cost", g.Cost.Rho, g.Cost.Epsilon, g.Cost.Delta, 100*ratio)
+		g.Choice = fmt.Sprintf("noise: Gaussian (zCDP-accounted, L2 sensitivities, ρ=%s, converted to ε=%s δ=%s): its intervals are on average %.0f%% of the Laplace/geometric plan's at the same cost", accounting.Note(g.Cost.Rho), accounting.Num(g.Cost.Epsilon), accounting.Num(g.Cost.Delta), 100*ratio)
 		return g
 	}
-	lap.Choice = fmt.Sprintf("noise: Laplace/geometric, pure ε-DP: the Gaussian plan at the same cost (ε=%g δ=%g) would have intervals %.0f%% as wide on average", p.Epsilon, delta, 100*ratio)
+	lap.Choice = fmt.Sprintf("noise: Laplace/geometric, pure ε-DP: the Gaussian plan at the same cost (ε=%s δ=%s) would have intervals %.0f%% as wide on average", accounting.Num(p.Epsilon), accounting.Num(delta), 100*ratio)
 	return lap
 }

@@ -300,9 +300,9 @@ func (n *Noise) DescribeSelection() string {
 		if a.Func == ir.Avg {
 			what = "the count of " + what
 		}
-		return fmt.Sprintf("DP key selection on %s (no public value list for %s) by the query's own count: per key, %s plus discrete Laplace noise of scale %.4g (its ε=%g) is both the selection and the released count; keys with a noisy count ≥ %d are released, so all of ε buys accuracy. One person%s has rows under at most %d key(s), and a key only they have counts at most %d, so it is released with probability %.3g (≤ δ/%d): the selection adds δ=%g and no ε",
-			n.plan.Query.KeyNames(), strings.Join(ks.Columns, ", "), what, n.Sel.M.Scale(), ks.Epsilon,
-			n.Sel.Threshold, groupWords(n.plan.Contribution.People()), ks.Sensitivity, max(ks.MaxCount, 1), n.Sel.Single, ks.Sensitivity, ks.Delta)
+		return fmt.Sprintf("DP key selection on %s (no public value list for %s) by the query's own count: per key, %s plus discrete Laplace noise of scale %s (its ε=%s) is both the selection and the released count; keys with a noisy count ≥ %d are released, so all of ε buys accuracy. One person%s has rows under at most %d key(s), and a key only they have counts at most %d, so it is released with probability %.3g (≤ δ/%d): the selection adds δ=%s and no ε",
+			n.plan.Query.KeyNames(), strings.Join(ks.Columns, ", "), what, fmtG(n.Sel.M.Scale()), fmtG(ks.Epsilon),
+			n.Sel.Threshold, groupWords(n.plan.Contribution.People()), ks.Sensitivity, max(ks.MaxCount, 1), n.Sel.Single, ks.Sensitivity, accounting.Num(ks.Delta))
 	}
 	what := fmt.Sprintf("the number of distinct people (each counted in at most %d key(s))", ks.Sensitivity)
 	if people := n.plan.Contribution.People(); ks.MaxCount > people {
@@ -310,9 +310,9 @@ func (n *Noise) DescribeSelection() string {
 		// row into several.
 		what = fmt.Sprintf("the number of rows (each row is a person, and the joins turn it into at most %d rows under one key, in at most %d key(s))", ks.MaxCount/people, ks.Sensitivity)
 	}
-	return fmt.Sprintf("DP key selection on %s (no public value list for %s; no aggregate has a count to select with, so it is a separate noisy count): per key, %s plus discrete Laplace noise of scale %.4g (ε=%g); keys with a noisy count ≥ %d are released. A key that only one person%s has counts at most %d and is released with probability %.3g (≤ δ/%d), so the selection costs ε=%g, δ=%g",
-		n.plan.Query.KeyNames(), strings.Join(ks.Columns, ", "), what, n.Sel.M.Scale(), ks.Epsilon,
-		n.Sel.Threshold, groupWords(n.plan.Contribution.People()), max(ks.MaxCount, 1), n.Sel.Single, ks.Sensitivity, ks.Epsilon, ks.Delta)
+	return fmt.Sprintf("DP key selection on %s (no public value list for %s; no aggregate has a count to select with, so it is a separate noisy count): per key, %s plus discrete Laplace noise of scale %s (ε=%s); keys with a noisy count ≥ %d are released. A key that only one person%s has counts at most %d and is released with probability %.3g (≤ δ/%d), so the selection costs ε=%s, δ=%s",
+		n.plan.Query.KeyNames(), strings.Join(ks.Columns, ", "), what, fmtG(n.Sel.M.Scale()), fmtG(ks.Epsilon),
+		n.Sel.Threshold, groupWords(n.plan.Contribution.People()), max(ks.MaxCount, 1), n.Sel.Single, ks.Sensitivity, accounting.Num(ks.Epsilon), accounting.Num(ks.Delta))
 }
 
 func groupWords(k int64) string {

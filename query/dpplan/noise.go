@@ -310,9 +310,19 @@ type Interval struct {
 // of every aggregate for every group (rows follow Plan.Keys, columns follow
 // Plan.Aggregates) with confidence intervals.
 func (n *Noise) Apply(ex *Exact, confidence float64) (values [][]any, cis [][]Interval, err error) {
+	values, cis, _, err = n.ApplyMeasured(ex, confidence)
+	return values, cis, err
+}
+
+// ApplyMeasured is Apply that also returns the noisy value of every release
+// for every group (rows follow the groups, columns Plan.Releases; 0 for a
+// RankSelect), before any post-processing: the measurements that later
+// answers may be derived from (package query/reuse).
+func (n *Noise) ApplyMeasured(ex *Exact, confidence float64) (values [][]any, cis [][]Interval, measured [][]float64, err error) {
 	p := n.plan
 	values = make([][]any, len(ex.Stats))
 	cis = make([][]Interval, len(ex.Stats))
+	measured = make([][]float64, len(ex.Stats))
 	for g := range ex.Stats {
 		noisy := make([]float64, len(p.Releases))
 		for i, r := range p.Releases {
@@ -330,7 +340,7 @@ func (n *Noise) Apply(ex *Exact, confidence float64) (values [][]any, cis [][]In
 				x := onGrid(ex, g, r, p, m.Granularity())
 				v, err := m.Release(x)
 				if err != nil {
-					return nil, nil, err
+					return nil, nil, nil, err
 				}
 				noisy[i] = v
 			}
@@ -340,13 +350,14 @@ func (n *Noise) Apply(ex *Exact, confidence float64) (values [][]any, cis [][]In
 		for j, a := range p.Aggregates {
 			var err error
 			if row[j], ci[j], err = a.agg.release(n, ex, g, a, noisy, confidence); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 		}
 		values[g] = row
 		cis[g] = ci
+		measured[g] = noisy
 	}
-	return values, cis, nil
+	return values, cis, measured, nil
 }
 
 // feasible intersects an interval with the range [lo, hi] that the exact

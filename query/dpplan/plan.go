@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/epoch"
 	"github.com/dpstat/dpstat/query/ir"
 )
 
@@ -63,7 +64,7 @@ func (p *Plan) Notes() []string {
 		n = append(n, fmt.Sprintf("groups of %d people are protected together (group_size): every sensitivity is multiplied by %d", g, g))
 	}
 	if p.Bounded {
-		n = append(n, fmt.Sprintf("each %s contributes at most %d row(s) per group and to at most %d group(s), chosen at random; rows beyond these bounds (max_rows_per_group, max_groups_per_unit) are not counted, so counts and sums can be below the table's",
+		n = append(n, fmt.Sprintf("each %s contributes at most %d row(s) per group and to at most %d group(s), chosen at random; rows beyond these bounds (max_rows_per_group, max_groups_per_unit) are not counted, so counts and sums can be below the table's (the dropped-rows estimate says how many: dpstat query --dropped, \"dropped\": true over HTTP, SET dpstat.dropped = on)",
 			p.Table.PrivacyUnit, p.Contribution.RowsPerGroup, p.Contribution.Groups))
 	}
 	for _, a := range p.Aggregates {
@@ -119,8 +120,7 @@ func (p *Plan) outputType(o ir.Output) string {
 		if t := ir.AggTemporal(o.Agg, p.Query.Derived, p.Table); t != "" {
 			return string(t)
 		}
-		switch o.Agg.Func {
-		case ir.CountStar, ir.Count, ir.CountDistinct:
+		if o.Agg.Func.Info().Result == ir.ResultInt {
 			return string(catalog.Int)
 		}
 		return string(catalog.Float)
@@ -367,6 +367,15 @@ type Plan struct {
 	Query   *ir.Query
 	Table   *catalog.Table
 	Epsilon float64
+	// Epochs are the epochs the query reads, on a table that declares an
+	// epoch (catalog.Table.Epoch; nil otherwise): the privacy unit is then
+	// (person, epoch), and the query's cost is charged in each of them.
+	// EpochColumn and EpochEvery name the declaration, and
+	// DeclaredEpochs are all the epochs the table declares.
+	Epochs         *epoch.Range
+	EpochColumn    string
+	EpochEvery     string
+	DeclaredEpochs epoch.Range
 	// Contribution is the bounding stage's guarantee.
 	Contribution Contribution
 	// Bounded reports whether the engine must bound contributions (the

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/query/ir"
 )
 
@@ -200,6 +201,6 @@ func DescribePost(o ir.Output, q *ir.Query, confidence float64) string {
 	if k == 0 {
 		return fmt.Sprintf("%s: a constant, free", o.Name)
 	}
-	return fmt.Sprintf("%s = %s: computed from released values, free; its interval combines theirs and holds with probability at least %.4g (each of its %d input(s) at %g)",
-		o.Name, ir.PostString(o.Post, q), 1-float64(k)*(1-confidence), k, confidence)
+	return fmt.Sprintf("%s = %s: computed from released values, free; its interval combines theirs and holds with probability at least %s (each of its %d input(s) at %s)",
+		o.Name, ir.PostString(o.Post, q), fmtG(1-float64(k)*(1-confidence)), k, accounting.Num(confidence))
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 
+	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/query/ir"
@@ -218,6 +219,8 @@ func (p *Plan) OnlyHistograms() bool {
 // declared range.
 type quantileAgg struct{}
 
+func init() { register(quantileAgg{}, ir.Quantile) }
+
 func (quantileAgg) plan(p *Plan, ap *AggregatePlan, share float64) { p.planQuantile(ap, share) }
 
 func (quantileAgg) release(n *Noise, ex *Exact, g int, a AggregatePlan, _ []float64, _ float64) (any, Interval, error) {
@@ -237,8 +240,8 @@ func (quantileAgg) halfWidth(n *Noise, a AggregatePlan, confidence float64) (flo
 		if a.Aggregate.Extreme > 0 {
 			end, side = "largest", "top"
 		}
-		return 0, fmt.Sprintf("never the exact value: the exponential mechanism aims at the value of rank %s from the %s, so with probability %g the released value lies between the %s value and the value of rank %s from the %s, on a grid of %d candidates in [%s, %s]; the interval shown is the declared range",
-			fmtG(rank), side, ExtremeConfidence, end, fmtG(2*rank), side, h.Bins+1, n.plan.gridValue(a.Aggregate, h.Lower), n.plan.gridValue(a.Aggregate, h.Upper))
+		return 0, fmt.Sprintf("never the exact value: the exponential mechanism aims at the value of rank %s from the %s, so with probability %s the released value lies between the %s value and the value of rank %s from the %s, on a grid of %d candidates in [%s, %s]; the interval shown is the declared range",
+			fmtG(rank), side, accounting.Num(ExtremeConfidence), end, fmtG(2*rank), side, h.Bins+1, n.plan.gridValue(a.Aggregate, h.Lower), n.plan.gridValue(a.Aggregate, h.Upper))
 	}
 	t := n.Selects[a.Releases[0]].UtilityBound(h.Bins+1, 1-confidence)
 	return 0, fmt.Sprintf("the released value's rank is within ±%s of q·n (n values in the group) on a grid of %d candidates in [%s, %s]; the interval shown is the declared range",

@@ -13,6 +13,8 @@ import (
 // at most the larger bound's magnitude.
 type sumAgg struct{}
 
+func init() { register(sumAgg{}, ir.Sum) }
+
 func (sumAgg) plan(p *Plan, ap *AggregatePlan, share float64) {
 	sm := fixedPointSummand(p.Table.Column(ap.Aggregate.Column))
 	st := p.sumStatistic(sm)

@@ -92,8 +92,12 @@ func (n *Noise) SelectTopK(ex *Exact, keys [][]any) (*Exact, [][]any, error) {
 // DescribeTopK explains the most-common-values selection.
 func (n *Noise) DescribeTopK(candidates string) string {
 	t := n.plan.TopK
-	return fmt.Sprintf("most common values of %s: %d round(s) of report-noisy-max with exponential noise (permute-and-flip), ε=%g each (%g in all), score sensitivity %g, over %s; the keys are released in the order chosen",
-		n.plan.Query.KeyNames(), t.K, t.Round, t.Epsilon, t.Sensitivity, candidates)
+	order := "the keys are released in the order chosen"
+	if len(n.plan.Query.OrderBy) > 0 {
+		order = "the rows are sorted by their released counts, as ORDER BY asks"
+	}
+	return fmt.Sprintf("most common values of %s: %d round(s) of report-noisy-max with exponential noise (permute-and-flip), ε=%s each (%s in all), score sensitivity %s, over %s; %s",
+		n.plan.Query.KeyNames(), t.K, accounting.Note(t.Round), accounting.Note(t.Epsilon), accounting.Note(t.Sensitivity), candidates, order)
 }
 
 // Candidates says which keys a most-common-values query chooses among.

@@ -127,6 +127,25 @@ func (p *Plan) variance(a AggregatePlan, s, q, n, hs, hq, hn float64) (float64, 
 	return v, Interval{lo, hi}
 }
 
+// FeasibleRange is the range a released value of ap can take whatever the
+// data, as its declared bounds allow, when its interval is clipped to it:
+// an average's or a quantile's [Lower, Upper]; a variance's [0, r²] (r half
+// the declared range: the largest population variance) and a standard
+// deviation's [0, r]. An interval that covers it says nothing about the
+// data. ok is false for counts and sums, whose intervals are not clipped.
+func (ap AggregatePlan) FeasibleRange() (iv Interval, ok bool) {
+	switch ap.Aggregate.Func {
+	case ir.Avg, ir.Quantile:
+		return Interval{ap.Lower, ap.Upper}, true
+	case ir.VarPop, ir.VarSamp:
+		r := (ap.Upper - ap.Lower) / 2
+		return Interval{0, r * r}, true
+	case ir.StddevPop, ir.StddevSamp:
+		return Interval{0, (ap.Upper - ap.Lower) / 2}, true
+	}
+	return Interval{}, false
+}
+
 // finishBound maps a bound on the population variance to a bound on the
 // released statistic: the sample correction n/(n − 1) is largest for the
 // smallest count.
@@ -144,6 +163,8 @@ func finishBound(x, n float64, sample bool, feasible func(float64) float64, root
 // varianceAgg is VAR_POP, VAR_SAMP, STDDEV_POP and STDDEV_SAMP
 // (planVariance, variance).
 type varianceAgg struct{}
+
+func init() { register(varianceAgg{}, ir.VarPop, ir.VarSamp, ir.StddevPop, ir.StddevSamp) }
 
 func (varianceAgg) plan(p *Plan, ap *AggregatePlan, share float64) { p.planVariance(ap, share) }
 

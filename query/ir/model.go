@@ -7,64 +7,6 @@ import (
 	"github.com/dpstat/dpstat/catalog"
 )
 
-// AggFunc is an aggregate function of the query model.
-type AggFunc int
-
-// The aggregate functions of this part of the SQL surface.
-const (
-	// CountStar is COUNT(*): rows per group.
-	CountStar AggFunc = iota
-	// Count is COUNT(col): rows per group where col is not NULL.
-	Count
-	// Sum is SUM(col): the sum of col clamped to its declared bounds,
-	// NULLs excluded.
-	Sum
-	// Avg is AVG(col): a noisy centred sum over a noisy count, clamped to
-	// the declared bounds.
-	Avg
-	// CountDistinct is COUNT(DISTINCT privacy_unit): people per group.
-	CountDistinct
-	// VarPop is VAR_POP(col): the population variance, from noisy centred
-	// sums of the value and of its square and a noisy count.
-	VarPop
-	// VarSamp is VAR_SAMP(col) and VARIANCE(col): the sample variance.
-	VarSamp
-	// StddevPop is STDDEV_POP(col): the square root of VAR_POP.
-	StddevPop
-	// StddevSamp is STDDEV_SAMP(col) and STDDEV(col): the square root of
-	// VAR_SAMP.
-	StddevSamp
-	// Quantile is percentile_cont(Q) WITHIN GROUP (ORDER BY col) and
-	// MEDIAN(col): chosen by the exponential mechanism on ranks over a
-	// public grid of candidate values.
-	Quantile
-)
-
-// String returns the SQL name of the function.
-func (f AggFunc) String() string {
-	switch f {
-	case CountStar, Count:
-		return "COUNT"
-	case Sum:
-		return "SUM"
-	case Avg:
-		return "AVG"
-	case CountDistinct:
-		return "COUNT"
-	case VarPop:
-		return "VAR_POP"
-	case VarSamp:
-		return "VAR_SAMP"
-	case StddevPop:
-		return "STDDEV_POP"
-	case StddevSamp:
-		return "STDDEV_SAMP"
-	case Quantile:
-		return "PERCENTILE_CONT"
-	}
-	return fmt.Sprintf("AggFunc(%d)", int(f))
-}
-
 // Aggregate is one aggregate in the select list.
 type Aggregate struct {
 	Func AggFunc

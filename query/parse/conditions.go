@@ -76,7 +76,7 @@ func (p *parser) expr(n *pg.Node, having bool) (ir.Expr, error) {
 		return ir.Compare{Op: "=", Left: ir.Operand{Kind: ir.Computed, Fn: f}, Right: ir.Operand{Kind: ir.Literal, Value: true}}, nil
 	case n.GetFuncCall() != nil && !having:
 		fc := n.GetFuncCall()
-		if _, ok := aggregateNames[funcName(fc)]; ok {
+		if ir.IsAggregate(funcName(fc)) {
 			return nil, ir.Refuse("aggregates are not allowed in WHERE; use HAVING to filter the noisy results")
 		}
 		return nil, ir.Refuse("function %s is not supported in WHERE; use comparisons, AND, OR, NOT, IN, BETWEEN and IS NULL", funcName(fc))
@@ -88,9 +88,6 @@ func (p *parser) expr(n *pg.Node, having bool) (ir.Expr, error) {
 	return nil, ir.Refuse("unsupported condition in %s; use comparisons, AND, OR, NOT, IN, BETWEEN and IS NULL over %s",
 		where, map[bool]string{false: "columns and literals", true: "outputs and literals"}[having])
 }
-
-var aggregateNames = map[string]bool{"count": true, "sum": true, "avg": true, "min": true, "max": true, "median": true,
-	"var_pop": true, "var_samp": true, "variance": true, "stddev": true, "stddev_pop": true, "stddev_samp": true, "percentile_cont": true}
 
 func (p *parser) aexpr(a *pg.A_Expr, having bool) (ir.Expr, error) {
 	op := ""
@@ -215,7 +212,7 @@ func containsAggregate(n *pg.Node) bool {
 	switch {
 	case n.GetFuncCall() != nil:
 		fc := n.GetFuncCall()
-		return aggregateNames[funcName(fc)] || any(fc.Args)
+		return ir.IsAggregate(funcName(fc)) || any(fc.Args)
 	case n.GetAExpr() != nil:
 		return containsAggregate(n.GetAExpr().Lexpr) || containsAggregate(n.GetAExpr().Rexpr)
 	case n.GetTypeCast() != nil:

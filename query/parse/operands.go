@@ -55,7 +55,7 @@ func (p *parser) operand(n *pg.Node, having bool) (ir.Operand, error) {
 		}
 		return ir.Operand{Kind: ir.Computed, Part: &part}, nil
 	}
-	if fc := n.GetFuncCall(); fc != nil && aggregateNames[funcName(fc)] {
+	if fc := n.GetFuncCall(); fc != nil && ir.IsAggregate(funcName(fc)) {
 		return ir.Operand{}, ir.Refuse("aggregates are not allowed in WHERE; use HAVING to filter the noisy results")
 	}
 	if isNumericExpr(n) {

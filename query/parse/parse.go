@@ -204,6 +204,16 @@ func (p *parser) selectStmt(s *pg.SelectStmt) (*ir.Query, error) {
 		// ORDER BY COUNT(*) DESC LIMIT k is answered by selecting the k
 		// most common keys (see TopK).
 		p.q.TopK = topK
+		if len(p.q.Aggregates()) > 0 {
+			// Its released COUNT(*) sorts the rows, as ORDER BY asks
+			// (free: the counts are released); keys alone come in the
+			// order the selection chose them.
+			t, err := p.orderTerm(s.SortClause[0])
+			if err != nil {
+				return nil, err
+			}
+			p.q.OrderBy = []ir.OrderTerm{t}
+		}
 		return p.q, nil
 	}
 	for _, n := range s.SortClause {

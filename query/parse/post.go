@@ -36,7 +36,7 @@ func (p *parser) post(n *pg.Node) (ir.Scalar, error) {
 	case n.GetFuncCall() != nil:
 		fc := n.GetFuncCall()
 		name := funcName(fc)
-		if aggregateNames[name] {
+		if ir.IsAggregate(name) {
 			agg, err := p.aggregate(fc)
 			if err != nil {
 				return nil, err

@@ -261,7 +261,7 @@ func (p *parser) caseScalar(ce *pg.CaseExpr) (ir.Scalar, error) {
 // date and text functions, and the numeric ones.
 func (p *parser) callScalar(n *pg.Node, fc *pg.FuncCall) (ir.Scalar, error) {
 	name := funcName(fc)
-	if aggregateNames[name] {
+	if ir.IsAggregate(name) {
 		return nil, ir.Refuse("aggregates cannot be nested: %s inside another aggregate", strings.ToUpper(name))
 	}
 	if ir.IsDateFunc(name) {

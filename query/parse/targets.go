@@ -81,7 +81,7 @@ func (p *parser) target(n *pg.Node) error {
 		p.q.Outputs = append(p.q.Outputs, ir.Output{Name: name, Key: col.Name})
 		return nil
 	}
-	if fc := rt.Val.GetFuncCall(); (containsAggregate(rt.Val) && (fc == nil || !aggregateNames[funcName(fc)])) || isConstantItem(rt.Val) {
+	if fc := rt.Val.GetFuncCall(); (containsAggregate(rt.Val) && (fc == nil || !ir.IsAggregate(funcName(fc)))) || isConstantItem(rt.Val) {
 		// An expression over released values: post-processing.
 		e, err := p.post(rt.Val)
 		if err != nil {
@@ -136,8 +136,10 @@ func (p *parser) target(n *pg.Node) error {
 		switch {
 		case agg.Func == ir.CountDistinct:
 			name = "count_distinct"
-		case funcName(fc) == "median", funcName(fc) == "min", funcName(fc) == "max":
-			name = funcName(fc)
+		default:
+			if sp, _ := ir.LookupAggregate(funcName(fc)); sp.OwnName {
+				name = sp.Name
+			}
 		}
 		if agg.Column != "" && agg.Expr == "" {
 			name += "_" + agg.Column
@@ -189,47 +191,30 @@ func (p *parser) aggregate(fc *pg.FuncCall) (ir.Aggregate, error) {
 	case fc.FuncVariadic:
 		return ir.Aggregate{}, ir.Refuse("VARIADIC arguments are not supported")
 	}
-	var f ir.AggFunc
-	extreme := 0
-	switch name {
-	case "count":
-		f = ir.Count
-		if fc.AggStar {
-			if fc.AggFilter != nil {
-				// COUNT(*) FILTER (WHERE c) counts CASE WHEN c THEN 1 END.
-				return p.filtered(fc, ir.Count, ir.Constant{Value: 1, Int: true}, 0)
-			}
-			return ir.Aggregate{Func: ir.CountStar}, nil
-		}
-	case "sum":
-		f = ir.Sum
-	case "avg":
-		f = ir.Avg
-	case "var_pop":
-		f = ir.VarPop
-	case "var_samp", "variance":
-		f = ir.VarSamp
-	case "stddev_pop":
-		f = ir.StddevPop
-	case "stddev_samp", "stddev":
-		f = ir.StddevSamp
-	case "median":
-		f = ir.Quantile
-	case "min":
-		f, extreme = ir.Quantile, -1
-	case "max":
-		f, extreme = ir.Quantile, 1
-	default:
+	spelling, ok := ir.LookupAggregate(name)
+	if !ok || spelling.Ordered {
 		if why, ok := laterAggregates[name]; ok {
-			return ir.Aggregate{}, ir.Refuse("%s is not supported: %s; supported: COUNT, SUM, AVG, MIN, MAX, VAR_POP, VAR_SAMP, STDDEV_POP, STDDEV_SAMP, MEDIAN, percentile_cont", strings.ToUpper(name), why)
+			return ir.Aggregate{}, ir.Refuse("%s is not supported: %s; supported: %s", strings.ToUpper(name), why, ir.AggregateList())
 		}
-		return ir.Aggregate{}, ir.Refuse("function %s is not supported in the select list; supported aggregates: COUNT, SUM, AVG, MIN, MAX, VAR_POP, VAR_SAMP, STDDEV_POP, STDDEV_SAMP, MEDIAN, percentile_cont", name)
+		return ir.Aggregate{}, ir.Refuse("function %s is not supported in the select list; supported aggregates: %s", name, ir.AggregateList())
+	}
+	f, extreme := spelling.Func, spelling.Extreme
+	if f == ir.Count && fc.AggStar {
+		if fc.AggFilter != nil {
+			// COUNT(*) FILTER (WHERE c) counts CASE WHEN c THEN 1 END.
+			return p.filtered(fc, ir.Count, ir.Constant{Value: 1, Int: true}, 0)
+		}
+		return ir.Aggregate{Func: ir.CountStar}, nil
 	}
 	if fc.AggStar {
 		return ir.Aggregate{}, ir.Refuse("%s(*) is not valid; name a column", strings.ToUpper(name))
 	}
-	if len(fc.Args) != 1 {
-		return ir.Aggregate{}, ir.Refuse("%s takes exactly one column or expression, got %d arguments", strings.ToUpper(name), len(fc.Args))
+	if n := f.Info().Arity; len(fc.Args) != n {
+		what := "one column or expression"
+		if n != 1 {
+			what = strconv.Itoa(n) + " columns or expressions"
+		}
+		return ir.Aggregate{}, ir.Refuse("%s takes exactly %s, got %d arguments", strings.ToUpper(name), what, len(fc.Args))
 	}
 	arg := fc.Args[0]
 	if c := arg.GetAConst(); c != nil && f == ir.Count && !c.Isnull {

@@ -48,6 +48,9 @@ import (
 //	t0, t1, …         the private table (or pre-aggregation) and the
 //	                  tables it joins; t0_capped, … a capped occurrence
 //	p0, p1, …         a pre-aggregation's columns, in its select list
+//	m                 a (person, group)'s rows up to L∞ (DroppedSQL)
+//	kept, dropped     a person's kept rows (at most L0·L∞) and rows
+//	                  beyond them (at most a cap), then their sums
 //
 // Stages and subqueries: r (the row stage: filter, keys, clamped values),
 // r_bounded (at most L∞ rows per person and group), per_unit (per person
@@ -56,7 +59,8 @@ import (
 // their kept values), light and heavy (the kept pairs with at most and
 // more than L∞ rows), sampled (the heavy pairs' sampled values),
 // kept_values, unit_groups and unit_groups_bounded (a histogram's pairs),
-// pairs, numbered (rows with rn), distinct_values, and per_shard
+// pairs, numbered (rows with rn), distinct_values, per_person (a
+// person's kept and dropped rows, DroppedSQL), and per_shard
 // (ClickHouse's per-shard sums; its per_group, kn0, kv0, … are the
 // dialect's, with the same prefix; the dialect's lambdas name their
 // parameter t, which only their own body reads).
@@ -89,6 +93,10 @@ const (
 	numberedStage          = catalog.ReservedPrefix + "numbered"
 	distinctValuesStage    = catalog.ReservedPrefix + "distinct_values"
 	perShardStage          = catalog.ReservedPrefix + "per_shard"
+	perPersonStage         = catalog.ReservedPrefix + "per_person"
+	mName                  = catalog.ReservedPrefix + "m"
+	keptName               = catalog.ReservedPrefix + "kept"
+	droppedName            = catalog.ReservedPrefix + "dropped"
 )
 
 // keyName is group key i's column.

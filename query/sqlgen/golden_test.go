@@ -177,3 +177,40 @@ func statements(t *testing.T, cat *catalog.Catalog, d engine.Dialect, sql string
 	}
 	return out
 }
+
+// TestGoldenDroppedSQL spells the dropped-rows estimate's statement
+// (DroppedSQL) in each dialect, grouped with a WHERE clause and not
+// (testdata/golden/DIALECT/dropped_*.sql).
+func TestGoldenDroppedSQL(t *testing.T) {
+	tests := []struct{ name, sql string }{
+		{"dropped_grouped", "SELECT day, COUNT(*) FROM visits WHERE minutes_spent > 10 GROUP BY day"},
+		{"dropped_total", "SELECT SUM(euros_spent) FROM visits"},
+	}
+	cat, err := catalog.Load("../../examples/catalog.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		for _, dia := range goldenDialects {
+			t.Run(dia.name+"/"+tt.name, func(t *testing.T) {
+				q, err := parse.ParseContext(context.Background(), tt.sql, cat, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				plan, err := dpplan.NewPlanDelta(q, cat.Table(q.Table), 0.9, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d, err := plan.NewDropped(0.1, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s, err := DroppedSQL(plan, d, dia.d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkGolden(t, filepath.Join("testdata", "golden", dia.name, tt.name+".sql"), "TestGoldenDroppedSQL", "-- "+tt.sql+"\n"+s+"\n")
+			})
+		}
+	}
+}

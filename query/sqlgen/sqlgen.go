@@ -90,7 +90,11 @@ func (g *sqlGen) rowStage(table string, values func() ([]item, []string, error))
 	p := g.p
 	var items []item
 	if p.Bounded {
-		items = append(items, as(g.colRef(p.Table.PrivacyUnit), unitName))
+		u, err := g.unitExpr()
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, as(u, unitName))
 	}
 	for i, k := range p.Query.GroupBy {
 		e, err := g.keyExpr(k)

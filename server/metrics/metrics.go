@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/dpstat/dpstat/answer"
 	"github.com/dpstat/dpstat/pgwire"
 	"github.com/dpstat/dpstat/server"
 )
@@ -75,7 +76,7 @@ func New() *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// The outcomes every dashboard plots exist from the start, at zero.
 	for _, fe := range []string{"http", "pg"} {
-		for _, o := range []string{server.OutcomeAnswered, server.OutcomeRefused, server.OutcomeBudgetExceeded, server.OutcomeError} {
+		for _, o := range []string{answer.OutcomeAnswered, answer.OutcomeRefused, answer.OutcomeBudgetExceeded, answer.OutcomeError} {
 			m.queries.WithLabelValues(fe, o)
 		}
 	}
@@ -85,8 +86,8 @@ func New() *Metrics {
 // Registry is the registry the metrics are in.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
-// ObserveQuery implements server.Observer.
-func (m *Metrics) ObserveQuery(ev server.QueryEvent) {
+// ObserveQuery implements answer.Observer.
+func (m *Metrics) ObserveQuery(ev answer.QueryEvent) {
 	m.queries.WithLabelValues(ev.Frontend, ev.Outcome).Inc()
 	if ev.Kind != "" {
 		m.refusals.WithLabelValues(string(ev.Kind)).Inc()

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/dpstat/dpstat/answer"
 	"github.com/dpstat/dpstat/server"
 	"github.com/dpstat/dpstat/server/metrics"
 )
@@ -78,11 +79,11 @@ func TestMetricsScrape(t *testing.T) {
 	ts := httptest.NewServer(m.Mux(health))
 	defer ts.Close()
 	m.SetTables(3)
-	m.ObserveQuery(server.QueryEvent{Frontend: "http", Outcome: server.OutcomeAnswered, Table: "adult", ReleaseID: 7, Cost: server.Pair{Epsilon: 0.5, Delta: 1e-6}, Duration: 3 * time.Millisecond})
-	m.ObserveQuery(server.QueryEvent{Frontend: "pg", Outcome: server.OutcomeAnswered, Table: "adult", ReleaseID: 8, Cost: server.Pair{Epsilon: 0.25}, Duration: time.Millisecond})
-	m.ObserveQuery(server.QueryEvent{Frontend: "pg", Outcome: server.OutcomeBudgetExceeded, Kind: server.KindBudgetExceeded, Duration: time.Millisecond})
-	m.ObserveQuery(server.QueryEvent{Frontend: "http", Outcome: server.OutcomeRefused, Kind: server.KindSyntax, Duration: time.Millisecond})
-	m.ObserveQuery(server.QueryEvent{Frontend: "http", Outcome: server.OutcomeRepeated, Table: "adult", Duration: time.Millisecond})
+	m.ObserveQuery(answer.QueryEvent{Frontend: "http", Outcome: answer.OutcomeAnswered, Table: "adult", ReleaseID: 7, Cost: answer.Pair{Epsilon: 0.5, Delta: 1e-6}, Duration: 3 * time.Millisecond})
+	m.ObserveQuery(answer.QueryEvent{Frontend: "pg", Outcome: answer.OutcomeAnswered, Table: "adult", ReleaseID: 8, Cost: answer.Pair{Epsilon: 0.25}, Duration: time.Millisecond})
+	m.ObserveQuery(answer.QueryEvent{Frontend: "pg", Outcome: answer.OutcomeBudgetExceeded, Kind: answer.KindBudgetExceeded, Duration: time.Millisecond})
+	m.ObserveQuery(answer.QueryEvent{Frontend: "http", Outcome: answer.OutcomeRefused, Kind: answer.KindSyntax, Duration: time.Millisecond})
+	m.ObserveQuery(answer.QueryEvent{Frontend: "http", Outcome: answer.OutcomeRepeated, Table: "adult", Duration: time.Millisecond})
 	m.EngineDone(20*time.Millisecond, nil)
 	m.EngineDone(time.Second, errors.New("boom"))
 	m.LedgerDone("charge", 2*time.Millisecond)

@@ -147,8 +147,24 @@
         el('div', { class: 'label' }, el('strong', {}, b.table), el('span', {}, 'ε ' + fmt(b.spent.epsilon) + ' / ' + fmt(b.limit.epsilon))),
         el('div', { class: 'bar', role: 'meter', 'aria-valuemin': '0', 'aria-valuemax': String(b.limit.epsilon), 'aria-valuenow': String(b.spent.epsilon) }, fill),
         el('div', { class: 'sub' }, 'remaining ε ' + fmt(b.remaining.epsilon) + ', δ ' + fmt(b.remaining.delta) + ' · ' + b.releases + ' releases'),
-        b.total ? el('div', { class: 'sub total' }, totalText(b.total)) : ''));
+        b.total ? el('div', { class: 'sub total' }, totalText(b.total)) : '',
+        b.epochs && b.epochs.length ? epochStrip(b) : ''));
     }
+  }
+
+  // epochStrip draws one small gauge per run of charged epochs: on a table
+  // that declares epochs each epoch has a budget of its own.
+  function epochStrip(b) {
+    const strip = el('div', { class: 'strip', title: 'each epoch has a budget of ε ' + fmt(b.limit.epsilon) + '; epochs not shown are unspent' });
+    for (const e of b.epochs) {
+      const frac = b.limit.epsilon > 0 ? Math.min(1, e.spent.epsilon / b.limit.epsilon) : 1;
+      const fill = el('div', { class: 'fill' + (frac > 0.9 ? ' bad' : frac > 0.6 ? ' warn' : '') });
+      fill.style.height = (frac * 100).toFixed(1) + '%';
+      strip.append(el('div', { class: 'cell', role: 'meter', 'aria-label': e.epochs, 'aria-valuemin': '0',
+        'aria-valuemax': String(b.limit.epsilon), 'aria-valuenow': String(e.spent.epsilon),
+        title: e.epochs + ': ε ' + fmt(e.spent.epsilon) + ' / ' + fmt(b.limit.epsilon) + ' · ' + e.releases + ' releases' }, fill));
+    }
+    return el('div', { class: 'sub epochs' }, 'per epoch (' + b.epochs.length + ' charged runs):', strip);
   }
 
   // totalText describes a table's total budget, every analyst together.

@@ -119,6 +119,13 @@ class Result:
     release_id: int = 0
     repeated: bool = False
     dry_run: bool = False
+    # For a preview: None, or {"kind": ..., "reason": ...} when running the
+    # query now would be refused (its cost does not fit in the budget left).
+    would_refuse: Optional[dict] = None
+    # With query(..., dropped=True) over a table with a privacy unit: the DP
+    # estimate of the rows contribution bounding dropped, {"share", "low",
+    # "high", "kept", "dropped", "cap_per_person", "epsilon"}; else None.
+    dropped: Optional[dict] = None
 
     @classmethod
     def _from(cls, d: dict) -> "Result":
@@ -138,6 +145,8 @@ class Result:
             release_id=int(d.get("release_id") or 0),
             repeated=bool(d.get("repeated")),
             dry_run=bool(d.get("dry_run")),
+            would_refuse=d.get("would_refuse"),
+            dropped=d.get("dropped"),
         )
 
     def noisy(self) -> List[bool]:
@@ -164,7 +173,7 @@ class Result:
         try:
             import pandas as pd
         except ImportError as e:  # pragma: no cover - depends on the machine
-            raise ImportError("Result.to_pandas() needs pandas: pip install pandas (or apt-get install python3-pandas)") from e
+            raise ImportError("Result.to_pandas() needs pandas: pip install 'dpstat[pandas]' (or pip install pandas; apt-get install python3-pandas for the system's Python)") from e
         cols = []
         for j, name in enumerate(self.columns):
             cols.append(name)
@@ -242,7 +251,7 @@ class Client:
             raise Error("unreachable", f"cannot reach {self.url}: {e.reason}") from None
 
     @staticmethod
-    def _query_body(sql: str, epsilon, delta, confidence, dry_run: bool) -> dict:
+    def _query_body(sql: str, epsilon, delta, confidence, dry_run: bool, dropped: bool = False) -> dict:
         if not isinstance(sql, str) or not sql.strip():
             raise ValueError("sql must be a non-empty string holding one SELECT")
         body = {"sql": sql}
@@ -254,16 +263,20 @@ class Client:
             body[name] = float(v)
         if dry_run:
             body["dry_run"] = True
+        if dropped:
+            body["dropped"] = True
         return body
 
     def query(self, sql: str, epsilon: Optional[float] = None, delta: Optional[float] = None,
-              confidence: Optional[float] = None) -> Result:
+              confidence: Optional[float] = None, dropped: bool = False) -> Result:
         """Answer sql, charging epsilon (and delta) to the table's budget.
 
+        dropped=True also estimates, with 10% of epsilon, the share of rows
+        contribution bounding dropped (Result.dropped and a note).
         Raises BudgetExceeded if the cost does not fit, QueryRefused if the
         server refuses the query; neither charges anything.
         """
-        return Result._from(self._request("POST", "/v1/query", self._query_body(sql, epsilon, delta, confidence, False)))
+        return Result._from(self._request("POST", "/v1/query", self._query_body(sql, epsilon, delta, confidence, False, dropped)))
 
     def preview(self, sql: str, epsilon: Optional[float] = None, delta: Optional[float] = None,
                 confidence: Optional[float] = None) -> Result:

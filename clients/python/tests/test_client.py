@@ -38,6 +38,14 @@ class ClientTest(unittest.TestCase):
         self.assertAlmostEqual(r.budget.spent.epsilon, before + 0.5)
         self.assertIn("Female", repr(r))
 
+    def test_dropped(self):
+        # adult has no privacy unit: no row is dropped, and the note says so
+        # at no cost beyond the query's.
+        r = self.c.query("SELECT COUNT(*) FROM adult", epsilon=0.25, dropped=True)
+        self.assertIsNone(r.dropped)
+        self.assertTrue(any("dropped no row" in n for n in r.notes))
+        self.assertAlmostEqual(r.cost.epsilon, 0.25)
+
     def test_to_pandas(self):
         try:
             import pandas  # noqa: F401
@@ -90,6 +98,11 @@ class ClientTest(unittest.TestCase):
         self.assertIsInstance(e.exception, dpstat.Error)
         self.assertEqual(e.exception.code, "budget_exceeded")
         self.assertEqual(e.exception.status, 409)
+        # Its preview is answered, and says the run would be refused.
+        p = small.preview("SELECT COUNT(*) FROM adult", epsilon=5)
+        self.assertEqual(p.would_refuse["kind"], "budget_exceeded")
+        self.assertIn("remaining", p.would_refuse["reason"])
+        self.assertIsNone(small.preview("SELECT COUNT(*) FROM adult", epsilon=0.01).would_refuse)
 
     def test_bad_token_and_arguments(self):
         with self.assertRaises(dpstat.Error) as e:

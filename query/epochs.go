@@ -1,0 +1,93 @@
+package query
+
+import (
+	"fmt"
+
+	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/epoch"
+	"github.com/dpstat/dpstat/query/ir"
+)
+
+// epochsOf derives the epochs query q reads on base, a table that
+// declares an epoch (nil otherwise), from q's conditions and the declared
+// bounds (ir.EpochRange), adds the condition that enforces them to q's
+// WHERE, so that the statement never reads a row of an epoch it was not
+// charged for, and refuses, before any charge, what would mix one
+// person's rows of several epochs inside one unit's contribution.
+func epochsOf(q *ir.Query, base *catalog.Table) (*epoch.Range, error) {
+	if base == nil || base.Epoch == nil {
+		return nil, nil
+	}
+	e := base.Epoch
+	if q.Pre != nil {
+		return nil, ir.Refuse("table %s declares epochs by %s of %s: a subquery grouped by the person would add up one person's rows of several %ss, which are protected separately; aggregate the table directly (GROUP BY date_trunc('%s', %s) keeps the %ss apart)",
+			base.Name, e.Every, e.Column, e.Every, e.Every, e.Column, e.Every)
+	}
+	for _, j := range q.Joins {
+		if j.Private {
+			return nil, ir.Refuse("table %s declares epochs by %s of %s: a join with the private table %s would pair one person's rows of different %ss, which are protected separately; query each table on its own, or join public tables only",
+				base.Name, e.Every, e.Column, j.Table, e.Every)
+		}
+	}
+	rel := base
+	if q.Relation != nil {
+		rel = q.Relation
+	}
+	if rel.Epoch == nil {
+		cp := *rel
+		cp.Epoch = e
+		rel = &cp
+	}
+	r, lo, hi, empty, _ := ir.EpochRange(rel, q.Where)
+	if empty {
+		c := base.Column(e.Column)
+		return nil, ir.Refuse("the conditions on %s leave no date within its declared range (%s to %s): the query would read no epoch; ask about dates in that range",
+			e.Column, catalog.FormatValue(c.Type, int64(*c.Lower)), catalog.FormatValue(c.Type, int64(*c.Upper)))
+	}
+	if r.Len() > 1 && base.HasPrivacyUnit() {
+		for _, a := range q.Aggregates() {
+			if a.Func == ir.CountDistinct && !groupedByEpoch(q, e) {
+				return nil, ir.Refuse("COUNT(DISTINCT %s) over %d %ss (%s): on table %s each person's rows of one %s are a unit of their own, so a person present in several %ss would be counted once in each; add GROUP BY date_trunc('%s', %s), or restrict %s to one %s",
+					a.Column, r.Len(), e.Every, r, base.Name, e.Every, e.Every, e.Every, e.Column, e.Column, e.Every)
+			}
+		}
+	}
+	filter := ir.EpochFilter(rel, lo, hi)
+	if q.Where == nil {
+		q.Where = filter
+	} else {
+		q.Where = ir.And{Args: []ir.Expr{filter, q.Where}}
+	}
+	return &r, nil
+}
+
+// groupedByEpoch reports whether q groups by date_trunc of the epoch
+// column by a unit within one epoch, so that each group holds one epoch.
+func groupedByEpoch(q *ir.Query, e *catalog.Epoch) bool {
+	for _, k := range q.GroupBy {
+		b := q.Buckets[k]
+		if b != nil && b.Kind == ir.DateBucket && b.Trunc && b.Shift == 0 && b.Column == e.Column && epoch.Valid(b.Field) && epoch.Nests(b.Field, e.Every) {
+			return true
+		}
+	}
+	return false
+}
+
+// epochWords states the guarantee of a query over epochs r of table t
+// (which declares the epochs all), for
+// EXPLAIN and the answer's notes: what it reads and is charged, and the
+// protection of one person's rows of one epoch, and of a person present in
+// every declared epoch, under the catalog's budgets.
+func epochWords(r *epoch.Range, all epoch.Range, column string, eps float64, t *catalog.Table) string {
+	out := fmt.Sprintf("the privacy unit is (person, %s of %s): this query reads %d %s(s), %s, and is charged ε=%g in each",
+		r.Every, column, r.Len(), r.Every, r, eps)
+	per, whose := t.Budget.Epsilon, "each analyst's budget per "+r.Every+"; no total budget caps the analysts together"
+	if t.TotalBudget != nil {
+		per, whose = t.TotalBudget.Epsilon, "the total budget per "+r.Every+", every analyst together"
+	}
+	if all.Len() > 0 && per > 0 {
+		out += fmt.Sprintf("; each person's rows of one %s are protected at ε = %g (%s), and a person present in all %d declared %ss (%s) has, over all of them, at most %d × %g = %.10g",
+			r.Every, per, whose, all.Len(), r.Every, all, all.Len(), per, per*float64(all.Len()))
+	}
+	return out
+}

@@ -1,0 +1,277 @@
+package reuse
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/query/dpplan"
+	"github.com/dpstat/dpstat/query/ir"
+)
+
+// contextVersion changes whenever what identifies a measurement's context
+// changes.
+const contextVersion = "dpstat-reuse-v1"
+
+// Shape is what a plan's cells are, as far as reuse needs it: the context
+// every cell shares (the table's declaration, the filter left once the
+// conditions on declared value lists are taken out, the contribution
+// bounds) and, per cell, a box: for each column with a declared value list
+// that the query restricts (by GROUP BY or by WHERE col = v / col IN (…)),
+// the indices of the values the cell's rows hold.
+type Shape struct {
+	// Context identifies the cells' common context (a hash).
+	Context string
+	// Where is the filter left over, as the query spells it ("" for none).
+	Where string
+	// Restrict maps a column to the value indices WHERE restricts it to
+	// (sorted); a column absent is not restricted. A column whose declared
+	// list is complete (a column declared not nullable) restricted to its
+	// whole list is absent.
+	Restrict map[string][]int
+	// GroupBy lists the grouped columns, and Keys each group's value
+	// indices in GroupBy order (following Plan.Keys).
+	GroupBy []string
+	Keys    [][]int
+	// Stats identifies each release of the plan (StatID), "" for one that
+	// cannot be reused.
+	Stats []string
+	// complete maps each column with a declared value list that is
+	// complete to the list's length.
+	complete map[string]int
+}
+
+// ShapeOf returns the shape of a plan whose table source resolves to
+// source, or the reason its cells cannot be reused or derived: only
+// queries over one table with no privacy unit (each row one person, so a
+// cell's value does not depend on the other cells: no contribution
+// bounding), grouped by columns with declared value lists, without joins,
+// key selection, most-common values or computed keys.
+func ShapeOf(plan *dpplan.Plan, source string) (*Shape, string) {
+	q, t := plan.Query, plan.Table
+	switch {
+	case t == nil || q == nil:
+		return nil, "no table"
+	case plan.Bounded || t.HasPrivacyUnit():
+		return nil, "the table has a privacy unit: bounding a person's contributions makes a cell depend on the grouping"
+	case len(q.Joins) > 0 || q.Pre != nil || q.Relation != nil:
+		return nil, "the query joins or pre-aggregates"
+	case plan.Selection != nil || plan.TopK != nil:
+		return nil, "the query selects its keys"
+	case len(q.Buckets) > 0:
+		return nil, "the query groups by computed keys"
+	}
+	for _, g := range q.GroupBy {
+		if c := t.Column(g); c == nil || len(c.Values) == 0 {
+			return nil, "GROUP BY " + g + " has no declared value list"
+		}
+	}
+	s := &Shape{GroupBy: append([]string(nil), q.GroupBy...), Restrict: map[string][]int{}, complete: map[string]int{}}
+	for _, c := range t.Columns {
+		if len(c.Values) > 0 && !c.Nullable {
+			s.complete[c.Name] = len(c.Values)
+		}
+	}
+	var residual []string
+	for _, conj := range conjuncts(q.Where) {
+		col, idx, ok := keyCondition(conj, t)
+		if !ok {
+			residual = append(residual, ir.ExprString(conj, q))
+			continue
+		}
+		if prev, seen := s.Restrict[col]; seen {
+			idx = intersect(prev, idx)
+		}
+		s.Restrict[col] = idx
+	}
+	for col, idx := range s.Restrict {
+		if n, ok := s.complete[col]; ok && len(idx) == n {
+			delete(s.Restrict, col)
+		}
+	}
+	sort.Strings(residual)
+	s.Where = strings.Join(residual, " AND ")
+	for _, key := range plan.Keys {
+		ki := make([]int, len(key))
+		for i, v := range key {
+			ki[i] = valueIndex(t.Column(q.GroupBy[i]).Values, v)
+			if ki[i] < 0 {
+				return nil, fmt.Sprintf("group key %v of %s is not in its declared list", v, q.GroupBy[i])
+			}
+		}
+		s.Keys = append(s.Keys, ki)
+	}
+	for i := range plan.Releases {
+		s.Stats = append(s.Stats, StatID(plan, i))
+	}
+	// The table's whole declaration but for the reuse setting, which says
+	// who may reuse, not what a cell is.
+	decl := *t
+	decl.ReuseReleases = ""
+	dj, err := json.Marshal(&decl)
+	if err != nil {
+		return nil, "the table's declaration cannot be spelled"
+	}
+	cj, _ := json.Marshal(plan.Contribution)
+	h := sha256.New()
+	for _, part := range []string{contextVersion, t.Name, string(dj), source, s.Where, string(cj)} {
+		fmt.Fprintf(h, "%d:%s;", len(part), part)
+	}
+	s.Context = hex.EncodeToString(h.Sum(nil))
+	return s, ""
+}
+
+// StatID identifies what release i of a plan measures, so that two
+// releases with the same ID in the same context measure the same
+// statistic of a cell: "rows" (COUNT(*)), "values:col" (COUNT(col)),
+// "sum:col:…" and "csum:col:…" (a sum, and a sum centred on the clamping
+// range's midpoint, with the summand's clamping bounds and grid). "" for a
+// release that cannot be reused.
+func StatID(plan *dpplan.Plan, i int) string {
+	r := plan.Releases[i]
+	if r.Stat < 0 || r.Stat >= len(plan.Statistics) {
+		return ""
+	}
+	sm := plan.Statistics[r.Stat].Summand
+	if _, derived := plan.Query.Derived[sm.Column]; derived || strings.HasPrefix(sm.Column, "#") {
+		// A computed expression's column is named per query.
+		return ""
+	}
+	switch {
+	case r.Kind == dpplan.NoisyCount && sm.Kind == dpplan.RowCount:
+		return "rows"
+	case r.Kind == dpplan.NoisyCount && sm.Kind == dpplan.NonNullCount:
+		return "values:" + sm.Column
+	case r.Kind == dpplan.NoisySum && sm.Kind == dpplan.FixedPointSum:
+		return fmt.Sprintf("sum:%s:%d:%d:%d", sm.Column, sm.Exp, sm.Lower, sm.Upper)
+	case r.Kind == dpplan.NoisyCentredSum && sm.Kind == dpplan.FixedPointSum:
+		return fmt.Sprintf("csum:%s:%d:%d:%d", sm.Column, sm.Exp, sm.Lower, sm.Upper)
+	}
+	return ""
+}
+
+// conjuncts flattens a condition's top-level ANDs.
+func conjuncts(e ir.Expr) []ir.Expr {
+	switch x := e.(type) {
+	case nil:
+		return nil
+	case ir.And:
+		var out []ir.Expr
+		for _, a := range x.Args {
+			out = append(out, conjuncts(a)...)
+		}
+		return out
+	}
+	return []ir.Expr{e}
+}
+
+// keyCondition recognizes col = v and col IN (v, …) over a column with a
+// declared value list, every v in the list, and returns the values'
+// sorted indices.
+func keyCondition(e ir.Expr, t *catalog.Table) (string, []int, bool) {
+	var col ir.Operand
+	var vals []ir.Operand
+	switch x := e.(type) {
+	case ir.Compare:
+		if x.Op != "=" {
+			return "", nil, false
+		}
+		col, vals = x.Left, []ir.Operand{x.Right}
+		if col.Kind != ir.ColumnRef {
+			col, vals = x.Right, []ir.Operand{x.Left}
+		}
+	case ir.In:
+		if x.Negate {
+			return "", nil, false
+		}
+		col, vals = x.Arg, x.Values
+	default:
+		return "", nil, false
+	}
+	if col.Kind != ir.ColumnRef {
+		return "", nil, false
+	}
+	c := t.Column(col.Column)
+	if c == nil || len(c.Values) == 0 || len(vals) == 0 {
+		return "", nil, false
+	}
+	var idx []int
+	for _, v := range vals {
+		if v.Kind != ir.Literal {
+			return "", nil, false
+		}
+		i := valueIndex(c.Values, v.Value)
+		if i < 0 {
+			return "", nil, false
+		}
+		idx = append(idx, i)
+	}
+	return c.Name, normalize(idx), true
+}
+
+// valueIndex returns the index of v in a declared value list, compared as
+// values of one kind (numbers with numbers), or -1.
+func valueIndex(list []any, v any) int {
+	for i, w := range list {
+		if sameKind(v, w) && ir.CompareValues(v, w) == 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+func sameKind(a, b any) bool {
+	_, na := ir.Number(a)
+	_, nb := ir.Number(b)
+	if na || nb {
+		return na && nb
+	}
+	return fmt.Sprintf("%T", a) == fmt.Sprintf("%T", b)
+}
+
+func normalize(idx []int) []int {
+	sort.Ints(idx)
+	out := idx[:0]
+	for i, v := range idx {
+		if i == 0 || v != idx[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func intersect(a, b []int) []int {
+	in := map[int]bool{}
+	for _, v := range a {
+		in[v] = true
+	}
+	var out []int
+	for _, v := range b {
+		if in[v] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// cellBox returns the box of group g: Restrict with each grouped column
+// narrowed to the group's value (nil when the WHERE excludes the value).
+func (s *Shape) cellBox(g int) map[string][]int {
+	box := make(map[string][]int, len(s.Restrict)+len(s.GroupBy))
+	for c, idx := range s.Restrict {
+		box[c] = idx
+	}
+	for i, c := range s.GroupBy {
+		k := s.Keys[g][i]
+		if prev, ok := box[c]; ok {
+			box[c] = intersect(prev, []int{k})
+		} else {
+			box[c] = []int{k}
+		}
+	}
+	return box
+}

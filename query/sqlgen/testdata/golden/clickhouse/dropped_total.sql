@@ -1,0 +1,2 @@
+-- SELECT SUM(euros_spent) FROM visits
+SELECT sum(_dp_kept) AS _dp_s0, sum(_dp_dropped) AS _dp_s1 FROM (SELECT least(sum(_dp_m), toInt64(1)) AS _dp_kept, least(sum(_dp_n) - least(sum(_dp_m), toInt64(1)), toInt64(3)) AS _dp_dropped FROM (SELECT _dp_u, CAST(count(*) AS Nullable(Int64)) AS _dp_n, least(CAST(count(*) AS Nullable(Int64)), toInt64(1)) AS _dp_m FROM (SELECT "visitor_id" AS _dp_u FROM "visits" WHERE "visitor_id" IS NOT NULL) AS _dp_r GROUP BY _dp_u) AS _dp_per_unit GROUP BY _dp_u) AS _dp_per_person
