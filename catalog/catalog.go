@@ -154,6 +154,16 @@ type Table struct {
 	// may be derived from at no cost (package query/reuse): ReuseOwn (the
 	// default, stored as "") or ReuseShared (every analyst's).
 	ReuseReleases string `json:",omitempty"`
+	// ClusteredByUnit records the owner's declaration that the table's rows
+	// are stored clustered by the privacy unit (clustered_by_unit: true):
+	// sorted by it, or at least each stretch of the file holding a narrow
+	// range of units. The privacy unit is then an int column with declared
+	// bounds, and the embedded engine reads a bounded query in ranges of
+	// the unit cut from those bounds (sqlgen.UnitRanges), which skips the
+	// other ranges' row groups and keeps its memory independent of the
+	// row count. The answers are the same either way; only time and memory
+	// depend on whether the declaration is true, never the choice of form.
+	ClusteredByUnit bool `json:",omitempty"`
 	// Budget is each analyst's default budget on the table: the table's
 	// own declaration, else the catalog's.
 	Budget Budget

@@ -102,7 +102,7 @@ func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name, yaml, want string
 	}{
-		{"unknown field", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    colums: {}\n", `line 5: table t: unknown key "colums"; accepted: source, privacy_unit, max_groups_per_unit, max_rows_per_group, group_size, columns, id_space, public, nan_free, reuse_releases, budget, total_budget, epoch (did you mean columns?)`},
+		{"unknown field", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    colums: {}\n", `line 5: table t: unknown key "colums"; accepted: source, privacy_unit, max_groups_per_unit, max_rows_per_group, group_size, columns, id_space, public, nan_free, reuse_releases, clustered_by_unit, budget, total_budget, epoch (did you mean columns?)`},
 		{"unknown column field", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: int, min: 3}\n", `line 6: table t: column a: unknown key "min"; accepted: type, lower, upper, values, nullable, from`},
 		{"every unknown key and every other problem", "budget: {epsilon: 1, delt: 0}\ntables:\n  t:\n    source: d.csv\n    columns:\n      a: {type: int, uper: 3}\n      b: {type: txt}\n", `line 1: budget: unknown key "delt"; accepted: epsilon, delta (did you mean delta?)
 line 6: table t: column a: unknown key "uper"; accepted: type, lower, upper, values, nullable, from (did you mean upper?)
@@ -225,5 +225,55 @@ func TestReuseReleases(t *testing.T) {
 		if got := cat.Table("t").ReuseReleases; got != tc.want {
 			t.Errorf("%q: ReuseReleases = %q, want %q", tc.value, got, tc.want)
 		}
+	}
+}
+
+// TestParseClusteredByUnit: clustered_by_unit is the owner's declaration
+// that the rows are stored clustered by the privacy unit; it needs a
+// privacy unit declared as an int with both bounds (the ranges are cut
+// from them), and every refusal names the value and what is accepted.
+func TestParseClusteredByUnit(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "d.csv"), []byte("pid,g\n1,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	table := func(decl, pid string) string {
+		return "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    privacy_unit: pid\n    max_groups_per_unit: 1\n    max_rows_per_group: 1\n" +
+			decl + "    columns:\n      pid: " + pid + "\n      g: {type: int}\n"
+	}
+	tests := []struct {
+		name, text string
+		want       bool
+		err        string
+	}{
+		{"absent", table("", "{type: int}"), false, ""},
+		{"true", table("    clustered_by_unit: true\n", "{type: int, lower: 0, upper: 999}"), true, ""},
+		{"false", table("    clustered_by_unit: false\n", "{type: int}"), false, ""},
+		{"not a boolean", table("    clustered_by_unit: yes please\n", "{type: int, lower: 0, upper: 9}"), false, "clustered_by_unit = yes please: want true"},
+		{"a list", table("    clustered_by_unit: [true]\n", "{type: int, lower: 0, upper: 9}"), false, "clustered_by_unit = a list: want true"},
+		{"unit without bounds", table("    clustered_by_unit: true\n", "{type: int}"), false, "needs the privacy_unit column pid declared as {type: int, lower: L, upper: U} (got type int without both bounds)"},
+		{"text unit", table("    clustered_by_unit: true\n", "{type: text}"), false, "(got type text without both bounds)"},
+		{"no privacy unit", "budget: {epsilon: 1}\ntables:\n  t:\n    source: d.csv\n    clustered_by_unit: true\n    columns:\n      pid: {type: int, lower: 0, upper: 9}\n", false, "clustered_by_unit: true needs a privacy_unit column"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, "catalog.yaml")
+			if err := os.WriteFile(path, []byte(tt.text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c, err := Load(path)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error = %v, want one containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Tables[0].ClusteredByUnit; got != tt.want {
+				t.Errorf("ClusteredByUnit = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -45,6 +45,7 @@ type rawTable struct {
 	Public           bool                  `yaml:"public"`
 	NaNFree          yaml.Node             `yaml:"nan_free"`
 	ReuseReleases    string                `yaml:"reuse_releases"`
+	ClusteredByUnit  yaml.Node             `yaml:"clustered_by_unit"`
 	Budget           *rawBudget            `yaml:"budget"`
 	TotalBudget      *rawBudget            `yaml:"total_budget"`
 	Epoch            *rawEpoch             `yaml:"epoch"`
@@ -267,6 +268,9 @@ func checkTable(name string, rt *rawTable, dir string, colOrder []string, remote
 		for _, e := range eerrs {
 			add("%v", e)
 		}
+	}
+	if msg := checkClustered(t, &rt.ClusteredByUnit, rt.PrivacyUnit); msg != "" {
+		add("%s", msg)
 	}
 	return t, errs
 }
@@ -511,4 +515,43 @@ func sortByOrder(names []string, order []string) {
 
 func cleanYAMLError(err error) error {
 	return errors.New(strings.TrimPrefix(err.Error(), "yaml: "))
+}
+
+// checkClustered reads the clustered_by_unit declaration n into t and
+// returns what is wrong with it, or "": a boolean, on a table with a
+// privacy unit declared as an int column with both bounds (the ranges a
+// clustered table is read in are cut from those bounds, never from the
+// data).
+func checkClustered(t *Table, n *yaml.Node, unit string) string {
+	if n.Kind == 0 {
+		return ""
+	}
+	var v bool
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" || n.Decode(&v) != nil {
+		text := n.Value
+		if n.Kind != yaml.ScalarNode {
+			text = "a " + map[yaml.Kind]string{yaml.SequenceNode: "list", yaml.MappingNode: "mapping"}[n.Kind]
+		}
+		return fmt.Sprintf("clustered_by_unit = %s: want true (the owner declares that the rows are stored sorted or clustered by the privacy unit) or false", text)
+	}
+	if !v {
+		return ""
+	}
+	if unit == "" {
+		return "clustered_by_unit: true needs a privacy_unit column (the rows are clustered by it); without one, leave it out"
+	}
+	var col *Column
+	for _, c := range t.Columns {
+		if c.Name == unit {
+			col = c
+		}
+	}
+	if col == nil {
+		return "" // reported as an undeclared privacy_unit
+	}
+	if col.Type != Int || !col.Bounded() {
+		return fmt.Sprintf("clustered_by_unit: true needs the privacy_unit column %s declared as {type: int, lower: L, upper: U} (got type %s%s): the ranges the table is read in are cut from the declared bounds, never from the data", unit, col.Type, map[bool]string{true: " with bounds", false: " without both bounds"}[col.Bounded()])
+	}
+	t.ClusteredByUnit = true
+	return ""
 }

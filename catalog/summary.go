@@ -48,6 +48,9 @@ func (c *Catalog) Summary() string {
 			fmt.Fprintf(&b, ", epochs by %s of %s (%d: %s), each with budgets of its own: each person's rows of one %s are protected at epsilon=%g (the total, else one analyst's budget); a person present in all %d at most %g",
 				t.Epoch.Every, t.Epoch.Column, r.Len(), r, t.Epoch.Every, eps, r.Len(), eps*float64(r.Len()))
 		}
+		if t.ClusteredByUnit {
+			b.WriteString(", declared clustered_by_unit")
+		}
 		if t.Budget != c.Budget {
 			fmt.Fprintf(&b, ", budget per analyst epsilon=%g delta=%g", t.Budget.Epsilon, t.Budget.Delta)
 		}

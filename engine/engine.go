@@ -68,6 +68,25 @@ type Sampler interface {
 	NullSafe
 }
 
+// ExtremeSampler is implemented by Sampler dialects that can keep at most
+// two values per (person, group) in one pass over the rows: with one i.i.d.
+// random key per row, the rows with the smallest and the largest key of a
+// pair are a uniform random 2-subset of its rows (and the smallest alone a
+// uniform random row), so plain aggregates replace SmallestN's lists and
+// the second read of the rows that lists need.
+type ExtremeSampler interface {
+	Sampler
+	// ArgMin spells an aggregate: arg on the row with the smallest key
+	// among the rows whose arg is not NULL (NULL when there is none).
+	ArgMin(arg, key string) string
+	// ArgMax is ArgMin with the largest key.
+	ArgMax(arg, key string) string
+	// SumOfTwo spells the exact sum of two non-NULL values of one summand,
+	// in the type that the dialect's sum of that summand gives (ExactSum
+	// or GridSum), so that it never overflows the summand's type.
+	SumOfTwo(a, b string) string
+}
+
 // NullSafe is implemented by dialects whose bounded statements join rows
 // with the (person, group) pairs they keep: the join must match a NULL
 // key to a NULL key, since a NULL group is a group (USING or = would drop

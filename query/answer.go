@@ -542,7 +542,7 @@ func (s *Service) exact(ctx context.Context, p *Prepared) (*dpplan.Exact, error)
 		if err != nil {
 			return nil, err
 		}
-		rows, err := s.query(ctx, table, text)
+		rows, err := s.queryRanges(ctx, p, f, table, text)
 		if err != nil {
 			return nil, err
 		}
@@ -558,6 +558,35 @@ func (s *Service) exact(ctx context.Context, p *Prepared) (*dpplan.Exact, error)
 		s.forms[table] = dpplan.IntegerForm
 		s.mu.Unlock()
 	}
+}
+
+// queryRanges runs text, the statement of p in form f, or, on a table
+// read in ranges of its privacy unit (Prepared.Ranges), the statement of
+// each range in turn, one after the other so that the engine holds one
+// range's pairs at a time. The ranges' rows are concatenated:
+// ReadExactForm adds the rows of one group exactly (each person is in one
+// range, so the sums of the ranges are the table's).
+func (s *Service) queryRanges(ctx context.Context, p *Prepared, f dpplan.Form, table, text string) (*engine.Rows, error) {
+	if len(p.ranges) == 0 {
+		return s.query(ctx, table, text)
+	}
+	var all *engine.Rows
+	for _, r := range p.ranges {
+		text, err := p.RangeSQL(f, r)
+		if err != nil {
+			return nil, err
+		}
+		rows, err := s.query(ctx, table, text)
+		if err != nil {
+			return nil, err
+		}
+		if all == nil {
+			all = rows
+		} else {
+			all.Rows = append(all.Rows, rows.Rows...)
+		}
+	}
+	return all, nil
 }
 
 func (s *Service) query(ctx context.Context, table, sql string) (*engine.Rows, error) {

@@ -310,3 +310,23 @@ func (s *Service) storeAnswer(store AnswerStore, key ledger.Key, answerKey strin
 	}
 	s.reuse.Add(key.Dataset, rec)
 }
+
+// PreviewCost is what running p now would charge the analyst of key, as a
+// dry run says it: nothing when the answer would be derived from earlier
+// releases, the fresh measurement's cost when releases would be topped up,
+// else p's own cost; note says which (empty for p's own cost). Like the
+// run's own decision, it reads the plan and the releases' noise, never the
+// data.
+func (s *Service) PreviewCost(p *Prepared, key ledger.Key) (accounting.Cost, string) {
+	if p.ExplainOnly {
+		return p.Noise.Cost, ""
+	}
+	if r := s.derive(p, key); r != nil {
+		return accounting.Cost{}, "running this query now derives its answer from releases " + joinIDs(r.Derived.Releases) + " at no cost (--fresh answers afresh)"
+	}
+	if fresh, t := s.topUp(p, key); t != nil {
+		return fresh.Noise.Cost, fmt.Sprintf("running this query now combines releases %s with a fresh measurement at ε=%s instead of ε=%s (--fresh answers afresh)",
+			joinIDs(t.prior.Releases()), accounting.Num(fresh.Opts.Epsilon), accounting.Num(p.Opts.Epsilon))
+	}
+	return p.Noise.Cost, ""
+}

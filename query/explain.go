@@ -161,6 +161,9 @@ func (p *Prepared) Explain() *Explanation {
 	} else if p.Opts.Dropped && !plan.Bounded {
 		e.Notes = append(e.Notes, NoBoundingNote)
 	}
+	if n := len(p.ranges); n > 0 {
+		e.Notes = append(e.Notes, fmt.Sprintf("the table is declared clustered_by_unit: the statement runs once per range of %s, %d ranges cut from its declared bounds (the SQL shown is the whole table's; each range adds its bounds on %s to the row filter)", plan.Table.PrivacyUnit, n, plan.Table.PrivacyUnit))
+	}
 	e.Keys = plan.DescribeKeys()
 	if plan.Selection != nil {
 		e.Keys = p.Noise.DescribeSelection()

@@ -42,7 +42,21 @@ type Prepared struct {
 	acc *accuracySearch
 
 	dialect engine.Dialect
+	// ranges are the ranges of the privacy unit SQL runs in, one
+	// statement each (sqlgen.UnitRanges); nil runs SQL once.
+	ranges []sqlgen.UnitRange
 }
+
+// RangeSQL is the engine statement of the prepared query in form f for
+// the persons whose unit lies in r (one of Ranges).
+func (p *Prepared) RangeSQL(f dpplan.Form, r sqlgen.UnitRange) (string, error) {
+	return sqlgen.RangeSQL(p.Plan, p.dialect, f, r)
+}
+
+// Ranges returns the ranges of the privacy unit that the statement runs
+// in, one statement each, on a table declared clustered_by_unit
+// (sqlgen.UnitRanges); nil when it runs once.
+func (p *Prepared) Ranges() []sqlgen.UnitRange { return p.ranges }
 
 // FormSQL is the engine statement of the prepared query in form f: SQL for
 // the first form, generated on demand for the later ones. Empty when SQL is.
@@ -140,6 +154,9 @@ func prepareWith(ctx context.Context, cat *catalog.Catalog, d engine.Dialect, sq
 			return nil, err
 		}
 	}
+	if text != "" {
+		prep.ranges = sqlgen.UnitRanges(plan, d)
+	}
 	for h := range plan.Histograms {
 		if err := ctx.Err(); err != nil {
 			return nil, parse.TimeRefusal(err)
@@ -179,6 +196,21 @@ func statementsFit(p *Prepared) error {
 			}
 			if err := check(s); err != nil {
 				return err
+			}
+		}
+	}
+	// The ranged statements differ only in their range's bounds: the
+	// ranges nearest each end hold the longest numbers.
+	if n := len(p.ranges); n > 0 {
+		for _, r := range []sqlgen.UnitRange{p.ranges[min(1, n-1)], p.ranges[max(n-2, 0)]} {
+			for f := p.Plan.FirstForm(); f <= dpplan.IntegerForm; f++ {
+				s, err := p.RangeSQL(f, r)
+				if err != nil {
+					return err
+				}
+				if err := check(s); err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -201,7 +201,12 @@ func (a *Answerer) Answer(ctx context.Context, req answer.Request) (*answer.Resp
 		if err != nil {
 			return nil, err
 		}
-		resp.WouldRefuse = a.wouldRefuse(p, key)
+		cost, note := a.svc.PreviewCost(p, key)
+		if note != "" {
+			resp.Cost = answer.Pair{Epsilon: cost.Epsilon, Delta: cost.Delta}
+			resp.Notes = append([]string{note}, resp.Notes...)
+		}
+		resp.WouldRefuse = a.wouldRefuse(p, key, cost)
 		return resp, nil
 	}
 	res, err := a.svc.Run(ctx, p)
@@ -252,18 +257,19 @@ func (a *Answerer) Answer(ctx context.Context, req answer.Request) (*answer.Resp
 }
 
 // wouldRefuse says whether running p now would be refused for its budget,
-// as the run itself checks before reading any data: nil when the cost fits,
-// when the query is free (public keys only, or asked before: its stored
-// answer is returned), or when the check itself failed (the run then says
+// as the run itself checks before reading any data, at cost (what the run
+// would charge): nil when the cost fits, when the query is free (public
+// keys only, asked before: its stored answer is returned, or derived from
+// earlier releases), or when the check itself failed (the run then says
 // why).
-func (a *Answerer) wouldRefuse(p *query.Prepared, key ledger.Key) *answer.Refusal {
-	if p.ExplainOnly || p.Plan.PublicKeysOnly() {
+func (a *Answerer) wouldRefuse(p *query.Prepared, key ledger.Key, cost accounting.Cost) *answer.Refusal {
+	if p.ExplainOnly || p.Plan.PublicKeysOnly() || cost.Epsilon == 0 && cost.Delta == 0 {
 		return nil
 	}
 	if _, ok, err := a.ledger.Answer(key, p.AnswerKey()); err == nil && ok {
 		return nil
 	}
-	err := a.ledger.Check(key, p.Noise.Cost)
+	err := a.ledger.Check(key, cost)
 	var ex *accounting.ExceededError
 	if !errors.As(err, &ex) {
 		return nil

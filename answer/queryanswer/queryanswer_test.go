@@ -414,7 +414,8 @@ func TestDryRunSaysWouldRefuse(t *testing.T) {
 		{"fits", `{` + sql + `,"epsilon":0.6,"dry_run":true}`, false},
 		{"spend it", `{` + sql + `,"epsilon":0.6}`, false},
 		{"repeat is free", `{` + sql + `,"epsilon":0.6,"dry_run":true}`, false},
-		{"over budget", `{` + sql + `,"epsilon":0.5,"dry_run":true}`, true},
+		{"derived is free", `{` + sql + `,"epsilon":0.5,"dry_run":true}`, false},
+		{"over budget", `{` + sql + `,"epsilon":0.5,"dry_run":true,"fresh":true}`, true},
 	}
 	for _, tc := range tests {
 		code, m := s.post(t, tok, tc.body)
@@ -425,7 +426,7 @@ func TestDryRunSaysWouldRefuse(t *testing.T) {
 		if !tc.refuse {
 			continue
 		}
-		code, run := s.post(t, tok, `{`+sql+`,"epsilon":0.5}`)
+		code, run := s.post(t, tok, `{`+sql+`,"epsilon":0.5,"fresh":true}`)
 		e, _ := run["error"].(map[string]any)
 		if code != 409 || wr["kind"] != "budget_exceeded" || e == nil || !strings.HasSuffix(e["message"].(string), wr["reason"].(string)) {
 			t.Fatalf("%s: would_refuse %v, the run: %d %v", tc.name, wr, code, run)

@@ -103,7 +103,7 @@ func runEvents(ctx context.Context, runs, draws int, eps, delta float64, dir str
 	if err != nil {
 		log.Fatal(err)
 	}
-	cat, err := benchdata.Catalog(pq, "catalog-accuracy.yaml", "{epsilon: 1e9}", 119)
+	cat, err := benchdata.Catalog(pq, "catalog-accuracy.yaml", "{epsilon: 1e9}", 119, rows)
 	if err != nil {
 		log.Fatal(err)
 	}

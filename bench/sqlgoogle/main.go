@@ -8,7 +8,16 @@
 // total:
 //   - "rows as people": every row is a person;
 //   - "bounded": rows belong to persons (pid); each person keeps at most 2
-//     rows per group and at most 3 groups.
+//     rows per group and at most 3 groups. dpstat answers over the table as
+//     declared (one statement) and declared clustered_by_unit (one statement
+//     per range of pid); beside them run dpstat's earlier bounded statement
+//     (lists and a second read) and a bare GROUP BY pid, grp without any
+//     sampling, the floor of a hash aggregate over every pair.
+//
+// Each side's wall time and processor time (the process's user and system
+// time over the side's run, DuckDB's threads included) are reported; on a
+// shared machine the processor time varies less. -sides runs some sides
+// alone, for one side's peak memory under /usr/bin/time.
 //
 // The data is generated into a temporary directory, never the repository:
 //
@@ -20,7 +29,9 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -30,6 +41,9 @@ import (
 	"github.com/google/differential-privacy/go/v3/dpagg"
 	gnoise "github.com/google/differential-privacy/go/v3/noise"
 
+	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/engine"
+	"github.com/dpstat/dpstat/engine/duckdb"
 	"github.com/dpstat/dpstat/internal/bench/benchdata"
 	"github.com/dpstat/dpstat/query"
 )
@@ -40,6 +54,8 @@ func main() {
 	rows := flag.Int("rows", 10_000_000, "rows to generate (10 per person)")
 	runs := flag.Int("runs", 3, "runs per side; the median is reported")
 	dir := flag.String("dir", benchdata.DefaultDir(), "where the generated data goes")
+	only := flag.String("only", "", "run only the cases whose name contains this")
+	sides := flag.String("sides", "", "run only the sides whose name contains one of these comma-separated words (for one side's peak memory)")
 	flag.Parse()
 	ctx := context.Background()
 
@@ -49,49 +65,106 @@ func main() {
 	}
 	defer b.Engine.Close()
 	pq, svc := b.Parquet, b.Service
+	opts := query.Options{Epsilon: 1, Confidence: 0.95, Analyst: "bench"}
 	dp := func(sql string) func() error {
 		return func() error {
-			_, err := svc.Answer(ctx, sql, query.Options{Epsilon: 1, Confidence: 0.95, Analyst: "bench"})
+			_, err := svc.Answer(ctx, sql, opts)
 			return err
 		}
 	}
-	cases := []struct {
-		name   string
-		dpstat func() error
-		google func() error
-	}{
-		{"rows as people: COUNT, SUM, AVG GROUP BY public key",
-			dp("SELECT grp, COUNT(*), SUM(v), AVG(v) FROM rows_as_people GROUP BY grp"),
-			func() error { return googleRowsAsPeople(pq) }},
-		{"per-person bounding (L0=3, Linf=2): COUNT, SUM, AVG GROUP BY public key",
-			dp("SELECT grp, COUNT(*), SUM(v), AVG(v) FROM events GROUP BY grp"),
-			func() error { return googleBounded(pq) }},
+	bounded := "SELECT grp, COUNT(*), SUM(v), AVG(v) FROM events GROUP BY grp"
+	// The statement of the bounded query before the one-pass form (lists
+	// per heavy pair and a second read), run as it is on the engine.
+	cat, err := catalog.Load(filepath.Join(filepath.Dir(pq), "catalog-google.yaml"))
+	if err != nil {
+		log.Fatal(err)
 	}
-	fmt.Printf("machine: %s/%s, %d cores; %d rows in %s; %d runs each, medians\n\n",
+	before, err := query.Prepare(cat, listDialect{duckdb.Dialect.(samplerDialect)}, bounded, opts)
+	if err != nil {
+		log.Fatal(err)
+	}
+	src := duckdb.Dialect.QuoteString(pq)
+	bare := fmt.Sprintf("SELECT grp, sum(c), sum(s) FROM (SELECT pid, grp, count(*) AS c, sum(least(greatest(v, 0), 100)) AS s FROM read_parquet(%s) GROUP BY pid, grp) GROUP BY grp", src)
+	type side struct {
+		name string
+		run  func() error
+	}
+	cases := []struct {
+		name  string
+		sides []side
+	}{
+		{"rows as people: COUNT, SUM, AVG GROUP BY public key", []side{
+			{"Go + Google's library", func() error { return googleRowsAsPeople(pq) }},
+			{"dpstat", dp("SELECT grp, COUNT(*), SUM(v), AVG(v) FROM rows_as_people GROUP BY grp")},
+		}},
+		{"per-person bounding (L0=3, Linf=2): COUNT, SUM, AVG GROUP BY public key", []side{
+			{"Go + Google's library", func() error { return googleBounded(pq) }},
+			{"dpstat, one pass, one statement", dp(bounded)},
+			{"dpstat, one pass, clustered_by_unit (ranges of pid)", dp("SELECT grp, COUNT(*), SUM(v), AVG(v) FROM events_clustered GROUP BY grp")},
+			{"dpstat's earlier statement alone (lists, second read)", benchdata.Query(ctx, b.Engine, before.SQL)},
+			{"bare GROUP BY pid, grp (no sampling) in DuckDB", benchdata.Query(ctx, b.Engine, bare)},
+		}},
+	}
+	fmt.Printf("machine: %s/%s, %d cores; %d rows in %s; %d runs each, alternating, medians\n\n",
 		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), *rows, pq, *runs)
 	for _, cs := range cases {
-		if err := cs.dpstat(); err != nil {
-			log.Fatalf("%s: dpstat: %v", cs.name, err)
+		if *only != "" && !strings.Contains(cs.name, *only) {
+			continue
 		}
-		var td, tg []time.Duration
+		var picked []side
+		for _, sd := range cs.sides {
+			if *sides == "" || containsAny(sd.name, strings.Split(*sides, ",")) {
+				picked = append(picked, sd)
+			}
+		}
+		times, cpus := make([][]time.Duration, len(picked)), make([][]time.Duration, len(picked))
+		for _, sd := range picked { // warm-up: file cache, Parquet metadata
+			if err := sd.run(); err != nil {
+				log.Fatalf("%s: %s: %v", cs.name, sd.name, err)
+			}
+		}
 		for i := 0; i < *runs; i++ {
-			start := time.Now()
-			if err := cs.google(); err != nil {
-				log.Fatalf("%s: google: %v", cs.name, err)
+			for j, sd := range picked {
+				start, cpu := time.Now(), benchdata.CPUTime()
+				if err := sd.run(); err != nil {
+					log.Fatalf("%s: %s: %v", cs.name, sd.name, err)
+				}
+				times[j] = append(times[j], time.Since(start))
+				cpus[j] = append(cpus[j], benchdata.CPUTime()-cpu)
 			}
-			tg = append(tg, time.Since(start))
-			start = time.Now()
-			if err := cs.dpstat(); err != nil {
-				log.Fatal(err)
-			}
-			td = append(td, time.Since(start))
 		}
-		md, mg := benchdata.Median(td), benchdata.Median(tg)
-		fmt.Printf("%s\n  dpstat %v   Go + Google's library %v   dpstat is %.1f× faster\n  dpstat runs %v\n  google runs %v\n\n",
-			cs.name, md.Round(time.Millisecond), mg.Round(time.Millisecond), float64(mg)/float64(md), benchdata.Rounded(td), benchdata.Rounded(tg))
+		fmt.Println(cs.name)
+		ref, refCPU := benchdata.Median(times[0]), benchdata.Median(cpus[0])
+		for j, sd := range picked {
+			m, c := benchdata.Median(times[j]), benchdata.Median(cpus[j])
+			fmt.Printf("  %-55s wall %8v (%.2f× the first), processor %8v (%.2f×)\n      wall runs %v\n      processor runs %v\n",
+				sd.name, m.Round(time.Millisecond), float64(m)/float64(ref), c.Round(time.Millisecond), float64(c)/float64(refCPU),
+				benchdata.Rounded(times[j]), benchdata.Rounded(cpus[j]))
+		}
+		fmt.Println()
 	}
 	fmt.Printf("peak resident memory of the process (VmHWM): %s\n", benchdata.PeakRSS())
 }
+
+// containsAny reports whether s contains one of the non-empty words.
+func containsAny(s string, words []string) bool {
+	for _, w := range words {
+		if w != "" && strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// samplerDialect is a dialect that bounds with aggregates.
+type samplerDialect interface {
+	engine.Dialect
+	engine.Sampler
+}
+
+// listDialect is DuckDB's dialect without engine.ExtremeSampler: its
+// bounded statement is the one dpstat generated before the one-pass form.
+type listDialect struct{ samplerDialect }
 
 // scan reads the pid, grp and v columns of the Parquet file in batches.
 func scan(path string, f func(pid, grp []int64, v []float64)) error {

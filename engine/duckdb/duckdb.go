@@ -529,6 +529,19 @@ func (dialect) SmallestN(arg, key string, n int64) string {
 	return "min_by(" + arg + ", " + key + ", " + strconv.FormatInt(n, 10) + ")"
 }
 
+// DuckDB keeps up to two values per pair in one pass (engine.ExtremeSampler).
+var _ engine.ExtremeSampler = dialect{}
+
+// ArgMin is min_by, which skips the rows whose arg is NULL.
+func (dialect) ArgMin(arg, key string) string { return "min_by(" + arg + ", " + key + ")" }
+
+// ArgMax is max_by, which skips the rows whose arg is NULL.
+func (dialect) ArgMax(arg, key string) string { return "max_by(" + arg + ", " + key + ")" }
+
+// SumOfTwo sums a two-element list with list_sum, the sum aggregate's type
+// (128-bit for integers, where a + b would overflow a 32-bit summand).
+func (dialect) SumOfTwo(a, b string) string { return "list_sum([" + a + ", " + b + "])" }
+
 // ListSum sums a list with list_sum (the sum aggregate: 128-bit for
 // integers).
 func (dialect) ListSum(list string) string { return "list_sum(" + list + ")" }

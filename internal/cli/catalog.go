@@ -40,7 +40,8 @@ section, and that every source exists and has the declared columns with
 compatible types: a file for the embedded engine, a table or view the
 catalog's user may read on a database server (which must answer), and that
 no table declaring nan_free holds NaN in a float column (one scan of each such
-table). Prints "ok" and a summary, or every problem found.
+table), and that a table declaring clustered_by_unit is stored in the order of
+its privacy unit, within the unit's declared bounds (one scan). Prints "ok" and a summary, or every problem found.
 
 This command is for the data owner: when a source cannot be read it shows the
 engine's full message, which may quote the data.`,
@@ -63,8 +64,12 @@ engine's full message, which may quote the data.`,
 			if err != nil {
 				return err
 			}
-			if len(nan) > 0 {
-				return errors.New(strings.Join(nan, "\n"))
+			unclustered, err := query.DeclaredUnclustered(ctx, cat, eng)
+			if err != nil {
+				return err
+			}
+			if bad := append(nan, unclustered...); len(bad) > 0 {
+				return errors.New(strings.Join(bad, "\n"))
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintln(out, "ok")

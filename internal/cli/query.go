@@ -204,7 +204,7 @@ func answerQuery(cmd *cobra.Command, svc *query.Service, cat *catalog.Catalog, b
 	if err != nil {
 		return err
 	}
-	req := answer.Request{Analyst: opts.Analyst, SQL: sql, Epsilon: opts.Epsilon, Delta: opts.Delta, Confidence: opts.Confidence, Fresh: opts.Fresh}
+	req := answer.Request{Analyst: opts.Analyst, SQL: sql, Epsilon: opts.Epsilon, Delta: opts.Delta, Confidence: opts.Confidence, Fresh: opts.Fresh, Dropped: opts.Dropped}
 	if a := opts.Accuracy; a != nil {
 		req.Accuracy = &answer.Accuracy{All: a.All, Columns: a.Columns}
 	}

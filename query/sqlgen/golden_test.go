@@ -62,7 +62,7 @@ func checkGolden(t *testing.T, path, test, got string) {
 // the rewriting shows up as a readable diff. Run with -update to rewrite
 // the files.
 func TestGoldenSQL(t *testing.T) {
-	cats := map[string]string{"test": "../testdata/catalog.yaml", "examples": "../../examples/catalog.yaml", "dates": "../testdata/dates.yaml"}
+	cats := map[string]string{"test": "../testdata/catalog.yaml", "examples": "../../examples/catalog.yaml", "dates": "../testdata/dates.yaml", "bounded": "../testdata/bounded.yaml"}
 	tests := []struct {
 		name, catalog, sql string
 	}{
@@ -113,6 +113,8 @@ func TestGoldenSQL(t *testing.T) {
 		{"cte_merged", "examples", "WITH long AS (SELECT visitor_id, day, minutes_spent * 2 AS m2 FROM visits WHERE minutes_spent > 20) SELECT day, COUNT(*), SUM(m2) FROM long GROUP BY day"},
 		{"per_person", "examples", "WITH pp AS (SELECT visitor_id, COUNT(*) AS n, SUM(euros_spent) AS spent FROM visits GROUP BY visitor_id) SELECT width_bucket(n, 1, 8, 7) AS visits, COUNT(*), AVG(LEAST(spent, 100)) FROM pp GROUP BY visits"},
 		{"range_key", "examples", "SELECT CAST(age / 10 AS int) AS decade, COUNT(*) FROM adult GROUP BY decade"},
+		{"unit_linf2", "bounded", "SELECT grp, COUNT(*), SUM(v), AVG(v), COUNT(w), VAR_POP(w) FROM two_rows GROUP BY grp"},
+		{"unit_linf3", "bounded", "SELECT grp, COUNT(*), SUM(v), AVG(v), COUNT(w), VAR_POP(w) FROM three_rows GROUP BY grp"},
 		{"case_bins_unit", "examples", "SELECT CASE WHEN euros_spent < 10 THEN 'low' WHEN euros_spent < 30 THEN 'mid' ELSE 'high' END AS spend, COUNT(*) FROM visits GROUP BY spend"},
 	}
 	for _, tt := range tests {

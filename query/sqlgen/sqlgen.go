@@ -47,6 +47,9 @@ type sqlGen struct {
 	// private join, capped per person, computed once (see capped); g.render
 	// puts them first in the statement.
 	caps []stage
+	// unitRange, when set, restricts the statement to the persons whose
+	// unit lies in it (RangeSQL).
+	unitRange *UnitRange
 }
 
 // newSQLGen starts the generation of one statement.
@@ -388,7 +391,8 @@ func (g *sqlGen) resum(i int) string {
 //     count of values reads the at most L∞ non-NULL values with the
 //     smallest random key of their row (a uniform random subset), and
 //     SmallestN keeps them without a sort (only for the kept pairs with
-//     more than L∞ rows: splitPairs);
+//     more than L∞ rows: splitPairs); with L∞ ≤ 2, plain aggregates keep
+//     them in one pass (onePassPerUnit);
 //   - per person: each (person, group) gets a random key h; t is the
 //     (L0+1)-th smallest h of the person, and the groups with h < t are
 //     kept (all of them when the person has at most L0). At most L0 values
@@ -418,7 +422,11 @@ func (g *sqlGen) sampled(sm engine.Sampler, rows *selectStmt, keys, rowExprs []s
 		}
 	}
 	if p.SamplesValues() {
-		return g.splitPairs(sm, rows, keys, rowExprs, aggs, perUnit)
+		es, ok := g.onePass()
+		if !ok {
+			return g.splitPairs(sm, rows, keys, rowExprs, aggs, perUnit)
+		}
+		perUnit = g.onePassPerUnit(es, rowExprs, perUnit)
 	}
 	stages, from := g.keepGroups(sm, append(cols(keys...), aggs(perUnit)...), stageRef(rowsStage), append([]string{unitName}, keys...))
 	st := &statement{stages: append([]stage{{name: rowsStage, body: rows}}, stages...)}
@@ -514,6 +522,7 @@ func (g *sqlGen) conditions() ([]string, error) {
 	var conds []string
 	if p.Bounded {
 		conds = append(conds, g.colRef(p.Table.PrivacyUnit)+" IS NOT NULL")
+		conds = append(conds, g.rangeConditions()...)
 	}
 	for _, k := range p.Query.GroupBy {
 		if p.Query.Buckets[k] != nil {

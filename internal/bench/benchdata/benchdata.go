@@ -55,8 +55,11 @@ func Events(ctx context.Context, eng *duckdb.Engine, dir string, rows int) (stri
 // person), both declared nan_free (the generated data holds no NaN, so
 // their sums may take the fast form), and a public table groups (grp,
 // label: two groups per label) for joins. budget is the YAML of the catalog's budget, e.g.
-// "{epsilon: 1e9}"; wUpper is the declared upper bound of w.
-func Catalog(pq, name, budget string, wUpper int) (*catalog.Catalog, error) {
+// "{epsilon: 1e9}"; wUpper is the declared upper bound of w. events_clustered
+// is events declared clustered_by_unit (the file is written in the order of
+// pid), with pid's bounds those of a table of rows rows (0 to rows/10), so
+// that dpstat reads it in ranges of pid.
+func Catalog(pq, name, budget string, wUpper, rows int) (*catalog.Catalog, error) {
 	text := fmt.Sprintf(`budget: %[2]s
 tables:
   rows_as_people:
@@ -74,11 +77,23 @@ tables:
     max_groups_per_unit: 3
     max_rows_per_group: 2
     columns: *cols
+  events_clustered:
+    source: %[1]s
+    nan_free: true
+    privacy_unit: pid
+    clustered_by_unit: true
+    max_groups_per_unit: 3
+    max_rows_per_group: 2
+    columns:
+      pid: {type: int, lower: 0, upper: %[4]d}
+      grp: {type: int, values: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]}
+      v:   {type: float, lower: 0, upper: 100}
+      w:   {type: int, lower: 0, upper: %[3]d}
   groups:
     source: groups.csv
     public: true
     columns: {grp: {type: int}, label: {type: text}}
-`, filepath.Base(pq), budget, wUpper)
+`, filepath.Base(pq), budget, wUpper, max((rows-1)/10, 1))
 	var groups strings.Builder
 	groups.WriteString("grp,label\n")
 	for g := range 10 {
@@ -165,7 +180,7 @@ func Open(ctx context.Context, dir string, rows, threads int, catalogName, budge
 		eng.Close()
 		return nil, err
 	}
-	c, err := Catalog(b.Parquet, catalogName, budget, wUpper)
+	c, err := Catalog(b.Parquet, catalogName, budget, wUpper, rows)
 	if err != nil {
 		eng.Close()
 		return nil, err
