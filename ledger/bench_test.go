@@ -240,6 +240,35 @@ func BenchmarkVerify(b *testing.B) {
 	}
 }
 
+// BenchmarkChargeAndStoreAnswer is 16 concurrent clients doing what a
+// served query does: a charge that reserves its answer's key, then the
+// answer stored under it (docs/benchmarks.md, "Where the CPU goes, per
+// query"); both share the group commit.
+//
+//	go test -run '^$' -bench ChargeAndStoreAnswer -benchtime 4000x -count 5 ./ledger/
+func BenchmarkChargeAndStoreAnswer(b *testing.B) {
+	l, k := benchLedger(b)
+	answer := make([]byte, 300)
+	for i := range answer {
+		answer[i] = 'a' + byte(i%26)
+	}
+	b.SetParallelism(max(1, 16/runtimeProcs()))
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			c := benchCharge(k)
+			c.AnswerKey = "answer-" + c.RequestID
+			if _, err := l.Charge(bg, c); err != nil {
+				b.Error(err)
+				return
+			}
+			if err := l.StoreAnswer(k, c.AnswerKey, answer); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
 // BenchmarkChargeEpochs365 charges one release in each of 365 daily
 // epochs (a year of days), with a total per epoch: 730 budgets spent and
 // stored in one fsync'd commit. It reports the bytes each release

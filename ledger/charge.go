@@ -168,7 +168,11 @@ func (l *Ledger) Charge(ctx context.Context, c Charge) (Receipt, error) {
 	if err := ctx.Err(); err != nil {
 		return Receipt{}, err
 	}
-	r := &chargeReq{c: c, ready: make(chan struct{})}
+	return l.commit(ctx, &chargeReq{c: c, ready: make(chan struct{})})
+}
+
+// commit hands r to the committer and waits for the outcome.
+func (l *Ledger) commit(ctx context.Context, r *chargeReq) (Receipt, error) {
 	select {
 	case <-ctx.Done():
 		return Receipt{}, ctx.Err()
@@ -180,12 +184,14 @@ func (l *Ledger) Charge(ctx context.Context, c Charge) (Receipt, error) {
 	return r.receipt, r.err
 }
 
-// chargeReq is a charge waiting for the committer.
+// chargeReq is a charge, or an answer to store (storeOnly), waiting for
+// the committer.
 type chargeReq struct {
-	c       Charge
-	receipt Receipt
-	err     error
-	ready   chan struct{}
+	c         Charge
+	storeOnly bool
+	receipt   Receipt
+	err       error
+	ready     chan struct{}
 }
 
 // maxGroup caps the number of charges in one transaction.
@@ -227,18 +233,26 @@ func (l *Ledger) committer() {
 		if err != nil && len(group) > 1 && !l.st.unavailable(err) {
 			for _, r := range group {
 				if err := l.update(func(tx kvTx) error { return l.apply(r, tx) }); err != nil {
-					r.receipt, r.err = Receipt{}, fmt.Errorf("ledger %s: charge not recorded: %w", l.path, err)
+					r.receipt, r.err = Receipt{}, l.notRecorded(r, err)
 				}
 			}
 		} else if err != nil {
 			for _, r := range group {
-				r.receipt, r.err = Receipt{}, fmt.Errorf("ledger %s: charge not recorded: %w", l.path, err)
+				r.receipt, r.err = Receipt{}, l.notRecorded(r, err)
 			}
 		}
 		for _, r := range group {
 			close(r.ready)
 		}
 	}
+}
+
+// notRecorded is the error of a request whose transaction failed.
+func (l *Ledger) notRecorded(r *chargeReq, err error) error {
+	if r.storeOnly {
+		return fmt.Errorf("ledger %s: answer not stored: %w", l.path, err)
+	}
+	return fmt.Errorf("ledger %s: charge not recorded: %w", l.path, err)
 }
 
 // update runs fn in a read-write transaction, turning a panic into an error.
@@ -255,6 +269,15 @@ func (l *Ledger) update(fn func(kvTx) error) (err error) {
 func (l *Ledger) apply(r *chargeReq, tx kvTx) error {
 	r.receipt, r.err = Receipt{}, nil
 	c := &r.c
+	if r.storeOnly {
+		b := tx.Bucket(bucketAnswers)
+		key := answerBytes(c.Key, c.AnswerKey)
+		if v := b.Get(key); v == nil || len(v) > 0 {
+			r.err = fmt.Errorf("%v answer key %q: %w", c.Key, c.AnswerKey, ErrNoPendingAnswer)
+			return nil
+		}
+		return b.Put(key, c.Answer)
+	}
 	reqs := tx.Bucket(bucketRequests)
 	if v := reqs.Get([]byte(c.RequestID)); v != nil {
 		var rec requestRecord
@@ -421,7 +444,7 @@ var ErrNoPendingAnswer = errors.New("no charge is waiting for an answer under th
 // after the charge, is written here. An answer is stored once: a key that
 // holds one already, or that no charge reserved, returns an error wrapping
 // ErrNoPendingAnswer and changes nothing. The write is synced before
-// StoreAnswer returns.
+// StoreAnswer returns; concurrent ones share the charges' group commit.
 func (l *Ledger) StoreAnswer(k Key, answerKey string, answer []byte) error {
 	if err := k.Validate(); err != nil {
 		return err
@@ -435,12 +458,7 @@ func (l *Ledger) StoreAnswer(k Key, answerKey string, answer []byte) error {
 	if err := l.writable(); err != nil {
 		return err
 	}
-	return l.update(func(tx kvTx) error {
-		b := tx.Bucket(bucketAnswers)
-		key := answerBytes(k, answerKey)
-		if v := b.Get(key); v == nil || len(v) > 0 {
-			return fmt.Errorf("%v answer key %q: %w", k, answerKey, ErrNoPendingAnswer)
-		}
-		return b.Put(key, bytes.Clone(answer))
-	})
+	r := &chargeReq{c: Charge{Key: k, AnswerKey: answerKey, Answer: bytes.Clone(answer)}, storeOnly: true, ready: make(chan struct{})}
+	_, err := l.commit(context.Background(), r)
+	return err
 }

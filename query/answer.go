@@ -51,7 +51,10 @@ type Service struct {
 	// closed when it is done, so that an identical query waits for its
 	// stored answer instead of paying again.
 	flights map[string]chan struct{}
-	log     *slog.Logger
+	// repeatWait bounds how long a query whose answer key another run
+	// reserved waits for that run's stored answer (SetRepeatWait).
+	repeatWait time.Duration
+	log        *slog.Logger
 	// public holds the facts of the catalog's public tables, read when
 	// the service starts.
 	public map[string]*ir.PublicFacts
@@ -291,7 +294,7 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 		res := explainResult(p)
 		res.Budget = budget(st.Spent, st.Remaining, st.Rule)
 		if repeatSafe {
-			if _, ok, err := store.Answer(key, answerKey); err == nil && ok {
+			if _, ok, err := storedResult(store, key, answerKey); err == nil && ok {
 				res.Notes = append(res.Notes, "this query was answered before: running it returns the stored answer at no cost")
 			}
 		}
@@ -394,14 +397,13 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 			return nil, fmt.Errorf("query refused, nothing charged: %w", &engine.UnavailableError{Err: err})
 		}
 	}
-	receipt, err := s.led.Charge(ctx, charge)
-	if err != nil && repeatSafe && errors.Is(err, ledger.ErrAnswerExists) {
-		// Charged before, by another process or by a run that did not
-		// store its answer (it failed, or the process stopped): this run
-		// is charged and answered on its own, with fresh noise at full
-		// cost, and stores nothing.
-		charge.AnswerKey, charge.RequestID = "", newRequestID()
-		receipt, err = s.led.Charge(ctx, charge)
+	receipt, stored, takeOver, err := s.chargeOnce(ctx, store, &charge)
+	if stored != nil {
+		if now, err := s.led.EnsureBudget(key, limit, accounting.Basic); err == nil {
+			st = now
+		}
+		stored.Budget = budget(st.Spent, st.Remaining, st.Rule)
+		return stored, nil
 	}
 	if err != nil {
 		var ex *accounting.ExceededError
@@ -414,6 +416,9 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 	res, err = s.compute(ctx, p)
 	s.engineDone(time.Since(computing), err)
 	if err != nil {
+		if charge.AnswerKey != "" {
+			s.abandon(store, key, answerKey)
+		}
 		ee := &EngineError{Table: p.Plan.Table.Name, ReleaseID: receipt.ReleaseID, Err: err}
 		s.logger().Error("query failed after its charge", "table", ee.Table, "analyst", key.Analyst,
 			"release", receipt.ReleaseID, "query", p.Plan.Query.Text, "error", err.Error())
@@ -422,8 +427,8 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 	if top != nil {
 		res = top.combine(p, res)
 	}
-	if charge.AnswerKey != "" {
-		s.storeAnswer(store, key, answerKey, p, res, receipt.ReleaseID)
+	if charge.AnswerKey != "" || takeOver {
+		s.storeAnswer(store, key, answerKey, p, res, receipt.ReleaseID, takeOver)
 	}
 	res.ReleaseID = receipt.ReleaseID
 	res.Budget = budget(receipt.Spent, receipt.Remaining, receipt.Rule)

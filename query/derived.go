@@ -2,6 +2,7 @@ package query
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -282,14 +283,25 @@ func (s *Service) explainDerived(p *Prepared, key ledger.Key) string {
 }
 
 // storeAnswer stores a charged answer for repeats, with the measurements
-// of its release for later derivations, and indexes them.
-func (s *Service) storeAnswer(store AnswerStore, key ledger.Key, answerKey string, p *Prepared, res *Result, releaseID uint64) {
+// of its release for later derivations, and indexes them. takeOver says
+// the answer key was reserved by another run, which never stored its
+// answer: if one has been stored since, that one stays.
+func (s *Service) storeAnswer(store AnswerStore, key ledger.Key, answerKey string, p *Prepared, res *Result, releaseID uint64, takeOver bool) {
 	rec := s.measurements(p, res, releaseID, key)
 	blob, err := encodeAnswerWith(res, rec)
 	if err != nil || len(blob) > ledger.MaxAnswerLen {
+		// Not storable (a value without a stored form, or too long):
+		// the reservation is marked, and repeats are charged afresh.
+		if !takeOver {
+			s.abandon(store, key, answerKey)
+		}
 		return
 	}
 	if err := store.StoreAnswer(key, answerKey, blob); err != nil {
+		if takeOver && errors.Is(err, ledger.ErrNoPendingAnswer) {
+			// The slow run stored its own answer after all.
+			return
+		}
 		// The answer is released all the same: it was charged. Asking
 		// again then charges again, with fresh noise.
 		s.logger().Warn("the answer could not be stored for repeats", "table", key.Dataset,

@@ -1,13 +1,17 @@
 package query
 
 import (
+	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/ledger"
@@ -184,17 +188,124 @@ func decodeAnswer(b []byte) (*Result, error) {
 // now.
 func storedResult(store AnswerStore, key ledger.Key, answerKey string) (*Result, bool, error) {
 	b, ok, err := store.Answer(key, answerKey)
-	if err != nil || !ok || len(b) == 0 {
+	if err != nil || !ok || len(b) == 0 || bytes.Equal(b, noAnswer) {
 		// Nothing stored, or a charge whose answer was never stored.
 		return nil, false, err
 	}
-	r, err := decodeAnswer(b)
+	r, err := repeated(b)
 	if err != nil {
 		return nil, false, err
+	}
+	return r, true, nil
+}
+
+// repeated decodes a stored answer, marked as returned again at no cost.
+func repeated(b []byte) (*Result, error) {
+	r, err := decodeAnswer(b)
+	if err != nil {
+		return nil, err
 	}
 	r.Repeated = true
 	r.OriginalCost = r.Cost
 	r.Cost = accounting.Cost{}
 	r.Notes = append([]string{RepeatedNote}, r.Notes...)
-	return r, true, nil
+	return r, nil
+}
+
+// DefaultRepeatWait is how long a query waits, at most, for the stored
+// answer of an identical query that another run reserved in the ledger (a
+// second server on the same ledger answering it at the same moment) before
+// it is charged and answered on its own.
+const DefaultRepeatWait = 10 * time.Second
+
+// SetRepeatWait sets how long a query waits, at most, for the stored answer
+// of an identical query another run reserved (0 or less: DefaultRepeatWait).
+// The wait also ends with the query's context.
+func (s *Service) SetRepeatWait(d time.Duration) {
+	s.mu.Lock()
+	s.repeatWait = d
+	s.mu.Unlock()
+}
+
+// noAnswer is stored under a reserved answer key whose run will never
+// store its answer (the engine failed, or the answer has no stored form):
+// a repeat then does not wait for it, and is charged and answered afresh.
+// It is not JSON, so that no reader takes it for an answer.
+var noAnswer = []byte("dpstat: no answer stored")
+
+// abandon records in the ledger that the answer reserved under answerKey
+// for k will never be stored, so that repeats, on any server, need not
+// wait for it.
+func (s *Service) abandon(store AnswerStore, k ledger.Key, answerKey string) {
+	if err := store.StoreAnswer(k, answerKey, noAnswer); err != nil && !errors.Is(err, ledger.ErrNoPendingAnswer) {
+		s.logger().Warn("a reserved answer could not be marked as never stored: repeats of the query wait for it", "table", k.Dataset,
+			"analyst", k.Analyst, "error", err.Error())
+	}
+}
+
+// awaitStored waits for the answer another run reserved under answerKey for
+// k: with several servers on one ledger, an identical query sent to two of
+// them at once is charged by the first, and the second, refused with
+// ledger.ErrAnswerExists, returns the first's stored answer at no cost
+// instead of paying again. It polls the ledger until the answer is stored,
+// the reservation is known to be abandoned, the wait (SetRepeatWait) runs
+// out or ctx ends; it returns false, and no error, when no answer came.
+// The wait depends only on when the other, charged, run finishes.
+func (s *Service) awaitStored(ctx context.Context, store AnswerStore, k ledger.Key, answerKey string) (*Result, bool, error) {
+	s.mu.Lock()
+	wait := s.repeatWait
+	s.mu.Unlock()
+	if wait <= 0 {
+		wait = DefaultRepeatWait
+	}
+	deadline := time.Now().Add(wait)
+	pause := 2 * time.Millisecond
+	for {
+		b, _, err := store.Answer(k, answerKey)
+		if err != nil {
+			return nil, false, fmt.Errorf("reading the stored answer, nothing charged: %w", err)
+		}
+		if bytes.Equal(b, noAnswer) {
+			return nil, false, nil
+		}
+		if len(b) > 0 {
+			res, err := repeated(b)
+			if err != nil {
+				return nil, false, fmt.Errorf("reading the stored answer, nothing charged: %w", err)
+			}
+			return res, true, nil
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil, false, nil
+		}
+		t := time.NewTimer(min(pause, left))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, false, fmt.Errorf("the query was stopped while waiting for the answer of the identical query another run is answering; nothing charged: %w", ctx.Err())
+		case <-t.C:
+		}
+		pause = min(2*pause, 100*time.Millisecond)
+	}
+}
+
+// chargeOnce charges c. When another run reserved c's answer key (another
+// server on the ledger answering the same query now, or a run that never
+// stored its answer), it waits, bounded, for that run's stored answer and
+// returns it, charging nothing; if none comes it charges c without the key,
+// with fresh noise at full cost, and says so (takeOver): the caller then
+// stores its answer under the key, so that the next repeat is free.
+func (s *Service) chargeOnce(ctx context.Context, store AnswerStore, c *ledger.Charge) (ledger.Receipt, *Result, bool, error) {
+	receipt, err := s.led.Charge(ctx, *c)
+	if err == nil || c.AnswerKey == "" || !errors.Is(err, ledger.ErrAnswerExists) {
+		return receipt, nil, false, err
+	}
+	res, ok, err := s.awaitStored(ctx, store, c.Key, c.AnswerKey)
+	if err != nil || ok {
+		return ledger.Receipt{}, res, false, err
+	}
+	c.AnswerKey, c.RequestID = "", newRequestID()
+	receipt, err = s.led.Charge(ctx, *c)
+	return receipt, nil, true, err
 }
