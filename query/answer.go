@@ -291,16 +291,8 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 		return BudgetState{Dataset: key.Dataset, Analyst: key.Analyst, Rule: rule, Spent: spent, Remaining: remaining, Total: st.Total}
 	}
 	if p.ExplainOnly {
-		res := explainResult(p)
+		res := s.explainRun(p, key, store, answerKey)
 		res.Budget = budget(st.Spent, st.Remaining, st.Rule)
-		if repeatSafe {
-			if _, ok, err := storedResult(store, key, answerKey); err == nil && ok {
-				res.Notes = append(res.Notes, "this query was answered before: running it returns the stored answer at no cost")
-			}
-		}
-		if n := s.explainDerived(p, key); n != "" {
-			res.Notes = append(res.Notes, n)
-		}
 		return res, nil
 	}
 	if p.Plan.PublicKeysOnly() {
@@ -335,22 +327,8 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 	}
 	// A query the budget cannot pay for is refused before any data is
 	// read. The check is advisory: the charge below decides, atomically.
-	if chk, ok := s.led.(EpochChecker); ok && p.Plan.Epochs != nil {
-		if err := chk.CheckEpochs(key, *p.Plan.Epochs, p.Noise.Cost); err != nil {
-			var ex *accounting.ExceededError
-			if errors.As(err, &ex) {
-				return nil, p.budgetRefusal(err, s.led, key)
-			}
-			return nil, fmt.Errorf("checking the budget failed, nothing read or charged: %w", err)
-		}
-	} else if chk, ok := s.led.(BudgetChecker); ok && p.Plan.Epochs == nil {
-		if err := chk.Check(key, p.Noise.Cost); err != nil {
-			var ex *accounting.ExceededError
-			if errors.As(err, &ex) {
-				return nil, p.budgetRefusal(err, s.led, key)
-			}
-			return nil, fmt.Errorf("checking the budget failed, nothing read or charged: %w", err)
-		}
+	if err := s.checkBudget(p, key); err != nil {
+		return nil, err
 	}
 	// An identical query running in this process now: wait for it, and
 	// return its answer if it stores one.
@@ -439,6 +417,41 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 			fmt.Sprintf("; the budget figures are those of %s, the epoch with the least left", receipt.LeastEpoch))
 	}
 	return res, nil
+}
+
+// explainRun is Run of a prepared EXPLAIN: the plan's description, and
+// whether running it would return a stored or a derived answer.
+func (s *Service) explainRun(p *Prepared, key ledger.Key, store AnswerStore, answerKey string) *Result {
+	res := explainResult(p)
+	if store != nil {
+		if _, ok, err := storedResult(store, key, answerKey); err == nil && ok {
+			res.Notes = append(res.Notes, "this query was answered before: running it returns the stored answer at no cost")
+		}
+	}
+	if n := s.explainDerived(p, key); n != "" {
+		res.Notes = append(res.Notes, n)
+	}
+	return res
+}
+
+// checkBudget refuses, before any data is read, a query the budget (each
+// epoch's, on a table with epochs) cannot pay for. It is advisory: the
+// charge decides, atomically.
+func (s *Service) checkBudget(p *Prepared, key ledger.Key) error {
+	var err error
+	if chk, ok := s.led.(EpochChecker); ok && p.Plan.Epochs != nil {
+		err = chk.CheckEpochs(key, *p.Plan.Epochs, p.Noise.Cost)
+	} else if chk, ok := s.led.(BudgetChecker); ok && p.Plan.Epochs == nil {
+		err = chk.Check(key, p.Noise.Cost)
+	}
+	if err == nil {
+		return nil
+	}
+	var ex *accounting.ExceededError
+	if errors.As(err, &ex) {
+		return p.budgetRefusal(err, s.led, key)
+	}
+	return fmt.Errorf("checking the budget failed, nothing read or charged: %w", err)
 }
 
 // compute runs the engine for a charged query and releases its noisy
