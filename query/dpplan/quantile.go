@@ -128,19 +128,49 @@ const ExtremeConfidence = 0.95
 // the value of rank 2r (MAX likewise from the top). r depends only on ε and the number of
 // candidates, never on the data.
 func (n *Noise) extremeRank(a AggregatePlan, h Histogram) float64 {
-	// Half a value above the bound: a rank of at least 0.5 (rank counts
-	// values equal to the candidate as halves) is at or beyond the true
-	// extreme, so with probability ExtremeConfidence MIN is never below
-	// the true minimum, nor MAX above the maximum.
+	// Half a value above the bound: a candidate whose rank interval
+	// [#{x < c}, #{x ≤ c}] comes within the bound of r reaches 0.5, so at
+	// least one value is at or below it (MIN; at or above it, MAX): with
+	// probability ExtremeConfidence MIN is never below the true minimum,
+	// nor MAX above the maximum.
 	return n.Selects[a.Releases[0]].UtilityBound(h.Bins+1, 1-ExtremeConfidence) + 0.5
 }
 
 // extremeScores returns the utility of every candidate for MIN (extreme
-// < 0: −|rank − r|, rank counted from the bottom) or MAX (extreme > 0:
-// rank counted from the top). Like QuantileScores, one row moves every
-// utility by at most 1.
+// < 0, ranks counted from the bottom) or MAX (extreme > 0, from the top):
+// minus the distance from r to the candidate's rank interval [#{x < c},
+// #{x ≤ c}], zero when r lies in it. A candidate that many values equal
+// (a tied minimum) thus scores as well as any, while an empty candidate
+// beyond the extreme keeps the distance r: counting tied values as halves
+// (rank #{x < c} + #{x = c}/2, as quantiles do) would put a tied minimum's
+// rank at half its count, far from r, and release a value below the true
+// minimum. One row moves each end of every interval by at most 1 and r
+// not at all, so every utility moves by at most 1.
 func extremeScores(counts []int64, bins int, extreme int, r float64) []float64 {
-	return rankScores(counts, bins, extreme > 0, func(int64) float64 { return r })
+	scores := make([]float64, bins+1)
+	var n int64
+	for _, c := range counts {
+		n += c
+	}
+	var below int64
+	for i := 0; i <= bins; i++ {
+		var c int64
+		if i < len(counts) {
+			c = counts[i]
+		}
+		lo, hi := float64(below), float64(below+c)
+		if extreme > 0 {
+			lo, hi = float64(n-below-c), float64(n-below)
+		}
+		switch {
+		case r < lo:
+			scores[i] = -(lo - r)
+		case r > hi:
+			scores[i] = -(r - hi)
+		}
+		below += c
+	}
+	return scores
 }
 
 // ReadHistogram adds the engine's rows for histogram h to ex.
