@@ -62,6 +62,9 @@ type Service struct {
 	obs Observer
 	// reuse indexes the measurements of earlier releases (derived.go).
 	reuse reuse.Index
+	// known holds the budgets (ledger.Key) and totals (totalKey) known to
+	// exist, so that their existence is read once (known.go).
+	known sync.Map
 }
 
 // NewService registers every table of the catalog with the engine (which
@@ -108,6 +111,11 @@ type Options struct {
 	// Source is the noise source; nil means the secure pooled source.
 	// Tests may pass a seeded source.
 	Source random.Source
+	// RequireGrant asks that the analyst's budget on the table exist
+	// already: Run then refuses, before anything is read or charged, with
+	// an error wrapping ledger.ErrNoBudget, instead of creating the budget
+	// with the catalog's limit.
+	RequireGrant bool
 	// Dropped asks for a DP estimate of the share of rows contribution
 	// bounding dropped (dpplan.Dropped), paid with dpplan.DroppedShare of
 	// Epsilon; free, with a note, when the table has no privacy unit.
@@ -278,22 +286,26 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 	if err := s.ensureTotal(p.Plan.Table); err != nil {
 		return nil, err
 	}
-	st, err := s.led.EnsureBudget(key, limit, accounting.Basic)
-	if err != nil {
-		return nil, fmt.Errorf("budget for %s: %w", key, err)
+	if err := s.ensureBudget(key, limit, p.Opts.RequireGrant); err != nil {
+		return nil, err
 	}
 	store, repeatSafe := s.led.(AnswerStore)
 	answerKey := ""
 	if repeatSafe {
 		answerKey = p.AnswerKey()
 	}
-	budget := func(spent, remaining accounting.EpsDelta, rule accounting.Rule) BudgetState {
-		return BudgetState{Dataset: key.Dataset, Analyst: key.Analyst, Rule: rule, Spent: spent, Remaining: remaining, Total: st.Total}
+	// free returns an answer that charged nothing with the budget as the
+	// ledger holds it now.
+	free := func(res *Result) (*Result, error) {
+		b, err := s.budgetNow(key, limit)
+		if err != nil {
+			return nil, err
+		}
+		res.Budget = b
+		return res, nil
 	}
 	if p.ExplainOnly {
-		res := s.explainRun(p, key, store, answerKey)
-		res.Budget = budget(st.Spent, st.Remaining, st.Rule)
-		return res, nil
+		return free(s.explainRun(p, key, store, answerKey))
 	}
 	if p.Plan.PublicKeysOnly() {
 		// The keys of public value lists, with nothing else: public
@@ -303,8 +315,7 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 			return nil, err
 		}
 		res.Notes = append(res.Notes, "the groups are the catalog's public value lists: released at no cost, no data read")
-		res.Budget = budget(st.Spent, st.Remaining, st.Rule)
-		return res, nil
+		return free(res)
 	}
 	if repeatSafe {
 		res, ok, err := storedResult(store, key, answerKey)
@@ -312,16 +323,14 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 			return nil, fmt.Errorf("reading the stored answer: %w", err)
 		}
 		if ok {
-			res.Budget = budget(st.Spent, st.Remaining, st.Rule)
-			return res, nil
+			return free(res)
 		}
 	}
 	// An answer derived from earlier releases at no charge, or a fresh
 	// measurement at a smaller ε combined with them (derived.go).
 	res, top := s.fromReleases(p, key)
 	if res != nil {
-		res.Budget = budget(st.Spent, st.Remaining, st.Rule)
-		return res, nil
+		return free(res)
 	} else if top != nil {
 		p = top.fresh
 	}
@@ -345,11 +354,7 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 				return nil, ctx.Err()
 			}
 			if res, ok, err := storedResult(store, key, answerKey); err == nil && ok {
-				if now, err := s.led.EnsureBudget(key, limit, accounting.Basic); err == nil {
-					st = now
-				}
-				res.Budget = budget(st.Spent, st.Remaining, st.Rule)
-				return res, nil
+				return free(res)
 			}
 		}
 	}
@@ -377,11 +382,7 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 	}
 	receipt, stored, takeOver, err := s.chargeOnce(ctx, store, &charge)
 	if stored != nil {
-		if now, err := s.led.EnsureBudget(key, limit, accounting.Basic); err == nil {
-			st = now
-		}
-		stored.Budget = budget(st.Spent, st.Remaining, st.Rule)
-		return stored, nil
+		return free(stored)
 	}
 	if err != nil {
 		var ex *accounting.ExceededError
@@ -409,8 +410,7 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 		s.storeAnswer(store, key, answerKey, p, res, receipt.ReleaseID, takeOver)
 	}
 	res.ReleaseID = receipt.ReleaseID
-	res.Budget = budget(receipt.Spent, receipt.Remaining, receipt.Rule)
-	res.Budget.Total = receipt.Total
+	res.Budget = BudgetState{Dataset: key.Dataset, Analyst: key.Analyst, Rule: receipt.Rule, Spent: receipt.Spent, Remaining: receipt.Remaining, Total: receipt.Total}
 	if receipt.Epochs != nil {
 		res.Budget.Epochs, res.Budget.Epoch = receipt.Epochs.String(), receipt.LeastEpoch
 		res.Notes = append(res.Notes, epochWords(receipt.Epochs, p.Plan.DeclaredEpochs, p.Plan.EpochColumn, receipt.Cost.Epsilon, p.Plan.Table)+

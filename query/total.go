@@ -28,15 +28,21 @@ func (s *Service) budgetOf(t *catalog.Table, analyst string) (ledger.Key, accoun
 }
 
 // ensureTotal creates the total budget the catalog declares for t, if the
-// ledger keeps totals and it does not exist yet.
+// ledger keeps totals and it does not exist yet. Totals are never deleted:
+// a total seen once is remembered (s.known) and not read again.
 func (s *Service) ensureTotal(t *catalog.Table) error {
 	tl, ok := s.led.(TotalBudgets)
 	if !ok || t.TotalBudget == nil {
 		return nil
 	}
-	def := accounting.EpsDelta{Epsilon: t.TotalBudget.Epsilon, Delta: t.TotalBudget.Delta}
-	if _, err := tl.EnsureTotal(t.BudgetDataset(), def, accounting.Basic); err != nil {
-		return fmt.Errorf("total budget of %q: %w", t.BudgetDataset(), err)
+	ds := t.BudgetDataset()
+	if _, ok := s.known.Load(totalKey(ds)); ok {
+		return nil
 	}
+	def := accounting.EpsDelta{Epsilon: t.TotalBudget.Epsilon, Delta: t.TotalBudget.Delta}
+	if _, err := tl.EnsureTotal(ds, def, accounting.Basic); err != nil {
+		return fmt.Errorf("total budget of %q: %w", ds, err)
+	}
+	s.known.Store(totalKey(ds), struct{}{})
 	return nil
 }

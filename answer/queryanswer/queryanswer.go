@@ -166,7 +166,8 @@ func (a *Answerer) classify(err error, table, analyst string) error {
 // before the engine runs; an answer is returned only after its charge has
 // committed.
 func (a *Answerer) Answer(ctx context.Context, req answer.Request) (*answer.Response, error) {
-	opts := query.Options{Epsilon: req.Epsilon, Delta: req.Delta, Confidence: req.Confidence, Analyst: req.Analyst, Fresh: req.Fresh, Dropped: req.Dropped}
+	opts := query.Options{Epsilon: req.Epsilon, Delta: req.Delta, Confidence: req.Confidence, Analyst: req.Analyst, Fresh: req.Fresh, Dropped: req.Dropped,
+		RequireGrant: !a.opts.CatalogBudgets}
 	if a := req.Accuracy; a != nil {
 		opts.Accuracy = &query.Accuracy{All: a.All, Columns: a.Columns}
 	}
@@ -184,32 +185,17 @@ func (a *Answerer) Answer(ctx context.Context, req answer.Request) (*answer.Resp
 		}
 		return nil, &answer.Error{Kind: answer.KindBadRequest, Message: err.Error(), Err: err}
 	}
-	key := ledger.Key{Dataset: p.Plan.Table.BudgetDataset(), Analyst: req.Analyst}
-	st, err := a.ledger.Status(key)
-	if errors.Is(err, ledger.ErrNoBudget) && a.opts.CatalogBudgets {
-		// Created from the catalog's budget when the answer is charged.
-		st, err = ledger.Status{Key: key}, nil
-	}
-	if errors.Is(err, ledger.ErrNoBudget) {
-		return nil, answer.Errorf(answer.KindNotGranted, "analyst %q has no budget on table %q: ask an administrator for a grant", req.Analyst, p.Plan.Table.Name)
-	}
-	if err != nil {
-		return nil, err
-	}
 	if req.DryRun {
-		resp, err := a.preview(p, st)
-		if err != nil {
-			return nil, err
-		}
-		cost, note := a.svc.PreviewCost(p, key)
-		if note != "" {
-			resp.Cost = answer.Pair{Epsilon: cost.Epsilon, Delta: cost.Delta}
-			resp.Notes = append([]string{note}, resp.Notes...)
-		}
-		resp.WouldRefuse = a.wouldRefuse(p, key, cost)
-		return resp, nil
+		return a.dryRun(p, req.Analyst)
 	}
+	// The grant check is the service's: it reads whether the budget exists
+	// once, before anything is read or charged, and the reply's budget is
+	// the charge's receipt (or, for a free answer, the ledger's figures at
+	// that moment), so nothing here reads the budget again.
 	res, err := a.svc.Run(ctx, p)
+	if errors.Is(err, ledger.ErrNoBudget) {
+		return nil, notGranted(req.Analyst, p.Plan.Table.Name)
+	}
 	if err != nil {
 		return nil, a.classify(err, p.Plan.Table.Name, req.Analyst)
 	}
@@ -253,6 +239,40 @@ func (a *Answerer) Answer(ctx context.Context, req answer.Request) (*answer.Resp
 			}
 		}
 	}
+	return resp, nil
+}
+
+// notGranted is the refusal of a query on a table where analyst has no
+// budget.
+func notGranted(analyst, table string) error {
+	return answer.Errorf(answer.KindNotGranted, "analyst %q has no budget on table %q: ask an administrator for a grant", analyst, table)
+}
+
+// dryRun answers a dry run of p: what it would cost and whether it would
+// be refused, with the analyst's budget as the ledger holds it now.
+func (a *Answerer) dryRun(p *query.Prepared, analyst string) (*answer.Response, error) {
+	key := ledger.Key{Dataset: p.Plan.Table.BudgetDataset(), Analyst: analyst}
+	st, err := a.ledger.Status(key)
+	if errors.Is(err, ledger.ErrNoBudget) && a.opts.CatalogBudgets {
+		// Created from the catalog's budget when the answer is charged.
+		st, err = ledger.Status{Key: key}, nil
+	}
+	if errors.Is(err, ledger.ErrNoBudget) {
+		return nil, notGranted(analyst, p.Plan.Table.Name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	resp, err := a.preview(p, st)
+	if err != nil {
+		return nil, err
+	}
+	cost, note := a.svc.PreviewCost(p, key)
+	if note != "" {
+		resp.Cost = answer.Pair{Epsilon: cost.Epsilon, Delta: cost.Delta}
+		resp.Notes = append([]string{note}, resp.Notes...)
+	}
+	resp.WouldRefuse = a.wouldRefuse(p, key, cost)
 	return resp, nil
 }
 

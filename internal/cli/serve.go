@@ -42,6 +42,7 @@ type serveConfig struct {
 	maxSQL           int
 	queryTimeout     time.Duration
 	shutdownTimeout  time.Duration
+	repeatWait       time.Duration
 	threads          int
 	memoryLimit      string
 	loadTables       bool
@@ -81,6 +82,9 @@ GET /healthz and /readyz answer load balancers on --http (no token) and on
   dpstat serve --catalog examples/catalog.yaml --ledger ./ledger.db --http 127.0.0.1:8080 --pg 127.0.0.1:5433`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.repeatWait <= 0 {
+				return fmt.Errorf("--repeat-wait %v: want a positive duration such as 10s", cfg.repeatWait)
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			hup := make(chan os.Signal, 1)
@@ -106,6 +110,7 @@ GET /healthz and /readyz answer load balancers on --http (no token) and on
 	f.IntVar(&cfg.maxSQL, "max-sql", server.DefaultMaxSQLLen, "maximum SQL text length in bytes")
 	f.DurationVar(&cfg.queryTimeout, "query-timeout", server.DefaultQueryTimeout, "maximum time for one query")
 	f.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a graceful shutdown waits for requests in flight")
+	f.DurationVar(&cfg.repeatWait, "repeat-wait", query.DefaultRepeatWait, "how long a query waits, at most, for the stored answer of the identical query another replica on the same ledger is answering, before it is charged and answered on its own")
 	f.IntVar(&cfg.threads, "threads", 0, "engine worker threads (0: one per core)")
 	f.BoolVar(&cfg.loadTables, "load-tables", true, "read each table's source into memory once at start (false: read the files on every query)")
 	f.StringVar(&cfg.memoryLimit, "memory-limit", "", "engine memory limit, e.g. 2GB (default: the engine's)")

@@ -164,6 +164,8 @@ func TestServeFlagsRefused(t *testing.T) {
 		{"zero max-concurrent", []string{"serve", "--catalog", "x.yaml", "--max-concurrent", "0"}, "--max-concurrent 0"},
 		{"negative threads", []string{"serve", "--catalog", "x.yaml", "--threads", "-2"}, "--threads -2"},
 		{"negative query timeout", []string{"serve", "--catalog", "x.yaml", "--query-timeout", "-1s"}, "--query-timeout -1s: want a positive duration"},
+		{"zero repeat wait", []string{"serve", "--catalog", "x.yaml", "--repeat-wait", "0s"}, "--repeat-wait 0s: want a positive duration"},
+		{"negative repeat wait", []string{"serve", "--catalog", "x.yaml", "--repeat-wait", "-1s"}, "--repeat-wait -1s: want a positive duration"},
 		{"NaN rate", []string{"serve", "--catalog", "x.yaml", "--rate", "NaN"}, "--rate NaN"},
 	}
 	for _, tc := range tests {

@@ -75,6 +75,7 @@ func (cs *catalogServer) build(cat *catalog.Catalog) (*server.Generation, engine
 		return nil, nil, err
 	}
 	svc.SetLogger(cs.log)
+	svc.SetRepeatWait(cs.cfg.repeatWait)
 	if cs.m != nil {
 		svc.SetObserver(cs.m)
 	}
