@@ -161,7 +161,7 @@ func TestNumbersForPeopleOnHTTPAndPG(t *testing.T) {
 		{"SELECT COUNT(*) AS n, SUM(age) AS s, AVG(hours_per_week) AS a FROM adult", "n ε=0.1333", 0.4},
 		{"SELECT race FROM adult GROUP BY race ORDER BY COUNT(*) DESC LIMIT 3", "ε=0.3333 each", 1},
 		// A quantile's interval is the declared range, and the notes say
-		// that it is uninformative (issue 24, item 6).
+		// that it is uninformative.
 		{"SELECT sex, MEDIAN(age) AS m FROM adult GROUP BY sex", "m (PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY age)): its interval is the declared range", 1},
 	} {
 		code, m := s.post(t, tok, fmt.Sprintf(`{"sql":%q,"epsilon":%g}`, tc.sql, tc.eps))
