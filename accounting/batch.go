@@ -109,11 +109,16 @@ func SpendAll(bs []*Budget, c Cost) (refused []int, first *ExceededError, most i
 	}
 	z := zcdpView(c)
 	ce, cd, cr, crd := ratOf(c.Epsilon), ratOf(c.Delta), ratOf(z.Rho), ratOf(z.RhoDelta)
+	add := func(sum, x *big.Rat) {
+		if x.Sign() != 0 { // adding zero would still normalise
+			sum.Add(sum, x)
+		}
+	}
 	for _, b := range bs {
-		b.eps.Add(&b.eps, ce)
-		b.delta.Add(&b.delta, cd)
-		b.rho.Add(&b.rho, cr)
-		b.rhoDelta.Add(&b.rhoDelta, crd)
+		add(&b.eps, ce)
+		add(&b.delta, cd)
+		add(&b.rho, cr)
+		add(&b.rhoDelta, crd)
 		b.releases++
 		b.spentOK = false
 	}
@@ -156,4 +161,50 @@ func (b *Budget) SameSums(o *Budget) bool {
 // leaves its result normalised) term by term.
 func sameRat(a, b *big.Rat) bool {
 	return a.Num().Cmp(b.Num()) == 0 && a.Denom().Cmp(b.Denom()) == 0
+}
+
+// Sum names one of a budget's exact sums (ExactSums).
+type Sum int
+
+// The sums of a budget: of the ε's, the δ's, the ρ's and the
+// approximate-zCDP δ's.
+const (
+	SumEpsilon Sum = iota
+	SumDelta
+	SumRho
+	SumRhoDelta
+)
+
+func (b *Budget) sumLocked(s Sum) *big.Rat {
+	switch s {
+	case SumDelta:
+		return &b.delta
+	case SumRho:
+		return &b.rho
+	case SumRhoDelta:
+		return &b.rhoDelta
+	}
+	return &b.eps
+}
+
+// AppendSum appends sum s of b to dst as Sums writes it ("3/8", "0"),
+// without allocating a string: the ledger writes hundreds of sums per
+// commit.
+func (b *Budget) AppendSum(dst []byte, s Sum) []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r := b.sumLocked(s)
+	dst = r.Num().Append(dst, 10)
+	if !r.IsInt() {
+		dst = append(dst, '/')
+		dst = r.Denom().Append(dst, 10)
+	}
+	return dst
+}
+
+// SumIsZero reports whether sum s of b is zero.
+func (b *Budget) SumIsZero(s Sum) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sumLocked(s).Sign() == 0
 }

@@ -3,6 +3,7 @@ package ledger
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"github.com/dpstat/dpstat/accounting"
 )
@@ -31,28 +32,60 @@ type storedEpochs struct {
 	Runs    []storedRun         `json:"runs"`
 }
 
-func nonZero(s string) string {
-	if s == "0" {
-		return ""
-	}
-	return s
+// storedHead is storedEpochs without its runs, which MarshalJSON writes
+// by hand after it (the runs are the last member).
+type storedHead struct {
+	Dataset string              `json:"dataset"`
+	Analyst string              `json:"analyst,omitempty"`
+	Every   string              `json:"every"`
+	Limit   accounting.EpsDelta `json:"limit"`
+	Rule    accounting.Rule     `json:"rule"`
 }
 
-// MarshalJSON stores the record compactly (storedEpochs). Every run must
+// runSums are the members of a stored run's sums, in order.
+var runSums = [...]struct {
+	name string
+	sum  accounting.Sum
+}{{`,"e":"`, accounting.SumEpsilon}, {`,"d":"`, accounting.SumDelta}, {`,"r":"`, accounting.SumRho}, {`,"rd":"`, accounting.SumRhoDelta}}
+
+// MarshalJSON stores the record compactly (storedEpochs), in the bytes
+// json.Marshal would write for it; the runs are written by hand, with
+// their sums appended digit by digit (no string per sum). Every run must
 // share the first run's limit and rule.
 func (rec *epochRecord) MarshalJSON() ([]byte, error) {
-	out := storedEpochs{Dataset: rec.Dataset, Analyst: rec.Analyst, Every: rec.Every, Runs: make([]storedRun, len(rec.Runs))}
+	head := storedHead{Dataset: rec.Dataset, Analyst: rec.Analyst, Every: rec.Every}
 	for i, run := range rec.Runs {
 		if i == 0 {
-			out.Limit, out.Rule = run.Budget.Limit(), run.Budget.Rule()
-		} else if run.Budget.Limit() != out.Limit || run.Budget.Rule() != out.Rule {
-			return nil, fmt.Errorf("epoch budgets of %q (analyst %q) have different limits: %v and %v", rec.Dataset, rec.Analyst, out.Limit, run.Budget.Limit())
+			head.Limit, head.Rule = run.Budget.Limit(), run.Budget.Rule()
+		} else if run.Budget.Limit() != head.Limit || run.Budget.Rule() != head.Rule {
+			return nil, fmt.Errorf("epoch budgets of %q (analyst %q) have different limits: %v and %v", rec.Dataset, rec.Analyst, head.Limit, run.Budget.Limit())
 		}
-		s := run.Budget.Sums()
-		out.Runs[i] = storedRun{From: run.From, To: run.To, Releases: s.Releases,
-			Epsilon: nonZero(s.Epsilon), Delta: nonZero(s.Delta), Rho: nonZero(s.Rho), RhoDelta: nonZero(s.RhoDelta)}
 	}
-	return json.Marshal(out)
+	out, err := json.Marshal(head)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out[:len(out)-1], `,"runs":[`...) // drop the closing brace
+	for i, run := range rec.Runs {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, `{"f":`...)
+		out = strconv.AppendInt(out, run.From, 10)
+		out = append(out, `,"t":`...)
+		out = strconv.AppendInt(out, run.To, 10)
+		out = append(out, `,"n":`...)
+		out = strconv.AppendInt(out, int64(run.Budget.Releases()), 10)
+		for _, s := range runSums {
+			if !run.Budget.SumIsZero(s.sum) {
+				out = append(out, s.name...)
+				out = run.Budget.AppendSum(out, s.sum)
+				out = append(out, '"')
+			}
+		}
+		out = append(out, '}')
+	}
+	return append(out, "]}"...), nil
 }
 
 // UnmarshalJSON reads a record stored by MarshalJSON, checking that its

@@ -117,8 +117,9 @@ func loadEpochs(tx kvTx, ds, analyst string) (*epochRecord, error) {
 	if v == nil {
 		return nil, nil
 	}
+	// UnmarshalJSON directly: json.Unmarshal would scan the record twice.
 	var rec epochRecord
-	if err := json.Unmarshal(v, &rec); err != nil {
+	if err := rec.UnmarshalJSON(v); err != nil {
 		return nil, fmt.Errorf("stored epoch budgets of %q (analyst %q) are damaged: %w", ds, analyst, err)
 	}
 	return &rec, nil
@@ -129,7 +130,7 @@ func storeEpochs(tx kvTx, rec *epochRecord) error {
 	if err != nil {
 		return err
 	}
-	v, err := json.Marshal(rec)
+	v, err := rec.MarshalJSON() // its output is compact JSON already
 	if err != nil {
 		return err
 	}
