@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -89,15 +90,28 @@ func (rec *epochRecord) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads a record stored by MarshalJSON, checking that its
-// runs are in order and disjoint.
+// runs are in order and disjoint. Runs in the form MarshalJSON writes are
+// read by hand (parseRuns); any other valid form by encoding/json.
 func (rec *epochRecord) UnmarshalJSON(data []byte) error {
-	var in storedEpochs
+	var in struct {
+		storedHead
+		Runs json.RawMessage `json:"runs"`
+	}
 	if err := json.Unmarshal(data, &in); err != nil {
 		return err
 	}
-	*rec = epochRecord{Dataset: in.Dataset, Analyst: in.Analyst, Every: in.Every, Runs: make([]epochRun, len(in.Runs))}
-	for i, r := range in.Runs {
-		if r.From > r.To || (i > 0 && r.From <= in.Runs[i-1].To) {
+	runs, ok := parseRuns(in.Runs)
+	if !ok {
+		runs = nil
+		if len(in.Runs) > 0 {
+			if err := json.Unmarshal(in.Runs, &runs); err != nil {
+				return err
+			}
+		}
+	}
+	*rec = epochRecord{Dataset: in.Dataset, Analyst: in.Analyst, Every: in.Every, Runs: make([]epochRun, len(runs))}
+	for i, r := range runs {
+		if r.From > r.To || (i > 0 && r.From <= runs[i-1].To) {
 			return fmt.Errorf("run %d (%d..%d) is empty or overlaps the one before", i, r.From, r.To)
 		}
 		b, err := accounting.BudgetFromSums(in.Limit, in.Rule, accounting.ExactSums{Epsilon: r.Epsilon, Delta: r.Delta, Rho: r.Rho, RhoDelta: r.RhoDelta, Releases: r.Releases})
@@ -107,4 +121,90 @@ func (rec *epochRecord) UnmarshalJSON(data []byte) error {
 		rec.Runs[i] = epochRun{From: r.From, To: r.To, Budget: b}
 	}
 	return nil
+}
+
+// parseRuns reads runs written by MarshalJSON: exactly its members, in its
+// order, without spaces. Anything else is not ok (encoding/json then
+// reads it, or says what is wrong with it).
+func parseRuns(data []byte) ([]storedRun, bool) {
+	p := runParser{data: data}
+	if !p.lit("[") {
+		return nil, false
+	}
+	runs := make([]storedRun, 0, bytes.Count(data, []byte(`{"f":`)))
+	if p.lit("]") {
+		return runs, p.pos == len(data)
+	}
+	for {
+		var r storedRun
+		var n int64
+		ok := p.lit(`{"f":`) && p.int(&r.From) && p.lit(`,"t":`) && p.int(&r.To) && p.lit(`,"n":`) && p.int(&n)
+		if !ok || n != int64(int(n)) {
+			return nil, false
+		}
+		r.Releases = int(n)
+		for _, f := range []struct {
+			name string
+			dst  *string
+		}{{`,"e":"`, &r.Epsilon}, {`,"d":"`, &r.Delta}, {`,"r":"`, &r.Rho}, {`,"rd":"`, &r.RhoDelta}} {
+			if p.lit(f.name) && !p.rat(f.dst) {
+				return nil, false
+			}
+		}
+		if !p.lit("}") {
+			return nil, false
+		}
+		runs = append(runs, r)
+		if p.lit("]") {
+			return runs, p.pos == len(data)
+		}
+		if !p.lit(",") {
+			return nil, false
+		}
+	}
+}
+
+// runParser reads the canonical form of stored runs.
+type runParser struct {
+	data []byte
+	pos  int
+}
+
+// lit consumes s if the input continues with it.
+func (p *runParser) lit(s string) bool {
+	if !bytes.HasPrefix(p.data[p.pos:], []byte(s)) {
+		return false
+	}
+	p.pos += len(s)
+	return true
+}
+
+// int reads a decimal integer.
+func (p *runParser) int(dst *int64) bool {
+	end := p.pos
+	if end < len(p.data) && p.data[end] == '-' {
+		end++
+	}
+	for end < len(p.data) && p.data[end] >= '0' && p.data[end] <= '9' {
+		end++
+	}
+	v, err := strconv.ParseInt(string(p.data[p.pos:end]), 10, 64)
+	if err != nil {
+		return false
+	}
+	*dst, p.pos = v, end
+	return true
+}
+
+// rat reads the rest of a string of digits and '/' and its closing quote.
+func (p *runParser) rat(dst *string) bool {
+	end := p.pos
+	for end < len(p.data) && (p.data[end] >= '0' && p.data[end] <= '9' || p.data[end] == '/') {
+		end++
+	}
+	if end == len(p.data) || p.data[end] != '"' {
+		return false
+	}
+	*dst, p.pos = string(p.data[p.pos:end]), end+1
+	return true
 }

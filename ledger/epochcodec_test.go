@@ -70,3 +70,62 @@ func TestEpochCodecBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestEpochCodecParseRuns checks the hand reader of stored runs against
+// encoding/json: the same runs from the canonical form, and the other
+// valid forms (spaces, members reordered or repeated, escapes) left to
+// encoding/json with the same result.
+func TestEpochCodecParseRuns(t *testing.T) {
+	head := `{"dataset":"d","every":"day","limit":{"epsilon":1,"delta":0},"rule":"basic","runs":`
+	tests := []struct {
+		name, runs string
+		fast       bool // read by hand
+	}{
+		{"empty", `[]`, true},
+		{"canonical", `[{"f":1,"t":2,"n":3,"e":"3/8","rd":"1"},{"f":4,"t":4,"n":0}]`, true},
+		{"negative", `[{"f":-5,"t":-1,"n":1,"e":"1/1024"}]`, true},
+		{"spaces", `[ {"f":1, "t":2,"n":3,"e":"3/8"} ]`, false},
+		{"reordered", `[{"t":2,"f":1,"n":3,"e":"3/8"}]`, false},
+		{"repeated", `[{"f":1,"t":2,"n":3,"e":"1/8","e":"3/8"}]`, false},
+		{"escaped", `[{"f":1,"t":2,"n":3,"e":"3\u002f8"}]`, false},
+		{"null", `null`, false},
+		{"unknown member", `[{"f":1,"t":2,"n":3,"x":7,"e":"3/8"}]`, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var want storedEpochs
+			if err := json.Unmarshal([]byte(head+tc.runs+"}"), &want); err != nil {
+				t.Fatal(err)
+			}
+			got, ok := parseRuns([]byte(tc.runs))
+			if ok != tc.fast {
+				t.Fatalf("parseRuns(%s): ok = %v, want %v", tc.runs, ok, tc.fast)
+			}
+			if ok && (len(got) != len(want.Runs) || (len(got) > 0 && !equalRuns(got, want.Runs))) {
+				t.Fatalf("parseRuns(%s) = %+v, want %+v", tc.runs, got, want.Runs)
+			}
+			var rec epochRecord
+			if err := rec.UnmarshalJSON([]byte(head + tc.runs + "}")); err != nil {
+				t.Fatal(err)
+			}
+			if len(rec.Runs) != len(want.Runs) {
+				t.Fatalf("decoded %d runs, want %d", len(rec.Runs), len(want.Runs))
+			}
+			for i, r := range want.Runs {
+				s := rec.Runs[i].Budget.Sums()
+				if rec.Runs[i].From != r.From || rec.Runs[i].To != r.To || s.Releases != r.Releases || (r.Epsilon != "" && s.Epsilon != r.Epsilon) {
+					t.Errorf("run %d: decoded %d..%d %v, want %+v", i, rec.Runs[i].From, rec.Runs[i].To, s, r)
+				}
+			}
+		})
+	}
+}
+
+func equalRuns(a, b []storedRun) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
