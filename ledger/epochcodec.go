@@ -97,10 +97,24 @@ func (rec *epochRecord) UnmarshalJSON(data []byte) error {
 		storedHead
 		Runs json.RawMessage `json:"runs"`
 	}
-	if err := json.Unmarshal(data, &in); err != nil {
-		return err
+	// The form MarshalJSON writes: the head, then the runs, last. The
+	// runs member cannot start inside a string (its quotes would be
+	// escaped there), so the head ends where it starts.
+	var runs []storedRun
+	ok := false
+	if i := bytes.Index(data, []byte(`,"runs":[`)); i > 0 && bytes.HasSuffix(data, []byte("]}")) {
+		head := append(data[:i:i], '}')
+		if json.Unmarshal(head, &in) == nil && in.Runs == nil {
+			runs, ok = parseRuns(data[i+len(`,"runs":`) : len(data)-1])
+		}
 	}
-	runs, ok := parseRuns(in.Runs)
+	if !ok {
+		in.storedHead, in.Runs = storedHead{}, nil
+		if err := json.Unmarshal(data, &in); err != nil {
+			return err
+		}
+		runs, ok = parseRuns(in.Runs)
+	}
 	if !ok {
 		runs = nil
 		if len(in.Runs) > 0 {

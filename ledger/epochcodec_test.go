@@ -129,3 +129,31 @@ func equalRuns(a, b []storedRun) bool {
 	}
 	return true
 }
+
+// TestEpochCodecHead checks records whose head could be mistaken for the
+// start of the runs: each decodes as encoding/json reads it.
+func TestEpochCodecHead(t *testing.T) {
+	for _, doc := range []string{
+		`{"dataset":"a,\"runs\":[","every":"day","limit":{"epsilon":1,"delta":0},"rule":"basic","runs":[{"f":1,"t":1,"n":1,"e":"1/2"}]}`,
+		`{"runs":[{"f":7,"t":9,"n":2}],"dataset":"d","every":"day","limit":{"epsilon":1,"delta":0},"rule":"basic","runs":[{"f":1,"t":1,"n":1,"e":"1/2"}]}`,
+		`{"dataset":"d","every":"day","limit":{"epsilon":1,"delta":0},"rule":"basic","runs":[{"f":1,"t":1,"n":1,"e":"1/2"}],"runs":[{"f":3,"t":4,"n":5}]}`,
+		`{"dataset":"d","runs":[{"f":3,"t":4,"n":5}],"every":"day","limit":{"epsilon":1,"delta":0},"rule":"basic"}`,
+	} {
+		var want storedEpochs
+		if err := json.Unmarshal([]byte(doc), &want); err != nil {
+			t.Fatal(err)
+		}
+		var rec epochRecord
+		if err := rec.UnmarshalJSON([]byte(doc)); err != nil {
+			t.Fatalf("%s: %v", doc, err)
+		}
+		if rec.Dataset != want.Dataset || len(rec.Runs) != len(want.Runs) {
+			t.Fatalf("%s: decoded %q with %d runs, want %q with %d", doc, rec.Dataset, len(rec.Runs), want.Dataset, len(want.Runs))
+		}
+		for i, r := range want.Runs {
+			if got := rec.Runs[i]; got.From != r.From || got.To != r.To || got.Budget.Releases() != r.Releases {
+				t.Errorf("%s: run %d is %d..%d n=%d, want %+v", doc, i, got.From, got.To, got.Budget.Releases(), r)
+			}
+		}
+	}
+}
