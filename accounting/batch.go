@@ -4,7 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"sync"
 )
+
+// lockAll orders the taking of many budgets' locks (SpendAll).
+var lockAll sync.Mutex
 
 // SpendAll charges cost c in every budget of bs at once, or in none of
 // them: the ledger's epochs, where one release is charged in each epoch it
@@ -37,9 +41,13 @@ func SpendAll(bs []*Budget, c Cost) (refused []int, first *ExceededError, most i
 	if rule == Basic && c.Epsilon == 0 && c.Delta == 0 && c.Rho > 0 {
 		return nil, nil, 0, fmt.Errorf("cost %v: %w", c, ErrNoEpsDelta)
 	}
+	// All the locks are taken under lockAll, so that two SpendAll over
+	// overlapping budgets, in any order, cannot wait for each other.
+	lockAll.Lock()
 	for _, b := range bs {
 		b.mu.Lock()
 	}
+	lockAll.Unlock()
 	defer func() {
 		for _, b := range bs {
 			b.mu.Unlock()

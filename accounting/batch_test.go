@@ -147,3 +147,31 @@ func TestAppendSum(t *testing.T) {
 		}
 	}
 }
+
+// TestSpendAllConcurrent runs SpendAll over the same budgets in opposite
+// orders at once: neither waits for the other for ever, and every charge
+// is counted.
+func TestSpendAllConcurrent(t *testing.T) {
+	x, _ := NewBudget(EpsDelta{Epsilon: 1e6}, Basic)
+	y, _ := NewBudget(EpsDelta{Epsilon: 1e6}, Basic)
+	done := make(chan error, 2)
+	for _, bs := range [][]*Budget{{x, y}, {y, x}} {
+		go func() {
+			for range 200 {
+				if _, _, _, err := SpendAll(bs, Pure(1)); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if x.Releases() != 400 || y.Releases() != 400 {
+		t.Fatalf("releases %d and %d, want 400 each", x.Releases(), y.Releases())
+	}
+}
