@@ -117,9 +117,10 @@ func SpendAll(bs []*Budget, c Cost) (refused []int, first *ExceededError, most i
 	}
 	z := zcdpView(c)
 	ce, cd, cr, crd := ratOf(c.Epsilon), ratOf(c.Delta), ratOf(z.Rho), ratOf(z.RhoDelta)
+	var tmp big.Int
 	add := func(sum, x *big.Rat) {
 		if x.Sign() != 0 { // adding zero would still normalise
-			sum.Add(sum, x)
+			addRat(sum, x, &tmp)
 		}
 	}
 	for _, b := range bs {
