@@ -203,10 +203,10 @@ func (b *Budget) AppendSum(dst []byte, s Sum) []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r := b.sumLocked(s)
-	dst = r.Num().Append(dst, 10)
+	dst = appendInt(dst, r.Num())
 	if !r.IsInt() {
 		dst = append(dst, '/')
-		dst = r.Denom().Append(dst, 10)
+		dst = appendInt(dst, r.Denom())
 	}
 	return dst
 }

@@ -2,6 +2,7 @@ package accounting
 
 import (
 	"math/big"
+	"strconv"
 	"strings"
 )
 
@@ -54,8 +55,8 @@ func setRat(z *big.Rat, s string) bool {
 	num, den, frac := strings.Cut(s, "/")
 	if frac && plainDigits(num) && plainDigits(den) {
 		var n, d big.Int
-		n.SetString(num, 10)
-		d.SetString(den, 10)
+		setDigits(&n, num)
+		setDigits(&d, den)
 		if pow2Exp(&d) > 0 && n.Bit(0) == 1 {
 			z.SetInt(&n)      // the denominator is now 1, and Denom a reference to it
 			z.Denom().Set(&d) // n is odd: n/2^k is normalised
@@ -64,6 +65,27 @@ func setRat(z *big.Rat, s string) bool {
 	}
 	_, ok := z.SetString(s)
 	return ok
+}
+
+// setDigits sets z to the plain decimal number s, without a scanner for
+// the short ones.
+func setDigits(z *big.Int, s string) {
+	if len(s) <= 19 {
+		if v, err := strconv.ParseUint(s, 10, 64); err == nil {
+			z.SetUint64(v)
+			return
+		}
+	}
+	z.SetString(s, 10)
+}
+
+// appendInt appends x in decimal, without a conversion buffer for the
+// short ones.
+func appendInt(dst []byte, x *big.Int) []byte {
+	if x.IsUint64() {
+		return strconv.AppendUint(dst, x.Uint64(), 10)
+	}
+	return x.Append(dst, 10)
 }
 
 // plainDigits reports whether s is a decimal number without sign or
