@@ -24,17 +24,15 @@ type storedRun struct {
 	RhoDelta string `json:"rd,omitempty"`
 }
 
+// storedEpochs is the whole stored record: the head, then the runs (the
+// last member, which MarshalJSON writes by hand and UnmarshalJSON finds
+// after the head).
 type storedEpochs struct {
-	Dataset string              `json:"dataset"`
-	Analyst string              `json:"analyst,omitempty"`
-	Every   string              `json:"every"`
-	Limit   accounting.EpsDelta `json:"limit"`
-	Rule    accounting.Rule     `json:"rule"`
-	Runs    []storedRun         `json:"runs"`
+	storedHead
+	Runs []storedRun `json:"runs"`
 }
 
-// storedHead is storedEpochs without its runs, which MarshalJSON writes
-// by hand after it (the runs are the last member).
+// storedHead is the stored record without its runs.
 type storedHead struct {
 	Dataset string              `json:"dataset"`
 	Analyst string              `json:"analyst,omitempty"`

@@ -42,7 +42,7 @@ func TestEpochCodecBytes(t *testing.T) {
 			}
 			rec.Runs = append(rec.Runs, epochRun{From: int64(10 * i), To: int64(10*i + i), Budget: b})
 		}
-		want := storedEpochs{Dataset: rec.Dataset, Analyst: rec.Analyst, Every: rec.Every, Limit: limit, Rule: rule}
+		want := storedEpochs{storedHead: storedHead{Dataset: rec.Dataset, Analyst: rec.Analyst, Every: rec.Every, Limit: limit, Rule: rule}}
 		for _, run := range rec.Runs {
 			s := run.Budget.Sums()
 			want.Runs = append(want.Runs, storedRun{From: run.From, To: run.To, Releases: s.Releases,
