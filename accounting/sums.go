@@ -25,7 +25,7 @@ func BudgetFromSums(limit EpsDelta, rule Rule, s ExactSums) (*Budget, error) {
 		if f.text == "" {
 			continue // zero
 		}
-		if _, ok := f.dst.SetString(f.text); !ok || f.dst.Sign() < 0 {
+		if ok := setRat(f.dst, f.text); !ok || f.dst.Sign() < 0 {
 			return nil, fmt.Errorf("%s = %q: want a rational number >= 0", f.name, f.text)
 		}
 	}

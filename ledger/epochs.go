@@ -117,8 +117,9 @@ func loadEpochs(tx kvTx, ds, analyst string) (*epochRecord, error) {
 	if v == nil {
 		return nil, nil
 	}
+	// UnmarshalJSON directly: json.Unmarshal would scan the record twice.
 	var rec epochRecord
-	if err := json.Unmarshal(v, &rec); err != nil {
+	if err := rec.UnmarshalJSON(v); err != nil {
 		return nil, fmt.Errorf("stored epoch budgets of %q (analyst %q) are damaged: %w", ds, analyst, err)
 	}
 	return &rec, nil
@@ -129,7 +130,7 @@ func storeEpochs(tx kvTx, rec *epochRecord) error {
 	if err != nil {
 		return err
 	}
-	v, err := json.Marshal(rec)
+	v, err := rec.MarshalJSON() // its output is compact JSON already
 	if err != nil {
 		return err
 	}
@@ -148,7 +149,7 @@ func cloneBudget(b *accounting.Budget) (*accounting.Budget, error) {
 // sameBudget reports whether two budgets hold the same limit, rule and
 // sums, so that their runs can be one.
 func sameBudget(a, b *accounting.Budget) bool {
-	return a.Limit() == b.Limit() && a.Rule() == b.Rule() && a.Sums() == b.Sums()
+	return a.SameSums(b)
 }
 
 // touch returns rec's runs with r's epochs split out: every epoch of r in
@@ -242,37 +243,38 @@ type epochSpend struct {
 
 // spendRecord spends c in every epoch of r in rec (created from the
 // template's limit and rule), recording the runs that refused.
-func spendRecord(tx kvTx, ds, analyst string, r epoch.Range, c accounting.Cost, template *accounting.Budget) (*epochRecord, []epoch.Range, *accounting.ExceededError, []int, error) {
+func spendRecord(tx kvTx, ds, analyst string, r epoch.Range, c accounting.Cost, template *accounting.Budget) (*epochRecord, []epoch.Range, *accounting.ExceededError, int, error) {
 	rec, err := loadEpochs(tx, ds, analyst)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, nil, nil, 0, err
 	}
 	if rec == nil {
 		rec = &epochRecord{Dataset: ds, Analyst: analyst, Every: r.Every}
 	}
 	if rec.Every != r.Every {
-		return nil, nil, nil, nil, &kindChangedError{ds: ds, was: rec.Every, now: r.Every}
+		return nil, nil, nil, 0, &kindChangedError{ds: ds, was: rec.Every, now: r.Every}
 	}
 	runs, in, err := rec.touch(r, template.Limit(), template.Rule())
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, nil, nil, 0, err
+	}
+	// One batched pass: the cost is converted once and, under rule
+	// Basic, only the largest sums are compared with the shared limit.
+	bs := make([]*accounting.Budget, len(in))
+	for j, i := range in {
+		bs[j] = runs[i].Budget
+	}
+	idx, first, most, err := accounting.SpendAll(bs, c)
+	if err != nil {
+		return nil, nil, nil, 0, err
 	}
 	var refused []epoch.Range
-	var first *accounting.ExceededError
-	for _, i := range in {
-		if err := runs[i].Budget.Spend(c); err != nil {
-			var ex *accounting.ExceededError
-			if !errors.As(err, &ex) {
-				return nil, nil, nil, nil, err
-			}
-			refused = append(refused, epoch.Range{Every: r.Every, From: runs[i].From, To: runs[i].To})
-			if first == nil {
-				first = ex
-			}
-		}
+	for _, j := range idx {
+		i := in[j]
+		refused = append(refused, epoch.Range{Every: r.Every, From: runs[i].From, To: runs[i].To})
 	}
 	rec.Runs = runs
-	return rec, refused, first, in, nil
+	return rec, refused, first, in[most], nil
 }
 
 // spendEpochs spends cost c in each epoch of r for k, in memory: template
@@ -281,7 +283,7 @@ func spendRecord(tx kvTx, ds, analyst string, r epoch.Range, c accounting.Cost, 
 // storage failure or a charge that cannot be made.
 func spendEpochs(tx kvTx, k Key, r epoch.Range, c accounting.Cost, template, total *accounting.Budget) (sp *epochSpend, refusal, err error) {
 	base := Key{Dataset: k.Dataset, Analyst: k.Analyst}
-	rec, refused, first, in, err := spendRecord(tx, k.Dataset, k.Analyst, r, c, template)
+	rec, refused, first, most, err := spendRecord(tx, k.Dataset, k.Analyst, r, c, template)
 	var kc *kindChangedError
 	if errors.As(err, &kc) {
 		return nil, err, nil
@@ -291,15 +293,9 @@ func spendEpochs(tx kvTx, k Key, r epoch.Range, c accounting.Cost, template, tot
 	if len(refused) > 0 {
 		return nil, &EpochsExceededError{Key: base, Every: r.Every, Refused: refused, First: first}, nil
 	}
-	sp = &epochSpend{budgets: rec}
 	// The epoch with the least left is the one with the most spent (all
-	// share one limit); Spent is cached by Spend.
-	for _, i := range in {
-		run := rec.Runs[i]
-		if sp.leastBudget == nil || run.Budget.Spent().Epsilon > sp.leastBudget.Spent().Epsilon {
-			sp.least, sp.leastBudget = run.From, run.Budget
-		}
-	}
+	// share one limit).
+	sp = &epochSpend{budgets: rec, least: rec.Runs[most].From, leastBudget: rec.Runs[most].Budget}
 	if total != nil {
 		trec, refused, first, _, err := spendRecord(tx, k.Dataset, "", r, c, total)
 		if errors.As(err, &kc) {
