@@ -337,52 +337,69 @@ func verifyTx(tx kvTx, key []byte) (VerifyReport, error) {
 	if err := epochs.verify(tx, granted, rep.Chained); err != nil {
 		return rep, err
 	}
-	if tb := tx.Bucket(bucketTotals); tb != nil {
-		seenTotal := map[string]bool{}
-		err := tb.ForEach(func(kb, v []byte) error {
-			rec := totalRecord{Budget: new(accounting.Budget)}
-			if err := json.Unmarshal(v, &rec); err != nil {
-				return fmt.Errorf("stored total budget %q is unreadable (%v): %w", kb, err, ErrTampered)
-			}
-			if rec.Dataset != string(kb) {
-				return fmt.Errorf("stored total budget under %q says it is dataset %q: records were moved: %w", kb, rec.Dataset, ErrTampered)
-			}
-			seenTotal[rec.Dataset] = true
-			rep.Totals++
-			return compareBudget(fmt.Sprintf("total budget of dataset %q", rec.Dataset), rec.Budget, getTotal(rec.Dataset), rep.Chained)
-		})
-		if err != nil {
-			return rep, err
-		}
-		for ds, d := range totals {
-			if d.granted && !seenTotal[ds] {
-				return rep, fmt.Errorf("total budget of dataset %q was granted but is not stored: it was removed: %w", ds, ErrTampered)
-			}
-		}
+	if err := verifyTotals(tx, &rep, totals, getTotal); err != nil {
+		return rep, err
 	}
 	if !rep.Chained {
 		return rep, nil
 	}
+	return rep, verifyEnd(tx, &rep, h, key)
+}
+
+// verifyTotals checks every stored total budget against what the records
+// give (totals, filled by verifyTx), and that no granted total was removed.
+func verifyTotals(tx kvTx, rep *VerifyReport, totals map[string]*derived, getTotal func(string) *derived) error {
+	tb := tx.Bucket(bucketTotals)
+	if tb == nil {
+		return nil
+	}
+	seenTotal := map[string]bool{}
+	err := tb.ForEach(func(kb, v []byte) error {
+		rec := totalRecord{Budget: new(accounting.Budget)}
+		if err := json.Unmarshal(v, &rec); err != nil {
+			return fmt.Errorf("stored total budget %q is unreadable (%v): %w", kb, err, ErrTampered)
+		}
+		if rec.Dataset != string(kb) {
+			return fmt.Errorf("stored total budget under %q says it is dataset %q: records were moved: %w", kb, rec.Dataset, ErrTampered)
+		}
+		seenTotal[rec.Dataset] = true
+		rep.Totals++
+		return compareBudget(fmt.Sprintf("total budget of dataset %q", rec.Dataset), rec.Budget, getTotal(rec.Dataset), rep.Chained)
+	})
+	if err != nil {
+		return err
+	}
+	for ds, d := range totals {
+		if d.granted && !seenTotal[ds] {
+			return fmt.Errorf("total budget of dataset %q was granted but is not stored: it was removed: %w", ds, ErrTampered)
+		}
+	}
+	return nil
+}
+
+// verifyEnd checks, on a chained ledger, that the chain ends where the
+// ledger records its end (h, from the walk) and, with key, the seal.
+func verifyEnd(tx kvTx, rep *VerifyReport, h chainHead, key []byte) error {
 	stored, err := readHead(tx)
 	if err != nil {
-		return rep, err
+		return err
 	}
 	if stored != h {
-		return rep, fmt.Errorf("the chain's records end at event %d (hash %.16s…) but the ledger records its end as event %d (hash %.16s…): records at the end were removed or altered: %w",
+		return fmt.Errorf("the chain's records end at event %d (hash %.16s…) but the ledger records its end as event %d (hash %.16s…): records at the end were removed or altered: %w",
 			h.seq, h.head, stored.seq, stored.head, ErrTampered)
 	}
 	mac := tx.Bucket(bucketMeta).Get(keyChainMAC)
 	rep.Sealed = mac != nil
 	if key != nil {
 		if mac == nil {
-			return rep, fmt.Errorf("a ledger key was given but the ledger is not sealed with one (seal it with dpstat budget verify --seal, or give no key): %w", ErrKey)
+			return fmt.Errorf("a ledger key was given but the ledger is not sealed with one (seal it with dpstat budget verify --seal, or give no key): %w", ErrKey)
 		}
 		if !hmac.Equal([]byte(macOf(key, h)), mac) {
-			return rep, fmt.Errorf("the ledger's seal does not verify with the key given: either the key is not the one it was sealed with, or the ledger was rewritten by someone without the key: %w", ErrKey)
+			return fmt.Errorf("the ledger's seal does not verify with the key given: either the key is not the one it was sealed with, or the ledger was rewritten by someone without the key: %w", ErrKey)
 		}
 		rep.SealChecked = true
 	}
-	return rep, nil
+	return nil
 }
 
 // compareBudget checks a stored budget against what its records give.
