@@ -130,7 +130,10 @@ var epochQueries = []struct {
 	{"SELECT COUNT(DISTINCT pid) FROM visits WHERE day >= DATE '2024-03-01'", "2024-03", [][]float64{{3}}, ""},
 	{"SELECT COUNT(DISTINCT pid) FROM visits", "", nil, "COUNT(DISTINCT pid) over 3 months (2024-01..2024-03)"},
 	{"SELECT COUNT(*) FROM visits WHERE day < DATE '2024-01-01'", "", nil, "leave no date within its declared range (2024-01-01 to 2024-03-31)"},
-	{"SELECT COUNT(*) FROM (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) AS p", "", nil, "a subquery grouped by the person"},
+	{"SELECT COUNT(*) FROM (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) AS p", "2024-01..2024-03", [][]float64{{7}}, ""},
+	{"SELECT SUM(LEAST(GREATEST(n, 0), 6)), SUM(LEAST(GREATEST(s, 0), 200)) FROM (SELECT pid, COUNT(*) AS n, SUM(amount) AS s FROM visits WHERE day >= DATE '2024-02-01' GROUP BY pid) AS p", "2024-02..2024-03", [][]float64{{8, 193}}, ""},
+	{"WITH pp AS (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) SELECT COUNT(*) FROM pp WHERE n >= 2", "2024-01..2024-03", [][]float64{{4}}, ""},
+	{"SELECT COUNT(DISTINCT pid) FROM (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) AS p", "", nil, "COUNT(DISTINCT pid) over 3 months (2024-01..2024-03) of a subquery grouped by the person"},
 }
 
 // numbers reads the aggregates of a result (keys left out).
@@ -271,4 +274,34 @@ func TestEpochBudgets(t *testing.T) {
 func isRefusal(err error) bool {
 	var r *ir.RefusedError
 	return errors.As(err, &r)
+}
+
+// TestEpochPreAggregateNeighbours: a per-person pre-aggregation on an
+// epoch table groups by (person, month), so dropping one person's rows of
+// one month (the unit) removes exactly one pre-aggregated row, and its
+// rows from the per-unit counts, however many other months that person
+// has; at ε = 1e20 the answers move by exactly that, within one unit's
+// bound (one pre-aggregated row of at most 2 rows).
+func TestEpochPreAggregateNeighbours(t *testing.T) {
+	const sql = "SELECT COUNT(*), SUM(LEAST(GREATEST(n, 0), 6)) FROM (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) AS p"
+	full, _ := epochService(t, 0, "")
+	d, err := full.Answer(context.Background(), sql, epochOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		pid   int
+		month string
+		rows  float64
+	}{{1, "2024-02", 2}, {1, "2024-03", 2}, {2, "2024-01", 1}, {3, "2024-03", 1}} {
+		nb, _ := epochService(t, c.pid, c.month)
+		n, err := nb.Answer(context.Background(), sql, epochOpts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		dn, nn := numbers(d), numbers(n)
+		if got := [2]float64{dn[0][0] - nn[0][0], dn[0][1] - nn[0][1]}; got != [2]float64{1, c.rows} || got[1] > 2 {
+			t.Errorf("dropping person %d's rows of %s moved the answer by %v; want [1 %g]: one (person, month) pre-aggregated row", c.pid, c.month, got, c.rows)
+		}
+	}
 }
