@@ -13,6 +13,7 @@ import (
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
+	"github.com/dpstat/dpstat/engine/duckdb"
 	"github.com/dpstat/dpstat/engine/engines"
 	"github.com/dpstat/dpstat/engine/postgres/pgtest"
 	"github.com/dpstat/dpstat/ledger"
@@ -303,5 +304,28 @@ func TestEpochPreAggregateNeighbours(t *testing.T) {
 		if got := [2]float64{dn[0][0] - nn[0][0], dn[0][1] - nn[0][1]}; got != [2]float64{1, c.rows} || got[1] > 2 {
 			t.Errorf("dropping person %d's rows of %s moved the answer by %v; want [1 %g]: one (person, month) pre-aggregated row", c.pid, c.month, got, c.rows)
 		}
+	}
+}
+
+// TestEpochPreAggregateJoinRefused: a per-person pre-aggregation that
+// joins another private table would pair one person's rows of different
+// months inside one pre-aggregated row; it is refused before any charge.
+func TestEpochPreAggregateJoinRefused(t *testing.T) {
+	decl := strings.Replace(fmt.Sprintf(epochCatalog, "1e30", "visits.csv"), "    privacy_unit: pid\n", "    privacy_unit: pid\n    id_space: people\n", 1) +
+		"  payments:\n    source: payments.csv\n    privacy_unit: pid\n    id_space: people\n    max_groups_per_unit: 1\n    max_rows_per_group: 1\n" +
+		"    epoch: {column: day, every: month}\n    columns: {pid: {type: int}, day: {type: date, lower: 2024-01-01, upper: 2024-03-31}}\n"
+	dir := t.TempDir()
+	for _, f := range []string{"visits.csv", "payments.csv"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("pid,day,amount\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cat, err := catalog.Parse([]byte(decl), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Prepare(cat, duckdb.Dialect, "SELECT COUNT(*) FROM (SELECT v.pid, COUNT(*) AS n FROM visits v JOIN payments p ON v.pid = p.pid GROUP BY v.pid) AS q", epochOpts())
+	if !isRefusal(err) || !strings.Contains(err.Error(), "a subquery grouped by the person that joins the private table payments") {
+		t.Fatalf("error %v; want a refusal naming the private join inside the subquery", err)
 	}
 }
