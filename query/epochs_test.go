@@ -134,6 +134,7 @@ var epochQueries = []struct {
 	{"SELECT COUNT(*) FROM (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) AS p", "2024-01..2024-03", [][]float64{{7}}, ""},
 	{"SELECT SUM(LEAST(GREATEST(n, 0), 6)), SUM(LEAST(GREATEST(s, 0), 200)) FROM (SELECT pid, COUNT(*) AS n, SUM(amount) AS s FROM visits WHERE day >= DATE '2024-02-01' GROUP BY pid) AS p", "2024-02..2024-03", [][]float64{{8, 193}}, ""},
 	{"WITH pp AS (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) SELECT COUNT(*) FROM pp WHERE n >= 2", "2024-01..2024-03", [][]float64{{4}}, ""},
+	{"SELECT COUNT(*), SUM(LEAST(GREATEST(n, 0), 2)) FROM (SELECT pid, day, COUNT(*) AS n FROM visits GROUP BY pid, day) AS p", "2024-01..2024-03", [][]float64{{11, 11}}, ""},
 	{"SELECT COUNT(DISTINCT pid) FROM (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) AS p", "", nil, "COUNT(DISTINCT pid) over 3 months (2024-01..2024-03) of a subquery grouped by the person"},
 }
 
@@ -289,6 +290,13 @@ func TestEpochPreAggregateNeighbours(t *testing.T) {
 	d, err := full.Answer(context.Background(), sql, epochOpts())
 	if err != nil {
 		t.Fatal(err)
+	}
+	ex, err := full.Answer(context.Background(), "EXPLAIN "+sql, epochOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := fmt.Sprint(ex.Rows); !strings.Contains(text, "grouped by pid, date_trunc('month', day)") || !strings.Contains(text, "each row is one (person, month) unit") {
+		t.Errorf("EXPLAIN does not say the pre-aggregation is grouped by (person, month):\n%s", text)
 	}
 	for _, c := range []struct {
 		pid   int

@@ -41,7 +41,7 @@ func (g *sqlGen) unitExpr() (string, error) {
 	var start string
 	if p.Query.Pre != nil {
 		// The pre-aggregation groups by the epoch too and shows its start.
-		start = g.ident(preEpochName)
+		start = preEpochName
 	} else {
 		var err error
 		if start, err = g.dateSQL(ir.DatePart{Column: p.EpochColumn, Field: p.EpochEvery, Trunc: true}); err != nil {
