@@ -20,8 +20,7 @@ func epochsOf(q *ir.Query, base *catalog.Table) (*epoch.Range, error) {
 	}
 	e := base.Epoch
 	if q.Pre != nil {
-		return nil, ir.Refuse("table %s declares epochs by %s of %s: a subquery grouped by the person would add up one person's rows of several %ss, which are protected separately; aggregate the table directly (GROUP BY date_trunc('%s', %s) keeps the %ss apart)",
-			base.Name, e.Every, e.Column, e.Every, e.Every, e.Column, e.Every)
+		return preEpochs(q, base)
 	}
 	for _, j := range q.Joins {
 		if j.Private {
@@ -38,11 +37,9 @@ func epochsOf(q *ir.Query, base *catalog.Table) (*epoch.Range, error) {
 		cp.Epoch = e
 		rel = &cp
 	}
-	r, lo, hi, empty, _ := ir.EpochRange(rel, q.Where)
-	if empty {
-		c := base.Column(e.Column)
-		return nil, ir.Refuse("the conditions on %s leave no date within its declared range (%s to %s): the query would read no epoch; ask about dates in that range",
-			e.Column, catalog.FormatValue(c.Type, int64(*c.Lower)), catalog.FormatValue(c.Type, int64(*c.Upper)))
+	r, lo, hi, err := epochRange(rel, base, q.Where)
+	if err != nil {
+		return nil, err
 	}
 	if r.Len() > 1 && base.HasPrivacyUnit() {
 		for _, a := range q.Aggregates() {
@@ -57,6 +54,76 @@ func epochsOf(q *ir.Query, base *catalog.Table) (*epoch.Range, error) {
 		q.Where = filter
 	} else {
 		q.Where = ir.And{Args: []ir.Expr{filter, q.Where}}
+	}
+	return &r, nil
+}
+
+// epochRange is ir.EpochRange of rel (which declares base's epoch) under
+// condition where, refused when it leaves no declared epoch.
+func epochRange(rel, base *catalog.Table, where ir.Expr) (epoch.Range, int64, int64, error) {
+	e := base.Epoch
+	if rel.Epoch == nil {
+		cp := *rel
+		cp.Epoch = e
+		rel = &cp
+	}
+	r, lo, hi, empty, _ := ir.EpochRange(rel, where)
+	if empty {
+		c := base.Column(e.Column)
+		return r, 0, 0, ir.Refuse("the conditions on %s leave no date within its declared range (%s to %s): the query would read no epoch; ask about dates in that range",
+			e.Column, catalog.FormatValue(c.Type, int64(*c.Lower)), catalog.FormatValue(c.Type, int64(*c.Upper)))
+	}
+	return r, lo, hi, nil
+}
+
+// preEpochs is epochsOf for a query that reads a per-person
+// pre-aggregation of base: the epochs follow from the inner query's
+// conditions, whose WHERE gets the filter that enforces them; the
+// statement groups the inner query by the epoch as well as by the person
+// (sqlgen), so that each pre-aggregated row holds the rows of one
+// (person, epoch) unit. An inner join with a private table, which would
+// pair one person's rows of different epochs, is refused; so is
+// COUNT(DISTINCT) over several epochs, which would count a person once
+// over epochs that are protected separately.
+func preEpochs(q *ir.Query, base *catalog.Table) (*epoch.Range, error) {
+	e, pre := base.Epoch, q.Pre
+	if pre.Query == nil || pre.Relation == nil {
+		return nil, ir.Refuse("table %s declares epochs by %s of %s: this subquery cannot be grouped by (person, %s); aggregate the table directly (GROUP BY date_trunc('%s', %s) keeps the %ss apart)",
+			base.Name, e.Every, e.Column, e.Every, e.Every, e.Column, e.Every)
+	}
+	for _, j := range pre.Query.Joins {
+		if j.Private {
+			return nil, ir.Refuse("table %s declares epochs by %s of %s: a subquery grouped by the person that joins the private table %s would pair one person's rows of different %ss, which are protected separately; pre-aggregate %s alone, or join public tables only",
+				base.Name, e.Every, e.Column, j.Table, e.Every, base.Name)
+		}
+	}
+	if pre.Relation.Column(e.Column) == nil {
+		return nil, ir.Refuse("table %s declares epochs by %s of %s, which this subquery does not read: it cannot be grouped by (person, %s); aggregate the table directly",
+			base.Name, e.Every, e.Column, e.Every)
+	}
+	r, lo, hi, err := epochRange(pre.Relation, base, pre.Query.Where)
+	if err != nil {
+		return nil, err
+	}
+	if r.Len() > 1 && base.HasPrivacyUnit() {
+		for _, a := range q.Aggregates() {
+			if a.Func == ir.CountDistinct {
+				return nil, ir.Refuse("COUNT(DISTINCT %s) over %d %ss (%s) of a subquery grouped by the person: on table %s each person's rows of one %s are a unit of their own, so a person present in several %ss would be counted once in each; restrict %s to one %s inside the subquery",
+					a.Column, r.Len(), e.Every, r, base.Name, e.Every, e.Every, e.Column, e.Every)
+			}
+		}
+	}
+	rel := pre.Relation
+	if rel.Epoch == nil {
+		cp := *rel
+		cp.Epoch = e
+		rel = &cp
+	}
+	filter := ir.EpochFilter(rel, lo, hi)
+	if pre.Query.Where == nil {
+		pre.Query.Where = filter
+	} else {
+		pre.Query.Where = ir.And{Args: []ir.Expr{filter, pre.Query.Where}}
 	}
 	return &r, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
+	"github.com/dpstat/dpstat/engine/duckdb"
 	"github.com/dpstat/dpstat/engine/engines"
 	"github.com/dpstat/dpstat/engine/postgres/pgtest"
 	"github.com/dpstat/dpstat/ledger"
@@ -130,7 +131,11 @@ var epochQueries = []struct {
 	{"SELECT COUNT(DISTINCT pid) FROM visits WHERE day >= DATE '2024-03-01'", "2024-03", [][]float64{{3}}, ""},
 	{"SELECT COUNT(DISTINCT pid) FROM visits", "", nil, "COUNT(DISTINCT pid) over 3 months (2024-01..2024-03)"},
 	{"SELECT COUNT(*) FROM visits WHERE day < DATE '2024-01-01'", "", nil, "leave no date within its declared range (2024-01-01 to 2024-03-31)"},
-	{"SELECT COUNT(*) FROM (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) AS p", "", nil, "a subquery grouped by the person"},
+	{"SELECT COUNT(*) FROM (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) AS p", "2024-01..2024-03", [][]float64{{7}}, ""},
+	{"SELECT SUM(LEAST(GREATEST(n, 0), 6)), SUM(LEAST(GREATEST(s, 0), 200)) FROM (SELECT pid, COUNT(*) AS n, SUM(amount) AS s FROM visits WHERE day >= DATE '2024-02-01' GROUP BY pid) AS p", "2024-02..2024-03", [][]float64{{8, 193}}, ""},
+	{"WITH pp AS (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) SELECT COUNT(*) FROM pp WHERE n >= 2", "2024-01..2024-03", [][]float64{{4}}, ""},
+	{"SELECT COUNT(*), SUM(LEAST(GREATEST(n, 0), 2)) FROM (SELECT pid, day, COUNT(*) AS n FROM visits GROUP BY pid, day) AS p", "2024-01..2024-03", [][]float64{{11, 11}}, ""},
+	{"SELECT COUNT(DISTINCT pid) FROM (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) AS p", "", nil, "COUNT(DISTINCT pid) over 3 months (2024-01..2024-03) of a subquery grouped by the person"},
 }
 
 // numbers reads the aggregates of a result (keys left out).
@@ -271,4 +276,64 @@ func TestEpochBudgets(t *testing.T) {
 func isRefusal(err error) bool {
 	var r *ir.RefusedError
 	return errors.As(err, &r)
+}
+
+// TestEpochPreAggregateNeighbours: a per-person pre-aggregation on an
+// epoch table groups by (person, month), so dropping one person's rows of
+// one month (the unit) removes exactly one pre-aggregated row, and its
+// rows from the per-unit counts, however many other months that person
+// has; at ε = 1e20 the answers move by exactly that, within one unit's
+// bound (one pre-aggregated row of at most 2 rows).
+func TestEpochPreAggregateNeighbours(t *testing.T) {
+	const sql = "SELECT COUNT(*), SUM(LEAST(GREATEST(n, 0), 6)) FROM (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid) AS p"
+	full, _ := epochService(t, 0, "")
+	d, err := full.Answer(context.Background(), sql, epochOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := full.Answer(context.Background(), "EXPLAIN "+sql, epochOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := fmt.Sprint(ex.Rows); !strings.Contains(text, "grouped by pid, date_trunc('month', day)") || !strings.Contains(text, "each row is one (person, month) unit") {
+		t.Errorf("EXPLAIN does not say the pre-aggregation is grouped by (person, month):\n%s", text)
+	}
+	for _, c := range []struct {
+		pid   int
+		month string
+		rows  float64
+	}{{1, "2024-02", 2}, {1, "2024-03", 2}, {2, "2024-01", 1}, {3, "2024-03", 1}} {
+		nb, _ := epochService(t, c.pid, c.month)
+		n, err := nb.Answer(context.Background(), sql, epochOpts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		dn, nn := numbers(d), numbers(n)
+		if got := [2]float64{dn[0][0] - nn[0][0], dn[0][1] - nn[0][1]}; got != [2]float64{1, c.rows} || got[1] > 2 {
+			t.Errorf("dropping person %d's rows of %s moved the answer by %v; want [1 %g]: one (person, month) pre-aggregated row", c.pid, c.month, got, c.rows)
+		}
+	}
+}
+
+// TestEpochPreAggregateJoinRefused: a per-person pre-aggregation that
+// joins another private table would pair one person's rows of different
+// months inside one pre-aggregated row; it is refused before any charge.
+func TestEpochPreAggregateJoinRefused(t *testing.T) {
+	decl := strings.Replace(fmt.Sprintf(epochCatalog, "1e30", "visits.csv"), "    privacy_unit: pid\n", "    privacy_unit: pid\n    id_space: people\n", 1) +
+		"  payments:\n    source: payments.csv\n    privacy_unit: pid\n    id_space: people\n    max_groups_per_unit: 1\n    max_rows_per_group: 1\n" +
+		"    epoch: {column: day, every: month}\n    columns: {pid: {type: int}, day: {type: date, lower: 2024-01-01, upper: 2024-03-31}}\n"
+	dir := t.TempDir()
+	for _, f := range []string{"visits.csv", "payments.csv"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("pid,day,amount\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cat, err := catalog.Parse([]byte(decl), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Prepare(cat, duckdb.Dialect, "SELECT COUNT(*) FROM (SELECT v.pid, COUNT(*) AS n FROM visits v JOIN payments p ON v.pid = p.pid GROUP BY v.pid) AS q", epochOpts())
+	if !isRefusal(err) || !strings.Contains(err.Error(), "a subquery grouped by the person that joins the private table payments") {
+		t.Fatalf("error %v; want a refusal naming the private join inside the subquery", err)
+	}
 }

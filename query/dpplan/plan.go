@@ -32,11 +32,26 @@ func (p *Plan) Notes() []string {
 			}
 		}
 		rows := "one row per person, so each row is a person and no bounding is needed"
+		keys := strings.Join(pre.Keys, ", ")
+		if p.Epochs != nil {
+			// sqlgen groups the pre-aggregation by the epoch too.
+			rows = "one row per person and " + p.EpochEvery + ", so each row is one (person, " + p.EpochEvery + ") unit and no bounding is needed"
+			keys += ", date_trunc('" + p.EpochEvery + "', " + p.EpochColumn + ")"
+		}
 		if len(pre.Keys) > 1 {
 			rows = "one row per person and " + strings.Join(pre.Keys, ", ") + ": the table's declared bounds apply to them"
+			if p.Epochs != nil {
+				var others []string
+				for _, k := range pre.Keys {
+					if k != pre.Unit {
+						others = append(others, k)
+					}
+				}
+				rows = "one row per person, " + p.EpochEvery + " and " + strings.Join(others, ", ") + ": the table's declared bounds apply to them per (person, " + p.EpochEvery + ")"
+			}
 		}
 		n = append(n, fmt.Sprintf("reads a per-person pre-aggregation of %s grouped by %s (%s), %s; each output's bounds come from the plan (COUNT(*) is at least 1, COUNT(col) at least 0; clamp with LEAST/GREATEST where there is no bound)",
-			pre.Query.Table, strings.Join(pre.Keys, ", "), strings.Join(aggs, ", "), rows))
+			pre.Query.Table, keys, strings.Join(aggs, ", "), rows))
 	}
 	for _, j := range p.Query.Joins {
 		kind := "joined"

@@ -41,6 +41,12 @@ func (g *sqlGen) preSQL(pre *ir.PreAggregate) (*selectStmt, error) {
 	for i, k := range pre.Keys {
 		keys[i] = ig.colRef(k)
 	}
+	if start, ok, err := preEpoch(ig, g.p); err != nil {
+		return nil, err
+	} else if ok {
+		items = append(items, as(start, preEpochName))
+		keys = append(keys, start)
+	}
 	source, err := ig.fromClause(pre.Relation.Name)
 	if err != nil {
 		return nil, err
