@@ -336,7 +336,7 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 	}
 	// A query the budget cannot pay for is refused before any data is
 	// read. The check is advisory: the charge below decides, atomically.
-	if err := s.checkBudget(p, key); err != nil {
+	if err := s.CheckCost(p, key, p.Noise.Cost); err != nil {
 		return nil, err
 	}
 	// An identical query running in this process now: wait for it, and
@@ -434,15 +434,17 @@ func (s *Service) explainRun(p *Prepared, key ledger.Key, store AnswerStore, ans
 	return res
 }
 
-// checkBudget refuses, before any data is read, a query the budget (each
-// epoch's, on a table with epochs) cannot pay for. It is advisory: the
-// charge decides, atomically.
-func (s *Service) checkBudget(p *Prepared, key ledger.Key) error {
+// CheckCost refuses, before any data is read, a run of p charging cost
+// that the analyst's budgets (each epoch's, on a table with epochs)
+// cannot pay for, with the refusal the run gives (wrapping the ledger's
+// accounting.ExceededError). It is advisory: the charge decides,
+// atomically. Dry runs ask it what the run would say.
+func (s *Service) CheckCost(p *Prepared, key ledger.Key, cost accounting.Cost) error {
 	var err error
 	if chk, ok := s.led.(EpochChecker); ok && p.Plan.Epochs != nil {
-		err = chk.CheckEpochs(key, *p.Plan.Epochs, p.Noise.Cost)
+		err = chk.CheckEpochs(key, *p.Plan.Epochs, cost)
 	} else if chk, ok := s.led.(BudgetChecker); ok && p.Plan.Epochs == nil {
-		err = chk.Check(key, p.Noise.Cost)
+		err = chk.Check(key, cost)
 	}
 	if err == nil {
 		return nil

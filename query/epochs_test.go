@@ -260,8 +260,17 @@ func TestEpochBudgets(t *testing.T) {
 	// them is refused; March has 1e20.
 	n := func() int { h, _ := led.History(ledger.Key{}, 0); return len(h) }
 	before := n()
-	_, err := ask("day >= DATE '2024-01-15'")
+	// A dry run asks the same check of the months the run would charge.
+	p, err := svc.Prepare("SELECT COUNT(*), SUM(amount) FROM visits WHERE day >= DATE '2024-01-15' AND amount < 1000", epochOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := svc.budgetOf(p.Plan.Table, epochOpts().Analyst)
 	var ex *accounting.ExceededError
+	if err := svc.CheckCost(p, key, p.Noise.Cost); !errors.As(err, &ex) || !strings.Contains(err.Error(), "spent in epochs 2024-01..2024-02") {
+		t.Fatalf("CheckCost over spent months: %v; want the run's refusal naming 2024-01..2024-02", err)
+	}
+	_, err = ask("day >= DATE '2024-01-15'")
 	if !errors.As(err, &ex) || !strings.Contains(err.Error(), "spent in epochs 2024-01..2024-02") || n() != before {
 		t.Fatalf("query over spent months: %v (%d charges); want a free refusal naming 2024-01..2024-02", err, n()-before)
 	}

@@ -289,7 +289,7 @@ func (a *Answerer) wouldRefuse(p *query.Prepared, key ledger.Key, cost accountin
 	if _, ok, err := a.ledger.Answer(key, p.AnswerKey()); err == nil && ok {
 		return nil
 	}
-	err := a.ledger.Check(key, cost)
+	err := a.svc.CheckCost(p, key, cost)
 	var ex *accounting.ExceededError
 	if !errors.As(err, &ex) {
 		return nil
