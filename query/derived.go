@@ -312,14 +312,21 @@ func (s *Service) storeAnswer(store AnswerStore, key ledger.Key, answerKey strin
 }
 
 // PreviewCost is what running p now would charge the analyst of key, as a
-// dry run says it: nothing when the answer would be derived from earlier
-// releases, the fresh measurement's cost when releases would be topped up,
+// dry run says it: nothing when the query was answered before or its
+// answer would be derived from earlier releases, the fresh measurement's cost when releases would be topped up,
 // else p's own cost; note says which (empty for p's own cost). Like the
 // run's own decision, it reads the plan and the releases' noise, never the
 // data.
 func (s *Service) PreviewCost(p *Prepared, key ledger.Key) (accounting.Cost, string) {
 	if p.ExplainOnly {
 		return p.Noise.Cost, ""
+	}
+	// In the run's own order: a stored answer, then a derived one, then a
+	// top-up.
+	if store, ok := s.led.(AnswerStore); ok {
+		if _, ok, err := storedResult(store, key, p.AnswerKey()); err == nil && ok {
+			return accounting.Cost{}, "this query was answered before: running it returns the stored answer at no cost"
+		}
 	}
 	if r := s.derive(p, key); r != nil {
 		return accounting.Cost{}, "running this query now derives its answer from releases " + joinIDs(r.Derived.Releases) + " at no cost (--fresh answers afresh)"

@@ -286,9 +286,6 @@ func (a *Answerer) wouldRefuse(p *query.Prepared, key ledger.Key, cost accountin
 	if p.ExplainOnly || p.Plan.PublicKeysOnly() || cost.Epsilon == 0 && cost.Delta == 0 {
 		return nil
 	}
-	if _, ok, err := a.ledger.Answer(key, p.AnswerKey()); err == nil && ok {
-		return nil
-	}
 	err := a.svc.CheckCost(p, key, cost)
 	var ex *accounting.ExceededError
 	if !errors.As(err, &ex) {

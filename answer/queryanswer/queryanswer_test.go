@@ -414,6 +414,7 @@ func TestDryRunSaysWouldRefuse(t *testing.T) {
 		{"fits", `{` + sql + `,"epsilon":0.6,"dry_run":true}`, false},
 		{"spend it", `{` + sql + `,"epsilon":0.6}`, false},
 		{"repeat is free", `{` + sql + `,"epsilon":0.6,"dry_run":true}`, false},
+		{"repeat is free, fresh or not", `{` + sql + `,"epsilon":0.6,"dry_run":true,"fresh":true}`, false},
 		{"derived is free", `{` + sql + `,"epsilon":0.5,"dry_run":true}`, false},
 		{"over budget", `{` + sql + `,"epsilon":0.5,"dry_run":true,"fresh":true}`, true},
 	}
@@ -422,6 +423,13 @@ func TestDryRunSaysWouldRefuse(t *testing.T) {
 		wr, has := m["would_refuse"].(map[string]any)
 		if code != 200 || has != tc.refuse {
 			t.Fatalf("%s: %d %v", tc.name, code, m)
+		}
+		// A dry run's cost is what the run would charge: nothing for a
+		// repeat or a derived answer.
+		if cost, _ := json.Marshal(m["cost"]); strings.HasSuffix(tc.name, "free") || strings.Contains(tc.name, "free,") {
+			if string(cost) != `{"delta":0,"epsilon":0}` {
+				t.Fatalf("%s: cost %s, want nothing", tc.name, cost)
+			}
 		}
 		if !tc.refuse {
 			continue
