@@ -108,7 +108,9 @@ func (s *Service) derive(p *Prepared, key ledger.Key) *Result {
 // reuseRequest is the derivation request of p by the analyst of key, or
 // nil when p's answer cannot be derived.
 func (s *Service) reuseRequest(p *Prepared, key ledger.Key) *reuse.Request {
-	if p.Opts.Fresh || p.ExplainOnly || reuse.Eligible(p.Plan) != "" {
+	// A query that also asks for the dropped-rows estimate is answered
+	// afresh: the estimate is a release of its own, charged with it.
+	if p.Opts.Fresh || p.ExplainOnly || p.Dropped != nil || reuse.Eligible(p.Plan) != "" {
 		return nil
 	}
 	shape, why := reuse.ShapeOf(p.Plan, tableSource(p.Plan.Table))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/dpstat/dpstat/engine/postgres/pgtest"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/query/sqlgen"
 )
 
 // epochRows are the visits of three people over January to March 2024:
@@ -344,5 +346,33 @@ func TestEpochPreAggregateJoinRefused(t *testing.T) {
 	_, err = Prepare(cat, duckdb.Dialect, "SELECT COUNT(*) FROM (SELECT v.pid, COUNT(*) AS n FROM visits v JOIN payments p ON v.pid = p.pid GROUP BY v.pid) AS q", epochOpts())
 	if !isRefusal(err) || !strings.Contains(err.Error(), "a subquery grouped by the person that joins the private table payments") {
 		t.Fatalf("error %v; want a refusal naming the private join inside the subquery", err)
+	}
+}
+
+// TestReplanKeepsEpochs: a plan made again at another ε (an accuracy
+// search, a top-up of released answers) reads, bounds and is charged in
+// the same epochs: the epochs are the query's, not the ε's.
+func TestReplanKeepsEpochs(t *testing.T) {
+	svc, _ := epochService(t, 0, "")
+	p, err := svc.Prepare("SELECT COUNT(*), SUM(amount) FROM visits WHERE day >= DATE '2024-02-01' AND amount < 1000", epochOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Plan.Epochs == nil {
+		t.Fatal("the plan reads no epochs")
+	}
+	re, err := p.Plan.Replan(p.Plan.Table, 0.5, p.Opts.Delta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if re.Epochs == nil || *re.Epochs != *p.Plan.Epochs || re.EpochColumn != p.Plan.EpochColumn || re.EpochEvery != p.Plan.EpochEvery || !reflect.DeepEqual(re.DeclaredEpochs, p.Plan.DeclaredEpochs) {
+		t.Fatalf("Replan reads epochs %v (%s by %s), want %v (%s by %s)", re.Epochs, re.EpochColumn, re.EpochEvery, p.Plan.Epochs, p.Plan.EpochColumn, p.Plan.EpochEvery)
+	}
+	text, err := sqlgen.SQL(re, p.dialect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text != p.SQL {
+		t.Errorf("the statement at another ε differs:\n%s\nwant\n%s", text, p.SQL)
 	}
 }

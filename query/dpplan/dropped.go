@@ -111,9 +111,6 @@ func (d *Dropped) Release(kept, dropped *big.Int, confidence float64) DroppedEst
 	e.Share = share(float64(x), float64(k))
 	e.Low = share(float64(x)-hx, float64(k)+hk)
 	e.High = share(float64(x)+hx, float64(k)-hk)
-	if float64(x)+hx > 0 && float64(k)-hk <= 0 {
-		e.High = 1
-	}
 	e.Low, e.High = math.Min(e.Low, e.Share), math.Max(e.High, e.Share)
 	return e
 }

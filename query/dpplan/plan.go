@@ -457,7 +457,14 @@ func NewPlanDelta(q *ir.Query, table *catalog.Table, epsilon, delta float64) (*P
 // catalog only), so that a search over ε plans a query of many groups
 // quickly; the plans share Keys, which no stage modifies.
 func (p *Plan) Replan(table *catalog.Table, epsilon, delta float64) (*Plan, error) {
-	return newPlan(p.Query, table, epsilon, delta, p.Keys)
+	np, err := newPlan(p.Query, table, epsilon, delta, p.Keys)
+	if err != nil {
+		return nil, err
+	}
+	// The epochs read are the query's, whatever its ε: a plan at another
+	// ε is charged in the same epochs and bounds the same units.
+	np.Epochs, np.EpochColumn, np.EpochEvery, np.DeclaredEpochs = p.Epochs, p.EpochColumn, p.EpochEvery, p.DeclaredEpochs
+	return np, nil
 }
 
 func newPlan(q *ir.Query, table *catalog.Table, epsilon, delta float64, keys [][]any) (*Plan, error) {
