@@ -301,7 +301,6 @@ type StrictUnderflow interface {
 	StrictUnderflow()
 }
 
-// smallestNormal is the smallest positive normal double, 2^-1022.
 // MaxStatementBytes is the longest statement dpstat sends an engine. The
 // planner refuses, before the charge, a query whose statements would be
 // longer (nested expressions over computed values repeat them, so the
@@ -311,6 +310,7 @@ type StrictUnderflow interface {
 // length.
 const MaxStatementBytes = 4 << 20
 
+// smallestNormal is the smallest positive normal double, 2^-1022.
 const smallestNormal = 0x1p-1022
 
 // flushTiny spells expr op c, or 0 where |expr| < below, for a dialect

@@ -553,11 +553,7 @@ func (s *Service) exact(ctx context.Context, p *Prepared) (*dpplan.Exact, error)
 		f = dpplan.CleanForm
 	}
 	for {
-		text, err := p.FormSQL(f)
-		if err != nil {
-			return nil, err
-		}
-		rows, err := s.queryRanges(ctx, p, f, table, text)
+		rows, err := s.queryRanges(ctx, p, f, table)
 		if err != nil {
 			return nil, err
 		}
@@ -575,14 +571,18 @@ func (s *Service) exact(ctx context.Context, p *Prepared) (*dpplan.Exact, error)
 	}
 }
 
-// queryRanges runs text, the statement of p in form f, or, on a table
-// read in ranges of its privacy unit (Prepared.Ranges), the statement of
-// each range in turn, one after the other so that the engine holds one
+// queryRanges runs the statement of p in form f, or, on a table read in
+// ranges of its privacy unit (Prepared.Ranges), the statement of each
+// range in turn (the whole table's is then never built), one after the other so that the engine holds one
 // range's pairs at a time. The ranges' rows are concatenated:
 // ReadExactForm adds the rows of one group exactly (each person is in one
 // range, so the sums of the ranges are the table's).
-func (s *Service) queryRanges(ctx context.Context, p *Prepared, f dpplan.Form, table, text string) (*engine.Rows, error) {
+func (s *Service) queryRanges(ctx context.Context, p *Prepared, f dpplan.Form, table string) (*engine.Rows, error) {
 	if len(p.ranges) == 0 {
+		text, err := p.FormSQL(f)
+		if err != nil {
+			return nil, err
+		}
 		return s.query(ctx, table, text)
 	}
 	var all *engine.Rows
