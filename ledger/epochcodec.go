@@ -197,8 +197,12 @@ func (p *runParser) int(dst *int64) bool {
 	if end < len(p.data) && p.data[end] == '-' {
 		end++
 	}
+	digits := end
 	for end < len(p.data) && p.data[end] >= '0' && p.data[end] <= '9' {
 		end++
+	}
+	if end-digits > 1 && p.data[digits] == '0' {
+		return false // not JSON (a leading zero): encoding/json decides
 	}
 	v, err := strconv.ParseInt(string(p.data[p.pos:end]), 10, 64)
 	if err != nil {

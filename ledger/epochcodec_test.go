@@ -157,3 +157,17 @@ func TestEpochCodecHead(t *testing.T) {
 		}
 	}
 }
+
+// TestEpochCodecRefusesWhatJSONRefuses: a number with a leading zero is
+// not JSON; the hand reader leaves it to encoding/json, which refuses the
+// record as verify does.
+func TestEpochCodecRefusesWhatJSONRefuses(t *testing.T) {
+	runs := `[{"f":007,"t":8,"n":1,"e":"1/8"}]`
+	if _, ok := parseRuns([]byte(runs)); ok {
+		t.Errorf("parseRuns read %s", runs)
+	}
+	var rec epochRecord
+	if err := rec.UnmarshalJSON([]byte(`{"dataset":"d","every":"day","limit":{"epsilon":1,"delta":0},"rule":"basic","runs":` + runs + `}`)); err == nil {
+		t.Errorf("a record with a leading zero was read")
+	}
+}
