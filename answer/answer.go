@@ -337,23 +337,6 @@ func CheckParam(p Param, name string, v float64) error {
 	return nil
 }
 
-// ValidateParams checks a request's numbers, where ε and the confidence
-// may also be 0 (the answerer's default): see CheckParam.
-func ValidateParams(epsilon, delta, confidence float64) error {
-	if epsilon != 0 {
-		if err := CheckParam(ParamEpsilon, "epsilon", epsilon); err != nil {
-			return err
-		}
-	}
-	if err := CheckParam(ParamDelta, "delta", delta); err != nil {
-		return err
-	}
-	if confidence != 0 {
-		return CheckParam(ParamConfidence, "confidence", confidence)
-	}
-	return nil
-}
-
 // TotalInfo is a table's (or id space's) total budget: everything released
 // from it, whoever asked.
 type TotalInfo struct {

@@ -32,9 +32,6 @@ func TestCheckParam(t *testing.T) {
 			t.Errorf("CheckParam(%s, %v) = %v, want %q", tc.name, tc.v, err, tc.err)
 		}
 	}
-	if err := ValidateParams(0, 0, 0); err != nil {
-		t.Errorf("the defaults are refused: %v", err)
-	}
 }
 
 // TestApplyDefaults checks that a negative setting is refused with its

@@ -146,12 +146,6 @@ func cloneBudget(b *accounting.Budget) (*accounting.Budget, error) {
 	return out, json.Unmarshal(raw, out)
 }
 
-// sameBudget reports whether two budgets hold the same limit, rule and
-// sums, so that their runs can be one.
-func sameBudget(a, b *accounting.Budget) bool {
-	return a.SameSums(b)
-}
-
 // touch returns rec's runs with r's epochs split out: every epoch of r in
 // a run of its own kind (new runs get a fresh budget under limit and
 // rule), and the indices of the runs that cover r, in order.
@@ -221,7 +215,7 @@ func (rec *epochRecord) touch(r epoch.Range, limit accounting.EpsDelta, rule acc
 func merge(runs []epochRun) []epochRun {
 	out := runs[:0]
 	for _, run := range runs {
-		if n := len(out); n > 0 && out[n-1].To+1 == run.From && sameBudget(out[n-1].Budget, run.Budget) {
+		if n := len(out); n > 0 && out[n-1].To+1 == run.From && out[n-1].Budget.SameSums(run.Budget) {
 			out[n-1].To = run.To
 			continue
 		}

@@ -222,7 +222,7 @@ func (ss *session) dpSetting(name string) string {
 		return strconv.FormatFloat(ss.delta, 'g', -1, 64)
 	case "dpstat.confidence":
 		if ss.confidence == 0 {
-			return "0.95"
+			return strconv.FormatFloat(query.DefaultConfidence, 'g', -1, 64)
 		}
 		return strconv.FormatFloat(ss.confidence, 'g', -1, 64)
 	case "dpstat.intervals":

@@ -174,8 +174,8 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	if opts.DefaultEpsilon != 0 {
-		if err := answer.ValidateParams(opts.DefaultEpsilon, 0, 0); err != nil {
-			return nil, fmt.Errorf("pgwire: DefaultEpsilon: %w", err)
+		if err := answer.CheckParam(answer.ParamEpsilon, "DefaultEpsilon", opts.DefaultEpsilon); err != nil {
+			return nil, fmt.Errorf("pgwire: %w", err)
 		}
 	}
 	if opts.Logger == nil {
