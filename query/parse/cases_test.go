@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -170,7 +170,7 @@ func casesCatalog(t *testing.T) *catalog.Catalog {
 func columnFact(name, typ string, lo, hi *float64, nullable bool) string {
 	s := name + ": " + typ
 	if lo != nil && hi != nil {
-		s += fmt.Sprintf(" [%v, %v]", *lo, *hi)
+		s += " [" + strconv.FormatFloat(*lo, 'f', -1, 64) + ", " + strconv.FormatFloat(*hi, 'f', -1, 64) + "]"
 	}
 	if nullable {
 		s += " nullable"
