@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -103,31 +102,15 @@ func statusOf(k Key, b *accounting.Budget) Status {
 	return Status{Key: k, Rule: b.Rule(), Limit: b.Limit(), Spent: b.Spent(), Remaining: b.Remaining(), Releases: b.Releases(), Totals: b.Totals()}
 }
 
-// budgetRecord is the stored form of a budget.
-type budgetRecord struct {
-	Key    Key                `json:"key"`
-	Budget *accounting.Budget `json:"budget"`
-}
-
 func loadBudget(tx kvTx, k Key) (*accounting.Budget, error) {
-	v := tx.Bucket(bucketBudgets).Get(k.bytes())
-	if v == nil {
+	b, err := analystBook.load(tx, k)
+	if err == nil && b == nil {
 		return nil, fmt.Errorf("%v: %w", k, ErrNoBudget)
 	}
-	rec := budgetRecord{Budget: new(accounting.Budget)}
-	if err := json.Unmarshal(v, &rec); err != nil {
-		return nil, fmt.Errorf("stored budget for %v is damaged: %w", k, err)
-	}
-	return rec.Budget, nil
+	return b, err
 }
 
-func storeBudget(tx kvTx, k Key, b *accounting.Budget) error {
-	v, err := json.Marshal(budgetRecord{Key: k, Budget: b})
-	if err != nil {
-		return err
-	}
-	return tx.Bucket(bucketBudgets).Put(k.bytes(), v)
-}
+func storeBudget(tx kvTx, k Key, b *accounting.Budget) error { return analystBook.store(tx, k, b) }
 
 func (l *Ledger) writable() error {
 	if l.readOnly {
@@ -286,12 +269,8 @@ func (l *Ledger) Check(k Key, c accounting.Cost) error {
 func (l *Ledger) Budgets() ([]Status, error) {
 	var out []Status
 	err := l.view(func(tx kvTx) error {
-		return tx.Bucket(bucketBudgets).ForEach(func(key, v []byte) error {
-			rec := budgetRecord{Budget: new(accounting.Budget)}
-			if err := json.Unmarshal(v, &rec); err != nil {
-				return fmt.Errorf("stored budget %q is damaged: %w", key, err)
-			}
-			st := statusOf(rec.Key, rec.Budget)
+		return analystBook.each(tx, analystBook.damaged, func(_ []byte, k Key, b *accounting.Budget) error {
+			st := statusOf(k, b)
 			if err := withTotal(tx, &st); err != nil {
 				return err
 			}
