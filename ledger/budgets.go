@@ -124,17 +124,30 @@ func (l *Ledger) writable() error {
 	return nil
 }
 
+// checkGrant checks what every grant checks before reading the ledger:
+// the budget's name (nameErr, its validation's error) and the limit under
+// rule.
+func checkGrant(nameErr error, limit accounting.EpsDelta, rule accounting.Rule) error {
+	if nameErr != nil {
+		return nameErr
+	}
+	return accounting.ValidateLimit(limit, rule)
+}
+
+// checkAnalystGrant is checkGrant for an analyst's budget k, which is
+// never an epoch's.
+func checkAnalystGrant(k Key, limit accounting.EpsDelta, rule accounting.Rule) error {
+	if k.Epoch != "" {
+		return fmt.Errorf("%v: an epoch's budget takes the limit of the dataset's budget: grant analyst %q on %q instead", k, k.Analyst, k.Dataset)
+	}
+	return checkGrant(k.Validate(), limit, rule)
+}
+
 // Grant sets the budget of k to limit under rule, creating it if needed.
 // A limit may be raised, or lowered down to what is already spent but not
 // below it; the rule of a budget with releases cannot change.
 func (l *Ledger) Grant(k Key, limit accounting.EpsDelta, rule accounting.Rule) (Status, error) {
-	if k.Epoch != "" {
-		return Status{}, fmt.Errorf("%v: an epoch's budget takes the limit of the dataset's budget: grant analyst %q on %q instead", k, k.Analyst, k.Dataset)
-	}
-	if err := k.Validate(); err != nil {
-		return Status{}, err
-	}
-	if err := accounting.ValidateLimit(limit, rule); err != nil {
+	if err := checkAnalystGrant(k, limit, rule); err != nil {
 		return Status{}, err
 	}
 	if err := l.writable(); err != nil {
@@ -182,13 +195,7 @@ func withTotal(tx kvTx, st *Status) error {
 // rule if it does not exist. An existing budget is returned unchanged
 // (whatever its limit and rule).
 func (l *Ledger) EnsureBudget(k Key, def accounting.EpsDelta, rule accounting.Rule) (Status, error) {
-	if k.Epoch != "" {
-		return Status{}, fmt.Errorf("%v: an epoch's budget takes the limit of the dataset's budget: grant analyst %q on %q instead", k, k.Analyst, k.Dataset)
-	}
-	if err := k.Validate(); err != nil {
-		return Status{}, err
-	}
-	if err := accounting.ValidateLimit(def, rule); err != nil {
+	if err := checkAnalystGrant(k, def, rule); err != nil {
 		return Status{}, err
 	}
 	if st, err := l.Status(k); err == nil || !errors.Is(err, ErrNoBudget) {
@@ -238,6 +245,22 @@ func (l *Ledger) Status(k Key) (Status, error) {
 // an *accounting.ExceededError. Another charge may take the budget first:
 // only Charge decides.
 func (l *Ledger) Check(k Key, c accounting.Cost) error {
+	return l.check(k, c, func(_ kvTx, b, t *accounting.Budget) error {
+		if err := b.Check(c); err != nil {
+			return fmt.Errorf("the budget of %v: %w", k, err)
+		}
+		if t != nil {
+			if err := t.Check(c); err != nil {
+				return totalRefusal(k, err)
+			}
+		}
+		return nil
+	})
+}
+
+// check validates k and c and calls fn, in a read transaction, with the
+// budget of k and its dataset's total budget (nil when it has none).
+func (l *Ledger) check(k Key, c accounting.Cost, fn func(tx kvTx, b, total *accounting.Budget) error) error {
 	if err := k.Validate(); err != nil {
 		return err
 	}
@@ -249,19 +272,11 @@ func (l *Ledger) Check(k Key, c accounting.Cost) error {
 		if err != nil {
 			return err
 		}
-		if err := b.Check(c); err != nil {
-			return fmt.Errorf("the budget of %v: %w", k, err)
-		}
 		t, err := loadTotal(tx, k.Dataset)
 		if err != nil {
 			return err
 		}
-		if t != nil {
-			if err := t.Check(c); err != nil {
-				return totalRefusal(k, err)
-			}
-		}
-		return nil
+		return fn(tx, b, t)
 	})
 }
 

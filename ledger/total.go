@@ -121,10 +121,7 @@ func (l *Ledger) EnsureTotal(ds string, def accounting.EpsDelta, rule accounting
 }
 
 func (l *Ledger) grantTotal(ds string, limit accounting.EpsDelta, rule accounting.Rule, ensure bool) (TotalStatus, error) {
-	if err := validName("dataset", ds, false); err != nil {
-		return TotalStatus{}, err
-	}
-	if err := accounting.ValidateLimit(limit, rule); err != nil {
+	if err := checkGrant(validName("dataset", ds, false), limit, rule); err != nil {
 		return TotalStatus{}, err
 	}
 	if err := l.writable(); err != nil {
