@@ -145,7 +145,9 @@ func renderRelation(q *ir.Query) *boundQuery {
 // and spells the facts of its columns that differ from what the catalog
 // declares: bounds narrowed by WHERE, the derived columns, and every
 // column of a pre-aggregation. It is the one place of the case test that
-// reads the relation's table and column types.
+// reads the relation's table and column types: when the IR binds its
+// own tables, the declared table of a plain query is the bound one the
+// query carries instead of the catalog's.
 func relationFacts(q *ir.Query, cat *catalog.Catalog) ([]string, error) {
 	base := q.Relation
 	if base == nil {
