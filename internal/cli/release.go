@@ -360,6 +360,19 @@ func buildReleaser(fs *pflag.FlagSet, name string, o releaseOptions, src random.
 	return nil, fmt.Errorf("unknown mechanism %q: want one of %s", name, mechanismNames())
 }
 
+// finiteValueAndEpsilon reads what the mechanisms on real values need
+// first: --value, a finite number, and --epsilon.
+func finiteValueAndEpsilon(fs *pflag.FlagSet, o releaseOptions) (float64, error) {
+	if err := needValue(o, fs, "the true value, a finite number"); err != nil {
+		return 0, err
+	}
+	x, err := parseFiniteValue(o.value)
+	if err != nil {
+		return 0, err
+	}
+	return x, checkEpsilon(o, fs)
+}
+
 func parseFiniteValue(s string) (float64, error) {
 	x, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 	if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
@@ -369,14 +382,8 @@ func parseFiniteValue(s string) (float64, error) {
 }
 
 func buildLaplace(fs *pflag.FlagSet, o releaseOptions, src random.Source) (*releaser, error) {
-	if err := needValue(o, fs, "the true value, a finite number"); err != nil {
-		return nil, err
-	}
-	x, err := parseFiniteValue(o.value)
+	x, err := finiteValueAndEpsilon(fs, o)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkEpsilon(o, fs); err != nil {
 		return nil, err
 	}
 	if err := checkPositive("sensitivity", o.sensitivity); err != nil {
@@ -430,14 +437,8 @@ func buildGeometric(fs *pflag.FlagSet, o releaseOptions, src random.Source) (*re
 }
 
 func buildGaussian(fs *pflag.FlagSet, o releaseOptions, src random.Source) (*releaser, error) {
-	if err := needValue(o, fs, "the true value, a finite number"); err != nil {
-		return nil, err
-	}
-	x, err := parseFiniteValue(o.value)
+	x, err := finiteValueAndEpsilon(fs, o)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkEpsilon(o, fs); err != nil {
 		return nil, err
 	}
 	if !fs.Changed("delta") {
