@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -69,6 +70,9 @@ func runCaseFile(t *testing.T, file string, cat *catalog.Catalog) {
 		seen[c.Query] = true
 		got := outcome(c.Query, cat, publicFacts)
 		got.Comment, got.Query = c.Comment, c.Query
+		if strings.Contains(got.Refusal, notRefusal) {
+			t.Errorf("%s case %d (%s): %s: every error of the parser is a refusal (ir.RefusedError)", file, i, c.Comment, got.Refusal)
+		}
 		if *update {
 			*c = got
 			continue
@@ -103,25 +107,37 @@ func marshal(t *testing.T, v any) []byte {
 	return b.Bytes()
 }
 
-// outcome parses sql and renders what it binds to or the refusal.
-func outcome(sql string, cat *catalog.Catalog, public map[string]*ir.PublicFacts) parseCase {
+// notRefusal marks an outcome that is an error other than a refusal, or
+// a panic: TestCases fails on it whatever the case file says.
+const notRefusal = "not a refusal: "
+
+// outcome parses sql and renders what it binds to or the refusal; a
+// refusal of ir.Relation (the relation a plan aggregates) is prefixed
+// "relation: ".
+func outcome(sql string, cat *catalog.Catalog, public map[string]*ir.PublicFacts) (out parseCase) {
+	defer func() {
+		if r := recover(); r != nil {
+			out = parseCase{Refusal: notRefusal + fmt.Sprintf("panic: %v", r)}
+		}
+	}()
 	q, err := ParseWith(sql, cat, public)
 	if err != nil {
-		var re *ir.RefusedError
-		if !errors.As(err, &re) {
-			return parseCase{Refusal: "not a refusal: " + err.Error()}
-		}
-		return parseCase{Refusal: re.Reason, Kind: kindNames[re.Kind]}
+		return refusal("", err)
 	}
 	b, err := renderQuery(q, cat)
 	if err != nil {
-		var re *ir.RefusedError
-		if errors.As(err, &re) {
-			return parseCase{Refusal: "relation: " + re.Reason, Kind: kindNames[re.Kind]}
-		}
-		return parseCase{Refusal: "relation: not a refusal: " + err.Error()}
+		return refusal("relation: ", err)
 	}
 	return parseCase{Bound: b}
+}
+
+// refusal renders err, after prefix.
+func refusal(prefix string, err error) parseCase {
+	var re *ir.RefusedError
+	if !errors.As(err, &re) {
+		return parseCase{Refusal: prefix + notRefusal + err.Error()}
+	}
+	return parseCase{Refusal: prefix + re.Reason, Kind: kindNames[re.Kind]}
 }
 
 // kindNames spells the refusal kinds other than a plain refusal.
