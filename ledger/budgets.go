@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -103,31 +102,15 @@ func statusOf(k Key, b *accounting.Budget) Status {
 	return Status{Key: k, Rule: b.Rule(), Limit: b.Limit(), Spent: b.Spent(), Remaining: b.Remaining(), Releases: b.Releases(), Totals: b.Totals()}
 }
 
-// budgetRecord is the stored form of a budget.
-type budgetRecord struct {
-	Key    Key                `json:"key"`
-	Budget *accounting.Budget `json:"budget"`
-}
-
 func loadBudget(tx kvTx, k Key) (*accounting.Budget, error) {
-	v := tx.Bucket(bucketBudgets).Get(k.bytes())
-	if v == nil {
+	b, err := analystBook.load(tx, k)
+	if err == nil && b == nil {
 		return nil, fmt.Errorf("%v: %w", k, ErrNoBudget)
 	}
-	rec := budgetRecord{Budget: new(accounting.Budget)}
-	if err := json.Unmarshal(v, &rec); err != nil {
-		return nil, fmt.Errorf("stored budget for %v is damaged: %w", k, err)
-	}
-	return rec.Budget, nil
+	return b, err
 }
 
-func storeBudget(tx kvTx, k Key, b *accounting.Budget) error {
-	v, err := json.Marshal(budgetRecord{Key: k, Budget: b})
-	if err != nil {
-		return err
-	}
-	return tx.Bucket(bucketBudgets).Put(k.bytes(), v)
-}
+func storeBudget(tx kvTx, k Key, b *accounting.Budget) error { return analystBook.store(tx, k, b) }
 
 func (l *Ledger) writable() error {
 	if l.readOnly {
@@ -141,17 +124,30 @@ func (l *Ledger) writable() error {
 	return nil
 }
 
+// checkGrant checks what every grant checks before reading the ledger:
+// the budget's name (nameErr, its validation's error) and the limit under
+// rule.
+func checkGrant(nameErr error, limit accounting.EpsDelta, rule accounting.Rule) error {
+	if nameErr != nil {
+		return nameErr
+	}
+	return accounting.ValidateLimit(limit, rule)
+}
+
+// checkAnalystGrant is checkGrant for an analyst's budget k, which is
+// never an epoch's.
+func checkAnalystGrant(k Key, limit accounting.EpsDelta, rule accounting.Rule) error {
+	if k.Epoch != "" {
+		return fmt.Errorf("%v: an epoch's budget takes the limit of the dataset's budget: grant analyst %q on %q instead", k, k.Analyst, k.Dataset)
+	}
+	return checkGrant(k.Validate(), limit, rule)
+}
+
 // Grant sets the budget of k to limit under rule, creating it if needed.
 // A limit may be raised, or lowered down to what is already spent but not
 // below it; the rule of a budget with releases cannot change.
 func (l *Ledger) Grant(k Key, limit accounting.EpsDelta, rule accounting.Rule) (Status, error) {
-	if k.Epoch != "" {
-		return Status{}, fmt.Errorf("%v: an epoch's budget takes the limit of the dataset's budget: grant analyst %q on %q instead", k, k.Analyst, k.Dataset)
-	}
-	if err := k.Validate(); err != nil {
-		return Status{}, err
-	}
-	if err := accounting.ValidateLimit(limit, rule); err != nil {
+	if err := checkAnalystGrant(k, limit, rule); err != nil {
 		return Status{}, err
 	}
 	if err := l.writable(); err != nil {
@@ -199,13 +195,7 @@ func withTotal(tx kvTx, st *Status) error {
 // rule if it does not exist. An existing budget is returned unchanged
 // (whatever its limit and rule).
 func (l *Ledger) EnsureBudget(k Key, def accounting.EpsDelta, rule accounting.Rule) (Status, error) {
-	if k.Epoch != "" {
-		return Status{}, fmt.Errorf("%v: an epoch's budget takes the limit of the dataset's budget: grant analyst %q on %q instead", k, k.Analyst, k.Dataset)
-	}
-	if err := k.Validate(); err != nil {
-		return Status{}, err
-	}
-	if err := accounting.ValidateLimit(def, rule); err != nil {
+	if err := checkAnalystGrant(k, def, rule); err != nil {
 		return Status{}, err
 	}
 	if st, err := l.Status(k); err == nil || !errors.Is(err, ErrNoBudget) {
@@ -255,6 +245,22 @@ func (l *Ledger) Status(k Key) (Status, error) {
 // an *accounting.ExceededError. Another charge may take the budget first:
 // only Charge decides.
 func (l *Ledger) Check(k Key, c accounting.Cost) error {
+	return l.check(k, c, func(_ kvTx, b, t *accounting.Budget) error {
+		if err := b.Check(c); err != nil {
+			return fmt.Errorf("the budget of %v: %w", k, err)
+		}
+		if t != nil {
+			if err := t.Check(c); err != nil {
+				return totalRefusal(k, err)
+			}
+		}
+		return nil
+	})
+}
+
+// check validates k and c and calls fn, in a read transaction, with the
+// budget of k and its dataset's total budget (nil when it has none).
+func (l *Ledger) check(k Key, c accounting.Cost, fn func(tx kvTx, b, total *accounting.Budget) error) error {
 	if err := k.Validate(); err != nil {
 		return err
 	}
@@ -266,19 +272,11 @@ func (l *Ledger) Check(k Key, c accounting.Cost) error {
 		if err != nil {
 			return err
 		}
-		if err := b.Check(c); err != nil {
-			return fmt.Errorf("the budget of %v: %w", k, err)
-		}
 		t, err := loadTotal(tx, k.Dataset)
 		if err != nil {
 			return err
 		}
-		if t != nil {
-			if err := t.Check(c); err != nil {
-				return totalRefusal(k, err)
-			}
-		}
-		return nil
+		return fn(tx, b, t)
 	})
 }
 
@@ -286,12 +284,8 @@ func (l *Ledger) Check(k Key, c accounting.Cost) error {
 func (l *Ledger) Budgets() ([]Status, error) {
 	var out []Status
 	err := l.view(func(tx kvTx) error {
-		return tx.Bucket(bucketBudgets).ForEach(func(key, v []byte) error {
-			rec := budgetRecord{Budget: new(accounting.Budget)}
-			if err := json.Unmarshal(v, &rec); err != nil {
-				return fmt.Errorf("stored budget %q is damaged: %w", key, err)
-			}
-			st := statusOf(rec.Key, rec.Budget)
+		return analystBook.each(tx, analystBook.damaged, func(_ []byte, k Key, b *accounting.Budget) error {
+			st := statusOf(k, b)
 			if err := withTotal(tx, &st); err != nil {
 				return err
 			}

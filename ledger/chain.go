@@ -300,20 +300,8 @@ func verifyTx(tx kvTx, key []byte) (VerifyReport, error) {
 	}
 	// Every stored budget against its records, and every budget the
 	// records name must be stored.
-	seen := map[Key]bool{}
-	err := tx.Bucket(bucketBudgets).ForEach(func(kb, v []byte) error {
-		rec := budgetRecord{Budget: new(accounting.Budget)}
-		if err := json.Unmarshal(v, &rec); err != nil {
-			return fmt.Errorf("stored budget %q is unreadable (%v): %w", kb, err, ErrTampered)
-		}
-		if !bytes.Equal(rec.Key.bytes(), kb) {
-			return fmt.Errorf("stored budget under %q says it is %v: records were moved: %w", kb, rec.Key, ErrTampered)
-		}
-		seen[rec.Key] = true
-		rep.Budgets++
-		d := get(budgets, rec.Key)
-		return compareBudget("budget of "+rec.Key.String(), rec.Budget, d, rep.Chained)
-	})
+	seen, err := analystBook.verify(tx, func(k Key) *derived { return get(budgets, k) }, rep.Chained)
+	rep.Budgets += len(seen)
 	if err != nil {
 		return rep, err
 	}
@@ -349,28 +337,13 @@ func verifyTx(tx kvTx, key []byte) (VerifyReport, error) {
 // verifyTotals checks every stored total budget against what the records
 // give (totals, filled by verifyTx), and that no granted total was removed.
 func verifyTotals(tx kvTx, rep *VerifyReport, totals map[string]*derived, getTotal func(string) *derived) error {
-	tb := tx.Bucket(bucketTotals)
-	if tb == nil {
-		return nil
-	}
-	seenTotal := map[string]bool{}
-	err := tb.ForEach(func(kb, v []byte) error {
-		rec := totalRecord{Budget: new(accounting.Budget)}
-		if err := json.Unmarshal(v, &rec); err != nil {
-			return fmt.Errorf("stored total budget %q is unreadable (%v): %w", kb, err, ErrTampered)
-		}
-		if rec.Dataset != string(kb) {
-			return fmt.Errorf("stored total budget under %q says it is dataset %q: records were moved: %w", kb, rec.Dataset, ErrTampered)
-		}
-		seenTotal[rec.Dataset] = true
-		rep.Totals++
-		return compareBudget(fmt.Sprintf("total budget of dataset %q", rec.Dataset), rec.Budget, getTotal(rec.Dataset), rep.Chained)
-	})
+	seen, err := totalBook.verify(tx, func(k Key) *derived { return getTotal(k.Dataset) }, rep.Chained)
+	rep.Totals += len(seen)
 	if err != nil {
 		return err
 	}
 	for ds, d := range totals {
-		if d.granted && !seenTotal[ds] {
+		if d.granted && !seen[Key{Dataset: ds}] {
 			return fmt.Errorf("total budget of dataset %q was granted but is not stored: it was removed: %w", ds, ErrTampered)
 		}
 	}
@@ -548,12 +521,8 @@ func (l *Ledger) migrate(tx kvTx) error {
 		b *accounting.Budget
 	}
 	var bs []budgetKV
-	if err := tx.Bucket(bucketBudgets).ForEach(func(_, v []byte) error {
-		rec := budgetRecord{Budget: new(accounting.Budget)}
-		if err := json.Unmarshal(v, &rec); err != nil {
-			return err
-		}
-		bs = append(bs, budgetKV{rec.Key, rec.Budget})
+	if err := analystBook.each(tx, func(_ []byte, err error) error { return err }, func(_ []byte, k Key, b *accounting.Budget) error {
+		bs = append(bs, budgetKV{k, b})
 		return nil
 	}); err != nil {
 		return err

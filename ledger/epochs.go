@@ -345,24 +345,10 @@ func setEpochLimits(tx kvTx, ds, analyst string, limit accounting.EpsDelta, rule
 // *EpochsExceededError naming the epochs that cannot pay. Only Charge
 // decides.
 func (l *Ledger) CheckEpochs(k Key, r epoch.Range, c accounting.Cost) error {
-	if err := k.Validate(); err != nil {
-		return err
-	}
 	if err := r.Validate(); err != nil {
 		return err
 	}
-	if err := c.Validate(); err != nil {
-		return fmt.Errorf("charge to %v: %w", k, err)
-	}
-	return l.view(func(tx kvTx) error {
-		b, err := loadBudget(tx, k)
-		if err != nil {
-			return err
-		}
-		t, err := loadTotal(tx, k.Dataset)
-		if err != nil {
-			return err
-		}
+	return l.check(k, c, func(tx kvTx, b, t *accounting.Budget) error {
 		_, refusal, err := spendEpochs(tx, k, r, c, b, t)
 		if err != nil {
 			return err

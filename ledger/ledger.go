@@ -432,22 +432,7 @@ func initFormat(db *bolt.DB, path string) (err error) {
 		if n > 0 {
 			return fmt.Errorf("ledger %s is a bbolt database but not a dpstat ledger: %w", path, ErrNotLedger)
 		}
-		meta, err := tx.CreateBucket(bucketMeta)
-		if err != nil {
-			return err
-		}
-		if err := meta.Put(keyMagic, []byte(Magic)); err != nil {
-			return err
-		}
-		if err := meta.Put(keyVersion, []byte(strconv.Itoa(FormatVersion))); err != nil {
-			return err
-		}
-		for _, b := range [][]byte{bucketBudgets, bucketReleases, bucketRequests, bucketAnswers, bucketGrants, bucketTotals} {
-			if _, err := tx.CreateBucket(b); err != nil {
-				return err
-			}
-		}
-		return nil
+		return initBuckets(boltTx{tx})
 	})
 	if err != nil {
 		return fmt.Errorf("ledger %s: initializing: %w", path, err)

@@ -45,35 +45,13 @@ func totalStatusOf(ds string, b *accounting.Budget) TotalStatus {
 	return TotalStatus{Dataset: ds, Rule: b.Rule(), Limit: b.Limit(), Spent: b.Spent(), Remaining: b.Remaining(), Releases: b.Releases(), Totals: b.Totals()}
 }
 
-// totalRecord is the stored form of a total budget.
-type totalRecord struct {
-	Dataset string             `json:"dataset"`
-	Budget  *accounting.Budget `json:"budget"`
-}
-
 // loadTotal returns the total budget of ds, or nil when it has none.
 func loadTotal(tx kvTx, ds string) (*accounting.Budget, error) {
-	tb := tx.Bucket(bucketTotals)
-	if tb == nil {
-		return nil, nil
-	}
-	v := tb.Get([]byte(ds))
-	if v == nil {
-		return nil, nil
-	}
-	rec := totalRecord{Budget: new(accounting.Budget)}
-	if err := json.Unmarshal(v, &rec); err != nil {
-		return nil, fmt.Errorf("stored total budget of dataset %q is damaged: %w", ds, err)
-	}
-	return rec.Budget, nil
+	return totalBook.load(tx, Key{Dataset: ds})
 }
 
 func storeTotal(tx kvTx, ds string, b *accounting.Budget) error {
-	v, err := json.Marshal(totalRecord{Dataset: ds, Budget: b})
-	if err != nil {
-		return err
-	}
-	return tx.Bucket(bucketTotals).Put([]byte(ds), v)
+	return totalBook.store(tx, Key{Dataset: ds}, b)
 }
 
 // newTotal makes the total budget of ds: it counts every release already
@@ -143,10 +121,7 @@ func (l *Ledger) EnsureTotal(ds string, def accounting.EpsDelta, rule accounting
 }
 
 func (l *Ledger) grantTotal(ds string, limit accounting.EpsDelta, rule accounting.Rule, ensure bool) (TotalStatus, error) {
-	if err := validName("dataset", ds, false); err != nil {
-		return TotalStatus{}, err
-	}
-	if err := accounting.ValidateLimit(limit, rule); err != nil {
+	if err := checkGrant(validName("dataset", ds, false), limit, rule); err != nil {
 		return TotalStatus{}, err
 	}
 	if err := l.writable(); err != nil {
@@ -213,16 +188,8 @@ func (l *Ledger) Total(ds string) (TotalStatus, error) {
 func (l *Ledger) Totals() ([]TotalStatus, error) {
 	var out []TotalStatus
 	err := l.view(func(tx kvTx) error {
-		tb := tx.Bucket(bucketTotals)
-		if tb == nil {
-			return nil
-		}
-		return tb.ForEach(func(k, v []byte) error {
-			rec := totalRecord{Budget: new(accounting.Budget)}
-			if err := json.Unmarshal(v, &rec); err != nil {
-				return fmt.Errorf("stored total budget %q is damaged: %w", k, err)
-			}
-			out = append(out, totalStatusOf(rec.Dataset, rec.Budget))
+		return totalBook.each(tx, totalBook.damaged, func(_ []byte, k Key, b *accounting.Budget) error {
+			out = append(out, totalStatusOf(k.Dataset, b))
 			return nil
 		})
 	})

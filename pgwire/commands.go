@@ -150,11 +150,11 @@ func (ss *session) assign(name, val string) error {
 			ss.accuracy = nil
 			return nil
 		}
-		acc, err := query.ParseAccuracy(val)
+		acc, err := answer.ParseAccuracy(val)
 		if err != nil {
 			return pgErrorf("22023", "invalid value for dpstat.accuracy: %v; e.g. SET dpstat.accuracy = 20, or = 'n=20,total=500' (off to ask by dpstat.epsilon again)", err)
 		}
-		ss.accuracy = &answer.Accuracy{All: acc.All, Columns: acc.Columns}
+		ss.accuracy = acc
 	case "dpstat.delta":
 		f, err := num(name)
 		if err != nil {

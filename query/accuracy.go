@@ -35,52 +35,8 @@ type Accuracy struct {
 	Columns map[string]float64
 }
 
-// ParseAccuracy reads an accuracy as the front ends spell it: one number
-// ("20") for every COUNT, SUM and COUNT(DISTINCT) column, or
-// column=number pairs separated by commas ("n=20,total=5").
-func ParseAccuracy(s string) (*Accuracy, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return nil, ir.Refuse("accuracy is empty: want a half-width such as 20, or column=half-width pairs such as n=20,total=5")
-	}
-	if !strings.Contains(s, "=") {
-		h, err := accuracyNumber("accuracy", s)
-		if err != nil {
-			return nil, err
-		}
-		return &Accuracy{All: h}, nil
-	}
-	a := &Accuracy{Columns: map[string]float64{}}
-	for _, part := range strings.Split(s, ",") {
-		name, val, ok := strings.Cut(part, "=")
-		name = strings.TrimSpace(name)
-		if !ok || name == "" {
-			return nil, ir.Refuse("accuracy %q: want column=half-width pairs separated by commas, such as n=20,total=5", s)
-		}
-		h, err := accuracyNumber("accuracy of "+name, val)
-		if err != nil {
-			return nil, err
-		}
-		if _, dup := a.Columns[name]; dup {
-			return nil, ir.Refuse("accuracy names column %s twice: give each column one half-width", name)
-		}
-		a.Columns[name] = h
-	}
-	return a, nil
-}
-
-func accuracyNumber(what, s string) (float64, error) {
-	h, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil {
-		return 0, ir.Refuse("%s = %q: want a finite number > 0 (a half-width, such as 20)", what, strings.TrimSpace(s))
-	}
-	if math.IsNaN(h) || math.IsInf(h, 0) || h <= 0 {
-		return 0, ir.Refuse("%s = %v: want a finite number > 0 (a half-width, such as 20)", what, h)
-	}
-	return h, nil
-}
-
-// String spells the accuracy as ParseAccuracy reads it, columns sorted.
+// String spells the accuracy as the front ends read it (answer.ParseAccuracy),
+// columns sorted.
 func (a *Accuracy) String() string {
 	if a == nil {
 		return ""
@@ -100,14 +56,12 @@ func (a *Accuracy) String() string {
 	return strings.Join(parts, ",")
 }
 
-// validate checks the numbers of an accuracy built without ParseAccuracy
-// (the HTTP body's object form).
+// validate checks the numbers of an accuracy, as the front ends do
+// (answer.ParseAccuracy, Accuracy.Check there), for callers of the service
+// that build one themselves.
 func (a *Accuracy) validate() error {
 	if len(a.Columns) == 0 {
-		if _, err := accuracyNumber("accuracy", strconv.FormatFloat(a.All, 'g', -1, 64)); err != nil {
-			return err
-		}
-		return nil
+		return checkHalfWidth("accuracy", a.All)
 	}
 	if a.All != 0 {
 		return ir.Refuse("accuracy: give one half-width for every column or one per column, not both")
@@ -116,9 +70,16 @@ func (a *Accuracy) validate() error {
 		if strings.TrimSpace(n) == "" {
 			return ir.Refuse("accuracy names an empty column: want column=half-width pairs such as n=20")
 		}
-		if math.IsNaN(h) || math.IsInf(h, 0) || h <= 0 {
-			return ir.Refuse("accuracy of %s = %v: want a finite number > 0 (a half-width, such as 20)", n, h)
+		if err := checkHalfWidth("accuracy of "+n, h); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+func checkHalfWidth(what string, h float64) error {
+	if math.IsNaN(h) || math.IsInf(h, 0) || h <= 0 {
+		return ir.Refuse("%s = %v: want a finite number > 0 (a half-width, such as 20)", what, h)
 	}
 	return nil
 }

@@ -10,10 +10,21 @@ import (
 	"testing"
 
 	"github.com/dpstat/dpstat/accounting"
+	"github.com/dpstat/dpstat/answer"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query/dpplan"
 	"github.com/dpstat/dpstat/random"
 )
+
+// parseAccuracy reads an accuracy as the front ends do
+// (answer.ParseAccuracy) into the service's Accuracy.
+func parseAccuracy(s string) (*Accuracy, error) {
+	a, err := answer.ParseAccuracy(s)
+	if err != nil {
+		return nil, err
+	}
+	return &Accuracy{All: a.All, Columns: a.Columns}, nil
+}
 
 // targetWidths returns the planned half-width of every column an accuracy
 // targets, at the prepared query's noise.
@@ -82,7 +93,7 @@ func TestAccuracySearch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			acc, err := ParseAccuracy(tt.accuracy)
+			acc, err := parseAccuracy(tt.accuracy)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,7 +155,7 @@ func TestAccuracyRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			acc, err := ParseAccuracy(tt.accuracy)
+			acc, err := parseAccuracy(tt.accuracy)
 			if err == nil {
 				_, err = svc.Prepare(tt.sql, Options{Accuracy: acc, Epsilon: tt.epsilon, Confidence: 0.95, Analyst: "a"})
 			}

@@ -455,29 +455,22 @@ type queryBody struct {
 }
 
 // parseAccuracy reads the body's "accuracy": a half-width > 0, or an
-// object giving one per output column; nil when absent.
+// object giving one per output column, checked as every front end checks
+// an accuracy (answer.Accuracy.Check); nil when absent.
 func parseAccuracy(raw json.RawMessage) (*answer.Accuracy, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
-	const want = `want a half-width > 0 (e.g. 20) or an object {"column": half-width} (e.g. {"n": 20, "total": 500})`
-	var h float64
-	if err := json.Unmarshal(raw, &h); err == nil {
-		if !(h > 0) || math.IsInf(h, 0) {
-			return nil, badRequest("accuracy = %v: %s", h, want)
-		}
-		return &answer.Accuracy{All: h}, nil
-	}
-	var cols map[string]float64
-	if err := json.Unmarshal(raw, &cols); err != nil || len(cols) == 0 {
-		return nil, badRequest("accuracy = %s: %s", raw, want)
-	}
-	for c, h := range cols {
-		if strings.TrimSpace(c) == "" || !(h > 0) || math.IsInf(h, 0) {
-			return nil, badRequest("accuracy of %q = %v: %s", c, h, want)
+	var acc answer.Accuracy
+	if err := json.Unmarshal(raw, &acc.All); err != nil {
+		if err := json.Unmarshal(raw, &acc.Columns); err != nil || len(acc.Columns) == 0 {
+			return nil, badRequest(`accuracy = %s: want a half-width > 0 (e.g. 20) or an object {"column": half-width} (e.g. {"n": 20, "total": 500})`, raw)
 		}
 	}
-	return &answer.Accuracy{Columns: cols}, nil
+	if err := acc.Check(); err != nil {
+		return nil, err
+	}
+	return &acc, nil
 }
 
 func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) error {

@@ -58,7 +58,7 @@ func TestAccuracyFrontEnds(t *testing.T) {
 	before := s.releases(t)
 	for _, tc := range []struct{ name, body, want string }{
 		{"with epsilon", `{"sql":"` + sql + `","accuracy":20,"epsilon":0.5}`, `keep one`},
-		{"zero", `{"sql":"` + sql + `","accuracy":0}`, `want a half-width`},
+		{"zero", `{"sql":"` + sql + `","accuracy":0}`, `accuracy = 0: want a finite number`},
 		{"unknown column", `{"sql":"` + sql + `","accuracy":{"total":5}}`, `the columns that accept an accuracy are n, h`},
 		{"over budget", `{"sql":"` + sql + `","accuracy":1}`, `the best the budget left would buy is ε≈`},
 	} {

@@ -562,40 +562,20 @@ func (e *Engine) BindTable(ctx context.Context, name, relation string, columns [
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("clickhouse: table %s: reading the columns of %s: %w", name, qualified, err)
 	}
-	find := func(col string) (remoteColumn, bool) {
-		var folded []remoteColumn
-		for _, r := range remote {
-			if r.name == col {
-				return r, true
-			}
-			if strings.EqualFold(r.name, col) {
-				folded = append(folded, r)
-			}
-		}
-		if len(folded) == 1 {
-			return folded[0], true
-		}
-		return remoteColumn{}, false
+	names := make([]string, len(remote))
+	for i, r := range remote {
+		names[i] = r.name
 	}
 	var errs []error
 	sel := make([]string, len(columns))
 	inline := map[string]string{}
 	for i, c := range columns {
-		// A column declared with from: reads the server's column of
-		// that name (engine.Column.Source).
-		src := c.Source
-		if src == "" {
-			src = c.Name
-		}
-		r, ok := find(src)
-		if !ok {
-			have := make([]string, len(remote))
-			for j, r := range remote {
-				have[j] = r.name
-			}
-			errs = append(errs, fmt.Errorf("clickhouse: table %s: column %s does not exist in %s; it has: %s", name, src, qualified, strings.Join(have, ", ")))
+		j, err := engine.ServerColumn(names, c.SourceName(), "clickhouse: table "+name, qualified)
+		if err != nil {
+			errs = append(errs, err)
 			continue
 		}
+		r := remote[j]
 		expr, err := project(Dialect.QuoteIdent(r.name), r.typ, c)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("clickhouse: table %s: column %s of %s is %s: %w", name, c.Name, qualified, r.typ, err))

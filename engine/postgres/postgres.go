@@ -296,41 +296,19 @@ func (e *Engine) BindTable(ctx context.Context, name, relation string, columns [
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("postgres: table %s: reading the columns of %s: %w", name, qualified, err)
 	}
-	find := func(col string) (remoteColumn, bool) {
-		for _, r := range remote {
-			if r.name == col {
-				return r, true
-			}
-		}
-		var found []remoteColumn
-		for _, r := range remote {
-			if strings.EqualFold(r.name, col) {
-				found = append(found, r)
-			}
-		}
-		if len(found) == 1 {
-			return found[0], true
-		}
-		return remoteColumn{}, false
+	names := make([]string, len(remote))
+	for i, r := range remote {
+		names[i] = r.name
 	}
 	var errs []error
 	sel := make([]string, len(columns))
 	for i, c := range columns {
-		// A column declared with from: reads the server's column of
-		// that name (engine.Column.Source).
-		src := c.Source
-		if src == "" {
-			src = c.Name
-		}
-		r, ok := find(src)
-		if !ok {
-			have := make([]string, len(remote))
-			for j, r := range remote {
-				have[j] = r.name
-			}
-			errs = append(errs, fmt.Errorf("postgres: table %s: column %s does not exist in %s; it has: %s", name, src, qualified, strings.Join(have, ", ")))
+		j, err := engine.ServerColumn(names, c.SourceName(), "postgres: table "+name, qualified)
+		if err != nil {
+			errs = append(errs, err)
 			continue
 		}
+		r := remote[j]
 		if !r.canSelect {
 			errs = append(errs, fmt.Errorf("postgres: table %s: user %q may not read column %s of %s; the data owner grants it with: GRANT SELECT (%s) ON %s TO %s",
 				name, e.user, r.name, qualified, Dialect.QuoteIdent(r.name), qualified, Dialect.QuoteIdent(e.user)))

@@ -115,11 +115,11 @@ budget on first use.`,
 				if cmd.Flags().Changed("epsilon") {
 					return fmt.Errorf("--accuracy and --epsilon were both given: keep one, --accuracy (dpstat chooses the smallest epsilon that meets it) or --epsilon (dpstat reports the half-widths it gives)")
 				}
-				acc, err := query.ParseAccuracy(accuracy)
+				acc, err := answer.ParseAccuracy(accuracy)
 				if err != nil {
 					return err
 				}
-				opts.Accuracy, opts.Epsilon = acc, 0
+				opts.Accuracy, opts.Epsilon = &query.Accuracy{All: acc.All, Columns: acc.Columns}, 0
 			}
 			cat, err := catalog.Load(catalogPath)
 			if err != nil {

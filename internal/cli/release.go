@@ -360,6 +360,34 @@ func buildReleaser(fs *pflag.FlagSet, name string, o releaseOptions, src random.
 	return nil, fmt.Errorf("unknown mechanism %q: want one of %s", name, mechanismNames())
 }
 
+// finiteValueAndEpsilon reads what the mechanisms on real values need
+// first: --value, a finite number, and --epsilon.
+func finiteValueAndEpsilon(fs *pflag.FlagSet, o releaseOptions) (float64, error) {
+	if err := needValue(o, fs, "the true value, a finite number"); err != nil {
+		return 0, err
+	}
+	x, err := parseFiniteValue(o.value)
+	if err != nil {
+		return 0, err
+	}
+	return x, checkEpsilon(o, fs)
+}
+
+// realReleaser releases x, a real value, through a mechanism's release,
+// with the mechanism's interval half-width and report.
+func realReleaser(x float64, release func(float64) (float64, error), halfWidth float64, report releaseReport) *releaser {
+	return &releaser{
+		draw: func(dst []byte, _ bool) ([]byte, error) {
+			v, err := release(x)
+			return appendFloat(dst, v), err
+		},
+		numeric:   true,
+		halfWidth: halfWidth,
+		hasHalfW:  true,
+		report:    report,
+	}
+}
+
 func parseFiniteValue(s string) (float64, error) {
 	x, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 	if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
@@ -369,14 +397,8 @@ func parseFiniteValue(s string) (float64, error) {
 }
 
 func buildLaplace(fs *pflag.FlagSet, o releaseOptions, src random.Source) (*releaser, error) {
-	if err := needValue(o, fs, "the true value, a finite number"); err != nil {
-		return nil, err
-	}
-	x, err := parseFiniteValue(o.value)
+	x, err := finiteValueAndEpsilon(fs, o)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkEpsilon(o, fs); err != nil {
 		return nil, err
 	}
 	if err := checkPositive("sensitivity", o.sensitivity); err != nil {
@@ -386,17 +408,7 @@ func buildLaplace(fs *pflag.FlagSet, o releaseOptions, src random.Source) (*rele
 	if err != nil {
 		return nil, err
 	}
-	r := &releaser{
-		draw: func(dst []byte, _ bool) ([]byte, error) {
-			v, err := m.Release(x)
-			return appendFloat(dst, v), err
-		},
-		numeric:   true,
-		halfWidth: m.Interval(o.confidence),
-		hasHalfW:  true,
-		report:    releaseReport{Scale: ptr(m.Scale()), Granularity: ptr(m.Granularity()), Cost: m.Cost()},
-	}
-	return r, nil
+	return realReleaser(x, m.Release, m.Interval(o.confidence), releaseReport{Scale: ptr(m.Scale()), Granularity: ptr(m.Granularity()), Cost: m.Cost()}), nil
 }
 
 func buildGeometric(fs *pflag.FlagSet, o releaseOptions, src random.Source) (*releaser, error) {
@@ -430,14 +442,8 @@ func buildGeometric(fs *pflag.FlagSet, o releaseOptions, src random.Source) (*re
 }
 
 func buildGaussian(fs *pflag.FlagSet, o releaseOptions, src random.Source) (*releaser, error) {
-	if err := needValue(o, fs, "the true value, a finite number"); err != nil {
-		return nil, err
-	}
-	x, err := parseFiniteValue(o.value)
+	x, err := finiteValueAndEpsilon(fs, o)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkEpsilon(o, fs); err != nil {
 		return nil, err
 	}
 	if !fs.Changed("delta") {
@@ -453,16 +459,7 @@ func buildGaussian(fs *pflag.FlagSet, o releaseOptions, src random.Source) (*rel
 	if err != nil {
 		return nil, err
 	}
-	return &releaser{
-		draw: func(dst []byte, _ bool) ([]byte, error) {
-			v, err := m.Release(x)
-			return appendFloat(dst, v), err
-		},
-		numeric:   true,
-		halfWidth: m.Interval(o.confidence),
-		hasHalfW:  true,
-		report:    releaseReport{Sigma: ptr(m.Sigma()), Granularity: ptr(m.Granularity()), Cost: m.Cost()},
-	}, nil
+	return realReleaser(x, m.Release, m.Interval(o.confidence), releaseReport{Sigma: ptr(m.Sigma()), Granularity: ptr(m.Granularity()), Cost: m.Cost()}), nil
 }
 
 func buildBinaryRR(fs *pflag.FlagSet, o releaseOptions, src random.Source) (*releaser, error) {

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -87,28 +86,7 @@ func compare(ctx context.Context, eng *clickhouse.Engine, c *enginetest.ClickHou
 	// they are, and one without the declaration, for the end-to-end
 	// figures of a query that reads NaN as NULL.
 	load := func(name, decl string) (*catalog.Catalog, error) {
-		path := filepath.Join(dir, name)
-		text := fmt.Sprintf(`budget: {epsilon: 1e9}
-engine: {kind: clickhouse, dsn: %q}
-tables:
-  rows_as_people:
-    source: %s
-%s    columns: &cols
-      pid: {type: int}
-      grp: {type: int, values: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]}
-      v:   {type: float, lower: 0, upper: 100}
-      w:   {type: int, lower: 0, upper: 100}
-  events:
-    source: %s
-%s    privacy_unit: pid
-    max_groups_per_unit: 3
-    max_rows_per_group: 2
-    columns: *cols
-`, c.ReaderDSN(), table, decl, table, decl)
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			return nil, err
-		}
-		return catalog.Load(path)
+		return benchdata.ServerCatalog(dir, name, "clickhouse", c.ReaderDSN(), table, decl)
 	}
 	cat, err := load("catalog.yaml", "    nan_free: true\n")
 	if err != nil {
@@ -143,10 +121,8 @@ tables:
 	engineSQL := func(sql string) func() error { return benchdata.Query(ctx, eng, sql) }
 	dp := func(sql string) func() error { return benchdata.Answer(ctx, svc, sql, opts) }
 	dpBlind := func(sql string) func() error { return benchdata.Answer(ctx, blind, sql, opts) }
-	const keys = "grp IN (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)"
-	oneRow := "SELECT grp, COUNT(*), SUM(v), AVG(v) FROM rows_as_people GROUP BY grp"
+	const keys, oneRow, bounded = benchdata.PublicKeys, benchdata.OneRowQuery, benchdata.BoundedQuery
 	plainOneRow := "SELECT grp, count(), sum(least(greatest(v, 0), 100)), avg(least(greatest(v, 0), 100)) FROM " + table + " WHERE " + keys + " GROUP BY grp"
-	bounded := "SELECT grp, COUNT(*), SUM(v), AVG(v) FROM events GROUP BY grp"
 	plainBounded := `SELECT grp, sum(c), sum(s), sum(s) / sum(n) FROM (
 SELECT pid, grp, count() AS c, sum(v) AS s, count(v) AS n FROM (
 SELECT pid, grp, least(greatest(v, 0), 100) AS v FROM ` + table + ` WHERE ` + keys + ` ORDER BY rand() LIMIT 2 BY pid, grp)

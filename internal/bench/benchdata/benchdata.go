@@ -109,6 +109,46 @@ tables:
 	return catalog.Load(path)
 }
 
+// The queries every engine's benchmark compares with plain SQL computing
+// the same exact statistics: one row per person (rows_as_people) and
+// per-person bounding (events), both grouped by the public key grp.
+const (
+	OneRowQuery  = "SELECT grp, COUNT(*), SUM(v), AVG(v) FROM rows_as_people GROUP BY grp"
+	BoundedQuery = "SELECT grp, COUNT(*), SUM(v), AVG(v) FROM events GROUP BY grp"
+	// PublicKeys is the plain queries' filter on grp's declared values.
+	PublicKeys = "grp IN (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)"
+)
+
+// ServerCatalog writes in dir a catalog named name that declares the
+// server table source, read by the engine kind at dsn, twice: as
+// rows_as_people (each row a person) and as events (privacy unit pid, at
+// most 3 groups and 2 rows per group per person); decl is YAML lines both
+// tables add (e.g. "    nan_free: true\n"). It returns the catalog loaded.
+func ServerCatalog(dir, name, kind, dsn, source, decl string) (*catalog.Catalog, error) {
+	text := fmt.Sprintf(`budget: {epsilon: 1e9}
+engine: {kind: %[1]s, dsn: %[2]q}
+tables:
+  rows_as_people:
+    source: %[3]s
+%[4]s    columns: &cols
+      pid: {type: int}
+      grp: {type: int, values: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]}
+      v:   {type: float, lower: 0, upper: 100}
+      w:   {type: int, lower: 0, upper: 100}
+  events:
+    source: %[3]s
+%[4]s    privacy_unit: pid
+    max_groups_per_unit: 3
+    max_rows_per_group: 2
+    columns: *cols
+`, kind, dsn, source, decl)
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		return nil, err
+	}
+	return catalog.Load(path)
+}
+
 // NoLedger accepts every charge without storing it (and stores no answers,
 // so every run is a fresh release): the timings then measure the query path
 // alone. A real ledger adds one fsync, about 0.3 ms, per query.

@@ -14,13 +14,11 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine/postgres"
 	"github.com/dpstat/dpstat/internal/bench/benchdata"
 	"github.com/dpstat/dpstat/query"
@@ -78,28 +76,7 @@ func run(adminDSN, readerDSN, params, only string, rows, runs int) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "catalog.yaml")
-	text := fmt.Sprintf(`budget: {epsilon: 1e9}
-engine: {kind: postgres, dsn: %q}
-tables:
-  rows_as_people:
-    source: public.bench_events
-    columns: &cols
-      pid: {type: int}
-      grp: {type: int, values: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]}
-      v:   {type: float, lower: 0, upper: 100}
-      w:   {type: int, lower: 0, upper: 100}
-  events:
-    source: public.bench_events
-    privacy_unit: pid
-    max_groups_per_unit: 3
-    max_rows_per_group: 2
-    columns: *cols
-`, readerDSN)
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		return err
-	}
-	cat, err := catalog.Load(path)
+	cat, err := benchdata.ServerCatalog(dir, "catalog.yaml", "postgres", readerDSN, "public.bench_events", "")
 	if err != nil {
 		return err
 	}
@@ -110,10 +87,8 @@ tables:
 	opts := query.Options{Epsilon: 1, Confidence: 0.95, Analyst: "bench"}
 	plain := func(sql string) func() error { return benchdata.Query(ctx, eng, sql) }
 	dp := func(sql string) func() error { return benchdata.Answer(ctx, svc, sql, opts) }
-	const keys = "grp IN (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)"
-	oneRow := "SELECT grp, COUNT(*), SUM(v), AVG(v) FROM rows_as_people GROUP BY grp"
+	const keys, oneRow, bounded = benchdata.PublicKeys, benchdata.OneRowQuery, benchdata.BoundedQuery
 	plainOneRow := "SELECT grp, count(*), sum(least(greatest(v, 0), 100)), avg(least(greatest(v, 0), 100)) FROM public.bench_events WHERE " + keys + " GROUP BY grp"
-	bounded := "SELECT grp, COUNT(*), SUM(v), AVG(v) FROM events GROUP BY grp"
 	plainBounded := `WITH r AS (SELECT pid, grp, least(greatest(v, 0), 100) AS v FROM public.bench_events WHERE pid IS NOT NULL AND ` + keys + `),
 rb AS (SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY pid, grp ORDER BY random()) AS rn FROM r) AS x WHERE rn <= 2),
 pu AS (SELECT pid, grp, count(*) AS c, sum(v) AS s, count(v) AS n FROM rb GROUP BY pid, grp),

@@ -53,9 +53,8 @@ func main() {
 		name      string
 		dp, plain func() error
 	}
-	oneRow := "SELECT grp, COUNT(*), SUM(v), AVG(v) FROM rows_as_people GROUP BY grp"
+	const oneRow, bounded = benchdata.OneRowQuery, benchdata.BoundedQuery
 	plainOneRow := fmt.Sprintf("SELECT grp, count(*), sum(least(greatest(v, 0), 100)), avg(least(greatest(v, 0), 100)) FROM read_parquet(%s) WHERE grp IN (0,1,2,3,4,5,6,7,8,9) GROUP BY grp", src)
-	bounded := "SELECT grp, COUNT(*), SUM(v), AVG(v) FROM events GROUP BY grp"
 	plainBounded := fmt.Sprintf(`WITH r AS (SELECT pid, grp, least(greatest(v, 0), 100) AS v FROM read_parquet(%s) WHERE pid IS NOT NULL AND grp IN (0,1,2,3,4,5,6,7,8,9)),
 rb AS (SELECT * FROM r QUALIFY row_number() OVER (PARTITION BY pid, grp ORDER BY random()) <= 2),
 pu AS (SELECT pid, grp, count(*) AS c, sum(v) AS s, count(v) AS n FROM rb GROUP BY pid, grp),
