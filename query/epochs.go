@@ -6,6 +6,7 @@ import (
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/epoch"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // epochsOf derives the epochs query q reads on base, a table that
@@ -71,7 +72,7 @@ func epochRange(rel, base *catalog.Table, where ir.Expr) (epoch.Range, int64, in
 	if empty {
 		c := base.Column(e.Column)
 		return r, 0, 0, ir.Refuse("the conditions on %s leave no date within its declared range (%s to %s): the query would read no epoch; ask about dates in that range",
-			e.Column, catalog.FormatValue(c.Type, int64(*c.Lower)), catalog.FormatValue(c.Type, int64(*c.Upper)))
+			e.Column, schema.FormatValue(c.Type, int64(*c.Lower)), schema.FormatValue(c.Type, int64(*c.Upper)))
 	}
 	return r, lo, hi, nil
 }

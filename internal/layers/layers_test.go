@@ -23,7 +23,7 @@ var layers = []struct {
 	prefix string
 	layer  int
 }{
-	{"random", 0}, {"epoch", 0}, {"accounting", 1}, {"catalog", 1}, {"engine", 1}, {"clients", 1},
+	{"random", 0}, {"epoch", 0}, {"schema", 0}, {"accounting", 1}, {"catalog", 1}, {"engine", 1}, {"clients", 1},
 	{"noise", 2}, {"audit", 2}, {"ledger", 2}, {"engine/postgres/pgtest", 2},
 	{"mechanism", 3}, {"analyst", 3}, {"engine/duckdb", 3}, {"engine/postgres", 3}, {"engine/clickhouse", 3},
 	{"ldp", 4}, {"engine/engines", 4},

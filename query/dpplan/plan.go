@@ -10,6 +10,7 @@ import (
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/epoch"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // Share is one aggregate's part of the query's ε.
@@ -130,15 +131,15 @@ func (p *Plan) ColumnTypes() []string {
 func (p *Plan) outputType(o ir.Output) string {
 	switch {
 	case o.Post != nil:
-		return string(catalog.Float)
+		return string(schema.Float)
 	case o.Agg != nil:
 		if t := ir.AggTemporal(o.Agg, p.Query.Derived, p.Table); t != "" {
 			return string(t)
 		}
 		if o.Agg.Func.Info().Result == ir.ResultInt {
-			return string(catalog.Int)
+			return string(schema.Int)
 		}
-		return string(catalog.Float)
+		return string(schema.Float)
 	}
 	b := p.Query.Buckets[o.Key]
 	if b == nil {
@@ -151,7 +152,7 @@ func (p *Plan) outputType(o ir.Output) string {
 	case b.Kind == ir.DateBucket && b.Trunc:
 		return string(b.Type)
 	case b.Kind == ir.DateBucket, b.Kind == ir.WidthBucket, b.Kind == ir.RangeBucket:
-		return string(catalog.Int)
+		return string(schema.Int)
 	case b.Kind == ir.TextBucket:
 		return map[string]string{"text": "text", "number": "int", "bool": "bool"}[b.Fn.ValueKind()]
 	case b.Kind == ir.CaseBucket && b.ValueKind() != "number":
@@ -160,14 +161,14 @@ func (p *Plan) outputType(o ir.Output) string {
 	// Numbers: typed as the planned values are (the SQL casts the key to
 	// that type too): any double makes the column a float.
 	if b.Kind == ir.FloorBucket {
-		return string(catalog.Float)
+		return string(schema.Float)
 	}
 	for _, v := range p.KeyValues(o.Key) {
 		if _, ok := v.(float64); ok {
-			return string(catalog.Float)
+			return string(schema.Float)
 		}
 	}
-	return string(catalog.Int)
+	return string(schema.Int)
 }
 
 // gridValue spells a candidate of an aggregate's quantile grid for
@@ -541,8 +542,8 @@ func newPlan(q *ir.Query, table *catalog.Table, epsilon, delta float64, keys [][
 	if m := q.JoinRows; m > 1 && !table.HasPrivacyUnit() {
 		// Without a privacy unit each row is a person, and the joins turn
 		// it into at most m rows, in at most m groups (see join.go).
-		if m > catalog.MaxRowsPerGroup {
-			return nil, ir.Refuse("the joins can turn one row into %d rows; want at most %d: join on keys the public tables hold fewer times, or declare a privacy unit", m, catalog.MaxRowsPerGroup)
+		if m > schema.MaxRowsPerGroup {
+			return nil, ir.Refuse("the joins can turn one row into %d rows; want at most %d: join on keys the public tables hold fewer times, or declare a privacy unit", m, schema.MaxRowsPerGroup)
 		}
 		p.Contribution.Groups, p.Contribution.RowsPerGroup = m, m
 	}
@@ -679,7 +680,7 @@ func (p *Plan) rankRelease(h int, eps float64) int {
 func fixedPointSummand(col *catalog.Column) Summand {
 	lo, hi := *col.Lower, *col.Upper
 	s := Summand{Kind: FixedPointSum, Column: col.Name, LowerValue: lo, UpperValue: hi}
-	if col.Type == catalog.Int {
+	if col.Type == schema.Int {
 		s.Lower, s.Upper = int64(lo), int64(hi)
 		return s
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // QuantileBins is the most candidate values a quantile chooses among, plus
@@ -49,7 +50,7 @@ func newHistogram(col *catalog.Column) Histogram {
 	switch {
 	case hi == lo:
 		h.Bins, h.Step = 0, 1
-	case (col.Type == catalog.Int || col.Type.Temporal()) && hi-lo <= QuantileBins:
+	case (col.Type == schema.Int || col.Type.Temporal()) && hi-lo <= QuantileBins:
 		h.Bins, h.Step = int(hi-lo), 1
 	default:
 		h.Bins, h.Step = QuantileBins, (hi-lo)/QuantileBins

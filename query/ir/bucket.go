@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // BucketKind says how a computed group key maps a row to a bin.
@@ -57,7 +58,7 @@ type Bucket struct {
 	// says which, and Type is the column's type (date or timestamp).
 	Field string
 	Trunc bool
-	Type  catalog.Type
+	Type  schema.Type
 	// Shift moves a DateBucket's column by a fixed interval before the
 	// function applies, in microseconds (whole days for a date column);
 	// the key's values are computed over the bounds moved by it.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/epoch"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // Epochs. On a table that declares an epoch (catalog.Epoch), the epochs a
@@ -46,7 +47,7 @@ func (s *epochScan) literal(o Operand) (int64, bool) {
 		return 0, false
 	}
 	x, ok := Number(o.Value)
-	if !ok || math.IsNaN(x) || math.IsInf(x, 0) || math.Abs(x) > catalog.MaxIntBound {
+	if !ok || math.IsNaN(x) || math.IsInf(x, 0) || math.Abs(x) > schema.MaxIntBound {
 		return 0, false
 	}
 	return int64(math.Floor(x)), x == math.Floor(x)
@@ -55,9 +56,9 @@ func (s *epochScan) literal(o Operand) (int64, bool) {
 // unitEnd is the last value (in the column's units) of the date_trunc
 // unit that starts at or holds v.
 func (s *epochScan) unitEnd(field string, v int64) int64 {
-	if s.col.Type == catalog.Timestamp {
-		d := catalog.Day(catalog.Timestamp, v)
-		return (epoch.End(field, epoch.Of(field, d))+1)*catalog.MicrosPerDay - 1
+	if s.col.Type == schema.Timestamp {
+		d := schema.Day(schema.Timestamp, v)
+		return (epoch.End(field, epoch.Of(field, d))+1)*schema.MicrosPerDay - 1
 	}
 	return epoch.End(field, epoch.Of(field, v))
 }
@@ -196,11 +197,11 @@ func EpochRange(t *catalog.Table, where Expr) (r epoch.Range, lo, hi int64, empt
 	if sp.lo > sp.hi {
 		return declared, 0, 0, true, true
 	}
-	r = epoch.Range{Every: declared.Every, From: epoch.Of(declared.Every, catalog.Day(c.Type, sp.lo)), To: epoch.Of(declared.Every, catalog.Day(c.Type, sp.hi))}
+	r = epoch.Range{Every: declared.Every, From: epoch.Of(declared.Every, schema.Day(c.Type, sp.lo)), To: epoch.Of(declared.Every, schema.Day(c.Type, sp.hi))}
 	// The whole of each epoch read, within the declared bounds.
 	lo, hi = epoch.Start(r.Every, r.From), epoch.End(r.Every, r.To)
-	if c.Type == catalog.Timestamp {
-		lo, hi = lo*catalog.MicrosPerDay, (hi+1)*catalog.MicrosPerDay-1
+	if c.Type == schema.Timestamp {
+		lo, hi = lo*schema.MicrosPerDay, (hi+1)*schema.MicrosPerDay-1
 	}
 	return r, max(lo, int64(*c.Lower)), min(hi, int64(*c.Upper)), false, true
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // Aggregate is one aggregate in the select list.
@@ -159,11 +160,11 @@ type Operand struct {
 	Column string
 	// Output indexes Query.Outputs for OutputRef.
 	Output int
-	// Type marks a date or timestamp literal (catalog.Date or
-	// catalog.Timestamp): Value is then its int64 days or microseconds
+	// Type marks a date or timestamp literal (schema.Date or
+	// schema.Timestamp): Value is then its int64 days or microseconds
 	// since 1970-01-01, or, before it is checked against the column it is
 	// compared with, the text of DATE '…'. Empty for other literals.
-	Type catalog.Type
+	Type schema.Type
 	// Fn is the text function of a Computed operand.
 	Fn *TextFn
 	// Part is the date function of a Computed operand.
@@ -288,7 +289,7 @@ func OperandString(o Operand, q *Query) string {
 		return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 	}
 	if o.Type.Temporal() {
-		return strings.ToUpper(string(o.Type)) + " '" + catalog.FormatValue(o.Type, o.Value) + "'"
+		return strings.ToUpper(string(o.Type)) + " '" + schema.FormatValue(o.Type, o.Value) + "'"
 	}
 	return fmt.Sprint(o.Value)
 }

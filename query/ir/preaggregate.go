@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // PreAggregate is a per-person pre-aggregation the query reads instead of
@@ -88,14 +89,14 @@ func (pre *PreAggregate) AsTable(alias string, base, rel *catalog.Table) (*catal
 // outputColumn is the column of a per-person aggregate, with its bounds.
 func (pre *PreAggregate) outputColumn(c PreColumn, rel *catalog.Table) (*catalog.Column, error) {
 	a := c.Agg
-	col := &catalog.Column{Name: c.Name, Type: catalog.Float, Nullable: true}
+	col := &catalog.Column{Name: c.Name, Type: schema.Float, Nullable: true}
 	if a.Func == CountStar || a.Func == Count {
 		// A group of the pre-aggregation has at least one row.
 		lo := 0.0
 		if a.Func == CountStar {
 			lo = 1
 		}
-		col.Type, col.Lower, col.Nullable = catalog.Int, &lo, false
+		col.Type, col.Lower, col.Nullable = schema.Int, &lo, false
 		return col, nil
 	}
 	arg := rel.Column(a.Column)
@@ -114,7 +115,7 @@ func (pre *PreAggregate) outputColumn(c PreColumn, rel *catalog.Table) (*catalog
 		}
 	default: // AVG, MIN, MAX
 		col.Lower, col.Upper = &lo, &hi
-		if a.Func != Avg && (arg.Type == catalog.Int || arg.Type.Temporal()) {
+		if a.Func != Avg && (arg.Type == schema.Int || arg.Type.Temporal()) {
 			col.Type = arg.Type // a person's MIN or MAX of a date is a date
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // Relation builds the relation a plan aggregates: the catalog table's
@@ -32,9 +33,9 @@ func Relation(q *Query, table *catalog.Table) (*catalog.Table, error) {
 			return nil, err
 		}
 		lo, hi := canonicalFloat(sp.Lo), canonicalFloat(sp.Hi)
-		typ := catalog.Float
+		typ := schema.Float
 		if sp.IsInt {
-			typ = catalog.Int
+			typ = schema.Int
 		}
 		derived = append(derived, &catalog.Column{Name: name, Type: typ, Lower: &lo, Upper: &hi, Nullable: sp.nullable})
 	}
@@ -67,7 +68,7 @@ func narrowBounds(t *catalog.Table, where Expr) {
 	walk(where)
 	narrow := func(col string, op string, v any) {
 		c := t.Column(col)
-		if c == nil || !c.Bounded() || (c.Type != catalog.Int && c.Type != catalog.Float && !c.Type.Temporal()) {
+		if c == nil || !c.Bounded() || (c.Type != schema.Int && c.Type != schema.Float && !c.Type.Temporal()) {
 			return
 		}
 		x, ok := Number(v)
@@ -75,7 +76,7 @@ func narrowBounds(t *catalog.Table, where Expr) {
 			return
 		}
 		lo, hi := *c.Lower, *c.Upper
-		isInt := c.Type == catalog.Int || c.Type.Temporal()
+		isInt := c.Type == schema.Int || c.Type.Temporal()
 		switch op {
 		case "=":
 			lo, hi = math.Max(lo, x), math.Min(hi, x)

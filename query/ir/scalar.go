@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // Scalar is a numeric expression of the project stage.
@@ -20,9 +21,9 @@ type Constant struct {
 	Value float64
 	// Int is true for an integer literal.
 	Int bool
-	// Type is catalog.Date for a DATE literal (Value is its days since
+	// Type is schema.Date for a DATE literal (Value is its days since
 	// 1970-01-01), "" for a number.
-	Type catalog.Type
+	Type schema.Type
 }
 
 // Arith is L Op R, Op one of + - * / %.
@@ -51,7 +52,7 @@ type Cond struct {
 
 // Cast converts Arg to an int (rounding to the nearest) or a float.
 type Cast struct {
-	Type catalog.Type
+	Type schema.Type
 	Arg  Scalar
 }
 
@@ -132,10 +133,10 @@ func rawRange(s Scalar, t *catalog.Table) (Span, error) {
 		if c == nil {
 			return Span{}, fmt.Errorf("query: derived column reads unknown column %s", x.Column)
 		}
-		if c.Type != catalog.Int && c.Type != catalog.Float && !c.Type.Temporal() {
+		if c.Type != schema.Int && c.Type != schema.Float && !c.Type.Temporal() {
 			return Span{}, Refuse("column %s is %s: arithmetic needs an int, float or date column", c.Name, c.Type)
 		}
-		sp := Span{Lo: math.Inf(-1), Hi: math.Inf(1), IsInt: c.Type != catalog.Float, nullable: true}
+		sp := Span{Lo: math.Inf(-1), Hi: math.Inf(1), IsInt: c.Type != schema.Float, nullable: true}
 		// A per-person count has a lower bound only (PreAggregate).
 		if c.Lower != nil {
 			sp.Lo = *c.Lower
@@ -210,7 +211,7 @@ func rawRange(s Scalar, t *catalog.Table) (Span, error) {
 		if err != nil {
 			return Span{}, err
 		}
-		if x.Type == catalog.Int {
+		if x.Type == schema.Int {
 			if err := needFiniteSpans(s, a); err != nil {
 				return Span{}, err
 			}

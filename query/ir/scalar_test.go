@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // TestScalarRangeFollowsSQL checks the spans of the constructs whose SQL
@@ -15,11 +16,11 @@ import (
 func TestScalarRangeFollowsSQL(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
 	tbl := &catalog.Table{Name: "t", Columns: []*catalog.Column{
-		{Name: "a", Type: catalog.Int, Lower: f(0), Upper: f(5), Nullable: true},
-		{Name: "c", Type: catalog.Int, Lower: f(0), Upper: f(100)},
-		{Name: "big", Type: catalog.Float, Lower: f(0), Upper: f(9.005e15)},
-		{Name: "h", Type: catalog.Float, Lower: f(9007199254740000), Upper: f(9007199254740977)},
-		{Name: "s", Type: catalog.Float, Lower: f(-10), Upper: f(10)},
+		{Name: "a", Type: schema.Int, Lower: f(0), Upper: f(5), Nullable: true},
+		{Name: "c", Type: schema.Int, Lower: f(0), Upper: f(100)},
+		{Name: "big", Type: schema.Float, Lower: f(0), Upper: f(9.005e15)},
+		{Name: "h", Type: schema.Float, Lower: f(9007199254740000), Upper: f(9007199254740977)},
+		{Name: "s", Type: schema.Float, Lower: f(-10), Upper: f(10)},
 	}}
 	a, c, big, h, s := ColumnValue{"a"}, ColumnValue{"c"}, ColumnValue{"big"}, ColumnValue{"h"}, ColumnValue{"s"}
 	one, zero := Constant{Value: 1, Int: true}, Constant{Value: 0, Int: true}
@@ -45,7 +46,7 @@ func TestScalarRangeFollowsSQL(t *testing.T) {
 		{"big % 1.5", Arith{Op: "%", L: big, R: Constant{Value: 1.5}}, -0x1p-51 * (9.005e15 + 3), 1.5 + 0x1p-51*(9.005e15+3), true},
 		{"ROUND(s, 2)", Call{Func: "round", Args: []Scalar{s, Constant{Value: 2, Int: true}}}, -10, 10, true},
 		{"ROUND(h, 1)", Call{Func: "round", Args: []Scalar{h, Constant{Value: 1, Int: true}}}, 9007199254739995, 9007199254740982, true},
-		{"CAST(big % 1.5 AS int)", Cast{Type: catalog.Int, Arg: Arith{Op: "%", L: big, R: Constant{Value: 1.5}}}, -4, 6, true},
+		{"CAST(big % 1.5 AS int)", Cast{Type: schema.Int, Arg: Arith{Op: "%", L: big, R: Constant{Value: 1.5}}}, -4, 6, true},
 	}
 	for _, tt := range tests {
 		sp, err := ScalarRange(tt.s, tbl)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // isBucketExpr reports whether a node looks like a computed key.
@@ -69,7 +70,7 @@ func (p *parser) bucket(n *pg.Node) (*ir.Bucket, error) {
 		if err != nil {
 			return nil, err
 		}
-		if col.Type != catalog.Int && col.Type != catalog.Float {
+		if col.Type != schema.Int && col.Type != schema.Float {
 			return nil, ir.Refuse("%s over column %s (%s): want an int or float column", what, col.Name, col.Type)
 		}
 		return col, nil
