@@ -268,7 +268,7 @@ func TestEpochBudgets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, _ := svc.budgetOf(p.Plan.Table, epochOpts().Analyst)
+	key, _ := svc.budgetOf(p.decl, epochOpts().Analyst)
 	var ex *accounting.ExceededError
 	if err := svc.CheckCost(p, key, p.Noise.Cost); !errors.As(err, &ex) || !strings.Contains(err.Error(), "spent in epochs 2024-01..2024-02") {
 		t.Fatalf("CheckCost over spent months: %v; want the run's refusal naming 2024-01..2024-02", err)

@@ -252,7 +252,7 @@ func notGranted(analyst, table string) error {
 // dryRun answers a dry run of p: what it would cost and whether it would
 // be refused, with the analyst's budget as the ledger holds it now.
 func (a *Answerer) dryRun(p *query.Prepared, analyst string) (*answer.Response, error) {
-	key := ledger.Key{Dataset: p.Plan.Table.BudgetDataset(), Analyst: analyst}
+	key := ledger.Key{Dataset: p.Decl().BudgetDataset(), Analyst: analyst}
 	st, err := a.ledger.Status(key)
 	if errors.Is(err, ledger.ErrNoBudget) && a.opts.CatalogBudgets {
 		// Created from the catalog's budget when the answer is charged.

@@ -18,7 +18,7 @@ const (
 	// the lower bound instead of being tested for (ReadExact takes it back
 	// out). It reads the table with NaNs kept, which saves testing every
 	// value for NaN: it runs only on tables whose owner declared them free
-	// of NaN (catalog.Table.NaNFree), never because of what the data
+	// of NaN (ir.Table.NaNFree), never because of what the data
 	// holds, and only for plans whose float columns appear in aggregates
 	// alone (Plan.FirstForm), where a NaN found anyway is clamped to a
 	// bound and counted as a value.

@@ -6,7 +6,6 @@ import (
 	"math/big"
 
 	"github.com/dpstat/dpstat/accounting"
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/query/ir"
 	"github.com/dpstat/dpstat/schema"
@@ -44,7 +43,7 @@ func (h Histogram) Candidate(i int) float64 {
 }
 
 // newHistogram chooses the public candidate grid of a bounded column.
-func newHistogram(col *catalog.Column) Histogram {
+func newHistogram(col *ir.Column) Histogram {
 	lo, hi := *col.Lower, *col.Upper
 	h := Histogram{Column: col.Name, Lower: lo, Upper: hi}
 	switch {
@@ -279,6 +278,6 @@ func (quantileAgg) halfWidth(n *Noise, a AggregatePlan, confidence float64) (flo
 		fmtG(t), h.Bins+1, n.plan.gridValue(a.Aggregate, h.Lower), n.plan.gridValue(a.Aggregate, h.Upper))
 }
 
-func (quantileAgg) selectingCount(ir.Aggregate, *catalog.Table) (int, bool) { return 0, false }
+func (quantileAgg) selectingCount(ir.Aggregate, *ir.Table) (int, bool) { return 0, false }
 
 func (quantileAgg) note(AggregatePlan) string { return "" }

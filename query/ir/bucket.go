@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/schema"
 )
 
@@ -73,7 +72,7 @@ type Bucket struct {
 //
 // Every bound was checked when the query was parsed (parser.bucket): the
 // loops below run at most MaxGroups times.
-func (b *Bucket) Values(t *catalog.Table) []any {
+func (b *Bucket) Values(t *Table) []any {
 	switch b.Kind {
 	case WidthBucket:
 		out := make([]any, 0, b.N+2)
@@ -153,7 +152,7 @@ const maxBinNumber = 1 << 52
 // and counts its bins in integer arithmetic, before anything loops over
 // them: a width so small that a bound divided by it overflows, is NaN, or
 // reaches 2^52 is refused, as is a bin count above MaxGroups.
-func NewFloorBucket(col *catalog.Column, w float64) (*Bucket, error) {
+func NewFloorBucket(col *Column, w float64) (*Bucket, error) {
 	lo, hi := *col.Lower, *col.Upper
 	// The widest bins that stay within MaxGroups, for the message.
 	minWidth := (hi - lo) / (MaxGroups - 1)

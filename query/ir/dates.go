@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/schema"
 )
 
@@ -86,7 +85,7 @@ func FloorDiv(a, b int64) int64 {
 // CheckCount refuses a DateBucket whose image over the column's bounds in
 // t (declared, narrowed by WHERE) has more than MaxGroups values, counted
 // without listing them; the plan calls it before anything lists them.
-func (b *Bucket) CheckCount(t *catalog.Table) error {
+func (b *Bucket) CheckCount(t *Table) error {
 	if b.Kind != DateBucket {
 		return nil
 	}
@@ -114,7 +113,7 @@ func (b *Bucket) unitShift() int64 {
 // shiftedBounds is the column's range in t (declared, narrowed by WHERE)
 // moved by the bucket's shift: the values the date function is applied
 // to.
-func (b *Bucket) shiftedBounds(c *catalog.Column) (int64, int64) {
+func (b *Bucket) shiftedBounds(c *Column) (int64, int64) {
 	s := b.unitShift()
 	return int64(*c.Lower) + s, int64(*c.Upper) + s
 }
@@ -242,7 +241,7 @@ func floorDivDay(b *Bucket, v int64) int64 {
 // dateValues lists the bucket's values over the column's bounds in t, in
 // ascending order. The plan checked the count first (CheckCount), so the
 // loops are bounded before they start.
-func (b *Bucket) dateValues(t *catalog.Table) []any {
+func (b *Bucket) dateValues(t *Table) []any {
 	lo, hi := b.shiftedBounds(t.Column(b.Column))
 	if b.Trunc {
 		out := make([]any, 0, b.dateCount(lo, hi))
@@ -380,7 +379,7 @@ func ShiftString(column string, shift int64) string {
 }
 
 // datePartRange is the span of a DatePart over the column's bounds in t.
-func datePartRange(x DatePart, t *catalog.Table) (Span, error) {
+func datePartRange(x DatePart, t *Table) (Span, error) {
 	c := t.Column(x.Column)
 	if c == nil || !c.Bounded() || !c.Type.Temporal() {
 		return Span{}, Refuse("%s needs a date or timestamp column with declared bounds", DateString(x.Field, x.Column, x.Trunc, x.Shift))
@@ -455,7 +454,7 @@ func AddMonths(d, n int64) int64 {
 // shifted by a number (date + n, date − n), or a CASE, LEAST, GREATEST or
 // COALESCE of values of one temporal type; "" for a number (date − date
 // is a number of days).
-func ScalarTemporal(s Scalar, t *catalog.Table) schema.Type {
+func ScalarTemporal(s Scalar, t *Table) schema.Type {
 	switch x := s.(type) {
 	case ColumnValue:
 		if c := t.Column(x.Column); c != nil && c.Type.Temporal() {
@@ -495,7 +494,7 @@ func ScalarTemporal(s Scalar, t *catalog.Table) schema.Type {
 }
 
 // commonTemporal is the temporal type every value of args has, or "".
-func commonTemporal(args []Scalar, t *catalog.Table) schema.Type {
+func commonTemporal(args []Scalar, t *Table) schema.Type {
 	var out schema.Type
 	for i, a := range args {
 		at := ScalarTemporal(a, t)
@@ -510,7 +509,7 @@ func commonTemporal(args []Scalar, t *catalog.Table) schema.Type {
 // AggTemporal is the date or timestamp type of an aggregate's released
 // value: MIN, MAX, MEDIAN and percentile_cont of a temporal column or
 // expression; "" for a number.
-func AggTemporal(a *Aggregate, derived map[string]*Derived, t *catalog.Table) schema.Type {
+func AggTemporal(a *Aggregate, derived map[string]*Derived, t *Table) schema.Type {
 	if a == nil || a.Func != Quantile {
 		return ""
 	}

@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/schema"
 )
 
@@ -55,7 +54,7 @@ func TestShiftedDates(t *testing.T) {
 		}
 	}
 	lo, hi := float64(schema.DaysOf(2024, 1, 1)), float64(schema.DaysOf(2024, 12, 31))
-	tab := &catalog.Table{Name: "events", Columns: []*catalog.Column{{Name: "signup", Type: schema.Date, Lower: &lo, Upper: &hi}}}
+	tab := &Table{Name: "events", Columns: []*Column{{Name: "signup", Type: schema.Date, Lower: &lo, Upper: &hi}}}
 	for _, field := range []string{"year", "quarter", "month", "week", "day"} {
 		for _, trunc := range []bool{true, false} {
 			for _, days := range []int64{-400, -10, 3, 45} {

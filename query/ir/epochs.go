@@ -3,12 +3,11 @@ package ir
 import (
 	"math"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/epoch"
 	"github.com/dpstat/dpstat/schema"
 )
 
-// Epochs. On a table that declares an epoch (catalog.Epoch), the epochs a
+// Epochs. On a table that declares an epoch (Epoch), the epochs a
 // query reads follow from its WHERE conditions on the epoch column (a
 // comparison with a literal, BETWEEN, IN, date_trunc of the column
 // compared with a literal, under AND and OR), intersected with the
@@ -35,7 +34,7 @@ func (s span) join(o span) span {
 
 // epochScan derives the span of the epoch column that a condition allows.
 type epochScan struct {
-	col   *catalog.Column
+	col   *Column
 	every string
 	full  span
 }
@@ -183,7 +182,7 @@ func (s *epochScan) expr(e Expr) span {
 // where reads, and the values of the epoch column they hold (within the
 // declared bounds); ok is false when t declares no epoch, and empty true
 // when the condition leaves no declared epoch.
-func EpochRange(t *catalog.Table, where Expr) (r epoch.Range, lo, hi int64, empty, ok bool) {
+func EpochRange(t *Table, where Expr) (r epoch.Range, lo, hi int64, empty, ok bool) {
 	declared, ok := t.Epochs()
 	if !ok {
 		return epoch.Range{}, 0, 0, false, false
@@ -208,7 +207,7 @@ func EpochRange(t *catalog.Table, where Expr) (r epoch.Range, lo, hi int64, empt
 
 // EpochFilter is the condition that keeps the rows of the epochs read:
 // the epoch column between lo and hi (in its units).
-func EpochFilter(t *catalog.Table, lo, hi int64) Expr {
+func EpochFilter(t *Table, lo, hi int64) Expr {
 	c := t.Column(t.Epoch.Column)
 	return Between{
 		Arg:  Operand{Kind: ColumnRef, Column: c.Name},

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/schema"
 )
 
@@ -70,6 +69,12 @@ func (o Output) IsKey() bool { return o.Agg == nil && o.Post == nil }
 type Query struct {
 	// Table is the catalog's name of the queried table.
 	Table string
+	// Base is the queried table as the parser bound it (parse.Bind): the
+	// table of FROM, the private table of a join, the table under a
+	// per-person pre-aggregation. The stages read its facts (privacy
+	// unit, contribution bounds, epochs) and Relation's columns; they
+	// never read the catalog.
+	Base *Table
 	// Outputs is the select list.
 	Outputs []Output
 	// GroupBy lists the grouped columns (catalog names), each with a public
@@ -90,7 +95,7 @@ type Query struct {
 	// "alias.column", one set per occurrence: see QualifiedName), and
 	// JoinRows the most rows one private row becomes.
 	Joins    []Join
-	Relation *catalog.Table
+	Relation *Table
 	JoinRows int64
 	// Pre is the per-person pre-aggregation the query reads instead of a
 	// table (Relation is then its relation), or nil.

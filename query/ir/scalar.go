@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/schema"
 )
 
@@ -104,7 +103,7 @@ func (s Span) finite() bool {
 
 // ScalarRange derives the span of s over table t (whose column bounds may
 // be narrowed by WHERE), or refuses an expression that is not total.
-func ScalarRange(s Scalar, t *catalog.Table) (Span, error) {
+func ScalarRange(s Scalar, t *Table) (Span, error) {
 	out, err := rawRange(s, t)
 	if err != nil {
 		return Span{}, err
@@ -121,7 +120,7 @@ func ScalarRange(s Scalar, t *catalog.Table) (Span, error) {
 
 // rawRange is ScalarRange without the final finiteness check: a column
 // without bounds spans ±Inf, which only LEAST and GREATEST may narrow.
-func rawRange(s Scalar, t *catalog.Table) (Span, error) {
+func rawRange(s Scalar, t *Table) (Span, error) {
 	switch x := s.(type) {
 	case nil:
 		// NULL: it adds no value, only the possibility of NULL.
@@ -244,7 +243,7 @@ func needFiniteSpans(s Scalar, parts ...Span) error {
 }
 
 // callRange is rawRange of a function call.
-func callRange(s Scalar, x Call, t *catalog.Table) (Span, error) {
+func callRange(s Scalar, x Call, t *Table) (Span, error) {
 	args := make([]Span, len(x.Args))
 	for i, a := range x.Args {
 		sp, err := rawRange(a, t)
@@ -312,7 +311,7 @@ func callRange(s Scalar, x Call, t *catalog.Table) (Span, error) {
 }
 
 // condRange is rawRange of a CASE: the union of its arms' spans.
-func condRange(s Scalar, x Cond, t *catalog.Table) (Span, error) {
+func condRange(s Scalar, x Cond, t *Table) (Span, error) {
 	var out Span
 	first := true
 	nullArm := false // a NULL arm, wherever it comes

@@ -4,7 +4,6 @@ import (
 	"math"
 	"testing"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/schema"
 )
 
@@ -15,7 +14,7 @@ import (
 // result's range.
 func TestScalarRangeFollowsSQL(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
-	tbl := &catalog.Table{Name: "t", Columns: []*catalog.Column{
+	tbl := &Table{Name: "t", Columns: []*Column{
 		{Name: "a", Type: schema.Int, Lower: f(0), Upper: f(5), Nullable: true},
 		{Name: "c", Type: schema.Int, Lower: f(0), Upper: f(100)},
 		{Name: "big", Type: schema.Float, Lower: f(0), Upper: f(9.005e15)},

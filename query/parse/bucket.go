@@ -8,7 +8,6 @@ import (
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/query/ir"
 	"github.com/dpstat/dpstat/schema"
 )
@@ -61,7 +60,7 @@ func numberConst(n *pg.Node) (float64, bool) {
 // bucket parses a computed key: width_bucket(col, lo, hi, n),
 // floor(col / w) * w, or CASE WHEN … THEN literal … ELSE literal END.
 func (p *parser) bucket(n *pg.Node) (*ir.Bucket, error) {
-	numericCol := func(node *pg.Node, what string) (*catalog.Column, error) {
+	numericCol := func(node *pg.Node, what string) (*ir.Column, error) {
 		cr := node.GetColumnRef()
 		if cr == nil {
 			return nil, ir.Refuse("%s takes a column as its first argument", what)

@@ -6,7 +6,6 @@ import (
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/query/ir"
 	"github.com/dpstat/dpstat/schema"
 )
@@ -82,7 +81,7 @@ func (p *parser) temporalOperands(a, b ir.Operand) (ir.Operand, ir.Operand, erro
 // EXTRACT(field FROM col), where col may be shifted by an INTERVAL of
 // days or weeks (and hours, minutes or seconds for a timestamp): col +
 // INTERVAL '7 days'. It returns the part and its column.
-func (p *parser) dateArgs(fc *pg.FuncCall) (ir.DatePart, *catalog.Column, error) {
+func (p *parser) dateArgs(fc *pg.FuncCall) (ir.DatePart, *ir.Column, error) {
 	name := funcName(fc)
 	form := map[string]string{"date_trunc": "date_trunc('month', col)", "extract": "EXTRACT(month FROM col)", "date_part": "date_part('month', col)"}[name]
 	if len(fc.Args) != 2 || fc.AggStar || fc.Over != nil || fc.AggFilter != nil {
@@ -143,7 +142,7 @@ func (p *parser) dateArgs(fc *pg.FuncCall) (ir.DatePart, *catalog.Column, error)
 // the shifted values would not follow from the bounds by adding a
 // constant), as is part of a day for a date, and a shift that takes the
 // declared range of col outside the dates or timestamps dpstat reads.
-func (p *parser) dateShift(a *pg.A_Expr, col *catalog.Column, part ir.DatePart) (int64, error) {
+func (p *parser) dateShift(a *pg.A_Expr, col *ir.Column, part ir.DatePart) (int64, error) {
 	op := opName(a)
 	tc := a.Rexpr.GetTypeCast()
 	text := ""

@@ -3,7 +3,6 @@ package sqlgen
 import (
 	"fmt"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/query/ir"
 	"github.com/dpstat/dpstat/schema"
@@ -89,7 +88,7 @@ func (g *sqlGen) dateSQL(x ir.DatePart) (string, error) {
 // wholly outside that range, shifted or not: every value would be clamped
 // to a bound the engine cannot hold. Hours and minutes of a timestamp are
 // integer arithmetic on every engine and need no check.
-func (g *sqlGen) checkDayRange(x ir.DatePart, c *catalog.Column, shift int64) error {
+func (g *sqlGen) checkDayRange(x ir.DatePart, c *ir.Column, shift int64) error {
 	dr, ok := g.d.(engine.DayRanger)
 	if !ok || (c.Type == schema.Timestamp && (x.Field == "hour" || x.Field == "minute")) {
 		return nil
