@@ -7,7 +7,7 @@ import (
 	"github.com/dpstat/dpstat/schema"
 )
 
-// TestReservedNames: a table or column name beginning with ReservedPrefix,
+// TestReservedNames: a table or column name beginning with schema.ReservedPrefix,
 // in any case, is refused with what to do instead; the names the
 // statements once gave (u, k0, s0, …) and near misses are ordinary names,
 // and a reserved source column is read under another name with from:.
