@@ -13,39 +13,12 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/dpstat/dpstat/schema"
 )
-
-// Type is a column's declared type.
-type Type string
-
-// The column types a catalog may declare.
-const (
-	Int   Type = "int"
-	Float Type = "float"
-	Text  Type = "text"
-	Bool  Type = "bool"
-	// Date is a calendar date, kept as days since 1970-01-01; its bounds
-	// and values are written as dates ("2024-03-01").
-	Date Type = "date"
-	// Timestamp is a date and time without time zone, kept as
-	// microseconds since 1970-01-01 00:00:00; its bounds and values are
-	// written as "2024-03-01 13:45:00".
-	Timestamp Type = "timestamp"
-)
-
-// MaxIntBound is the largest magnitude accepted for the bounds and values
-// of an int column: 2^53, so that every bound is exact as a float64 too.
-const MaxIntBound = 1 << 53
 
 // MaxGroupsPerUnit is the largest max_groups_per_unit a table may declare.
 const MaxGroupsPerUnit = 1 << 20
-
-// MaxRowsPerGroup is the largest max_rows_per_group a table may declare:
-// the engines keep a person's values in a group with an aggregate that
-// takes at most this many (DuckDB's min_by with a count accepts n below
-// 1,000,000). A larger bound would make every query over the table fail in
-// the engine, so the catalog refuses it instead.
-const MaxRowsPerGroup = 999_999
 
 // Catalog is a checked catalog: every table has a source, every bound is
 // finite and ordered, every value list matches its column's type.
@@ -200,7 +173,7 @@ func (t *Table) BudgetDataset() string {
 // Column is one declared column.
 type Column struct {
 	Name string
-	Type Type
+	Type schema.Type
 	// Lower and Upper are the declared bounds, or nil when none are
 	// declared. Aggregates other than COUNT need both. A date column's
 	// bounds are days since 1970-01-01, a timestamp column's microseconds.

@@ -3,6 +3,8 @@ package catalog
 import (
 	"strings"
 	"testing"
+
+	"github.com/dpstat/dpstat/schema"
 )
 
 func TestDateColumns(t *testing.T) {
@@ -25,16 +27,16 @@ tables:
 		t.Errorf("signup bounds = %v, %v; want 19723 (2024-01-01) and 20088", *s.Lower, *s.Upper)
 	}
 	ts := tb.Column("seen")
-	if *ts.Lower != 19723*MicrosPerDay || *ts.Upper != (19723+366)*MicrosPerDay-500_000 {
+	if *ts.Lower != 19723*schema.MicrosPerDay || *ts.Upper != (19723+366)*schema.MicrosPerDay-500_000 {
 		t.Errorf("seen bounds = %v, %v", *ts.Lower, *ts.Upper)
 	}
 	if v := tb.Column("day").Values; len(v) != 2 || v[0] != int64(19783) || v[1] != int64(19784) {
 		t.Errorf("day values = %v", v)
 	}
-	if got := FormatDate(19783); got != "2024-03-01" {
+	if got := schema.FormatDate(19783); got != "2024-03-01" {
 		t.Errorf("FormatDate = %s", got)
 	}
-	if got := FormatTimestamp(19723*MicrosPerDay - 1); got != "2023-12-31 23:59:59.999999" {
+	if got := schema.FormatTimestamp(19723*schema.MicrosPerDay - 1); got != "2023-12-31 23:59:59.999999" {
 		t.Errorf("FormatTimestamp = %s", got)
 	}
 	if !strings.Contains(c.Summary(), "signup date [2024-01-01, 2024-12-31] (COUNT, GROUP BY date_trunc/EXTRACT)") ||

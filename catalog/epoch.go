@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	epochs "github.com/dpstat/dpstat/epoch"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // Epoch is a table's declared epoch: `epoch: {column: visit_date, every:
@@ -25,15 +26,6 @@ type rawEpoch struct {
 	Every  string `yaml:"every"`
 }
 
-// Day is the day (since 1970-01-01) of a value of a date or timestamp
-// column, kept in the column's units.
-func Day(t Type, v int64) int64 {
-	if t == Timestamp {
-		return floorDiv(v, MicrosPerDay)
-	}
-	return v
-}
-
 // Epochs is the range of every epoch the table declares: those holding
 // the epoch column's declared bounds. ok is false when the table declares
 // no epoch.
@@ -47,8 +39,8 @@ func (t *Table) Epochs() (epochs.Range, bool) {
 	}
 	return epochs.Range{
 		Every: t.Epoch.Every,
-		From:  epochs.Of(t.Epoch.Every, Day(c.Type, int64(*c.Lower))),
-		To:    epochs.Of(t.Epoch.Every, Day(c.Type, int64(*c.Upper))),
+		From:  epochs.Of(t.Epoch.Every, schema.Day(c.Type, int64(*c.Lower))),
+		To:    epochs.Of(t.Epoch.Every, schema.Day(c.Type, int64(*c.Upper))),
 	}, true
 }
 

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/dpstat/dpstat/schema"
 	"gopkg.in/yaml.v3"
 )
 
@@ -145,8 +146,8 @@ func checkTable(name string, rt *rawTable, dir string, colOrder []string, remote
 	}
 	if !validName(name) {
 		add("name %q: want letters, digits and underscores, starting with a letter or underscore", name)
-	} else if Reserved(name) {
-		add("name %q: names beginning with %s are dpstat's own (the names its statements give their stages); declare the table under another name", name, ReservedPrefix)
+	} else if schema.Reserved(name) {
+		add("name %q: names beginning with %s are dpstat's own (the names its statements give their stages); declare the table under another name", name, schema.ReservedPrefix)
 	}
 	t := &Table{Name: name, PrivacyUnit: rt.PrivacyUnit, MaxGroupsPerUnit: 1, MaxRowsPerGroup: 1, GroupSize: 1}
 	if rt.GroupSize != nil {
@@ -236,8 +237,8 @@ func checkTable(name string, rt *rawTable, dir string, colOrder []string, remote
 		if t.MaxGroupsPerUnit > MaxGroupsPerUnit {
 			add("max_groups_per_unit = %d: want at most %d", t.MaxGroupsPerUnit, MaxGroupsPerUnit)
 		}
-		if t.MaxRowsPerGroup > MaxRowsPerGroup {
-			add("max_rows_per_group = %d: want at most %d (the most values per person and group the engines can sample)", t.MaxRowsPerGroup, MaxRowsPerGroup)
+		if t.MaxRowsPerGroup > schema.MaxRowsPerGroup {
+			add("max_rows_per_group = %d: want at most %d (the most values per person and group the engines can sample)", t.MaxRowsPerGroup, schema.MaxRowsPerGroup)
 		}
 	}
 	if len(rt.Columns) == 0 {
@@ -284,10 +285,10 @@ func checkColumn(name string, rc *rawColumn) (*Column, []error) {
 	}
 	if !validName(name) {
 		add("name %q: want letters, digits and underscores, starting with a letter or underscore", name)
-	} else if Reserved(name) {
-		add("name %q: names beginning with %s are dpstat's own (the names its statements give their columns); declare the column under another name and read it with from:, e.g. %s: {from: %s, type: ...}", name, ReservedPrefix, strings.TrimLeft(name[len(ReservedPrefix):], "_")+"_col", name)
+	} else if schema.Reserved(name) {
+		add("name %q: names beginning with %s are dpstat's own (the names its statements give their columns); declare the column under another name and read it with from:, e.g. %s: {from: %s, type: ...}", name, schema.ReservedPrefix, strings.TrimLeft(name[len(schema.ReservedPrefix):], "_")+"_col", name)
 	}
-	col := &Column{Name: name, Type: Type(rc.Type), Nullable: rc.Nullable, From: rc.From}
+	col := &Column{Name: name, Type: schema.Type(rc.Type), Nullable: rc.Nullable, From: rc.From}
 	lower, upper, berrs := rc.bounds(col.Type)
 	errs = append(errs, berrs...)
 	rcLower, rcUpper := lower, upper
@@ -296,13 +297,13 @@ func checkColumn(name string, rc *rawColumn) (*Column, []error) {
 		add("from = %q: want the column's header in the source file (at most 1024 bytes, no NUL)", rc.From)
 	}
 	switch col.Type {
-	case Int, Float, Text, Bool, Date, Timestamp:
+	case schema.Int, schema.Float, schema.Text, schema.Bool, schema.Date, schema.Timestamp:
 	case "":
 		add("type: missing; want int, float, text, bool, date or timestamp")
 	default:
 		add("type %q: unknown; want int, float, text, bool, date or timestamp", rc.Type)
 	}
-	numeric := col.Type == Int || col.Type == Float
+	numeric := col.Type == schema.Int || col.Type == schema.Float
 	if (rc.Lower != nil || rc.Upper != nil) && !numeric && !col.Type.Temporal() && col.Type != "" {
 		add("lower/upper declared on a %s column; bounds apply only to int, float, date and timestamp columns", col.Type)
 	}
@@ -311,7 +312,7 @@ func checkColumn(name string, rc *rawColumn) (*Column, []error) {
 			add("declares only one of lower and upper; declare both or neither")
 		}
 		if rcLower != nil && rcUpper != nil && *rcLower > *rcUpper {
-			add("lower = %s is after upper = %s; want lower <= upper", FormatValue(col.Type, int64(*rcLower)), FormatValue(col.Type, int64(*rcUpper)))
+			add("lower = %s is after upper = %s; want lower <= upper", schema.FormatValue(col.Type, int64(*rcLower)), schema.FormatValue(col.Type, int64(*rcUpper)))
 		}
 	}
 	if numeric {
@@ -329,10 +330,10 @@ func checkColumn(name string, rc *rawColumn) (*Column, []error) {
 			switch {
 			case math.IsNaN(v) || math.IsInf(v, 0):
 				add("%s = %v: want a finite number", b.name, v)
-			case col.Type == Int && v != math.Trunc(v):
+			case col.Type == schema.Int && v != math.Trunc(v):
 				add("%s = %v: an int column wants an integer bound", b.name, v)
-			case math.Abs(v) > MaxIntBound:
-				add("%s = %v: want a magnitude of at most 2^53 = %d", b.name, v, int64(MaxIntBound))
+			case math.Abs(v) > schema.MaxIntBound:
+				add("%s = %v: want a magnitude of at most 2^53 = %d", b.name, v, int64(schema.MaxIntBound))
 			}
 		}
 		if rcLower != nil && rcUpper != nil && *rcLower > *rcUpper {
@@ -343,7 +344,7 @@ func checkColumn(name string, rc *rawColumn) (*Column, []error) {
 		vals, verrs := decodeValues(&rc.Values, col.Type)
 		errs = append(errs, verrs...)
 		col.Values = vals
-	} else if col.Type == Bool {
+	} else if col.Type == schema.Bool {
 		// A bool column's values are public by its type.
 		col.Values = []any{true, false}
 	}
@@ -351,7 +352,7 @@ func checkColumn(name string, rc *rawColumn) (*Column, []error) {
 }
 
 // decodeValues checks a public value list against the column type.
-func decodeValues(n *yaml.Node, typ Type) ([]any, []error) {
+func decodeValues(n *yaml.Node, typ schema.Type) ([]any, []error) {
 	var errs []error
 	if n.Kind != yaml.SequenceNode {
 		return nil, []error{fmt.Errorf("values: want a list, e.g. [a, b, c]")}
@@ -381,18 +382,18 @@ func decodeValues(n *yaml.Node, typ Type) ([]any, []error) {
 	return out, errs
 }
 
-func scalarValue(item *yaml.Node, typ Type) (any, error) {
+func scalarValue(item *yaml.Node, typ schema.Type) (any, error) {
 	switch typ {
-	case Int:
+	case schema.Int:
 		var v int64
 		if item.Tag != "!!int" || item.Decode(&v) != nil {
 			return nil, errors.New("want an integer for an int column")
 		}
-		if v > MaxIntBound || v < -MaxIntBound {
+		if v > schema.MaxIntBound || v < -schema.MaxIntBound {
 			return nil, errors.New("want a magnitude of at most 2^53")
 		}
 		return v, nil
-	case Float:
+	case schema.Float:
 		var v float64
 		if (item.Tag != "!!int" && item.Tag != "!!float") || item.Decode(&v) != nil {
 			return nil, errors.New("want a number for a float column")
@@ -404,18 +405,18 @@ func scalarValue(item *yaml.Node, typ Type) (any, error) {
 			v = 0 // -0 and 0 are one value, spelled 0
 		}
 		return v, nil
-	case Bool:
+	case schema.Bool:
 		var v bool
 		if item.Tag != "!!bool" || item.Decode(&v) != nil {
 			return nil, errors.New("want true or false for a bool column")
 		}
 		return v, nil
-	case Date, Timestamp:
+	case schema.Date, schema.Timestamp:
 		if item.Tag != "!!str" && item.Tag != "!!timestamp" {
-			return nil, fmt.Errorf("want a %s such as %s", typ, map[Type]string{Date: "2024-03-01", Timestamp: "2024-03-01 13:45:00"}[typ])
+			return nil, fmt.Errorf("want a %s such as %s", typ, map[schema.Type]string{schema.Date: "2024-03-01", schema.Timestamp: "2024-03-01 13:45:00"}[typ])
 		}
 		return parseTemporal(typ, item.Value)
-	case Text:
+	case schema.Text:
 		if item.Tag == "!!null" {
 			return nil, errors.New("want a text value; missing values are never group keys")
 		}
@@ -426,20 +427,6 @@ func scalarValue(item *yaml.Node, typ Type) (any, error) {
 	default:
 		return nil, errors.New("the column has no valid type")
 	}
-}
-
-// ReservedPrefix begins every name that dpstat's statements give their
-// own columns, stages and subqueries (u, k0, s0, …, spelled _dp_u,
-// _dp_k0, _dp_s0, …). A table or column may not be declared under a name
-// that begins with it, in any case (DuckDB's names ignore case), so that
-// a generated name never is a data column's: on ClickHouse an alias is
-// seen by every expression of its SELECT, where it would take the place
-// of the column.
-const ReservedPrefix = "_dp_"
-
-// Reserved reports whether name begins with ReservedPrefix, in any case.
-func Reserved(name string) bool {
-	return len(name) >= len(ReservedPrefix) && strings.EqualFold(name[:len(ReservedPrefix)], ReservedPrefix)
 }
 
 func validName(s string) bool {
@@ -549,7 +536,7 @@ func checkClustered(t *Table, n *yaml.Node, unit string) string {
 	if col == nil {
 		return "" // reported as an undeclared privacy_unit
 	}
-	if col.Type != Int || !col.Bounded() {
+	if col.Type != schema.Int || !col.Bounded() {
 		return fmt.Sprintf("clustered_by_unit: true needs the privacy_unit column %s declared as {type: int, lower: L, upper: U} (got type %s%s): the ranges the table is read in are cut from the declared bounds, never from the data", unit, col.Type, map[bool]string{true: " with bounds", false: " without both bounds"}[col.Bounded()])
 	}
 	t.ClusteredByUnit = true

@@ -3,9 +3,11 @@ package catalog
 import (
 	"strings"
 	"testing"
+
+	"github.com/dpstat/dpstat/schema"
 )
 
-// TestReservedNames: a table or column name beginning with ReservedPrefix,
+// TestReservedNames: a table or column name beginning with schema.ReservedPrefix,
 // in any case, is refused with what to do instead; the names the
 // statements once gave (u, k0, s0, …) and near misses are ordinary names,
 // and a reserved source column is read under another name with from:.
@@ -51,7 +53,7 @@ func TestReservedNames(t *testing.T) {
 		})
 	}
 	for name, want := range map[string]bool{"_dp_u": true, "_DP_": true, "_Dp_x": true, "_dp": false, "dp_u": false, "u": false, "": false} {
-		if Reserved(name) != want {
+		if schema.Reserved(name) != want {
 			t.Errorf("Reserved(%q) = %v, want %v", name, !want, want)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/dpstat/dpstat/schema"
 )
 
 // Summary describes the catalog in a few lines for people: each table with
@@ -61,7 +63,7 @@ func (c *Catalog) Summary() string {
 		for _, col := range t.Columns {
 			fmt.Fprintf(&b, "  %s %s", col.Name, col.Type)
 			if col.Bounded() && col.Type.Temporal() {
-				fmt.Fprintf(&b, " [%s, %s]", FormatValue(col.Type, int64(*col.Lower)), FormatValue(col.Type, int64(*col.Upper)))
+				fmt.Fprintf(&b, " [%s, %s]", schema.FormatValue(col.Type, int64(*col.Lower)), schema.FormatValue(col.Type, int64(*col.Upper)))
 			} else if col.Bounded() {
 				fmt.Fprintf(&b, " [%g, %g]", *col.Lower, *col.Upper)
 			}
@@ -91,10 +93,10 @@ func (c *Catalog) Summary() string {
 	return b.String()
 }
 
-func formatValues(t Type, vs []any) string {
+func formatValues(t schema.Type, vs []any) string {
 	parts := make([]string, len(vs))
 	for i, v := range vs {
-		parts[i] = FormatValue(t, v)
+		parts[i] = schema.FormatValue(t, v)
 	}
 	if len(parts) > 8 {
 		parts = append(parts[:8], fmt.Sprintf("… (%d in all)", len(vs)))

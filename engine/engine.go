@@ -18,6 +18,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/dpstat/dpstat/schema"
 )
 
 // Engine runs SQL that dpstat generated (never an analyst's text) and
@@ -181,23 +183,41 @@ const (
 	Timestamp
 )
 
-// CatalogName is the catalog's name of the type ("int", "float", "bool",
-// "date", "timestamp", "text"), for messages that compare a server's
-// column with its declaration.
-func (t Type) CatalogName() string {
+// TypeOf is the engine type a column of schema type t is read as: the one
+// mapping from the declared types to the engines' types.
+func TypeOf(t schema.Type) Type {
+	switch t {
+	case schema.Int:
+		return Integer
+	case schema.Float:
+		return Double
+	case schema.Bool:
+		return Boolean
+	case schema.Date:
+		return Date
+	case schema.Timestamp:
+		return Timestamp
+	}
+	return Text
+}
+
+// Schema is the schema type a column of engine type t holds ("int",
+// "float", "bool", "date", "timestamp", "text"), for messages that compare
+// a server's column with its declaration.
+func (t Type) Schema() schema.Type {
 	switch t {
 	case Integer, Integer32:
-		return "int"
+		return schema.Int
 	case Double:
-		return "float"
+		return schema.Float
 	case Boolean:
-		return "bool"
+		return schema.Bool
 	case Date:
-		return "date"
+		return schema.Date
 	case Timestamp:
-		return "timestamp"
+		return schema.Timestamp
 	}
-	return "text"
+	return schema.Text
 }
 
 // Rows is a fully read result.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dpstat/dpstat/answer"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // Catalog queries (pg_catalog, information_schema, version(), ...) are
@@ -43,20 +44,21 @@ type sqlType struct {
 	size         int
 }
 
-var declaredTypes = map[string]sqlType{
-	"int":       {oidInt8, "int8", "bigint", 8},
-	"float":     {oidFloat8, "float8", "double precision", 8},
-	"text":      {oidText, "text", "text", -1},
-	"bool":      {oidBool, "bool", "boolean", 1},
-	"date":      {oidDate, "date", "date", 4},
-	"timestamp": {oidTimestamp, "timestamp", "timestamp without time zone", 8},
+// declaredTypes is the PostgreSQL type of each declared column type.
+var declaredTypes = map[schema.Type]sqlType{
+	schema.Int:       {oidInt8, "int8", "bigint", 8},
+	schema.Float:     {oidFloat8, "float8", "double precision", 8},
+	schema.Text:      {oidText, "text", "text", -1},
+	schema.Bool:      {oidBool, "bool", "boolean", 1},
+	schema.Date:      {oidDate, "date", "date", 4},
+	schema.Timestamp: {oidTimestamp, "timestamp", "timestamp without time zone", 8},
 }
 
-func typeOf(declared string) sqlType {
+func typeOf(declared schema.Type) sqlType {
 	if t, ok := declaredTypes[declared]; ok {
 		return t
 	}
-	return declaredTypes["text"]
+	return declaredTypes[schema.Text]
 }
 
 // catalogTypes are the rows of pg_type.
@@ -295,7 +297,7 @@ func openCatalogDB(visible, all []answer.TableInfo, user string) (*catalogDB, er
 		add("INSERT INTO information_schema_tables VALUES ('dpstat', 'public', %s, 'BASE TABLE', NULL, NULL, NULL, NULL, NULL, 'NO', 'NO', NULL)", lit(t.Name))
 		add("INSERT INTO pg_description VALUES (%d, 1259, 0, %s)", oid, lit(tableNote(t)))
 		for j, c := range t.Columns {
-			st := typeOf(c.Type)
+			st := typeOf(schema.Type(c.Type))
 			byVal := st.size > 0
 			add("INSERT INTO pg_attribute VALUES (%d, %s, %d, -1, %d, %d, 0, -1, -1, %t, 'd', 'p', '', %t, false, false, '', '', false, true, 0, 0, NULL, NULL, NULL)",
 				oid, lit(c.Name), st.oid, st.size, j+1, byVal, !c.Nullable)

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // pgEpochDays is 2000-01-01, PostgreSQL's epoch for dates and timestamps
@@ -20,15 +20,15 @@ func encodeTemporal(v any, oid uint32, format int16) ([]byte, error) {
 		return []byte(s), nil
 	}
 	if oid == oidDate {
-		d, err := catalog.ParseDate(s)
+		d, err := schema.ParseDate(s)
 		if err != nil {
 			return nil, fmt.Errorf("value %v is not a date", v)
 		}
 		return binary.BigEndian.AppendUint32(nil, uint32(int32(d-pgEpochDays))), nil
 	}
-	us, err := catalog.ParseTimestamp(s)
+	us, err := schema.ParseTimestamp(s)
 	if err != nil {
 		return nil, fmt.Errorf("value %v is not a timestamp", v)
 	}
-	return binary.BigEndian.AppendUint64(nil, uint64(us-pgEpochDays*catalog.MicrosPerDay)), nil
+	return binary.BigEndian.AppendUint64(nil, uint64(us-pgEpochDays*schema.MicrosPerDay)), nil
 }

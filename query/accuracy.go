@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/dpstat/dpstat/accounting"
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query/dpplan"
 	"github.com/dpstat/dpstat/query/ir"
@@ -134,7 +133,7 @@ func (a *AccuracyPlan) Lines() []string {
 // refusal for budget can say what the budget left would buy.
 type accuracySearch struct {
 	q          *ir.Query
-	table      *catalog.Table
+	table      *ir.Table
 	delta      float64
 	confidence float64
 	// targets maps an output index to its asked half-width.
@@ -290,7 +289,7 @@ func untargetedReason(q *ir.Query, o ir.Output) string {
 
 // needsSelection reports whether q groups by a column without public
 // values, which key selection (and so δ) answers.
-func needsSelection(q *ir.Query, table *catalog.Table) bool {
+func needsSelection(q *ir.Query, table *ir.Table) bool {
 	rel, err := ir.Relation(q, table)
 	if err != nil {
 		return false
@@ -307,7 +306,7 @@ func needsSelection(q *ir.Query, table *catalog.Table) bool {
 // planAccuracy finds the ε (and δ) of an accuracy-first query: the
 // smallest ε whose planned half-widths meet every target. Only the plan
 // and the catalog decide it; nothing is read or charged.
-func planAccuracy(ctx context.Context, q *ir.Query, table *catalog.Table, opts Options) (*AccuracyPlan, *accuracySearch, error) {
+func planAccuracy(ctx context.Context, q *ir.Query, table *ir.Table, opts Options) (*AccuracyPlan, *accuracySearch, error) {
 	targets, untargeted, err := resolveAccuracy(q, opts.Accuracy)
 	if err != nil {
 		return nil, nil, err

@@ -271,7 +271,7 @@ func TestReplanIsNewPlan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		table := svc.cat.Table(p.Plan.Query.Table)
+		table := p.Plan.Query.Base
 		base, err := dpplan.NewPlanDelta(p.Plan.Query, table, 1, 1e-6)
 		if err != nil {
 			t.Fatal(err)

@@ -282,8 +282,8 @@ func (s *Service) Answer(ctx context.Context, sql string, opts Options) (*Result
 // EXPLAIN returns the plan's description without running the engine or
 // charging.
 func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
-	key, limit := s.budgetOf(p.Plan.Table, p.Opts.Analyst)
-	if err := s.ensureTotal(p.Plan.Table); err != nil {
+	key, limit := s.budgetOf(p.decl, p.Opts.Analyst)
+	if err := s.ensureTotal(p.decl); err != nil {
 		return nil, err
 	}
 	if err := s.ensureBudget(key, limit, p.Opts.RequireGrant); err != nil {
@@ -413,7 +413,7 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 	res.Budget = BudgetState{Dataset: key.Dataset, Analyst: key.Analyst, Rule: receipt.Rule, Spent: receipt.Spent, Remaining: receipt.Remaining, Total: receipt.Total}
 	if receipt.Epochs != nil {
 		res.Budget.Epochs, res.Budget.Epoch = receipt.Epochs.String(), receipt.LeastEpoch
-		res.Notes = append(res.Notes, epochWords(receipt.Epochs, p.Plan.DeclaredEpochs, p.Plan.EpochColumn, receipt.Cost.Epsilon, p.Plan.Table)+
+		res.Notes = append(res.Notes, epochWords(receipt.Epochs, p.Plan.DeclaredEpochs, p.Plan.EpochColumn, receipt.Cost.Epsilon, p.decl)+
 			fmt.Sprintf("; the budget figures are those of %s, the epoch with the least left", receipt.LeastEpoch))
 	}
 	return res, nil

@@ -1,9 +1,9 @@
 package query
 
 import (
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/query/dpplan"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // renderTemporalKeys spells the released keys of date and timestamp
@@ -14,7 +14,7 @@ func renderTemporalKeys(p *dpplan.Plan, res *Result) {
 		if !o.IsKey() {
 			continue
 		}
-		var t catalog.Type
+		var t schema.Type
 		if b := q.Buckets[o.Key]; b != nil {
 			if b.Kind == ir.DateBucket && b.Trunc {
 				t = b.Type
@@ -27,7 +27,7 @@ func renderTemporalKeys(p *dpplan.Plan, res *Result) {
 		}
 		for _, row := range res.Rows {
 			if v, ok := row[i].(int64); ok {
-				row[i] = catalog.FormatValue(t, v)
+				row[i] = schema.FormatValue(t, v)
 			}
 		}
 	}

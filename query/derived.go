@@ -58,7 +58,7 @@ func (s *Service) measurements(p *Prepared, res *Result, releaseID uint64, key l
 	if res == nil || res.measured == nil {
 		return nil
 	}
-	shape, why := reuse.ShapeOf(p.Plan, tableSource(p.Plan.Table))
+	shape, why := reuse.ShapeOf(p.Plan, relationDecl(p.decl, p.Plan.Table), tableSource(p.decl))
 	if why != "" {
 		return nil
 	}
@@ -113,7 +113,7 @@ func (s *Service) reuseRequest(p *Prepared, key ledger.Key) *reuse.Request {
 	if p.Opts.Fresh || p.ExplainOnly || p.Dropped != nil || reuse.Eligible(p.Plan) != "" {
 		return nil
 	}
-	shape, why := reuse.ShapeOf(p.Plan, tableSource(p.Plan.Table))
+	shape, why := reuse.ShapeOf(p.Plan, relationDecl(p.decl, p.Plan.Table), tableSource(p.decl))
 	if why != "" {
 		return nil
 	}
@@ -122,7 +122,7 @@ func (s *Service) reuseRequest(p *Prepared, key ledger.Key) *reuse.Request {
 		return nil
 	}
 	req := &reuse.Request{Plan: p.Plan, Noise: p.Noise, Shape: shape, Confidence: p.Opts.Confidence,
-		Analyst: key.Analyst, Shared: p.Plan.Table.ReuseReleases == catalog.ReuseShared}
+		Analyst: key.Analyst, Shared: p.decl.ReuseReleases == catalog.ReuseShared}
 	if p.Accuracy != nil {
 		req.Targets = map[int]float64{}
 		for o, h := range p.acc.targets {

@@ -6,6 +6,7 @@ import (
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/epoch"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // epochsOf derives the epochs query q reads on base, a table that
@@ -14,7 +15,7 @@ import (
 // WHERE, so that the statement never reads a row of an epoch it was not
 // charged for, and refuses, before any charge, what would mix one
 // person's rows of several epochs inside one unit's contribution.
-func epochsOf(q *ir.Query, base *catalog.Table) (*epoch.Range, error) {
+func epochsOf(q *ir.Query, base *ir.Table) (*epoch.Range, error) {
 	if base == nil || base.Epoch == nil {
 		return nil, nil
 	}
@@ -60,7 +61,7 @@ func epochsOf(q *ir.Query, base *catalog.Table) (*epoch.Range, error) {
 
 // epochRange is ir.EpochRange of rel (which declares base's epoch) under
 // condition where, refused when it leaves no declared epoch.
-func epochRange(rel, base *catalog.Table, where ir.Expr) (epoch.Range, int64, int64, error) {
+func epochRange(rel, base *ir.Table, where ir.Expr) (epoch.Range, int64, int64, error) {
 	e := base.Epoch
 	if rel.Epoch == nil {
 		cp := *rel
@@ -71,7 +72,7 @@ func epochRange(rel, base *catalog.Table, where ir.Expr) (epoch.Range, int64, in
 	if empty {
 		c := base.Column(e.Column)
 		return r, 0, 0, ir.Refuse("the conditions on %s leave no date within its declared range (%s to %s): the query would read no epoch; ask about dates in that range",
-			e.Column, catalog.FormatValue(c.Type, int64(*c.Lower)), catalog.FormatValue(c.Type, int64(*c.Upper)))
+			e.Column, schema.FormatValue(c.Type, int64(*c.Lower)), schema.FormatValue(c.Type, int64(*c.Upper)))
 	}
 	return r, lo, hi, nil
 }
@@ -85,7 +86,7 @@ func epochRange(rel, base *catalog.Table, where ir.Expr) (epoch.Range, int64, in
 // pair one person's rows of different epochs, is refused; so is
 // COUNT(DISTINCT) over several epochs, which would count a person once
 // over epochs that are protected separately.
-func preEpochs(q *ir.Query, base *catalog.Table) (*epoch.Range, error) {
+func preEpochs(q *ir.Query, base *ir.Table) (*epoch.Range, error) {
 	e, pre := base.Epoch, q.Pre
 	if pre.Query == nil || pre.Relation == nil {
 		return nil, ir.Refuse("table %s declares epochs by %s of %s: this subquery cannot be grouped by (person, %s); aggregate the table directly (GROUP BY date_trunc('%s', %s) keeps the %ss apart)",
@@ -130,7 +131,7 @@ func preEpochs(q *ir.Query, base *catalog.Table) (*epoch.Range, error) {
 
 // groupedByEpoch reports whether q groups by date_trunc of the epoch
 // column by a unit within one epoch, so that each group holds one epoch.
-func groupedByEpoch(q *ir.Query, e *catalog.Epoch) bool {
+func groupedByEpoch(q *ir.Query, e *ir.Epoch) bool {
 	for _, k := range q.GroupBy {
 		b := q.Buckets[k]
 		if b != nil && b.Kind == ir.DateBucket && b.Trunc && b.Shift == 0 && b.Column == e.Column && epoch.Valid(b.Field) && epoch.Nests(b.Field, e.Every) {

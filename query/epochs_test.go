@@ -20,6 +20,7 @@ import (
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query/ir"
 	"github.com/dpstat/dpstat/query/sqlgen"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // epochRows are the visits of three people over January to March 2024:
@@ -79,7 +80,7 @@ func epochServiceOn(t *testing.T, kind string, drop int, dropMonth, total string
 	if kind == "postgres" {
 		pg := pgtest.Shared(t)
 		name := fmt.Sprintf("epoch_visits_%d", epochTables.Add(1))
-		cols := []pgtest.Column{{Name: "pid", Type: catalog.Int}, {Name: "day", Type: catalog.Date}, {Name: "amount", Type: catalog.Int}}
+		cols := []pgtest.Column{{Name: "pid", Type: schema.Int}, {Name: "day", Type: schema.Date}, {Name: "amount", Type: schema.Int}}
 		if err := pg.LoadTable(context.Background(), name, cols, []byte(b.String())); err != nil {
 			t.Fatal(err)
 		}
@@ -267,7 +268,7 @@ func TestEpochBudgets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, _ := svc.budgetOf(p.Plan.Table, epochOpts().Analyst)
+	key, _ := svc.budgetOf(p.decl, epochOpts().Analyst)
 	var ex *accounting.ExceededError
 	if err := svc.CheckCost(p, key, p.Noise.Cost); !errors.As(err, &ex) || !strings.Contains(err.Error(), "spent in epochs 2024-01..2024-02") {
 		t.Fatalf("CheckCost over spent months: %v; want the run's refusal naming 2024-01..2024-02", err)

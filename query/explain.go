@@ -152,7 +152,7 @@ func (p *Prepared) Explain() *Explanation {
 	}
 	if plan.Epochs != nil {
 		e.Epochs, e.EpochCount = plan.Epochs.String(), plan.Epochs.Len()
-		e.Notes = append(e.Notes, epochWords(plan.Epochs, plan.DeclaredEpochs, plan.EpochColumn, p.Noise.Cost.Epsilon, plan.Table)+
+		e.Notes = append(e.Notes, epochWords(plan.Epochs, plan.DeclaredEpochs, plan.EpochColumn, p.Noise.Cost.Epsilon, p.decl)+
 			fmt.Sprintf("; the statement reads only rows of these %ss (%s between their first and last day)", plan.Epochs.Every, plan.EpochColumn))
 	}
 	if d := p.Dropped; d != nil {

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine/clickhouse"
 	"github.com/dpstat/dpstat/engine/duckdb"
 	"github.com/dpstat/dpstat/engine/postgres/pgtest"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // occurrenceCatalog declares the tables of the repeated-occurrence tests:
@@ -71,10 +71,10 @@ func occurrenceData() map[string][]string {
 }
 
 var occurrenceColumns = map[string][]pgtest.Column{
-	"r":   {{Name: "rid", Type: catalog.Int}, {Name: "day", Type: catalog.Int}, {Name: "x", Type: catalog.Int}, {Name: "u", Type: catalog.Text}},
-	"t":   {{Name: "pid", Type: catalog.Int}},
-	"p":   {{Name: "pid", Type: catalog.Int}},
-	"cal": {{Name: "d", Type: catalog.Int}, {Name: "w", Type: catalog.Int}},
+	"r":   {{Name: "rid", Type: schema.Int}, {Name: "day", Type: schema.Int}, {Name: "x", Type: schema.Int}, {Name: "u", Type: schema.Text}},
+	"t":   {{Name: "pid", Type: schema.Int}},
+	"p":   {{Name: "pid", Type: schema.Int}},
+	"cal": {{Name: "d", Type: schema.Int}, {Name: "w", Type: schema.Int}},
 }
 
 // occurrenceService opens a service over the tables on the engine kind

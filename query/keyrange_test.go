@@ -10,6 +10,7 @@ import (
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/engine/engines"
 	"github.com/dpstat/dpstat/engine/postgres/pgtest"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // keyRangeCatalog declares r, one person per pid (at most one group and
@@ -76,8 +77,8 @@ func keyRangeService(t *testing.T, kind, skip string) *Service {
 	}
 	pg := pgtest.Shared(t)
 	ctx := context.Background()
-	cols := []pgtest.Column{{Name: "pid", Type: catalog.Int}, {Name: "c", Type: catalog.Int}, {Name: "a", Type: catalog.Int},
-		{Name: "big", Type: catalog.Float}, {Name: "h", Type: catalog.Float}}
+	cols := []pgtest.Column{{Name: "pid", Type: schema.Int}, {Name: "c", Type: schema.Int}, {Name: "a", Type: schema.Int},
+		{Name: "big", Type: schema.Float}, {Name: "h", Type: schema.Float}}
 	values, err := pgtest.ParseCSV([]byte("pid,c,a,big,h\n"+strings.Join(rows, "\n")+"\n"), cols)
 	if err != nil {
 		t.Fatal(err)

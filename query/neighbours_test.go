@@ -18,6 +18,7 @@ import (
 	"github.com/dpstat/dpstat/engine/postgres/pgtest"
 	"github.com/dpstat/dpstat/internal/querygen"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // neighbourTimeout bounds one run (planning and engine) of a battery query
@@ -269,7 +270,7 @@ func buildNeighbours(kind string, pg *pgtest.Server) (*neighbourFixture, error) 
 			}
 			codes = append(codes, []any{t, f[1], w})
 		}
-		if err := pg.LoadRows(ctx, "nb_codes", []pgtest.Column{{Name: "t", Type: catalog.Text}, {Name: "label", Type: catalog.Text}, {Name: "weight", Type: catalog.Int}}, codes); err != nil {
+		if err := pg.LoadRows(ctx, "nb_codes", []pgtest.Column{{Name: "t", Type: schema.Text}, {Name: "label", Type: schema.Text}, {Name: "weight", Type: schema.Int}}, codes); err != nil {
 			return nil, err
 		}
 	}

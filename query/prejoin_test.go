@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine/postgres/pgtest"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // prejoinCatalog declares two private tables of one id space: t (at most
@@ -47,8 +47,8 @@ const (
 )
 
 var prejoinColumns = map[string][]pgtest.Column{
-	"t": {{Name: "pid", Type: catalog.Int}, {Name: "day", Type: catalog.Int}, {Name: "v", Type: catalog.Int}},
-	"p": {{Name: "pid", Type: catalog.Int}, {Name: "kind", Type: catalog.Text}, {Name: "w", Type: catalog.Int}},
+	"t": {{Name: "pid", Type: schema.Int}, {Name: "day", Type: schema.Int}, {Name: "v", Type: schema.Int}},
+	"p": {{Name: "pid", Type: schema.Int}, {Name: "kind", Type: schema.Text}, {Name: "w", Type: schema.Int}},
 }
 
 // prejoinData holds the tables' rows (without headers): persons 1…12 have

@@ -40,6 +40,10 @@ type Prepared struct {
 	DroppedSQL string
 
 	acc *accuracySearch
+	// decl is the declaration of the table the query reads (the private
+	// table of a join, the table under a pre-aggregation): its budgets,
+	// source and reuse setting, which the stages do not read.
+	decl *catalog.Table
 
 	dialect engine.Dialect
 	// ranges are the ranges of the privacy unit SQL runs in, one
@@ -91,11 +95,11 @@ func prepareWith(ctx context.Context, cat *catalog.Catalog, d engine.Dialect, sq
 	if err := recordable(q); err != nil {
 		return nil, err
 	}
-	epochs, err := epochsOf(q, cat.Table(q.Table))
+	epochs, err := epochsOf(q, q.Base)
 	if err != nil {
 		return nil, err
 	}
-	table := cat.Table(q.Table)
+	table := q.Base
 	if q.Relation != nil {
 		table = q.Relation
 	}
@@ -115,7 +119,7 @@ func prepareWith(ctx context.Context, cat *catalog.Catalog, d engine.Dialect, sq
 		// The estimate's statement counts each person's rows over the
 		// whole table; on a table with epochs the unit is (person,
 		// epoch), and the rows of other epochs are not charged.
-		return nil, ir.Refuse("the dropped-rows estimate is not available on table %s, which declares epochs (its unit is a person's rows of one %s): ask without the estimate", q.Table, cat.Table(q.Table).Epoch.Every)
+		return nil, ir.Refuse("the dropped-rows estimate is not available on table %s, which declares epochs (its unit is a person's rows of one %s): ask without the estimate", q.Table, q.Base.Epoch.Every)
 	}
 	droppedEps, err := droppedEpsilon(q, plan, opts)
 	if err != nil {
@@ -128,7 +132,7 @@ func prepareWith(ctx context.Context, cat *catalog.Catalog, d engine.Dialect, sq
 		}
 	}
 	if epochs != nil {
-		base := cat.Table(q.Table)
+		base := q.Base
 		plan.Epochs, plan.EpochColumn, plan.EpochEvery = epochs, base.Epoch.Column, base.Epoch.Every
 		plan.DeclaredEpochs, _ = base.Epochs()
 	}
@@ -148,7 +152,7 @@ func prepareWith(ctx context.Context, cat *catalog.Catalog, d engine.Dialect, sq
 			return nil, err
 		}
 	}
-	prep := &Prepared{Plan: plan, Noise: nz, SQL: text, Opts: opts, ExplainOnly: explain, dialect: d, Accuracy: accPlan, acc: acc}
+	prep := &Prepared{Plan: plan, Noise: nz, SQL: text, Opts: opts, ExplainOnly: explain, dialect: d, Accuracy: accPlan, acc: acc, decl: cat.Table(q.Table)}
 	if droppedEps > 0 {
 		if err := prep.planDropped(droppedEps); err != nil {
 			return nil, err

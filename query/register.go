@@ -9,6 +9,7 @@ import (
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/query/sqlgen"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // Register exposes every table of the catalog in the engine under its
@@ -20,8 +21,8 @@ func Register(ctx context.Context, cat *catalog.Catalog, eng engine.Engine) erro
 		cols := make([]engine.Column, len(t.Columns))
 		floats := false
 		for i, c := range t.Columns {
-			cols[i] = engine.Column{Name: c.Name, Type: engineType(c.Type), Source: c.From}
-			floats = floats || c.Type == catalog.Float
+			cols[i] = engine.Column{Name: c.Name, Type: engine.TypeOf(c.Type), Source: c.From}
+			floats = floats || c.Type == schema.Float
 		}
 		if err := expose(ctx, eng, t, t.Name, cols); err != nil {
 			return err
@@ -58,7 +59,7 @@ func DeclaredNaN(ctx context.Context, cat *catalog.Catalog, eng engine.Engine) (
 		}
 		var cols, counts []string
 		for _, c := range t.Columns {
-			if c.Type == catalog.Float {
+			if c.Type == schema.Float {
 				cols = append(cols, c.Name)
 				counts = append(counts, "count("+d.QuoteIdent(c.Name)+")")
 			}
@@ -107,20 +108,4 @@ func expose(ctx context.Context, eng engine.Engine, t *catalog.Table, name strin
 		return fmt.Errorf("query: table %s reads the file %s, but engine %s reads only its own tables; give a table or view of that engine as the source", t.Name, t.Source, eng.Dialect().Name())
 	}
 	return reg.RegisterFile(ctx, name, t.Source, t.Format, cols)
-}
-
-func engineType(t catalog.Type) engine.Type {
-	switch t {
-	case catalog.Int:
-		return engine.Integer
-	case catalog.Float:
-		return engine.Double
-	case catalog.Bool:
-		return engine.Boolean
-	case catalog.Date:
-		return engine.Date
-	case catalog.Timestamp:
-		return engine.Timestamp
-	}
-	return engine.Text
 }

@@ -50,16 +50,16 @@ const answerKeyVersion = "dpstat-query-answer-v2"
 // ledger key the answer is stored under.
 func (p *Prepared) AnswerKey() string {
 	// Whose releases may be reused does not change what an answer is.
-	t := *p.Plan.Table
+	t := relationDecl(p.decl, p.Plan.Table)
 	t.ReuseReleases = ""
-	decl, err := json.Marshal(&t)
+	decl, err := json.Marshal(t)
 	if err != nil {
 		// A table that cannot be spelled gets a key of its own.
 		decl = []byte(fmt.Sprintf("%p", p.Plan.Table))
 	}
-	source, err := filepath.Abs(p.Plan.Table.Source)
+	source, err := filepath.Abs(p.decl.Source)
 	if err != nil {
-		source = p.Plan.Table.Source
+		source = p.decl.Source
 	}
 	h := sha256.New()
 	for _, part := range []string{

@@ -16,6 +16,7 @@ import (
 	"github.com/dpstat/dpstat/engine/duckdb"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // writeTable writes a catalog and a CSV into a new directory and returns
@@ -177,11 +178,11 @@ func TestCatalogRefusesWhatTheEngineCannotRun(t *testing.T) {
 		return "budget: {epsilon: 1e30, delta: 1e-6}\ntables:\n  v:\n    source: data.csv\n    privacy_unit: pid\n    max_groups_per_unit: 1\n    max_rows_per_group: " +
 			strconv.Itoa(rows) + "\n    columns:\n      pid: {type: int}\n      x: {type: int, lower: 0, upper: 10}\n"
 	}
-	_, err := catalog.Parse([]byte(decl(catalog.MaxRowsPerGroup+1)), t.TempDir())
+	_, err := catalog.Parse([]byte(decl(schema.MaxRowsPerGroup+1)), t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), "max_rows_per_group = 1000000") || !strings.Contains(err.Error(), "at most 999999") {
 		t.Fatalf("want max_rows_per_group refused with its limit, got %v", err)
 	}
-	svc, _, _ := newTestService(t, writeTable(t, decl(catalog.MaxRowsPerGroup), "pid,x\n1,3\n1,4\n2,5\n"))
+	svc, _, _ := newTestService(t, writeTable(t, decl(schema.MaxRowsPerGroup), "pid,x\n1,3\n1,4\n2,5\n"))
 	res, err := svc.Answer(context.Background(), "SELECT SUM(x), COUNT(x), MEDIAN(x) FROM v", exactOpts())
 	if err != nil {
 		t.Fatalf("the largest accepted max_rows_per_group does not run: %v", err)

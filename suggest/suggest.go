@@ -28,11 +28,11 @@ import (
 	"time"
 
 	"github.com/dpstat/dpstat/accounting"
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/mechanism"
 	"github.com/dpstat/dpstat/query/dpplan"
 	"github.com/dpstat/dpstat/random"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // Engine is what Run needs of an engine: queries over a registered file.
@@ -611,11 +611,11 @@ tables:
 		extra := ""
 		switch {
 		case c.Lower != nil && (c.Type == engine.Date || c.Type == engine.Timestamp):
-			t := catalog.Date
+			t := schema.Date
 			if c.Type == engine.Timestamp {
-				t = catalog.Timestamp
+				t = schema.Timestamp
 			}
-			extra = fmt.Sprintf(", lower: %s, upper: %s", quote(catalog.FormatValue(t, int64(*c.Lower))), quote(catalog.FormatValue(t, int64(*c.Upper))))
+			extra = fmt.Sprintf(", lower: %s, upper: %s", quote(schema.FormatValue(t, int64(*c.Lower))), quote(schema.FormatValue(t, int64(*c.Upper))))
 		case c.Lower != nil:
 			extra = fmt.Sprintf(", lower: %s, upper: %s", strconv.FormatFloat(*c.Lower, 'g', -1, 64), strconv.FormatFloat(*c.Upper, 'g', -1, 64))
 		}
@@ -682,9 +682,9 @@ func (p *Plan) temporalBounds(ctx context.Context, eng Engine, c *Column, unitFi
 	}
 	unit := int64(1)
 	if c.Type == engine.Timestamp {
-		unit = catalog.MicrosPerDay
+		unit = schema.MicrosPerDay
 	}
-	day := func(y int, m time.Month) float64 { return float64(catalog.DaysOf(y, m, 1) * unit) }
+	day := func(y int, m time.Month) float64 { return float64(schema.DaysOf(y, m, 1) * unit) }
 	// Bin i holds the values of year firstYear + i.
 	const firstYear, lastYear = 1900, 2100
 	var sel []string
@@ -740,8 +740,8 @@ func (p *Plan) temporalBounds(ctx context.Context, eng Engine, c *Column, unitFi
 		lower, upper = upper, lower
 	}
 	// The end of the upper bound's month (post-processing).
-	y, mo, _ := catalog.DateOf(upper)
-	end := catalog.DaysOf(y, mo+1, 1)
+	y, mo, _ := schema.DateOf(upper)
+	end := schema.DaysOf(y, mo+1, 1)
 	lo, hi := float64(lower*unit), float64(end*unit-1)
 	if c.Type == engine.Timestamp {
 		hi = float64(end*unit - 1_000_000)

@@ -3,7 +3,7 @@ package synth
 import (
 	"time"
 
-	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // calendarEdges cuts a date column's bounds (days since 1970-01-01) or a
@@ -12,10 +12,10 @@ import (
 // needs at most bins bins, each clipped to the bounds. Where even years
 // would be too many, it falls back to equal bins of whole days. Every
 // loop below is bounded by bins + 1 iterations before it starts.
-func calendarEdges(t catalog.Type, lo, hi float64, bins int) ([]float64, string) {
+func calendarEdges(t schema.Type, lo, hi float64, bins int) ([]float64, string) {
 	perDay := int64(1)
-	if t == catalog.Timestamp {
-		perDay = catalog.MicrosPerDay
+	if t == schema.Timestamp {
+		perDay = schema.MicrosPerDay
 	}
 	dlo, dhi := floorDiv(int64(lo), perDay), floorDiv(int64(hi), perDay)
 	if dhi < dlo {
@@ -37,12 +37,12 @@ func calendarEdges(t catalog.Type, lo, hi float64, bins int) ([]float64, string)
 		{"day", func(d int64) int64 { return d + 1 }},
 		{"week", func(d int64) int64 { return d + 7 }},
 		{"month", func(d int64) int64 {
-			y, m, _ := catalog.DateOf(d)
-			return catalog.DaysOf(y, m+1, 1)
+			y, m, _ := schema.DateOf(d)
+			return schema.DaysOf(y, m+1, 1)
 		}},
 		{"year", func(d int64) int64 {
-			y, _, _ := catalog.DateOf(d)
-			return catalog.DaysOf(y+1, time.January, 1)
+			y, _, _ := schema.DateOf(d)
+			return schema.DaysOf(y+1, time.January, 1)
 		}},
 	}
 	for _, u := range units {
@@ -54,7 +54,7 @@ func calendarEdges(t catalog.Type, lo, hi float64, bins int) ([]float64, string)
 			return toEdges(days), u.name
 		}
 	}
-	edges := binEdges(catalog.Int, float64(dlo), float64(dhi), bins)
+	edges := binEdges(schema.Int, float64(dlo), float64(dhi), bins)
 	days := make([]int64, len(edges))
 	for i, e := range edges {
 		days[i] = int64(e)

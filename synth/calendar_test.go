@@ -12,6 +12,7 @@ import (
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/query"
 	"github.com/dpstat/dpstat/random"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // TestCalendarBins checks that date and timestamp columns with declared
@@ -64,10 +65,10 @@ func TestCalendarBins(t *testing.T) {
 						t.Fatalf("bin %d: sampled %T, want a date", i, a.Value(i, src))
 					}
 					var n int64
-					if a.Type == catalog.Date {
-						n, err = catalog.ParseDate(v)
+					if a.Type == schema.Date {
+						n, err = schema.ParseDate(v)
 					} else {
-						n, err = catalog.ParseTimestamp(v)
+						n, err = schema.ParseTimestamp(v)
 					}
 					if err != nil || float64(n) < lo || float64(n) > hi {
 						t.Fatalf("bin %d %s: sampled %q (%v)", i, a.Label(i), v, err)
@@ -144,8 +145,8 @@ tables:
 	months := map[string]int{}
 	for _, l := range lines[1:] {
 		day, _, _ := strings.Cut(l, ",")
-		n, err := catalog.ParseDate(day)
-		if err != nil || n < catalog.DaysOf(2024, 1, 1) || n > catalog.DaysOf(2024, 12, 31) {
+		n, err := schema.ParseDate(day)
+		if err != nil || n < schema.DaysOf(2024, 1, 1) || n > schema.DaysOf(2024, 12, 31) {
 			t.Fatalf("sampled day %q (%v)", day, err)
 		}
 		months[day[:7]]++

@@ -3,9 +3,9 @@ package synth
 import (
 	"math"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/noise"
 	"github.com/dpstat/dpstat/random"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // Model is a tree graphical model (a forest when some columns are not
@@ -387,7 +387,7 @@ func (a *Attr) Value(i int, src random.Source) any {
 		}
 		if a.Type.Temporal() {
 			// Sampled back as a date or timestamp.
-			return catalog.FormatValue(a.Type, v)
+			return schema.FormatValue(a.Type, v)
 		}
 		return v
 	}

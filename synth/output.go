@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/random"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // Result is a synthetic table with what it was made from.
@@ -224,7 +224,7 @@ func (p *Plan) Describe() []string {
 					unit = "equal"
 				}
 				what = fmt.Sprintf("%d %s bins over [%s, %s]", len(a.Edges), unit,
-					catalog.FormatValue(a.Type, int64(a.Lower)), catalog.FormatValue(a.Type, int64(a.Upper)))
+					schema.FormatValue(a.Type, int64(a.Lower)), schema.FormatValue(a.Type, int64(a.Upper)))
 			}
 		case Boolean:
 			what = "bool"

@@ -44,6 +44,7 @@ import (
 
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // DefaultBins is the number of bins a bounded numeric column is cut into
@@ -97,7 +98,7 @@ type Attr struct {
 	// Name is the declared column name.
 	Name string
 	// Type is the declared type.
-	Type catalog.Type
+	Type schema.Type
 	// Kind says how the column is discretized.
 	Kind Kind
 	// Nullable adds NULL as the last value of the domain.
@@ -120,7 +121,7 @@ type Attr struct {
 
 // integral reports whether the column's values are whole numbers: ints,
 // and dates and timestamps (read as days and microseconds).
-func (a *Attr) integral() bool { return a.Type == catalog.Int || a.Type.Temporal() }
+func (a *Attr) integral() bool { return a.Type == schema.Int || a.Type.Temporal() }
 
 // Size is the number of values of the column's domain, NULL included.
 func (a *Attr) Size() int {
@@ -155,12 +156,12 @@ func (a *Attr) Label(i int) string {
 	}
 	lo, hi := a.binRange(i)
 	if a.Type.Temporal() {
-		if lo == hi || a.Calendar == "day" && a.Type == catalog.Date {
-			return catalog.FormatValue(a.Type, int64(lo))
+		if lo == hi || a.Calendar == "day" && a.Type == schema.Date {
+			return schema.FormatValue(a.Type, int64(lo))
 		}
-		return fmt.Sprintf("[%s, %s]", catalog.FormatValue(a.Type, int64(lo)), catalog.FormatValue(a.Type, int64(hi)))
+		return fmt.Sprintf("[%s, %s]", schema.FormatValue(a.Type, int64(lo)), schema.FormatValue(a.Type, int64(hi)))
 	}
-	if a.Type == catalog.Int {
+	if a.Type == schema.Int {
 		if lo == hi {
 			return strconv.FormatInt(int64(lo), 10)
 		}
@@ -322,7 +323,7 @@ func discretize(t *catalog.Table, c *catalog.Column, bins int) (*Attr, string) {
 		}
 		a.Kind = Listed
 		a.Values = c.Values
-	case c.Type == catalog.Bool:
+	case c.Type == schema.Bool:
 		a.Kind = Boolean
 	case c.Type.Temporal() && c.Bounded():
 		// Dates and timestamps are binned by the calendar, so that each
@@ -330,11 +331,11 @@ func discretize(t *catalog.Table, c *catalog.Column, bins int) (*Attr, string) {
 		a.Kind = Binned
 		a.Lower, a.Upper = *c.Lower, *c.Upper
 		a.Edges, a.Calendar = calendarEdges(c.Type, a.Lower, a.Upper, bins)
-	case (c.Type == catalog.Int || c.Type == catalog.Float) && c.Bounded():
+	case (c.Type == schema.Int || c.Type == schema.Float) && c.Bounded():
 		a.Kind = Binned
 		a.Lower, a.Upper = *c.Lower, *c.Upper
 		a.Edges = binEdges(c.Type, a.Lower, a.Upper, bins)
-	case c.Type == catalog.Text:
+	case c.Type == schema.Text:
 		return nil, "a text column without a public values: list"
 	default:
 		return nil, fmt.Sprintf("a %s column without declared lower: and upper: bounds or a values: list", c.Type)
@@ -345,8 +346,8 @@ func discretize(t *catalog.Table, c *catalog.Column, bins int) (*Attr, string) {
 // binEdges cuts [lo, hi] into at most bins bins of (nearly) equal width.
 // Int bounds are integers of magnitude at most 2^53 (the catalog checks),
 // so the integer arithmetic below cannot overflow.
-func binEdges(t catalog.Type, lo, hi float64, bins int) []float64 {
-	if t == catalog.Int {
+func binEdges(t schema.Type, lo, hi float64, bins int) []float64 {
+	if t == schema.Int {
 		l, h := int64(math.Ceil(lo)), int64(math.Floor(hi))
 		if h < l {
 			h = l

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // Data is the table as counts of each combination of discretized values
@@ -42,7 +42,7 @@ func (p *Plan) SQL(d engine.Dialect) (string, error) {
 		u := d.QuoteIdent(p.Table.PrivacyUnit)
 		known := "(SELECT * FROM " + src + " WHERE " + u + " IS NOT NULL) AS known"
 		part := u
-		if c := p.Table.Column(p.Table.PrivacyUnit); c != nil && c.Type == catalog.Float {
+		if c := p.Table.Column(p.Table.PrivacyUnit); c != nil && c.Type == schema.Float {
 			// -0 and 0 are one person: IEEE 754 gives -0 + 0 = +0.
 			zero, err := engine.Literal(d, 0.0)
 			if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/dpstat/dpstat/audit"
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/random"
+	"github.com/dpstat/dpstat/schema"
 )
 
 func loadExample(t *testing.T) *catalog.Catalog {
@@ -122,17 +123,17 @@ func TestPlanRefusals(t *testing.T) {
 
 func TestBinEdges(t *testing.T) {
 	tests := []struct {
-		typ    catalog.Type
+		typ    schema.Type
 		lo, hi float64
 		bins   int
 		want   []float64
 	}{
-		{catalog.Int, 1, 4, 16, []float64{1, 2, 3, 4}},
-		{catalog.Int, 0, 9, 4, []float64{0, 2, 5, 7}},
-		{catalog.Int, -(1 << 53), 1 << 53, 2, []float64{-(1 << 53), 0}},
-		{catalog.Float, 0, 1, 4, []float64{0, 0.25, 0.5, 0.75}},
-		{catalog.Float, -math.MaxFloat64, math.MaxFloat64, 2, []float64{-math.MaxFloat64, 0}},
-		{catalog.Float, 3, 3, 5, []float64{3}},
+		{schema.Int, 1, 4, 16, []float64{1, 2, 3, 4}},
+		{schema.Int, 0, 9, 4, []float64{0, 2, 5, 7}},
+		{schema.Int, -(1 << 53), 1 << 53, 2, []float64{-(1 << 53), 0}},
+		{schema.Float, 0, 1, 4, []float64{0, 0.25, 0.5, 0.75}},
+		{schema.Float, -math.MaxFloat64, math.MaxFloat64, 2, []float64{-math.MaxFloat64, 0}},
+		{schema.Float, 3, 3, 5, []float64{3}},
 	}
 	for _, tt := range tests {
 		got := binEdges(tt.typ, tt.lo, tt.hi, tt.bins)

@@ -23,6 +23,7 @@ import (
 	"github.com/dpstat/dpstat/query"
 	"github.com/dpstat/dpstat/query/dpplan"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // maxPreviewGroups bounds the groups a dry run lists.
@@ -79,13 +80,13 @@ func tableInfo(t *catalog.Table) answer.TableInfo {
 		ci := answer.ColumnInfo{Name: c.Name, Type: string(c.Type), Lower: c.Lower, Upper: c.Upper, Nullable: c.Nullable}
 		for _, v := range c.Values {
 			if c.Type.Temporal() {
-				ci.Values = append(ci.Values, catalog.FormatValue(c.Type, v))
+				ci.Values = append(ci.Values, schema.FormatValue(c.Type, v))
 				continue
 			}
 			ci.Values = append(ci.Values, valueText(v))
 		}
 		if c.Type.Temporal() && c.Bounded() {
-			ci.Range = []string{catalog.FormatValue(c.Type, int64(*c.Lower)), catalog.FormatValue(c.Type, int64(*c.Upper))}
+			ci.Range = []string{schema.FormatValue(c.Type, int64(*c.Lower)), schema.FormatValue(c.Type, int64(*c.Upper))}
 		}
 		ti.Columns = append(ti.Columns, ci)
 	}
@@ -251,7 +252,7 @@ func notGranted(analyst, table string) error {
 // dryRun answers a dry run of p: what it would cost and whether it would
 // be refused, with the analyst's budget as the ledger holds it now.
 func (a *Answerer) dryRun(p *query.Prepared, analyst string) (*answer.Response, error) {
-	key := ledger.Key{Dataset: p.Plan.Table.BudgetDataset(), Analyst: analyst}
+	key := ledger.Key{Dataset: p.Decl().BudgetDataset(), Analyst: analyst}
 	st, err := a.ledger.Status(key)
 	if errors.Is(err, ledger.ErrNoBudget) && a.opts.CatalogBudgets {
 		// Created from the catalog's budget when the answer is charged.

@@ -39,8 +39,8 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/shopspring/decimal"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // Options configures a connection to a ClickHouse server (engine.ServerOptions;
@@ -323,13 +323,13 @@ func (e *Engine) withBindings(sql string) string {
 
 // generatorAlias reports whether a column name begins as the names
 // dpstat's statements give their own columns and stages do
-// (catalog.ReservedPrefix: _dp_u, _dp_k0, _dp_s0, _dp_r, …). The catalog
+// (schema.ReservedPrefix: _dp_u, _dp_k0, _dp_s0, _dp_r, …). The catalog
 // refuses such a declared name, but a declared column may read a server
 // column of such a name (from:): written into the statement's own
 // SELECT, where a generated alias of that name is seen by every
 // expression, it would be read as the alias, so such a table is always
 // read through its projection, a subquery.
-func generatorAlias(name string) bool { return catalog.Reserved(name) }
+func generatorAlias(name string) bool { return schema.Reserved(name) }
 
 // inlined writes the projection of the one bound table a statement reads
 // (FROM "name", no JOIN) into the statement itself: FROM "name" becomes

@@ -35,7 +35,7 @@ func project(col, typ string, c engine.Column) (string, error) {
 		if ok {
 			return nil
 		}
-		return fmt.Errorf("declared %s: want %s (or a view that converts it)", c.Type.CatalogName(), want)
+		return fmt.Errorf("declared %s: want %s (or a view that converts it)", c.Type.Schema(), want)
 	}
 	signed := base == "Int8" || base == "Int16" || base == "Int32" || base == "Int64"
 	small := base == "UInt8" || base == "UInt16" || base == "UInt32"

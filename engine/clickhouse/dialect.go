@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // Dialect is ClickHouse's SQL dialect, as versions 18.16 and later run
@@ -162,15 +162,15 @@ func (dialect) KeptGridSum(list string, i int) string {
 // once more for this, their keys only: a scan per shard, far cheaper
 // than the bounding.
 // perGroupName is the alias of ShardGroups' per-group sums; it and the
-// encoded keys (_dp_kn0, _dp_kv0, …) begin with catalog.ReservedPrefix,
+// encoded keys (_dp_kn0, _dp_kv0, …) begin with schema.ReservedPrefix,
 // as every name a statement gives, so that none is a column of the rows
 // they are read beside.
-const perGroupName = catalog.ReservedPrefix + "per_group"
+const perGroupName = schema.ReservedPrefix + "per_group"
 
 func (dialect) ShardGroups(source, where string, keyExprs, keys, sums []string, perGroup string) string {
 	var left, right, using, outKeys, outSums []string
 	for i, k := range keys {
-		n, v := catalog.ReservedPrefix+"kn"+strconv.Itoa(i), catalog.ReservedPrefix+"kv"+strconv.Itoa(i)
+		n, v := schema.ReservedPrefix+"kn"+strconv.Itoa(i), schema.ReservedPrefix+"kv"+strconv.Itoa(i)
 		left = append(left, "isNull("+keyExprs[i]+") AS "+n, "assumeNotNull("+keyExprs[i]+") AS "+v)
 		right = append(right, "isNull("+k+") AS "+n, "assumeNotNull("+k+") AS "+v, k)
 		using = append(using, n, v)

@@ -342,7 +342,7 @@ func project(col, base string, c engine.Column) (string, error) {
 		if ok {
 			return nil
 		}
-		return fmt.Errorf("declared %s: want %s (or a view that converts it)", c.Type.CatalogName(), want)
+		return fmt.Errorf("declared %s: want %s (or a view that converts it)", c.Type.Schema(), want)
 	}
 	switch c.Type {
 	case engine.Integer:

@@ -17,6 +17,7 @@ import (
 	"github.com/dpstat/dpstat/engine/engines"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query"
+	"github.com/dpstat/dpstat/schema"
 	"github.com/dpstat/dpstat/suggest"
 )
 
@@ -389,7 +390,7 @@ tables:
 // header itself when it is one (letters, digits and underscores, not
 // starting with a digit), else the header in lower case with every other
 // character run made an underscore ("Hours per week" → hours_per_week;
-// a header beginning with catalog.ReservedPrefix, dpstat's own, loses
+// a header beginning with schema.ReservedPrefix, dpstat's own, loses
 // its leading underscores: _dp_x → dp_x); names are made unique with a
 // numeric suffix.
 func columnNames(cols []engine.Column) []string {
@@ -397,7 +398,7 @@ func columnNames(cols []engine.Column) []string {
 	seen := map[string]bool{}
 	for i, c := range cols {
 		name := c.Name
-		if !isSQLName(name) || catalog.Reserved(name) {
+		if !isSQLName(name) || schema.Reserved(name) {
 			var b strings.Builder
 			under := false
 			for _, r := range strings.ToLower(name) {

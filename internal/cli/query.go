@@ -24,6 +24,7 @@ import (
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // oneQuery checks that the query came as one argument: an unquoted query
@@ -359,14 +360,14 @@ func temporalInterval(v any, iv *[2]float64) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	t := catalog.Date
-	if _, err := catalog.ParseDate(s); err != nil {
-		if _, err := catalog.ParseTimestamp(s); err != nil {
+	t := schema.Date
+	if _, err := schema.ParseDate(s); err != nil {
+		if _, err := schema.ParseTimestamp(s); err != nil {
 			return "", false
 		}
-		t = catalog.Timestamp
+		t = schema.Timestamp
 	}
-	return "[" + catalog.FormatValue(t, int64(math.Round(iv[0]))) + ", " + catalog.FormatValue(t, int64(math.Round(iv[1]))) + "]", true
+	return "[" + schema.FormatValue(t, int64(math.Round(iv[0]))) + ", " + schema.FormatValue(t, int64(math.Round(iv[1]))) + "]", true
 }
 
 // formatNoisy prints a noisy value with the decimals its interval warrants.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // writeSuggestCSV writes a small table: 400 people with two rows each in
@@ -190,10 +191,10 @@ func TestCatalogSuggestDates(t *testing.T) {
 		}
 		for _, col := range []string{"signup", "seen"} {
 			c := cat.Table("events").Column(col)
-			day := func(y int, m time.Month, d int) float64 { return float64(catalog.DaysOf(y, m, d)) }
+			day := func(y int, m time.Month, d int) float64 { return float64(schema.DaysOf(y, m, d)) }
 			lo, hi := *c.Lower, *c.Upper
 			if col == "seen" {
-				lo, hi = lo/catalog.MicrosPerDay, math.Floor(hi/catalog.MicrosPerDay)
+				lo, hi = lo/schema.MicrosPerDay, math.Floor(hi/schema.MicrosPerDay)
 			}
 			if lo < day(2023, 1, 1) || lo > day(2023, 3, 1) || hi < day(2024, 4, 30) || hi > day(2024, 12, 31) {
 				t.Errorf("%s bounds [%v, %v]: want a lower from 2023-01-01 to 2023-03-01, an upper from 2024-04-30 to 2024-12-31\n%s", col, *c.Lower, *c.Upper, text)

@@ -21,6 +21,7 @@ import (
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query"
 	"github.com/dpstat/dpstat/random"
+	"github.com/dpstat/dpstat/schema"
 	"github.com/dpstat/dpstat/synth"
 )
 
@@ -312,18 +313,18 @@ func writeParquet(ctx context.Context, out string, plan *synth.Plan, writeCSV fu
 	for _, a := range plan.Attrs {
 		t := engine.Text
 		switch a.Type {
-		case catalog.Int:
+		case schema.Int:
 			t = engine.Integer
-		case catalog.Float:
+		case schema.Float:
 			t = engine.Double
-		case catalog.Bool:
+		case schema.Bool:
 			t = engine.Boolean
 		}
 		name := d.TypeName(t)
 		switch a.Type {
-		case catalog.Date:
+		case schema.Date:
 			name = "DATE" // written as 2024-03-17
-		case catalog.Timestamp:
+		case schema.Timestamp:
 			name = "TIMESTAMP"
 		}
 		cols = append(cols, d.QuoteString(a.Name)+": "+d.QuoteString(name))

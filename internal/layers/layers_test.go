@@ -23,7 +23,7 @@ var layers = []struct {
 	prefix string
 	layer  int
 }{
-	{"random", 0}, {"epoch", 0}, {"accounting", 1}, {"catalog", 1}, {"engine", 1}, {"clients", 1},
+	{"random", 0}, {"epoch", 0}, {"schema", 0}, {"accounting", 1}, {"catalog", 1}, {"engine", 1}, {"clients", 1},
 	{"noise", 2}, {"audit", 2}, {"ledger", 2}, {"engine/postgres/pgtest", 2},
 	{"mechanism", 3}, {"analyst", 3}, {"engine/duckdb", 3}, {"engine/postgres", 3}, {"engine/clickhouse", 3},
 	{"ldp", 4}, {"engine/engines", 4},
@@ -105,5 +105,55 @@ func TestNoBackEdges(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// schemaOwners are the query stages that read tables only as the IR binds
+// them (ir.Table, parse.Bind), never the catalog's declaration; with
+// their subfolders.
+var schemaOwners = []string{"query/ir", "query/dpplan", "query/sqlgen"}
+
+// TestStagesDoNotImportCatalog checks that no production file of the
+// stages in schemaOwners imports package catalog (or a package under
+// it): the parser binds the catalog once into the IR, and the planner and
+// the SQL generator read the IR's tables.
+func TestStagesDoNotImportCatalog(t *testing.T) {
+	root := filepath.Join("..", "..")
+	fset := token.NewFileSet()
+	for _, stage := range schemaOwners {
+		dir := filepath.Join(root, filepath.FromSlash(stage))
+		files := 0
+		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				if n := d.Name(); p != dir && (strings.HasPrefix(n, ".") || n == "testdata") {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+				return nil
+			}
+			files++
+			f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly)
+			if err != nil {
+				return err
+			}
+			for _, im := range f.Imports {
+				path, _ := strconv.Unquote(im.Path.Value)
+				if path == module+"catalog" || strings.HasPrefix(path, module+"catalog/") {
+					t.Errorf("%s imports %s: the stage %s reads tables as the IR binds them (ir.Table, built by parse.Bind), not the catalog", p, path, stage)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if files == 0 {
+			t.Errorf("stage %s has no production Go file: update schemaOwners", stage)
+		}
 	}
 }

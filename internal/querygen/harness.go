@@ -7,8 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/query/dpplan"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // The harness tables: people, rows, visits and wide all read one file of
@@ -93,7 +93,7 @@ tables:
 const Codes = "t,label,weight\na,alpha,1\nb,beta,2\nb,beta two,3\n,empty,0\n"
 
 // Types are the types of the harness columns (Columns).
-var Types = []catalog.Type{catalog.Int, catalog.Float, catalog.Float, catalog.Int, catalog.Text, catalog.Text, catalog.Bool, catalog.Date, catalog.Timestamp}
+var Types = []schema.Type{schema.Int, schema.Float, schema.Float, schema.Int, schema.Text, schema.Text, schema.Bool, schema.Date, schema.Timestamp}
 
 // Values reads harness rows as a file engine does, for loading them into
 // a server: an empty or malformed field is NULL, infinite dates and
@@ -108,19 +108,19 @@ func Values(rows []string) [][]any {
 				continue
 			}
 			switch Types[j] {
-			case catalog.Int:
+			case schema.Int:
 				if v, err := strconv.ParseInt(f, 10, 64); err == nil {
 					row[j] = v
 				}
-			case catalog.Float:
+			case schema.Float:
 				if v, err := strconv.ParseFloat(f, 64); err == nil {
 					row[j] = v
 				}
-			case catalog.Bool:
+			case schema.Bool:
 				if v, err := strconv.ParseBool(f); err == nil {
 					row[j] = v
 				}
-			case catalog.Date:
+			case schema.Date:
 				switch f {
 				case "infinity":
 					row[j] = pgtype.Date{InfinityModifier: pgtype.Infinity, Valid: true}
@@ -131,7 +131,7 @@ func Values(rows []string) [][]any {
 						row[j] = v
 					}
 				}
-			case catalog.Timestamp:
+			case schema.Timestamp:
 				switch f {
 				case "infinity":
 					row[j] = pgtype.Timestamp{InfinityModifier: pgtype.Infinity, Valid: true}

@@ -3,7 +3,6 @@ package dpplan
 import (
 	"fmt"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/query/ir"
 )
 
@@ -27,7 +26,7 @@ type aggregator interface {
 	// selectingCount reports whether the aggregate has a noisy count that
 	// can select keys (KeySelection), and its index among the aggregate's
 	// releases.
-	selectingCount(a ir.Aggregate, table *catalog.Table) (int, bool)
+	selectingCount(a ir.Aggregate, table *ir.Table) (int, bool)
 	// note is EXPLAIN's note on the aggregate, "" for none.
 	note(ap AggregatePlan) string
 }

@@ -33,7 +33,7 @@ func aggPlanEps(t *testing.T, sql string, eps float64) (*Plan, *Noise) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPlanDelta(q, cat.Table(q.Table), eps, 1e-6)
+	p, err := NewPlanDelta(q, q.Base, eps, 1e-6)
 	if err != nil {
 		t.Fatal(err)
 	}

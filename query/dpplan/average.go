@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/dpstat/dpstat/accounting"
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/mechanism"
 	"github.com/dpstat/dpstat/query/ir"
 )
@@ -294,7 +293,7 @@ func (avgAgg) halfWidth(n *Noise, a AggregatePlan, confidence float64) (float64,
 
 // selectingCount: AVG's count (a key only one person has counts at most
 // L∞ of their rows).
-func (avgAgg) selectingCount(ir.Aggregate, *catalog.Table) (int, bool) { return 1, true }
+func (avgAgg) selectingCount(ir.Aggregate, *ir.Table) (int, bool) { return 1, true }
 
 func (avgAgg) note(ap AggregatePlan) string {
 	return fmt.Sprintf("%s: noisy centred sum / noisy count, values clamped to [%g, %g]; the midpoint %s is reported where the noisy count is not positive",

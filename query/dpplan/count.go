@@ -3,7 +3,6 @@ package dpplan
 import (
 	"math"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/query/ir"
 )
 
@@ -29,7 +28,7 @@ func (countAgg) halfWidth(n *Noise, ap AggregatePlan, confidence float64) (float
 	return n.Counts[ap.Releases[0]].Interval(confidence), ""
 }
 
-func (countAgg) selectingCount(ir.Aggregate, *catalog.Table) (int, bool) { return 0, true }
+func (countAgg) selectingCount(ir.Aggregate, *ir.Table) (int, bool) { return 0, true }
 
 func (countAgg) note(AggregatePlan) string { return "" }
 

@@ -1,7 +1,6 @@
 package dpplan
 
 import (
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/query/ir"
 )
 
@@ -36,7 +35,7 @@ func (distinctAgg) halfWidth(n *Noise, ap AggregatePlan, confidence float64) (fl
 // selectingCount: the distinct people can select keys (each person adds at
 // most 1 to a key). The distinct values of another column cannot: the main
 // statement does not compute them (HistogramSQL does).
-func (distinctAgg) selectingCount(a ir.Aggregate, table *catalog.Table) (int, bool) {
+func (distinctAgg) selectingCount(a ir.Aggregate, table *ir.Table) (int, bool) {
 	return 0, table.HasPrivacyUnit() && a.Column == table.PrivacyUnit
 }
 

@@ -1,8 +1,8 @@
 package dpplan
 
 import (
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // Form is one way of computing a plan's exact statistics in the engine.
@@ -18,7 +18,7 @@ const (
 	// the lower bound instead of being tested for (ReadExact takes it back
 	// out). It reads the table with NaNs kept, which saves testing every
 	// value for NaN: it runs only on tables whose owner declared them free
-	// of NaN (catalog.Table.NaNFree), never because of what the data
+	// of NaN (ir.Table.NaNFree), never because of what the data
 	// holds, and only for plans whose float columns appear in aggregates
 	// alone (Plan.FirstForm), where a NaN found anyway is clamped to a
 	// bound and counted as a value.
@@ -58,7 +58,7 @@ func (p *Plan) rawFloatsOK() bool {
 	}
 	isFloat := func(col string) bool {
 		c := p.Table.Column(col)
-		return c != nil && c.Type == catalog.Float
+		return c != nil && c.Type == schema.Float
 	}
 	if p.Bounded && isFloat(p.Table.PrivacyUnit) {
 		return false
@@ -84,7 +84,7 @@ func (p *Plan) floatColumns() []string {
 		default:
 			continue
 		}
-		if c := p.Table.Column(s.Column); c != nil && c.Type == catalog.Float && !seen[c.Name] {
+		if c := p.Table.Column(s.Column); c != nil && c.Type == schema.Float && !seen[c.Name] {
 			seen[c.Name] = true
 			out = append(out, c.Name)
 		}
@@ -129,7 +129,7 @@ func (p *Plan) GridSummed(i int) bool {
 // IntColumn reports whether a FixedPointSum sums an int column's values as
 // they are.
 func (p *Plan) IntColumn(s Summand) bool {
-	return s.Exp == 0 && p.Table.Column(s.Column).Type == catalog.Int
+	return s.Exp == 0 && p.Table.Column(s.Column).Type == schema.Int
 }
 
 // OnlyDistinctUnits reports whether every statistic counts distinct units.

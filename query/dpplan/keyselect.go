@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/dpstat/dpstat/accounting"
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/mechanism"
 	"github.com/dpstat/dpstat/query/ir"
@@ -88,7 +87,7 @@ type KeySelection struct {
 // COUNT(col) and AVG(col)'s count (a key only one person has counts at
 // most L∞ of their rows), and COUNT(DISTINCT) of the privacy unit (of any
 // column when each row is one person: at most 1).
-func selectingCount(a ir.Aggregate, table *catalog.Table) (int, bool) {
+func selectingCount(a ir.Aggregate, table *ir.Table) (int, bool) {
 	agg, err := aggregatorOf(a)
 	if err != nil {
 		return 0, false
@@ -99,7 +98,7 @@ func selectingCount(a ir.Aggregate, table *catalog.Table) (int, bool) {
 // countSelects reports whether the query has an aggregate whose noisy count
 // can select the keys (see KeySelection and selectingCount), outside a
 // most-common-values query.
-func countSelects(q *ir.Query, table *catalog.Table) bool {
+func countSelects(q *ir.Query, table *ir.Table) bool {
 	if q.TopK > 0 {
 		return false
 	}

@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/epoch"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // Share is one aggregate's part of the query's ε.
@@ -130,15 +130,15 @@ func (p *Plan) ColumnTypes() []string {
 func (p *Plan) outputType(o ir.Output) string {
 	switch {
 	case o.Post != nil:
-		return string(catalog.Float)
+		return string(schema.Float)
 	case o.Agg != nil:
 		if t := ir.AggTemporal(o.Agg, p.Query.Derived, p.Table); t != "" {
 			return string(t)
 		}
 		if o.Agg.Func.Info().Result == ir.ResultInt {
-			return string(catalog.Int)
+			return string(schema.Int)
 		}
-		return string(catalog.Float)
+		return string(schema.Float)
 	}
 	b := p.Query.Buckets[o.Key]
 	if b == nil {
@@ -151,7 +151,7 @@ func (p *Plan) outputType(o ir.Output) string {
 	case b.Kind == ir.DateBucket && b.Trunc:
 		return string(b.Type)
 	case b.Kind == ir.DateBucket, b.Kind == ir.WidthBucket, b.Kind == ir.RangeBucket:
-		return string(catalog.Int)
+		return string(schema.Int)
 	case b.Kind == ir.TextBucket:
 		return map[string]string{"text": "text", "number": "int", "bool": "bool"}[b.Fn.ValueKind()]
 	case b.Kind == ir.CaseBucket && b.ValueKind() != "number":
@@ -160,14 +160,14 @@ func (p *Plan) outputType(o ir.Output) string {
 	// Numbers: typed as the planned values are (the SQL casts the key to
 	// that type too): any double makes the column a float.
 	if b.Kind == ir.FloorBucket {
-		return string(catalog.Float)
+		return string(schema.Float)
 	}
 	for _, v := range p.KeyValues(o.Key) {
 		if _, ok := v.(float64); ok {
-			return string(catalog.Float)
+			return string(schema.Float)
 		}
 	}
-	return string(catalog.Int)
+	return string(schema.Int)
 }
 
 // gridValue spells a candidate of an aggregate's quantile grid for
@@ -380,10 +380,10 @@ type AggregatePlan struct {
 // Plan is a checked query with its stages, sensitivities and ε split.
 type Plan struct {
 	Query   *ir.Query
-	Table   *catalog.Table
+	Table   *ir.Table
 	Epsilon float64
 	// Epochs are the epochs the query reads, on a table that declares an
-	// epoch (catalog.Table.Epoch; nil otherwise): the privacy unit is then
+	// epoch (ir.Table.Epoch; nil otherwise): the privacy unit is then
 	// (person, epoch), and the query's cost is charged in each of them.
 	// EpochColumn and EpochEvery name the declaration, and
 	// DeclaredEpochs are all the epochs the table declares.
@@ -437,7 +437,7 @@ const minGridExp = -1000
 // NewPlan builds the plan for q over table with total privacy parameter
 // epsilon, split equally among the aggregates (and, for AVG, equally
 // between its centred sum and its count).
-func NewPlan(q *ir.Query, table *catalog.Table, epsilon float64) (*Plan, error) {
+func NewPlan(q *ir.Query, table *ir.Table, epsilon float64) (*Plan, error) {
 	return NewPlanDelta(q, table, epsilon, 0)
 }
 
@@ -447,7 +447,7 @@ func NewPlan(q *ir.Query, table *catalog.Table, epsilon float64) (*Plan, error) 
 // count, COUNT(DISTINCT unit)), its noisy value selects and the aggregates
 // share all of ε; otherwise the selection takes half of ε and the
 // aggregates share the other half.
-func NewPlanDelta(q *ir.Query, table *catalog.Table, epsilon, delta float64) (*Plan, error) {
+func NewPlanDelta(q *ir.Query, table *ir.Table, epsilon, delta float64) (*Plan, error) {
 	return newPlan(q, table, epsilon, delta, nil)
 }
 
@@ -456,7 +456,7 @@ func NewPlanDelta(q *ir.Query, table *catalog.Table, epsilon, delta float64) (*P
 // groups instead of listing them again (they depend on the query and the
 // catalog only), so that a search over ε plans a query of many groups
 // quickly; the plans share Keys, which no stage modifies.
-func (p *Plan) Replan(table *catalog.Table, epsilon, delta float64) (*Plan, error) {
+func (p *Plan) Replan(table *ir.Table, epsilon, delta float64) (*Plan, error) {
 	np, err := newPlan(p.Query, table, epsilon, delta, p.Keys)
 	if err != nil {
 		return nil, err
@@ -467,7 +467,7 @@ func (p *Plan) Replan(table *catalog.Table, epsilon, delta float64) (*Plan, erro
 	return np, nil
 }
 
-func newPlan(q *ir.Query, table *catalog.Table, epsilon, delta float64, keys [][]any) (*Plan, error) {
+func newPlan(q *ir.Query, table *ir.Table, epsilon, delta float64, keys [][]any) (*Plan, error) {
 	if math.IsNaN(epsilon) || math.IsInf(epsilon, 0) || epsilon <= 0 {
 		return nil, ir.Refuse("epsilon = %v: want a finite number > 0", epsilon)
 	}
@@ -541,8 +541,8 @@ func newPlan(q *ir.Query, table *catalog.Table, epsilon, delta float64, keys [][
 	if m := q.JoinRows; m > 1 && !table.HasPrivacyUnit() {
 		// Without a privacy unit each row is a person, and the joins turn
 		// it into at most m rows, in at most m groups (see join.go).
-		if m > catalog.MaxRowsPerGroup {
-			return nil, ir.Refuse("the joins can turn one row into %d rows; want at most %d: join on keys the public tables hold fewer times, or declare a privacy unit", m, catalog.MaxRowsPerGroup)
+		if m > schema.MaxRowsPerGroup {
+			return nil, ir.Refuse("the joins can turn one row into %d rows; want at most %d: join on keys the public tables hold fewer times, or declare a privacy unit", m, schema.MaxRowsPerGroup)
 		}
 		p.Contribution.Groups, p.Contribution.RowsPerGroup = m, m
 	}
@@ -676,10 +676,10 @@ func (p *Plan) rankRelease(h int, eps float64) int {
 // int columns sum their integer values (Exp = 0); float columns sum
 // x·2^−Exp rounded to an integer, with Exp chosen so that the larger bound is
 // below 2^fixedPointBits steps.
-func fixedPointSummand(col *catalog.Column) Summand {
+func fixedPointSummand(col *ir.Column) Summand {
 	lo, hi := *col.Lower, *col.Upper
 	s := Summand{Kind: FixedPointSum, Column: col.Name, LowerValue: lo, UpperValue: hi}
-	if col.Type == catalog.Int {
+	if col.Type == schema.Int {
 		s.Lower, s.Upper = int64(lo), int64(hi)
 		return s
 	}

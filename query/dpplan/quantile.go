@@ -6,9 +6,9 @@ import (
 	"math/big"
 
 	"github.com/dpstat/dpstat/accounting"
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // QuantileBins is the most candidate values a quantile chooses among, plus
@@ -43,13 +43,13 @@ func (h Histogram) Candidate(i int) float64 {
 }
 
 // newHistogram chooses the public candidate grid of a bounded column.
-func newHistogram(col *catalog.Column) Histogram {
+func newHistogram(col *ir.Column) Histogram {
 	lo, hi := *col.Lower, *col.Upper
 	h := Histogram{Column: col.Name, Lower: lo, Upper: hi}
 	switch {
 	case hi == lo:
 		h.Bins, h.Step = 0, 1
-	case (col.Type == catalog.Int || col.Type.Temporal()) && hi-lo <= QuantileBins:
+	case (col.Type == schema.Int || col.Type.Temporal()) && hi-lo <= QuantileBins:
 		h.Bins, h.Step = int(hi-lo), 1
 	default:
 		h.Bins, h.Step = QuantileBins, (hi-lo)/QuantileBins
@@ -278,6 +278,6 @@ func (quantileAgg) halfWidth(n *Noise, a AggregatePlan, confidence float64) (flo
 		fmtG(t), h.Bins+1, n.plan.gridValue(a.Aggregate, h.Lower), n.plan.gridValue(a.Aggregate, h.Upper))
 }
 
-func (quantileAgg) selectingCount(ir.Aggregate, *catalog.Table) (int, bool) { return 0, false }
+func (quantileAgg) selectingCount(ir.Aggregate, *ir.Table) (int, bool) { return 0, false }
 
 func (quantileAgg) note(AggregatePlan) string { return "" }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/query/ir"
 )
 
@@ -38,7 +37,7 @@ func (sumAgg) halfWidth(n *Noise, ap AggregatePlan, confidence float64) (float64
 	return n.Sums[ap.Releases[0]].Interval(confidence), ""
 }
 
-func (sumAgg) selectingCount(ir.Aggregate, *catalog.Table) (int, bool) { return 0, false }
+func (sumAgg) selectingCount(ir.Aggregate, *ir.Table) (int, bool) { return 0, false }
 
 func (sumAgg) note(ap AggregatePlan) string {
 	return fmt.Sprintf("%s: values clamped to [%g, %g], missing values excluded", ap.Aggregate, ap.Lower, ap.Upper)

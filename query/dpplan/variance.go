@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/query/ir"
 )
 
@@ -33,7 +32,7 @@ func (p *Plan) planVariance(ap *AggregatePlan, share float64) {
 // clamped to the declared bounds, scaled to an integer number of steps of
 // 2^Exp with r² below 2^fixedPointBits steps. The engine computes the square
 // in floating point and rounds, so the bound has one step of slack.
-func squareSummand(col *catalog.Column) Summand {
+func squareSummand(col *ir.Column) Summand {
 	lo, hi := *col.Lower, *col.Upper
 	r := (hi - lo) / 2
 	s := Summand{Kind: CentredSquareSum, Column: col.Name, LowerValue: lo, UpperValue: hi}
@@ -185,6 +184,6 @@ func (varianceAgg) halfWidth(n *Noise, a AggregatePlan, confidence float64) (flo
 		fmtG(hs), fmtG(hq), fmtG(hc))
 }
 
-func (varianceAgg) selectingCount(ir.Aggregate, *catalog.Table) (int, bool) { return 0, false }
+func (varianceAgg) selectingCount(ir.Aggregate, *ir.Table) (int, bool) { return 0, false }
 
 func (varianceAgg) note(AggregatePlan) string { return "" }

@@ -21,9 +21,8 @@ import (
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/dpstat/dpstat/schema"
 	"github.com/jackc/pgx/v5/pgtype"
-
-	"github.com/dpstat/dpstat/catalog"
 )
 
 // ClickHouseReader is the user the engine under test connects as: its
@@ -376,7 +375,7 @@ func (c *ClickHouse) RandomShardBackend() Backend {
 				if types[unit] == "" {
 					for _, col := range tb.Columns {
 						if col.Name == unit {
-							types[unit] = map[catalog.Type]string{catalog.Int: "Int64", catalog.Text: "String"}[col.Type]
+							types[unit] = map[schema.Type]string{schema.Int: "Int64", schema.Text: "String"}[col.Type]
 						}
 					}
 				}
@@ -425,8 +424,8 @@ func (c *ClickHouse) LoadTable(ctx context.Context, name string, tb Table, clust
 	}
 	defs := make([]string, len(tb.Columns))
 	for i, col := range tb.Columns {
-		typ := map[catalog.Type]string{catalog.Int: "Int64", catalog.Float: "Float64", catalog.Text: "String", catalog.Bool: "UInt8",
-			catalog.Date: "Date", catalog.Timestamp: "DateTime"}[col.Type]
+		typ := map[schema.Type]string{schema.Int: "Int64", schema.Float: "Float64", schema.Text: "String", schema.Bool: "UInt8",
+			schema.Date: "Date", schema.Timestamp: "DateTime"}[col.Type]
 		if col.Name != unit {
 			typ = "Nullable(" + typ + ")"
 		}
@@ -505,11 +504,11 @@ var (
 // value of a Date or DateTime column: NULL outside the range ClickHouse
 // holds, a timestamp floored to its second, given as its Unix time so that
 // the server's time zone does not matter.
-func temporalValue(x time.Time, t catalog.Type) string {
+func temporalValue(x time.Time, t schema.Type) string {
 	if x.Before(chFirstDay) || x.After(chLastDay) {
 		return "NULL"
 	}
-	if t == catalog.Date {
+	if t == schema.Date {
 		return "toDate('" + x.Format("2006-01-02") + "')"
 	}
 	return "toDateTime(" + strconv.FormatInt(x.Unix(), 10) + ")"

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/query"
 	"github.com/dpstat/dpstat/query/dpplan"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // clash (clash.csv) names its columns as the statements' generated names
@@ -26,7 +26,7 @@ var clashTables = []Table{
 	// Source columns that begin with the reserved prefix, declared
 	// under other names with from:.
 	{Name: "clash_src", File: "clash_src.csv",
-		Columns: []Column{{"k0", catalog.Int}, {"grp", catalog.Text}, {"_dp_u", catalog.Int}, {"_dp_k0", catalog.Int}},
+		Columns: []Column{{"k0", schema.Int}, {"grp", schema.Text}, {"_dp_u", schema.Int}, {"_dp_k0", schema.Int}},
 		Declaration: `    privacy_unit: k0
     max_groups_per_unit: 3
     max_rows_per_group: 1
@@ -37,7 +37,7 @@ var clashTables = []Table{
       pk:  {type: int, lower: 0, upper: 10, from: _dp_k0}
 `},
 	{Name: "clash_pub", File: "clash_pub.csv",
-		Columns: []Column{{"t", catalog.Text}, {"one", catalog.Int}},
+		Columns: []Column{{"t", schema.Text}, {"one", schema.Int}},
 		Declaration: `    public: true
     columns:
       t:   {type: text}
@@ -45,8 +45,8 @@ var clashTables = []Table{
 `},
 }
 
-var clashColumns = []Column{{"k0", catalog.Int}, {"grp", catalog.Text}, {"u", catalog.Int}, {"b", catalog.Int},
-	{"s0", catalog.Int}, {"v0", catalog.Int}, {"n", catalog.Int}, {"c", catalog.Int}, {"t", catalog.Text}, {"rk", catalog.Float}}
+var clashColumns = []Column{{"k0", schema.Int}, {"grp", schema.Text}, {"u", schema.Int}, {"b", schema.Int},
+	{"s0", schema.Int}, {"v0", schema.Int}, {"n", schema.Int}, {"c", schema.Int}, {"t", schema.Text}, {"rk", schema.Float}}
 
 const clashDeclaration = `    privacy_unit: k0
     max_groups_per_unit: 3

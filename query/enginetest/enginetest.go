@@ -34,6 +34,7 @@ import (
 	"github.com/dpstat/dpstat/query"
 	"github.com/dpstat/dpstat/query/dpplan"
 	"github.com/dpstat/dpstat/query/sqlgen"
+	"github.com/dpstat/dpstat/schema"
 )
 
 //go:embed testdata/*.csv
@@ -42,7 +43,7 @@ var data embed.FS
 // Column is a fixture column: its name and catalog type.
 type Column struct {
 	Name string
-	Type catalog.Type
+	Type schema.Type
 }
 
 // pgColumns converts fixture columns for the PostgreSQL test server.
@@ -529,7 +530,7 @@ func (tb Table) holdsNaN(t testing.TB) bool {
 	}
 	for _, r := range recs[1:] {
 		for i, c := range tb.Columns {
-			if c.Type == catalog.Float && i < len(r) && strings.EqualFold(strings.TrimSpace(r[i]), "nan") {
+			if c.Type == schema.Float && i < len(r) && strings.EqualFold(strings.TrimSpace(r[i]), "nan") {
 				return true
 			}
 		}

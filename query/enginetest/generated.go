@@ -14,6 +14,7 @@ import (
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/internal/querygen"
 	"github.com/dpstat/dpstat/query"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // The relational generator (internal/querygen) on every engine: each seed's
@@ -67,7 +68,7 @@ func genTables() []Table {
 	}
 	out := []Table{
 		{Name: "gen_codes", File: "gen_codes.csv", Text: querygen.Codes, Declaration: "    public: true\n",
-			Columns: []Column{{"t", catalog.Text}, {"label", catalog.Text}, {"weight", catalog.Int}}},
+			Columns: []Column{{"t", schema.Text}, {"label", schema.Text}, {"weight", schema.Int}}},
 		data("gen_d", querygen.Rows),
 	}
 	for _, people := range [][]string{genDropped[true], genDropped[false]} {

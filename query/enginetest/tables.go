@@ -1,11 +1,11 @@
 package enginetest
 
-import "github.com/dpstat/dpstat/catalog"
+import "github.com/dpstat/dpstat/schema"
 
 // Tables are the suite's fixtures.
 var Tables = []Table{
 	{Name: "people", File: "people.csv",
-		Columns: []Column{{"id", catalog.Int}, {"age", catalog.Int}, {"score", catalog.Float}, {"city", catalog.Text}, {"flag", catalog.Bool}},
+		Columns: []Column{{"id", schema.Int}, {"age", schema.Int}, {"score", schema.Float}, {"city", schema.Text}, {"flag", schema.Bool}},
 		Declaration: `    columns:
       id:    {type: int}
       age:   {type: int, lower: 18, upper: 100}
@@ -14,7 +14,7 @@ var Tables = []Table{
       flag:  {type: bool, values: [true, false]}
 `},
 	{Name: "empty", File: "empty.csv",
-		Columns: []Column{{"id", catalog.Int}, {"age", catalog.Int}, {"score", catalog.Float}, {"city", catalog.Text}, {"flag", catalog.Bool}},
+		Columns: []Column{{"id", schema.Int}, {"age", schema.Int}, {"score", schema.Float}, {"city", schema.Text}, {"flag", schema.Bool}},
 		Declaration: `    columns:
       id:    {type: int}
       age:   {type: int, lower: 18, upper: 100}
@@ -23,14 +23,14 @@ var Tables = []Table{
       flag:  {type: bool}
 `},
 	{Name: "special", File: "special.csv",
-		Columns: []Column{{"id", catalog.Int}, {"score", catalog.Float}, {"city", catalog.Text}},
+		Columns: []Column{{"id", schema.Int}, {"score", schema.Float}, {"city", schema.Text}},
 		Declaration: `    columns:
       id:    {type: int}
       score: {type: float, lower: 0, upper: 10}
       city:  {type: text, values: [A, B]}
 `},
 	{Name: "extremes", File: "extremes.csv",
-		Columns: []Column{{"f", catalog.Float}, {"i", catalog.Int}, {"k", catalog.Float}, {"t", catalog.Text}},
+		Columns: []Column{{"f", schema.Float}, {"i", schema.Int}, {"k", schema.Float}, {"t", schema.Text}},
 		Declaration: `    columns:
       f: {type: float, lower: -5, upper: 5}
       i: {type: int, lower: -100, upper: 100}
@@ -38,7 +38,7 @@ var Tables = []Table{
       t: {type: text, values: [a, b]}
 `},
 	{Name: "visits", File: "visits.csv",
-		Columns: []Column{{"pid", catalog.Int}, {"g", catalog.Int}, {"v", catalog.Int}, {"x", catalog.Float}, {"region", catalog.Text}},
+		Columns: []Column{{"pid", schema.Int}, {"g", schema.Int}, {"v", schema.Int}, {"x", schema.Float}, {"region", schema.Text}},
 		Declaration: `    privacy_unit: pid
     id_space: persons
     max_groups_per_unit: 2
@@ -51,21 +51,21 @@ var Tables = []Table{
       region: {type: text}
 `},
 	{Name: "regions", File: "regions.csv",
-		Columns: []Column{{"region", catalog.Text}, {"zone", catalog.Text}},
+		Columns: []Column{{"region", schema.Text}, {"zone", schema.Text}},
 		Declaration: `    public: true
     columns:
       region: {type: text}
       zone:   {type: text}
 `},
 	{Name: "zones", File: "zones.csv",
-		Columns: []Column{{"region", catalog.Text}, {"zone", catalog.Text}},
+		Columns: []Column{{"region", schema.Text}, {"zone", schema.Text}},
 		Declaration: `    public: true
     columns:
       region: {type: text}
       zone:   {type: text}
 `},
 	{Name: "spread", File: "spread.csv",
-		Columns: []Column{{"pid", catalog.Int}, {"g", catalog.Int}, {"v", catalog.Int}},
+		Columns: []Column{{"pid", schema.Int}, {"g", schema.Int}, {"v", schema.Int}},
 		Declaration: `    privacy_unit: pid
     max_groups_per_unit: 2
     max_rows_per_group: 2
@@ -75,7 +75,7 @@ var Tables = []Table{
       v:   {type: int, lower: 0, upper: 10}
 `},
 	{Name: "nullkeys", File: "nullkeys.csv",
-		Columns: []Column{{"pid", catalog.Int}, {"k", catalog.Text}, {"v", catalog.Int}},
+		Columns: []Column{{"pid", schema.Int}, {"k", schema.Text}, {"v", schema.Int}},
 		Declaration: `    privacy_unit: pid
     max_groups_per_unit: 2
     max_rows_per_group: 2
@@ -85,7 +85,7 @@ var Tables = []Table{
       v:   {type: int, lower: 0, upper: 10}
 `},
 	{Name: "events", File: "events.csv",
-		Columns: []Column{{"id", catalog.Int}, {"signup", catalog.Date}, {"seen", catalog.Timestamp}, {"city", catalog.Text}, {"amount", catalog.Int}, {"visit", catalog.Date}},
+		Columns: []Column{{"id", schema.Int}, {"signup", schema.Date}, {"seen", schema.Timestamp}, {"city", schema.Text}, {"amount", schema.Int}, {"visit", schema.Date}},
 		Declaration: `    columns:
       id:     {type: int}
       signup: {type: date, lower: "2024-01-01", upper: "2024-12-31"}
@@ -95,7 +95,7 @@ var Tables = []Table{
       visit:  {type: date, values: ["2024-03-01", "2024-03-02", "2024-03-03"]}
 `},
 	{Name: "words", File: "words.csv",
-		Columns: []Column{{"id", catalog.Int}, {"w", catalog.Text}},
+		Columns: []Column{{"id", schema.Int}, {"w", schema.Text}},
 		Declaration: `    columns:
       id: {type: int}
       w:  {type: text, values: ["Élan", " a b ", "straße", "ǅemal", "İstanbul", "ﬁne", "Ωmega", "a'b", "ÀB c"]}
@@ -109,7 +109,7 @@ var Tables = []Table{
 	// capabilityCases): 4-byte UTF-8 characters, non-ASCII letters with
 	// an ASCII look-alike, subnormal doubles, dates per person.
 	{Name: "glyphs", File: "glyphs.csv",
-		Columns: []Column{{"pid", catalog.Int}, {"w", catalog.Text}, {"f", catalog.Float}, {"d", catalog.Date}, {"v", catalog.Int}, {"ts", catalog.Timestamp}},
+		Columns: []Column{{"pid", schema.Int}, {"w", schema.Text}, {"f", schema.Float}, {"d", schema.Date}, {"v", schema.Int}, {"ts", schema.Timestamp}},
 		Declaration: `    privacy_unit: pid
     max_groups_per_unit: 3
     max_rows_per_group: 1
@@ -127,7 +127,7 @@ var Tables = []Table{
 	{Name: "epochs", File: "epochs.csv", Columns: epochColumns, Declaration: epochDeclaration("d", "month")},
 	{Name: "epochts", File: "epochs.csv", Columns: epochColumns, Declaration: epochDeclaration("ts", "week")},
 	{Name: "calendar", File: "calendar.csv",
-		Columns: []Column{{"id", catalog.Int}, {"d", catalog.Date}, {"ts", catalog.Timestamp}},
+		Columns: []Column{{"id", schema.Int}, {"d", schema.Date}, {"ts", schema.Timestamp}},
 		Declaration: `    columns:
       id: {type: int}
       d:  {type: date, lower: "1999-01-01", upper: "2001-12-31"}
@@ -139,8 +139,8 @@ var Tables = []Table{
 // named u and b, as the generator's own aliases once were (clash.go has
 // a privacy unit named k0 and the other such names); e is NULL for some
 // rows.
-var acctColumns = []Column{{Name: "pid", Type: catalog.Int}, {Name: "grp", Type: catalog.Text}, {Name: "v", Type: catalog.Int},
-	{Name: "u", Type: catalog.Int}, {Name: "b", Type: catalog.Int}, {Name: "e", Type: catalog.Text}}
+var acctColumns = []Column{{Name: "pid", Type: schema.Int}, {Name: "grp", Type: schema.Text}, {Name: "v", Type: schema.Int},
+	{Name: "u", Type: schema.Int}, {Name: "b", Type: schema.Int}, {Name: "e", Type: schema.Text}}
 
 // acctClickHouse makes e an Enum8 on ClickHouse.
 var acctClickHouse = map[string]string{"e": "Nullable(Enum8('a' = 1, 'b' = 2))"}
@@ -158,7 +158,7 @@ const acctDeclaration = `    privacy_unit: pid
 `
 
 // epochColumns are the columns of the epoch fixtures.
-var epochColumns = []Column{{Name: "pid", Type: catalog.Int}, {Name: "d", Type: catalog.Date}, {Name: "ts", Type: catalog.Timestamp}, {Name: "v", Type: catalog.Int}}
+var epochColumns = []Column{{Name: "pid", Type: schema.Int}, {Name: "d", Type: schema.Date}, {Name: "ts", Type: schema.Timestamp}, {Name: "v", Type: schema.Int}}
 
 // epochDeclaration declares the epoch fixture with epochs by every of
 // column.

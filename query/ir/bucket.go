@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // BucketKind says how a computed group key maps a row to a bin.
@@ -57,7 +57,7 @@ type Bucket struct {
 	// says which, and Type is the column's type (date or timestamp).
 	Field string
 	Trunc bool
-	Type  catalog.Type
+	Type  schema.Type
 	// Shift moves a DateBucket's column by a fixed interval before the
 	// function applies, in microseconds (whole days for a date column);
 	// the key's values are computed over the bounds moved by it.
@@ -72,7 +72,7 @@ type Bucket struct {
 //
 // Every bound was checked when the query was parsed (parser.bucket): the
 // loops below run at most MaxGroups times.
-func (b *Bucket) Values(t *catalog.Table) []any {
+func (b *Bucket) Values(t *Table) []any {
 	switch b.Kind {
 	case WidthBucket:
 		out := make([]any, 0, b.N+2)
@@ -152,7 +152,7 @@ const maxBinNumber = 1 << 52
 // and counts its bins in integer arithmetic, before anything loops over
 // them: a width so small that a bound divided by it overflows, is NaN, or
 // reaches 2^52 is refused, as is a bin count above MaxGroups.
-func NewFloorBucket(col *catalog.Column, w float64) (*Bucket, error) {
+func NewFloorBucket(col *Column, w float64) (*Bucket, error) {
 	lo, hi := *col.Lower, *col.Upper
 	// The widest bins that stay within MaxGroups, for the message.
 	minWidth := (hi - lo) / (MaxGroups - 1)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // DatePart is EXTRACT(Field FROM Column) or date_trunc(Field, Column) of
@@ -48,7 +48,7 @@ func IsDateFunc(name string) bool {
 }
 
 // TemporalLiteral reads DATE '…' or TIMESTAMP '…'.
-func TemporalLiteral(t catalog.Type, s string) (Operand, error) {
+func TemporalLiteral(t schema.Type, s string) (Operand, error) {
 	v, err := ParseTemporal(t, s)
 	if err != nil {
 		return Operand{}, err
@@ -58,15 +58,15 @@ func TemporalLiteral(t catalog.Type, s string) (Operand, error) {
 
 // ParseTemporal reads a date ("2024-01-31") or timestamp literal of type t
 // as days or microseconds since 1970-01-01.
-func ParseTemporal(t catalog.Type, s string) (int64, error) {
-	if t == catalog.Date {
-		d, err := catalog.ParseDate(s)
-		if err != nil || d < catalog.MinDate || d > catalog.MaxDate {
+func ParseTemporal(t schema.Type, s string) (int64, error) {
+	if t == schema.Date {
+		d, err := schema.ParseDate(s)
+		if err != nil || d < schema.MinDate || d > schema.MaxDate {
 			return 0, Refuse("cannot read '%s' as a date: want YYYY-MM-DD from 0001-01-01 to 9999-12-31, e.g. DATE '2024-03-01'", s)
 		}
 		return d, nil
 	}
-	us, err := catalog.ParseTimestamp(s)
+	us, err := schema.ParseTimestamp(s)
 	if err != nil {
 		return 0, Refuse("cannot read '%s' as a timestamp: want YYYY-MM-DD HH:MM:SS from 1684 to 2255, e.g. TIMESTAMP '2024-03-01 13:45:00'", s)
 	}
@@ -85,7 +85,7 @@ func FloorDiv(a, b int64) int64 {
 // CheckCount refuses a DateBucket whose image over the column's bounds in
 // t (declared, narrowed by WHERE) has more than MaxGroups values, counted
 // without listing them; the plan calls it before anything lists them.
-func (b *Bucket) CheckCount(t *catalog.Table) error {
+func (b *Bucket) CheckCount(t *Table) error {
 	if b.Kind != DateBucket {
 		return nil
 	}
@@ -96,7 +96,7 @@ func (b *Bucket) CheckCount(t *catalog.Table) error {
 	if lo, hi := b.shiftedBounds(c); b.dateCount(lo, hi) > MaxGroups {
 		n := b.dateCount(lo, hi)
 		return Refuse("%s has %d values over the range of %s [%s, %s] (declared, narrowed by WHERE); want at most %d groups: group by a coarser unit or narrow the range",
-			b, n, c.Name, catalog.FormatValue(c.Type, int64(*c.Lower)), catalog.FormatValue(c.Type, int64(*c.Upper)), MaxGroups)
+			b, n, c.Name, schema.FormatValue(c.Type, int64(*c.Lower)), schema.FormatValue(c.Type, int64(*c.Upper)), MaxGroups)
 	}
 	return nil
 }
@@ -104,8 +104,8 @@ func (b *Bucket) CheckCount(t *catalog.Table) error {
 // unitShift is the bucket's shift in the column's units: days for a date,
 // microseconds for a timestamp.
 func (b *Bucket) unitShift() int64 {
-	if b.Type == catalog.Date {
-		return b.Shift / catalog.MicrosPerDay
+	if b.Type == schema.Date {
+		return b.Shift / schema.MicrosPerDay
 	}
 	return b.Shift
 }
@@ -113,7 +113,7 @@ func (b *Bucket) unitShift() int64 {
 // shiftedBounds is the column's range in t (declared, narrowed by WHERE)
 // moved by the bucket's shift: the values the date function is applied
 // to.
-func (b *Bucket) shiftedBounds(c *catalog.Column) (int64, int64) {
+func (b *Bucket) shiftedBounds(c *Column) (int64, int64) {
 	s := b.unitShift()
 	return int64(*c.Lower) + s, int64(*c.Upper) + s
 }
@@ -121,23 +121,23 @@ func (b *Bucket) shiftedBounds(c *catalog.Column) (int64, int64) {
 // dayOf splits a column value into its day (since 1970-01-01) and the
 // microseconds since that day's midnight.
 func (b *Bucket) dayOf(v int64) (int64, int64) {
-	if b.Type == catalog.Date {
+	if b.Type == schema.Date {
 		return v, 0
 	}
-	d := FloorDiv(v, catalog.MicrosPerDay)
-	return d, v - d*catalog.MicrosPerDay
+	d := FloorDiv(v, schema.MicrosPerDay)
+	return d, v - d*schema.MicrosPerDay
 }
 
 // truncDay truncates a day to the unit (year, quarter, month, week, day).
 func truncDay(unit string, d int64) int64 {
-	y, m, _ := catalog.DateOf(d)
+	y, m, _ := schema.DateOf(d)
 	switch unit {
 	case "year":
-		return catalog.DaysOf(y, 1, 1)
+		return schema.DaysOf(y, 1, 1)
 	case "quarter":
-		return catalog.DaysOf(y, (m-1)/3*3+1, 1)
+		return schema.DaysOf(y, (m-1)/3*3+1, 1)
 	case "month":
-		return catalog.DaysOf(y, m, 1)
+		return schema.DaysOf(y, m, 1)
 	case "week":
 		return d - (isoDow(d) - 1)
 	}
@@ -166,12 +166,12 @@ func (b *Bucket) dateValue(v int64) int64 {
 			return FloorDiv(v, MicrosPerMinute) * MicrosPerMinute
 		}
 		t := truncDay(b.Field, d)
-		if b.Type == catalog.Timestamp {
-			return t * catalog.MicrosPerDay
+		if b.Type == schema.Timestamp {
+			return t * schema.MicrosPerDay
 		}
 		return t
 	}
-	y, m, day := catalog.DateOf(d)
+	y, m, day := schema.DateOf(d)
 	switch b.Field {
 	case "year":
 		return int64(y)
@@ -203,8 +203,8 @@ func (b *Bucket) dateValue(v int64) int64 {
 func (b *Bucket) dateCount(lo, hi int64) int64 {
 	if !b.Trunc {
 		if b.Field == "year" {
-			y1, _, _ := catalog.DateOf(floorDivDay(b, lo))
-			y2, _, _ := catalog.DateOf(floorDivDay(b, hi))
+			y1, _, _ := schema.DateOf(floorDivDay(b, lo))
+			y2, _, _ := schema.DateOf(floorDivDay(b, hi))
 			return int64(y2-y1) + 1
 		}
 		return 60 // every other field has at most 60 values
@@ -218,8 +218,8 @@ func (b *Bucket) dateCount(lo, hi int64) int64 {
 		return FloorDiv(hi, w) - FloorDiv(lo, w) + 1
 	}
 	d1, d2 := floorDivDay(b, lo), floorDivDay(b, hi)
-	y1, m1, _ := catalog.DateOf(d1)
-	y2, m2, _ := catalog.DateOf(d2)
+	y1, m1, _ := schema.DateOf(d1)
+	y2, m2, _ := schema.DateOf(d2)
 	switch b.Field {
 	case "year":
 		return int64(y2-y1) + 1
@@ -241,7 +241,7 @@ func floorDivDay(b *Bucket, v int64) int64 {
 // dateValues lists the bucket's values over the column's bounds in t, in
 // ascending order. The plan checked the count first (CheckCount), so the
 // loops are bounded before they start.
-func (b *Bucket) dateValues(t *catalog.Table) []any {
+func (b *Bucket) dateValues(t *Table) []any {
 	lo, hi := b.shiftedBounds(t.Column(b.Column))
 	if b.Trunc {
 		out := make([]any, 0, b.dateCount(lo, hi))
@@ -254,9 +254,9 @@ func (b *Bucket) dateValues(t *catalog.Table) []any {
 				next += MicrosPerHour
 			case b.Field == "minute":
 				next += MicrosPerMinute
-			case b.Type == catalog.Timestamp:
-				d := v / catalog.MicrosPerDay
-				next = b.dateValue(nextDayStart(b.Field, d) * catalog.MicrosPerDay)
+			case b.Type == schema.Timestamp:
+				d := v / schema.MicrosPerDay
+				next = b.dateValue(nextDayStart(b.Field, d) * schema.MicrosPerDay)
 			default:
 				next = b.dateValue(nextDayStart(b.Field, v))
 			}
@@ -271,12 +271,12 @@ func (b *Bucket) dateValues(t *catalog.Table) []any {
 	d1, d2 := floorDivDay(b, lo), floorDivDay(b, hi)
 	switch {
 	case b.Field == "year":
-		y1, _, _ := catalog.DateOf(d1)
-		y2, _, _ := catalog.DateOf(d2)
+		y1, _, _ := schema.DateOf(d1)
+		y2, _, _ := schema.DateOf(d2)
 		for y := y1; y <= y2; y++ {
 			vals = append(vals, int64(y))
 		}
-	case b.Type == catalog.Date && d2-d1 < 800:
+	case b.Type == schema.Date && d2-d1 < 800:
 		// A range of a few years at most: the fields its days take.
 		seen := map[int64]bool{}
 		for d := d1; d <= d2; d++ {
@@ -303,14 +303,14 @@ func (b *Bucket) dateValues(t *catalog.Table) []any {
 
 // nextDayStart is a day in the unit after the one holding day d.
 func nextDayStart(unit string, d int64) int64 {
-	y, m, _ := catalog.DateOf(d)
+	y, m, _ := schema.DateOf(d)
 	switch unit {
 	case "year":
-		return catalog.DaysOf(y+1, 1, 1)
+		return schema.DaysOf(y+1, 1, 1)
 	case "quarter":
-		return catalog.DaysOf(y, (m-1)/3*3+4, 1)
+		return schema.DaysOf(y, (m-1)/3*3+4, 1)
 	case "month":
-		return catalog.DaysOf(y, m+1, 1)
+		return schema.DaysOf(y, m+1, 1)
 	case "week":
 		return truncDay("week", d) + 7
 	}
@@ -366,7 +366,7 @@ func ShiftString(column string, shift int64) string {
 	for _, u := range []struct {
 		w    int64
 		name string
-	}{{7 * catalog.MicrosPerDay, "week"}, {catalog.MicrosPerDay, "day"}, {MicrosPerHour, "hour"}, {MicrosPerMinute, "minute"}} {
+	}{{7 * schema.MicrosPerDay, "week"}, {schema.MicrosPerDay, "day"}, {MicrosPerHour, "hour"}, {MicrosPerMinute, "minute"}} {
 		if shift%u.w == 0 {
 			n, unit = shift/u.w, u.name
 			break
@@ -379,7 +379,7 @@ func ShiftString(column string, shift int64) string {
 }
 
 // datePartRange is the span of a DatePart over the column's bounds in t.
-func datePartRange(x DatePart, t *catalog.Table) (Span, error) {
+func datePartRange(x DatePart, t *Table) (Span, error) {
 	c := t.Column(x.Column)
 	if c == nil || !c.Bounded() || !c.Type.Temporal() {
 		return Span{}, Refuse("%s needs a date or timestamp column with declared bounds", DateString(x.Field, x.Column, x.Trunc, x.Shift))
@@ -390,8 +390,8 @@ func datePartRange(x DatePart, t *catalog.Table) (Span, error) {
 		return Span{Lo: float64(b.dateValue(lo)), Hi: float64(b.dateValue(hi)), IsInt: true, nullable: true}, nil
 	}
 	if x.Field == "year" {
-		y1, _, _ := catalog.DateOf(floorDivDay(b, lo))
-		y2, _, _ := catalog.DateOf(floorDivDay(b, hi))
+		y1, _, _ := schema.DateOf(floorDivDay(b, lo))
+		y2, _, _ := schema.DateOf(floorDivDay(b, hi))
 		return Span{Lo: float64(y1), Hi: float64(y2), IsInt: true, nullable: true}, nil
 	}
 	vals := b.dateValues(t)
@@ -420,9 +420,9 @@ func ParseInterval(s string) (months, micros int64, err error) {
 		case "month", "mon":
 			months += n
 		case "week":
-			micros += 7 * n * catalog.MicrosPerDay
+			micros += 7 * n * schema.MicrosPerDay
 		case "day":
-			micros += n * catalog.MicrosPerDay
+			micros += n * schema.MicrosPerDay
 		case "hour":
 			micros += n * MicrosPerHour
 		case "minute", "min":
@@ -442,11 +442,11 @@ func AddMonths(d, n int64) int64 {
 	if n == 0 {
 		return d
 	}
-	y, m, day := catalog.DateOf(d)
+	y, m, day := schema.DateOf(d)
 	total := int64(y)*12 + int64(m-1) + n
 	ny, nm := FloorDiv(total, 12), total-FloorDiv(total, 12)*12+1
-	_, _, lastDay := catalog.DateOf(catalog.DaysOf(int(ny), time.Month(nm)+1, 1) - 1)
-	return catalog.DaysOf(int(ny), time.Month(nm), min(day, lastDay))
+	_, _, lastDay := schema.DateOf(schema.DaysOf(int(ny), time.Month(nm)+1, 1) - 1)
+	return schema.DaysOf(int(ny), time.Month(nm), min(day, lastDay))
 }
 
 // ScalarTemporal is the date or timestamp type of a derived value over the
@@ -454,7 +454,7 @@ func AddMonths(d, n int64) int64 {
 // shifted by a number (date + n, date − n), or a CASE, LEAST, GREATEST or
 // COALESCE of values of one temporal type; "" for a number (date − date
 // is a number of days).
-func ScalarTemporal(s Scalar, t *catalog.Table) catalog.Type {
+func ScalarTemporal(s Scalar, t *Table) schema.Type {
 	switch x := s.(type) {
 	case ColumnValue:
 		if c := t.Column(x.Column); c != nil && c.Type.Temporal() {
@@ -494,8 +494,8 @@ func ScalarTemporal(s Scalar, t *catalog.Table) catalog.Type {
 }
 
 // commonTemporal is the temporal type every value of args has, or "".
-func commonTemporal(args []Scalar, t *catalog.Table) catalog.Type {
-	var out catalog.Type
+func commonTemporal(args []Scalar, t *Table) schema.Type {
+	var out schema.Type
 	for i, a := range args {
 		at := ScalarTemporal(a, t)
 		if at == "" || (i > 0 && at != out) {
@@ -509,7 +509,7 @@ func commonTemporal(args []Scalar, t *catalog.Table) catalog.Type {
 // AggTemporal is the date or timestamp type of an aggregate's released
 // value: MIN, MAX, MEDIAN and percentile_cont of a temporal column or
 // expression; "" for a number.
-func AggTemporal(a *Aggregate, derived map[string]*Derived, t *catalog.Table) catalog.Type {
+func AggTemporal(a *Aggregate, derived map[string]*Derived, t *Table) schema.Type {
 	if a == nil || a.Func != Quantile {
 		return ""
 	}
@@ -524,13 +524,13 @@ func AggTemporal(a *Aggregate, derived map[string]*Derived, t *catalog.Table) ca
 
 // TemporalValue rounds a released day or microsecond count to a whole
 // one within the values dpstat reads and spells it.
-func TemporalValue(t catalog.Type, x float64) string {
-	lo, hi := float64(catalog.MinTimestamp), float64(catalog.MaxTimestamp)
-	if t == catalog.Date {
-		lo, hi = catalog.MinDate, catalog.MaxDate
+func TemporalValue(t schema.Type, x float64) string {
+	lo, hi := float64(schema.MinTimestamp), float64(schema.MaxTimestamp)
+	if t == schema.Date {
+		lo, hi = schema.MinDate, schema.MaxDate
 	}
 	if math.IsNaN(x) {
 		x = lo
 	}
-	return catalog.FormatValue(t, int64(math.Min(hi, math.Max(lo, math.Round(x)))))
+	return schema.FormatValue(t, int64(math.Min(hi, math.Max(lo, math.Round(x)))))
 }

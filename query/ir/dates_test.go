@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // TestCalendar checks dpstat's calendar arithmetic against the time
@@ -28,11 +28,11 @@ func TestCalendar(t *testing.T) {
 		{"2024-05-31", 1, "2024-06-30"}, {"2024-12-15", 1, "2025-01-15"}, {"2024-01-15", -13, "2022-12-15"},
 		{"1969-12-31", 2, "1970-02-28"},
 	} {
-		d, err := catalog.ParseDate(tc.from)
+		d, err := schema.ParseDate(tc.from)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := catalog.FormatDate(AddMonths(d, tc.months)); got != tc.want {
+		if got := schema.FormatDate(AddMonths(d, tc.months)); got != tc.want {
 			t.Errorf("%s + %d months = %s, want %s", tc.from, tc.months, got, tc.want)
 		}
 	}
@@ -46,26 +46,26 @@ func TestShiftedDates(t *testing.T) {
 		shift int64
 		want  string
 	}{
-		{0, "signup"}, {14 * catalog.MicrosPerDay, "signup + INTERVAL '2 weeks'"}, {-catalog.MicrosPerDay, "signup - INTERVAL '1 day'"},
+		{0, "signup"}, {14 * schema.MicrosPerDay, "signup + INTERVAL '2 weeks'"}, {-schema.MicrosPerDay, "signup - INTERVAL '1 day'"},
 		{-90 * MicrosPerMinute, "signup - INTERVAL '90 minutes'"}, {3 * MicrosPerHour, "signup + INTERVAL '3 hours'"}, {61_000_000, "signup + INTERVAL '61 seconds'"},
 	} {
 		if got := ShiftString("signup", tc.shift); got != tc.want {
 			t.Errorf("ShiftString(%d) = %q, want %q", tc.shift, got, tc.want)
 		}
 	}
-	lo, hi := float64(catalog.DaysOf(2024, 1, 1)), float64(catalog.DaysOf(2024, 12, 31))
-	tab := &catalog.Table{Name: "events", Columns: []*catalog.Column{{Name: "signup", Type: catalog.Date, Lower: &lo, Upper: &hi}}}
+	lo, hi := float64(schema.DaysOf(2024, 1, 1)), float64(schema.DaysOf(2024, 12, 31))
+	tab := &Table{Name: "events", Columns: []*Column{{Name: "signup", Type: schema.Date, Lower: &lo, Upper: &hi}}}
 	for _, field := range []string{"year", "quarter", "month", "week", "day"} {
 		for _, trunc := range []bool{true, false} {
 			for _, days := range []int64{-400, -10, 3, 45} {
-				b := &Bucket{Kind: DateBucket, Column: "signup", Field: field, Trunc: trunc, Type: catalog.Date, Shift: days * catalog.MicrosPerDay}
+				b := &Bucket{Kind: DateBucket, Column: "signup", Field: field, Trunc: trunc, Type: schema.Date, Shift: days * schema.MicrosPerDay}
 				vals := map[int64]bool{}
 				for _, v := range b.Values(tab) {
 					vals[v.(int64)] = true
 				}
 				for d := int64(lo); d <= int64(hi); d++ {
 					if k := b.dateValue(d + days); !vals[k] {
-						t.Fatalf("%s: the key %d of %s is not listed", b, k, catalog.FormatDate(d))
+						t.Fatalf("%s: the key %d of %s is not listed", b, k, schema.FormatDate(d))
 					}
 				}
 			}

@@ -3,11 +3,11 @@ package ir
 import (
 	"math"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/epoch"
+	"github.com/dpstat/dpstat/schema"
 )
 
-// Epochs. On a table that declares an epoch (catalog.Epoch), the epochs a
+// Epochs. On a table that declares an epoch (Epoch), the epochs a
 // query reads follow from its WHERE conditions on the epoch column (a
 // comparison with a literal, BETWEEN, IN, date_trunc of the column
 // compared with a literal, under AND and OR), intersected with the
@@ -34,7 +34,7 @@ func (s span) join(o span) span {
 
 // epochScan derives the span of the epoch column that a condition allows.
 type epochScan struct {
-	col   *catalog.Column
+	col   *Column
 	every string
 	full  span
 }
@@ -46,7 +46,7 @@ func (s *epochScan) literal(o Operand) (int64, bool) {
 		return 0, false
 	}
 	x, ok := Number(o.Value)
-	if !ok || math.IsNaN(x) || math.IsInf(x, 0) || math.Abs(x) > catalog.MaxIntBound {
+	if !ok || math.IsNaN(x) || math.IsInf(x, 0) || math.Abs(x) > schema.MaxIntBound {
 		return 0, false
 	}
 	return int64(math.Floor(x)), x == math.Floor(x)
@@ -55,9 +55,9 @@ func (s *epochScan) literal(o Operand) (int64, bool) {
 // unitEnd is the last value (in the column's units) of the date_trunc
 // unit that starts at or holds v.
 func (s *epochScan) unitEnd(field string, v int64) int64 {
-	if s.col.Type == catalog.Timestamp {
-		d := catalog.Day(catalog.Timestamp, v)
-		return (epoch.End(field, epoch.Of(field, d))+1)*catalog.MicrosPerDay - 1
+	if s.col.Type == schema.Timestamp {
+		d := schema.Day(schema.Timestamp, v)
+		return (epoch.End(field, epoch.Of(field, d))+1)*schema.MicrosPerDay - 1
 	}
 	return epoch.End(field, epoch.Of(field, v))
 }
@@ -182,7 +182,7 @@ func (s *epochScan) expr(e Expr) span {
 // where reads, and the values of the epoch column they hold (within the
 // declared bounds); ok is false when t declares no epoch, and empty true
 // when the condition leaves no declared epoch.
-func EpochRange(t *catalog.Table, where Expr) (r epoch.Range, lo, hi int64, empty, ok bool) {
+func EpochRange(t *Table, where Expr) (r epoch.Range, lo, hi int64, empty, ok bool) {
 	declared, ok := t.Epochs()
 	if !ok {
 		return epoch.Range{}, 0, 0, false, false
@@ -196,18 +196,18 @@ func EpochRange(t *catalog.Table, where Expr) (r epoch.Range, lo, hi int64, empt
 	if sp.lo > sp.hi {
 		return declared, 0, 0, true, true
 	}
-	r = epoch.Range{Every: declared.Every, From: epoch.Of(declared.Every, catalog.Day(c.Type, sp.lo)), To: epoch.Of(declared.Every, catalog.Day(c.Type, sp.hi))}
+	r = epoch.Range{Every: declared.Every, From: epoch.Of(declared.Every, schema.Day(c.Type, sp.lo)), To: epoch.Of(declared.Every, schema.Day(c.Type, sp.hi))}
 	// The whole of each epoch read, within the declared bounds.
 	lo, hi = epoch.Start(r.Every, r.From), epoch.End(r.Every, r.To)
-	if c.Type == catalog.Timestamp {
-		lo, hi = lo*catalog.MicrosPerDay, (hi+1)*catalog.MicrosPerDay-1
+	if c.Type == schema.Timestamp {
+		lo, hi = lo*schema.MicrosPerDay, (hi+1)*schema.MicrosPerDay-1
 	}
 	return r, max(lo, int64(*c.Lower)), min(hi, int64(*c.Upper)), false, true
 }
 
 // EpochFilter is the condition that keeps the rows of the epochs read:
 // the epoch column between lo and hi (in its units).
-func EpochFilter(t *catalog.Table, lo, hi int64) Expr {
+func EpochFilter(t *Table, lo, hi int64) Expr {
 	c := t.Column(t.Epoch.Column)
 	return Between{
 		Arg:  Operand{Kind: ColumnRef, Column: c.Name},

@@ -2,8 +2,6 @@ package ir
 
 import (
 	"strings"
-
-	"github.com/dpstat/dpstat/catalog"
 )
 
 // PublicFacts is what the service reads from a public table.
@@ -54,7 +52,7 @@ func (j Join) Column(name string) (string, bool) {
 // JoinedTable is one table of a FROM clause, with the name its columns are
 // referred to by.
 type JoinedTable struct {
-	Table *catalog.Table
+	Table *Table
 	Alias string // the alias, or the table's name
 }
 
@@ -66,7 +64,7 @@ type JoinedTable struct {
 // The occurrence of right joined is rightAlias: its privacy unit must be
 // equal to the first table's in on, whatever other occurrences of the
 // same table are joined.
-func PrivateJoin(left, right *catalog.Table, rightAlias string, on [][2]string) error {
+func PrivateJoin(left, right *Table, rightAlias string, on [][2]string) error {
 	if !left.HasPrivacyUnit() || !right.HasPrivacyUnit() {
 		return Refuse("JOIN %s: joining two private tables needs a privacy unit in both, so that each joined row belongs to one person", right.Name)
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // Aggregate is one aggregate in the select list.
@@ -69,6 +69,12 @@ func (o Output) IsKey() bool { return o.Agg == nil && o.Post == nil }
 type Query struct {
 	// Table is the catalog's name of the queried table.
 	Table string
+	// Base is the queried table as the parser bound it (parse.Bind): the
+	// table of FROM, the private table of a join, the table under a
+	// per-person pre-aggregation. The stages read its facts (privacy
+	// unit, contribution bounds, epochs) and Relation's columns; they
+	// never read the catalog.
+	Base *Table
 	// Outputs is the select list.
 	Outputs []Output
 	// GroupBy lists the grouped columns (catalog names), each with a public
@@ -89,7 +95,7 @@ type Query struct {
 	// "alias.column", one set per occurrence: see QualifiedName), and
 	// JoinRows the most rows one private row becomes.
 	Joins    []Join
-	Relation *catalog.Table
+	Relation *Table
 	JoinRows int64
 	// Pre is the per-person pre-aggregation the query reads instead of a
 	// table (Relation is then its relation), or nil.
@@ -159,11 +165,11 @@ type Operand struct {
 	Column string
 	// Output indexes Query.Outputs for OutputRef.
 	Output int
-	// Type marks a date or timestamp literal (catalog.Date or
-	// catalog.Timestamp): Value is then its int64 days or microseconds
+	// Type marks a date or timestamp literal (schema.Date or
+	// schema.Timestamp): Value is then its int64 days or microseconds
 	// since 1970-01-01, or, before it is checked against the column it is
 	// compared with, the text of DATE '…'. Empty for other literals.
-	Type catalog.Type
+	Type schema.Type
 	// Fn is the text function of a Computed operand.
 	Fn *TextFn
 	// Part is the date function of a Computed operand.
@@ -288,7 +294,7 @@ func OperandString(o Operand, q *Query) string {
 		return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 	}
 	if o.Type.Temporal() {
-		return strings.ToUpper(string(o.Type)) + " '" + catalog.FormatValue(o.Type, o.Value) + "'"
+		return strings.ToUpper(string(o.Type)) + " '" + schema.FormatValue(o.Type, o.Value) + "'"
 	}
 	return fmt.Sprint(o.Value)
 }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // PreAggregate is a per-person pre-aggregation the query reads instead of
@@ -16,7 +16,7 @@ type PreAggregate struct {
 	// Relation is the inner relation the aggregates read (the table or
 	// joined relation, with bounds narrowed by Where and the derived
 	// columns).
-	Relation *catalog.Table
+	Relation *Table
 	// Unit is the inner relation's privacy unit column; Keys lists the
 	// inner GROUP BY columns (the unit among them).
 	Unit string
@@ -39,7 +39,7 @@ type PreColumn struct {
 // AsTable builds the relation the outer query reads: one column per
 // output, with the bounds the pre-aggregation implies, the privacy unit
 // and the contribution bounds that hold for it.
-func (pre *PreAggregate) AsTable(alias string, base, rel *catalog.Table) (*catalog.Table, error) {
+func (pre *PreAggregate) AsTable(alias string, base, rel *Table) (*Table, error) {
 	out := *base
 	out.Columns = nil
 	unitName := ""
@@ -86,16 +86,16 @@ func (pre *PreAggregate) AsTable(alias string, base, rel *catalog.Table) (*catal
 }
 
 // outputColumn is the column of a per-person aggregate, with its bounds.
-func (pre *PreAggregate) outputColumn(c PreColumn, rel *catalog.Table) (*catalog.Column, error) {
+func (pre *PreAggregate) outputColumn(c PreColumn, rel *Table) (*Column, error) {
 	a := c.Agg
-	col := &catalog.Column{Name: c.Name, Type: catalog.Float, Nullable: true}
+	col := &Column{Name: c.Name, Type: schema.Float, Nullable: true}
 	if a.Func == CountStar || a.Func == Count {
 		// A group of the pre-aggregation has at least one row.
 		lo := 0.0
 		if a.Func == CountStar {
 			lo = 1
 		}
-		col.Type, col.Lower, col.Nullable = catalog.Int, &lo, false
+		col.Type, col.Lower, col.Nullable = schema.Int, &lo, false
 		return col, nil
 	}
 	arg := rel.Column(a.Column)
@@ -114,7 +114,7 @@ func (pre *PreAggregate) outputColumn(c PreColumn, rel *catalog.Table) (*catalog
 		}
 	default: // AVG, MIN, MAX
 		col.Lower, col.Upper = &lo, &hi
-		if a.Func != Avg && (arg.Type == catalog.Int || arg.Type.Temporal()) {
+		if a.Func != Avg && (arg.Type == schema.Int || arg.Type.Temporal()) {
 			col.Type = arg.Type // a person's MIN or MAX of a date is a date
 		}
 	}

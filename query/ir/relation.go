@@ -4,17 +4,17 @@ import (
 	"math"
 	"sort"
 
-	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/schema"
 )
 
-// Relation builds the relation a plan aggregates: the catalog table's
+// Relation builds the relation a plan aggregates: the bound table's
 // columns with the bounds the WHERE clause implies (narrowBounds), plus one
 // column per derived column of the project stage, whose type, nullability
-// and bounds follow by interval arithmetic (ScalarRange). The catalog's
+// and bounds follow by interval arithmetic (ScalarRange). The bound
 // table is not changed.
-func Relation(q *Query, table *catalog.Table) (*catalog.Table, error) {
+func Relation(q *Query, table *Table) (*Table, error) {
 	rel := *table
-	rel.Columns = make([]*catalog.Column, len(table.Columns))
+	rel.Columns = make([]*Column, len(table.Columns))
 	for i, c := range table.Columns {
 		cc := *c
 		rel.Columns[i] = &cc
@@ -25,18 +25,18 @@ func Relation(q *Query, table *catalog.Table) (*catalog.Table, error) {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	var derived []*catalog.Column
+	var derived []*Column
 	for _, name := range names {
 		sp, err := ScalarRange(q.Derived[name].Expr, &rel)
 		if err != nil {
 			return nil, err
 		}
 		lo, hi := canonicalFloat(sp.Lo), canonicalFloat(sp.Hi)
-		typ := catalog.Float
+		typ := schema.Float
 		if sp.IsInt {
-			typ = catalog.Int
+			typ = schema.Int
 		}
-		derived = append(derived, &catalog.Column{Name: name, Type: typ, Lower: &lo, Upper: &hi, Nullable: sp.nullable})
+		derived = append(derived, &Column{Name: name, Type: typ, Lower: &lo, Upper: &hi, Nullable: sp.nullable})
 	}
 	rel.Columns = append(rel.Columns, derived...)
 	return &rel, nil
@@ -50,7 +50,7 @@ func Relation(q *Query, table *catalog.Table) (*catalog.Table, error) {
 // column's strict bounds become the next whole number. A conjunct that
 // would leave no value keeps the declared bounds (the query then counts no
 // rows anyway).
-func narrowBounds(t *catalog.Table, where Expr) {
+func narrowBounds(t *Table, where Expr) {
 	var conjuncts []Expr
 	var walk func(e Expr)
 	walk = func(e Expr) {
@@ -67,7 +67,7 @@ func narrowBounds(t *catalog.Table, where Expr) {
 	walk(where)
 	narrow := func(col string, op string, v any) {
 		c := t.Column(col)
-		if c == nil || !c.Bounded() || (c.Type != catalog.Int && c.Type != catalog.Float && !c.Type.Temporal()) {
+		if c == nil || !c.Bounded() || (c.Type != schema.Int && c.Type != schema.Float && !c.Type.Temporal()) {
 			return
 		}
 		x, ok := Number(v)
@@ -75,7 +75,7 @@ func narrowBounds(t *catalog.Table, where Expr) {
 			return
 		}
 		lo, hi := *c.Lower, *c.Upper
-		isInt := c.Type == catalog.Int || c.Type.Temporal()
+		isInt := c.Type == schema.Int || c.Type.Temporal()
 		switch op {
 		case "=":
 			lo, hi = math.Max(lo, x), math.Min(hi, x)

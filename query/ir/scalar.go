@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // Scalar is a numeric expression of the project stage.
@@ -20,9 +20,9 @@ type Constant struct {
 	Value float64
 	// Int is true for an integer literal.
 	Int bool
-	// Type is catalog.Date for a DATE literal (Value is its days since
+	// Type is schema.Date for a DATE literal (Value is its days since
 	// 1970-01-01), "" for a number.
-	Type catalog.Type
+	Type schema.Type
 }
 
 // Arith is L Op R, Op one of + - * / %.
@@ -51,7 +51,7 @@ type Cond struct {
 
 // Cast converts Arg to an int (rounding to the nearest) or a float.
 type Cast struct {
-	Type catalog.Type
+	Type schema.Type
 	Arg  Scalar
 }
 
@@ -103,7 +103,7 @@ func (s Span) finite() bool {
 
 // ScalarRange derives the span of s over table t (whose column bounds may
 // be narrowed by WHERE), or refuses an expression that is not total.
-func ScalarRange(s Scalar, t *catalog.Table) (Span, error) {
+func ScalarRange(s Scalar, t *Table) (Span, error) {
 	out, err := rawRange(s, t)
 	if err != nil {
 		return Span{}, err
@@ -120,7 +120,7 @@ func ScalarRange(s Scalar, t *catalog.Table) (Span, error) {
 
 // rawRange is ScalarRange without the final finiteness check: a column
 // without bounds spans ±Inf, which only LEAST and GREATEST may narrow.
-func rawRange(s Scalar, t *catalog.Table) (Span, error) {
+func rawRange(s Scalar, t *Table) (Span, error) {
 	switch x := s.(type) {
 	case nil:
 		// NULL: it adds no value, only the possibility of NULL.
@@ -132,10 +132,10 @@ func rawRange(s Scalar, t *catalog.Table) (Span, error) {
 		if c == nil {
 			return Span{}, fmt.Errorf("query: derived column reads unknown column %s", x.Column)
 		}
-		if c.Type != catalog.Int && c.Type != catalog.Float && !c.Type.Temporal() {
+		if c.Type != schema.Int && c.Type != schema.Float && !c.Type.Temporal() {
 			return Span{}, Refuse("column %s is %s: arithmetic needs an int, float or date column", c.Name, c.Type)
 		}
-		sp := Span{Lo: math.Inf(-1), Hi: math.Inf(1), IsInt: c.Type != catalog.Float, nullable: true}
+		sp := Span{Lo: math.Inf(-1), Hi: math.Inf(1), IsInt: c.Type != schema.Float, nullable: true}
 		// A per-person count has a lower bound only (PreAggregate).
 		if c.Lower != nil {
 			sp.Lo = *c.Lower
@@ -210,7 +210,7 @@ func rawRange(s Scalar, t *catalog.Table) (Span, error) {
 		if err != nil {
 			return Span{}, err
 		}
-		if x.Type == catalog.Int {
+		if x.Type == schema.Int {
 			if err := needFiniteSpans(s, a); err != nil {
 				return Span{}, err
 			}
@@ -243,7 +243,7 @@ func needFiniteSpans(s Scalar, parts ...Span) error {
 }
 
 // callRange is rawRange of a function call.
-func callRange(s Scalar, x Call, t *catalog.Table) (Span, error) {
+func callRange(s Scalar, x Call, t *Table) (Span, error) {
 	args := make([]Span, len(x.Args))
 	for i, a := range x.Args {
 		sp, err := rawRange(a, t)
@@ -311,7 +311,7 @@ func callRange(s Scalar, x Call, t *catalog.Table) (Span, error) {
 }
 
 // condRange is rawRange of a CASE: the union of its arms' spans.
-func condRange(s Scalar, x Cond, t *catalog.Table) (Span, error) {
+func condRange(s Scalar, x Cond, t *Table) (Span, error) {
 	var out Span
 	first := true
 	nullArm := false // a NULL arm, wherever it comes

@@ -6,8 +6,6 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/dpstat/dpstat/catalog"
 )
 
 // TextFn is a text function of the project stage, or one of its inputs (a
@@ -186,7 +184,7 @@ const MaxImageInputs = 100_000
 // lists of its columns in t (each also NULL): nil with ok false when a
 // column has no public list. NULL results are left out (NULL is no key).
 // The combinations were counted when the query was parsed (textBucket).
-func (f *TextFn) image(t *catalog.Table) (vals []any, ok bool) {
+func (f *TextFn) image(t *Table) (vals []any, ok bool) {
 	cols := f.columns()
 	lists := make([][]any, len(cols))
 	for i, name := range cols {
@@ -227,7 +225,7 @@ func (f *TextFn) image(t *catalog.Table) (vals []any, ok bool) {
 // Combinations counts the assignments of public values (and NULL) of the
 // function's columns, capped at MaxImageInputs + 1; -1 when a column has
 // no public list.
-func (f *TextFn) Combinations(t *catalog.Table) int64 {
+func (f *TextFn) Combinations(t *Table) int64 {
 	n := int64(1)
 	for _, name := range f.columns() {
 		c := t.Column(name)
@@ -250,7 +248,7 @@ type TextLength struct{ Fn *TextFn }
 func (TextLength) scalarNode() {}
 
 // TextLengthRange is the span of length(f) over t.
-func TextLengthRange(x TextLength, t *catalog.Table) Span {
+func TextLengthRange(x TextLength, t *Table) Span {
 	vals, ok := x.Fn.image(t)
 	if !ok || x.Fn.Combinations(t) > MaxImageInputs || len(vals) == 0 {
 		return Span{Lo: 0, Hi: math.Inf(1), IsInt: true, nullable: true}

@@ -5,8 +5,8 @@ import (
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/schema"
 )
 
 func (p *parser) unitName() string {
@@ -62,7 +62,7 @@ func (p *parser) percentile(fc *pg.FuncCall) (ir.Aggregate, error) {
 	if err != nil {
 		return ir.Aggregate{}, err
 	}
-	if col.Type != catalog.Int && col.Type != catalog.Float && !col.Type.Temporal() {
+	if col.Type != schema.Int && col.Type != schema.Float && !col.Type.Temporal() {
 		return ir.Aggregate{}, ir.Refuse("percentile_cont over column %s (%s): want an int, float, date or timestamp column", col.Name, col.Type)
 	}
 	if !col.Bounded() {

@@ -8,8 +8,8 @@ import (
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // isBucketExpr reports whether a node looks like a computed key.
@@ -60,7 +60,7 @@ func numberConst(n *pg.Node) (float64, bool) {
 // bucket parses a computed key: width_bucket(col, lo, hi, n),
 // floor(col / w) * w, or CASE WHEN … THEN literal … ELSE literal END.
 func (p *parser) bucket(n *pg.Node) (*ir.Bucket, error) {
-	numericCol := func(node *pg.Node, what string) (*catalog.Column, error) {
+	numericCol := func(node *pg.Node, what string) (*ir.Column, error) {
 		cr := node.GetColumnRef()
 		if cr == nil {
 			return nil, ir.Refuse("%s takes a column as its first argument", what)
@@ -69,7 +69,7 @@ func (p *parser) bucket(n *pg.Node) (*ir.Bucket, error) {
 		if err != nil {
 			return nil, err
 		}
-		if col.Type != catalog.Int && col.Type != catalog.Float {
+		if col.Type != schema.Int && col.Type != schema.Float {
 			return nil, ir.Refuse("%s over column %s (%s): want an int or float column", what, col.Name, col.Type)
 		}
 		return col, nil

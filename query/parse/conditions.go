@@ -8,6 +8,7 @@ import (
 
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/schema"
 )
 
 var compareOps = map[string]string{"=": "=", "<>": "<>", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
@@ -59,7 +60,7 @@ func (p *parser) expr(n *pg.Node, having bool) (ir.Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		if col.Type != catalog.Bool {
+		if col.Type != schema.Bool {
 			return nil, ir.Refuse("column %s is %s, not a condition; compare it with a value", col.Name, col.Type)
 		}
 		return ir.Compare{Op: "=", Left: ir.Operand{Kind: ir.ColumnRef, Column: col.Name}, Right: ir.Operand{Kind: ir.Literal, Value: true}}, nil
@@ -250,7 +251,7 @@ func (p *parser) inPublicList(a, b ir.Operand) error {
 	}
 	col := p.table.Column(a.Column)
 	s, ok := b.Value.(string)
-	if col == nil || col.Type != catalog.Text || col.Values == nil || !ok {
+	if col == nil || col.Type != schema.Text || col.Values == nil || !ok {
 		return nil
 	}
 	best, bestDist := "", -1
@@ -323,7 +324,7 @@ func (p *parser) like(a *pg.A_Expr, op string, having bool) (ir.Expr, error) {
 	if l.Kind == ir.Computed && p.kindOf(l) != "text" {
 		return nil, ir.Refuse("LIKE needs text; %s is %s", ir.OperandString(l, nil), p.kindOf(l))
 	}
-	if col := p.table.Column(l.Column); l.Kind == ir.ColumnRef && (col == nil || col.Type != catalog.Text) {
+	if col := p.table.Column(l.Column); l.Kind == ir.ColumnRef && (col == nil || col.Type != schema.Text) {
 		return nil, ir.Refuse("LIKE needs a text column; %s is not one", l.Column)
 	}
 	if strings.Contains(pat, "\\") {

@@ -6,14 +6,14 @@ import (
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // temporalOf returns the date or timestamp type of an operand: a temporal
 // column, a grouped key of one (a column or a truncation), or a temporal
 // literal; "" otherwise.
-func (p *parser) temporalOf(o ir.Operand) catalog.Type {
+func (p *parser) temporalOf(o ir.Operand) schema.Type {
 	switch o.Kind {
 	case ir.ColumnRef:
 		if c := p.table.Column(o.Column); c != nil && c.Type.Temporal() {
@@ -51,17 +51,17 @@ func (p *parser) temporalOf(o ir.Operand) catalog.Type {
 // string that is not a date, or a TIMESTAMP compared with a date, is
 // refused.
 func (p *parser) temporalOperands(a, b ir.Operand) (ir.Operand, ir.Operand, error) {
-	conv := func(o ir.Operand, t catalog.Type) (ir.Operand, error) {
+	conv := func(o ir.Operand, t schema.Type) (ir.Operand, error) {
 		if o.Kind != ir.Literal {
 			return o, nil
 		}
 		switch {
 		case o.Type == t:
 			return o, nil
-		case o.Type == catalog.Date && t == catalog.Timestamp:
-			return ir.Operand{Kind: ir.Literal, Value: o.Value.(int64) * catalog.MicrosPerDay, Type: t}, nil
-		case o.Type == catalog.Timestamp && t == catalog.Date:
-			return o, ir.Refuse("cannot compare a date with %s; compare it with a DATE literal, e.g. DATE '%s'", ir.OperandString(o, nil), catalog.FormatDate(ir.FloorDiv(o.Value.(int64), catalog.MicrosPerDay)))
+		case o.Type == schema.Date && t == schema.Timestamp:
+			return ir.Operand{Kind: ir.Literal, Value: o.Value.(int64) * schema.MicrosPerDay, Type: t}, nil
+		case o.Type == schema.Timestamp && t == schema.Date:
+			return o, ir.Refuse("cannot compare a date with %s; compare it with a DATE literal, e.g. DATE '%s'", ir.OperandString(o, nil), schema.FormatDate(ir.FloorDiv(o.Value.(int64), schema.MicrosPerDay)))
 		}
 		if s, ok := o.Value.(string); ok {
 			return ir.TemporalLiteral(t, s)
@@ -81,7 +81,7 @@ func (p *parser) temporalOperands(a, b ir.Operand) (ir.Operand, ir.Operand, erro
 // EXTRACT(field FROM col), where col may be shifted by an INTERVAL of
 // days or weeks (and hours, minutes or seconds for a timestamp): col +
 // INTERVAL '7 days'. It returns the part and its column.
-func (p *parser) dateArgs(fc *pg.FuncCall) (ir.DatePart, *catalog.Column, error) {
+func (p *parser) dateArgs(fc *pg.FuncCall) (ir.DatePart, *ir.Column, error) {
 	name := funcName(fc)
 	form := map[string]string{"date_trunc": "date_trunc('month', col)", "extract": "EXTRACT(month FROM col)", "date_part": "date_part('month', col)"}[name]
 	if len(fc.Args) != 2 || fc.AggStar || fc.Over != nil || fc.AggFilter != nil {
@@ -115,10 +115,10 @@ func (p *parser) dateArgs(fc *pg.FuncCall) (ir.DatePart, *catalog.Column, error)
 		fields, what = ir.TruncUnits, "date_trunc unit"
 	}
 	forDates, ok := fields[field]
-	if !ok || (!forDates && col.Type == catalog.Date) {
+	if !ok || (!forDates && col.Type == schema.Date) {
 		var names []string
 		for _, f := range []string{"year", "quarter", "month", "week", "day", "dow", "isodow", "doy", "hour", "minute"} {
-			if d, ok := fields[f]; ok && (d || col.Type == catalog.Timestamp) {
+			if d, ok := fields[f]; ok && (d || col.Type == schema.Timestamp) {
 				names = append(names, f)
 			}
 		}
@@ -142,7 +142,7 @@ func (p *parser) dateArgs(fc *pg.FuncCall) (ir.DatePart, *catalog.Column, error)
 // the shifted values would not follow from the bounds by adding a
 // constant), as is part of a day for a date, and a shift that takes the
 // declared range of col outside the dates or timestamps dpstat reads.
-func (p *parser) dateShift(a *pg.A_Expr, col *catalog.Column, part ir.DatePart) (int64, error) {
+func (p *parser) dateShift(a *pg.A_Expr, col *ir.Column, part ir.DatePart) (int64, error) {
 	op := opName(a)
 	tc := a.Rexpr.GetTypeCast()
 	text := ""
@@ -157,20 +157,20 @@ func (p *parser) dateShift(a *pg.A_Expr, col *catalog.Column, part ir.DatePart) 
 	if months != 0 {
 		return 0, ir.Refuse("%s: a column shifted by months or years is not supported in a date function; shift it by days or weeks, e.g. INTERVAL '30 days', or apply the function to %s and shift the literals it is compared with", expr, col.Name)
 	}
-	lo, hi := int64(catalog.MinTimestamp), int64(catalog.MaxTimestamp)
+	lo, hi := int64(schema.MinTimestamp), int64(schema.MaxTimestamp)
 	shift := micros
-	if col.Type == catalog.Date {
-		if micros%catalog.MicrosPerDay != 0 {
+	if col.Type == schema.Date {
+		if micros%schema.MicrosPerDay != 0 {
 			return 0, ir.Refuse("%s: a date moves by whole days; use days or weeks, e.g. INTERVAL '1 day'", expr)
 		}
-		shift, lo, hi = micros/catalog.MicrosPerDay, catalog.MinDate, catalog.MaxDate
+		shift, lo, hi = micros/schema.MicrosPerDay, schema.MinDate, schema.MaxDate
 	}
 	if op == "-" {
 		shift, micros = -shift, -micros
 	}
 	if l, u := int64(*col.Lower)+shift, int64(*col.Upper)+shift; l < lo || u > hi {
 		return 0, ir.Refuse("%s leaves the %ss dpstat reads (%s to %s) over the declared range of %s", expr, col.Type,
-			catalog.FormatValue(col.Type, lo), catalog.FormatValue(col.Type, hi), col.Name)
+			schema.FormatValue(col.Type, lo), schema.FormatValue(col.Type, hi), col.Name)
 	}
 	return micros, nil
 }
@@ -206,7 +206,7 @@ func dateConstant(tc *pg.TypeCast) (ir.Scalar, bool, error) {
 	if c == nil {
 		return nil, true, ir.Refuse("casts to %s are supported on literals only, e.g. DATE '2024-03-01'", typ)
 	}
-	if typ != catalog.Date {
+	if typ != schema.Date {
 		return nil, true, ir.Refuse("timestamps cannot be computed with in an aggregated expression; use EXTRACT(field FROM ts) or date_trunc")
 	}
 	o, err := constOperand(c)
@@ -217,11 +217,11 @@ func dateConstant(tc *pg.TypeCast) (ir.Scalar, bool, error) {
 	if !ok {
 		return nil, true, ir.Refuse("DATE takes a string such as '2024-03-01', got %v", o.Value)
 	}
-	d, err := ir.ParseTemporal(catalog.Date, s)
+	d, err := ir.ParseTemporal(schema.Date, s)
 	if err != nil {
 		return nil, true, err
 	}
-	return ir.Constant{Value: float64(d), Int: true, Type: catalog.Date}, true, nil
+	return ir.Constant{Value: float64(d), Int: true, Type: schema.Date}, true, nil
 }
 
 // foldInterval reads DATE '…' ± INTERVAL '…' (or a TIMESTAMP, or a
@@ -268,18 +268,18 @@ func (p *parser) foldInterval(a *pg.A_Expr) (ir.Operand, bool, error) {
 		months, micros = -months, -micros
 	}
 	v := base.Value.(int64)
-	if base.Type == catalog.Date {
-		if micros%catalog.MicrosPerDay != 0 {
+	if base.Type == schema.Date {
+		if micros%schema.MicrosPerDay != 0 {
 			return ir.Operand{}, true, ir.Refuse("DATE %s INTERVAL '%s': a date moves by whole days; use a TIMESTAMP literal for hours, minutes and seconds", op, text)
 		}
-		v = ir.AddMonths(v, months) + micros/catalog.MicrosPerDay
-		if v < catalog.MinDate || v > catalog.MaxDate {
+		v = ir.AddMonths(v, months) + micros/schema.MicrosPerDay
+		if v < schema.MinDate || v > schema.MaxDate {
 			return ir.Operand{}, true, ir.Refuse("DATE %s INTERVAL '%s' leaves the dates from 0001-01-01 to 9999-12-31", op, text)
 		}
 	} else {
-		d := ir.FloorDiv(v, catalog.MicrosPerDay)
-		v = ir.AddMonths(d, months)*catalog.MicrosPerDay + (v - d*catalog.MicrosPerDay) + micros
-		if v < catalog.MinTimestamp || v > catalog.MaxTimestamp {
+		d := ir.FloorDiv(v, schema.MicrosPerDay)
+		v = ir.AddMonths(d, months)*schema.MicrosPerDay + (v - d*schema.MicrosPerDay) + micros
+		if v < schema.MinTimestamp || v > schema.MaxTimestamp {
 			return ir.Operand{}, true, ir.Refuse("TIMESTAMP %s INTERVAL '%s' leaves the timestamps dpstat reads (1684 to 2255)", op, text)
 		}
 	}
@@ -339,11 +339,11 @@ func (p *parser) shiftedCompare(a *pg.A_Expr, op string) (ir.Expr, bool, error) 
 		return nil, true, ir.Refuse("%s %s INTERVAL '%s': a column shifted by months or years is not supported; shift the literal instead, e.g. %s > DATE '2024-06-01' - INTERVAL '%s'", col.Column, opName(x), text, col.Column, text)
 	}
 	shift := micros
-	if t == catalog.Date {
-		if micros%catalog.MicrosPerDay != 0 {
+	if t == schema.Date {
+		if micros%schema.MicrosPerDay != 0 {
 			return nil, true, ir.Refuse("%s %s INTERVAL '%s': a date moves by whole days", col.Column, opName(x), text)
 		}
-		shift = micros / catalog.MicrosPerDay
+		shift = micros / schema.MicrosPerDay
 	}
 	if opName(x) == "-" {
 		shift = -shift
@@ -410,7 +410,7 @@ func (p *parser) shiftedScalar(a *pg.A_Expr, timestamp bool) (ir.Scalar, bool, e
 	if !col.Type.Temporal() {
 		return nil, true, ir.Refuse("%s: INTERVAL is added to dates and timestamps; column %s is %s", expr, col.Name, col.Type)
 	}
-	if col.Type == catalog.Timestamp && !timestamp {
+	if col.Type == schema.Timestamp && !timestamp {
 		return nil, true, ir.Refuse("%s: a shifted timestamp is supported as the whole argument of MIN, MAX, MEDIAN or percentile_cont only; elsewhere use EXTRACT(field FROM %s) or date_trunc", expr, col.Name)
 	}
 	months, micros, err := ir.ParseInterval(text)
@@ -420,12 +420,12 @@ func (p *parser) shiftedScalar(a *pg.A_Expr, timestamp bool) (ir.Scalar, bool, e
 	if months != 0 {
 		return nil, true, ir.Refuse("%s: a column shifted by months or years is not supported in an aggregate; shift it by days or weeks, e.g. INTERVAL '30 days'", expr)
 	}
-	shift, lo, hi := micros, int64(catalog.MinTimestamp), int64(catalog.MaxTimestamp)
-	if col.Type == catalog.Date {
-		if micros%catalog.MicrosPerDay != 0 {
+	shift, lo, hi := micros, int64(schema.MinTimestamp), int64(schema.MaxTimestamp)
+	if col.Type == schema.Date {
+		if micros%schema.MicrosPerDay != 0 {
 			return nil, true, ir.Refuse("%s: a date moves by whole days; use days or weeks", expr)
 		}
-		shift, lo, hi = micros/catalog.MicrosPerDay, catalog.MinDate, catalog.MaxDate
+		shift, lo, hi = micros/schema.MicrosPerDay, schema.MinDate, schema.MaxDate
 	}
 	if !col.Bounded() {
 		return nil, true, ir.Refuse("%s needs declared bounds for %s: declare `lower:` and `upper:` (e.g. lower: \"2024-01-01\")", expr, col.Name)
@@ -435,7 +435,7 @@ func (p *parser) shiftedScalar(a *pg.A_Expr, timestamp bool) (ir.Scalar, bool, e
 	}
 	if l, u := int64(*col.Lower)+shift, int64(*col.Upper)+shift; l < lo || u > hi {
 		return nil, true, ir.Refuse("%s leaves the %ss dpstat reads (%s to %s) over the declared range of %s", expr, col.Type,
-			catalog.FormatValue(col.Type, lo), catalog.FormatValue(col.Type, hi), col.Name)
+			schema.FormatValue(col.Type, lo), schema.FormatValue(col.Type, hi), col.Name)
 	}
 	if shift < 0 {
 		return ir.Arith{Op: "-", L: ir.ColumnValue{Column: col.Name}, R: ir.Constant{Value: float64(-shift), Int: true}}, true, nil

@@ -5,7 +5,6 @@ import (
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/query/ir"
 )
 
@@ -19,7 +18,7 @@ func (p *parser) fromJoin(je *pg.JoinExpr) error {
 		if rv == nil {
 			return ir.JoinedTable{}, ir.Refuse("joins are between catalog tables; subqueries and functions are not supported in FROM")
 		}
-		t := p.cat.Table(rv.Relname)
+		t := p.bind(rv.Relname, aliasOf(rv))
 		if t == nil || rv.Schemaname != "" || rv.Catalogname != "" {
 			return ir.JoinedTable{}, ir.RefuseAs(ir.KindUnknownTable, "unknown table %q; the catalog declares: %s", rv.Relname, p.tableNames())
 		}
@@ -101,7 +100,7 @@ func (p *parser) fromJoin(je *pg.JoinExpr) error {
 	if err != nil {
 		return err
 	}
-	p.table = rel
+	p.table, p.base = rel, private
 	p.alias = tables[0].Alias
 	return nil
 }
@@ -113,9 +112,9 @@ func (p *parser) fromJoin(je *pg.JoinExpr) error {
 // table, its public values. Every occurrence is its own set of columns: a
 // table joined twice has two. A name that could be read as two columns is
 // refused.
-func (p *parser) relationOf(tables []ir.JoinedTable) (*catalog.Table, error) {
+func (p *parser) relationOf(tables []ir.JoinedTable) (*ir.Table, error) {
 	rel := *tables[0].Table
-	rel.Columns = append([]*catalog.Column{}, tables[0].Table.Columns...)
+	rel.Columns = append([]*ir.Column{}, tables[0].Table.Columns...)
 	for _, jt := range tables[1:] {
 		for _, c := range rel.Columns[:len(tables[0].Table.Columns)] {
 			if len(c.Name) > len(jt.Alias) && strings.EqualFold(c.Name[:len(jt.Alias)+1], jt.Alias+".") {
@@ -141,7 +140,7 @@ func (p *parser) relationOf(tables []ir.JoinedTable) (*catalog.Table, error) {
 // joinOn reads a join's condition: equalities between a column of a table
 // already joined and a column of the one being joined, ANDed (or USING).
 func (p *parser) joinOn(j *pg.JoinExpr, tables []ir.JoinedTable, right ir.JoinedTable) ([][2]string, error) {
-	name := func(jt ir.JoinedTable, col string) (string, *catalog.Column) {
+	name := func(jt ir.JoinedTable, col string) (string, *ir.Column) {
 		c := jt.Table.Column(col)
 		if c == nil {
 			return "", nil
@@ -153,7 +152,7 @@ func (p *parser) joinOn(j *pg.JoinExpr, tables []ir.JoinedTable, right ir.Joined
 		return c.Name, c
 	}
 	var on [][2]string
-	pair := func(l, r string, lc, rc *catalog.Column) error {
+	pair := func(l, r string, lc, rc *ir.Column) error {
 		if lc.Type != rc.Type {
 			return ir.Refuse("JOIN %s ON %s = %s compares %s with %s; join columns of one type", right.Table.Name, l, r, lc.Type, rc.Type)
 		}
@@ -165,7 +164,7 @@ func (p *parser) joinOn(j *pg.JoinExpr, tables []ir.JoinedTable, right ir.Joined
 			col := u.GetString_().GetSval()
 			rn, rc := name(right, col)
 			var ln string
-			var lc *catalog.Column
+			var lc *ir.Column
 			var in []string
 			for _, jt := range tables[:len(tables)-1] {
 				if n, c := name(jt, col); c != nil {
@@ -208,7 +207,7 @@ func (p *parser) joinOn(j *pg.JoinExpr, tables []ir.JoinedTable, right ir.Joined
 	if err := flatten(j.Quals); err != nil {
 		return nil, err
 	}
-	resolve := func(n *pg.Node) (ir.JoinedTable, string, *catalog.Column, error) {
+	resolve := func(n *pg.Node) (ir.JoinedTable, string, *ir.Column, error) {
 		cr := n.GetColumnRef()
 		if cr == nil {
 			return ir.JoinedTable{}, "", nil, ir.Refuse("JOIN %s ON: compare columns, e.g. v.day = d.day", right.Table.Name)
@@ -223,7 +222,7 @@ func (p *parser) joinOn(j *pg.JoinExpr, tables []ir.JoinedTable, right ir.Joined
 		// The occurrences in scope: those joined so far and this one.
 		var found ir.JoinedTable
 		var nm string
-		var col *catalog.Column
+		var col *ir.Column
 		var in []string
 		for _, jt := range tables {
 			if len(parts) == 2 && !strings.EqualFold(parts[0], jt.Alias) {
@@ -302,7 +301,7 @@ func (p *parser) joinRows() int64 {
 
 // joinedColumn resolves a column of a joined relation: qualified by a
 // table's alias, or unqualified when exactly one table has it.
-func (p *parser) joinedColumn(parts []string) (*catalog.Column, error) {
+func (p *parser) joinedColumn(parts []string) (*ir.Column, error) {
 	if len(parts) > 2 {
 		return nil, ir.Refuse("unsupported column reference %s", strings.Join(parts, "."))
 	}
@@ -312,7 +311,7 @@ func (p *parser) joinedColumn(parts []string) (*catalog.Column, error) {
 		}
 		return col
 	}
-	var found *catalog.Column
+	var found *ir.Column
 	var where []string
 	for _, jt := range p.joined {
 		if len(parts) == 2 && !strings.EqualFold(parts[0], jt.Alias) {

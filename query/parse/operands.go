@@ -8,8 +8,8 @@ import (
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // operand converts a leaf: a column (WHERE), an output (HAVING) or a literal.
@@ -185,27 +185,27 @@ func castConst(c *pg.A_Const, tn *pg.TypeName) (ir.Operand, error) {
 	typ, name := castType(tn)
 	s := fmt.Sprint(o.Value)
 	switch typ {
-	case catalog.Int:
+	case schema.Int:
 		i, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 		if err != nil {
 			return ir.Operand{}, ir.Refuse("cannot cast %q to an integer", s)
 		}
 		return ir.Operand{Kind: ir.Literal, Value: i}, nil
-	case catalog.Float:
+	case schema.Float:
 		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 			return ir.Operand{}, ir.Refuse("cannot cast %q to a finite number", s)
 		}
 		return ir.Operand{Kind: ir.Literal, Value: f}, nil
-	case catalog.Text:
+	case schema.Text:
 		return ir.Operand{Kind: ir.Literal, Value: s}, nil
-	case catalog.Bool:
+	case schema.Bool:
 		b, err := strconv.ParseBool(strings.TrimSpace(s))
 		if err != nil {
 			return ir.Operand{}, ir.Refuse("cannot cast %q to a boolean", s)
 		}
 		return ir.Operand{Kind: ir.Literal, Value: b}, nil
-	case catalog.Date, catalog.Timestamp:
+	case schema.Date, schema.Timestamp:
 		return ir.TemporalLiteral(typ, s)
 	}
 	return ir.Operand{}, ir.Refuse("cast to %s is not supported", name)
@@ -213,15 +213,15 @@ func castConst(c *pg.A_Const, tn *pg.TypeName) (ir.Operand, error) {
 
 // typeKind is the type family of a column type: "number", "text", "bool",
 // the temporal type itself, or "unknown".
-func typeKind(t catalog.Type) string {
+func typeKind(t schema.Type) string {
 	switch t {
-	case catalog.Date, catalog.Timestamp:
+	case schema.Date, schema.Timestamp:
 		return string(t)
-	case catalog.Int, catalog.Float:
+	case schema.Int, schema.Float:
 		return "number"
-	case catalog.Text:
+	case schema.Text:
 		return "text"
-	case catalog.Bool:
+	case schema.Bool:
 		return "bool"
 	}
 	return "unknown"
@@ -314,7 +314,7 @@ func (p *parser) outputNamed(name string) bool {
 // castType maps the type a cast names to a catalog type, with the name as
 // written (lower case) for messages; the type is "" for a type dpstat does
 // not cast to.
-func castType(tn *pg.TypeName) (catalog.Type, string) {
+func castType(tn *pg.TypeName) (schema.Type, string) {
 	name := ""
 	if tn != nil && len(tn.Names) > 0 {
 		if s := tn.Names[len(tn.Names)-1].GetString_(); s != nil {
@@ -323,17 +323,17 @@ func castType(tn *pg.TypeName) (catalog.Type, string) {
 	}
 	switch name {
 	case "int2", "int4", "int8", "int", "integer", "bigint", "smallint":
-		return catalog.Int, name
+		return schema.Int, name
 	case "float4", "float8", "float", "real", "double", "numeric", "decimal":
-		return catalog.Float, name
+		return schema.Float, name
 	case "text", "varchar":
-		return catalog.Text, name
+		return schema.Text, name
 	case "bool", "boolean":
-		return catalog.Bool, name
+		return schema.Bool, name
 	case "date":
-		return catalog.Date, name
+		return schema.Date, name
 	case "timestamp":
-		return catalog.Timestamp, name
+		return schema.Timestamp, name
 	}
 	return "", name
 }

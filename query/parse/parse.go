@@ -74,7 +74,10 @@ const MaxAggregates = 64
 
 type parser struct {
 	cat   *catalog.Catalog
-	table *catalog.Table
+	table *ir.Table
+	// base is the bound occurrence of the declared table the query reads
+	// (ir.Query.Base).
+	base  *ir.Table
 	alias string
 	q     *ir.Query
 	// depth is the nesting of the condition being parsed.
@@ -120,7 +123,7 @@ func (p *parser) selectStmt(s *pg.SelectStmt) (*ir.Query, error) {
 	if err := p.from(s.FromClause); err != nil {
 		return nil, err
 	}
-	p.q = &ir.Query{Table: p.table.Name, Limit: -1}
+	p.q = &ir.Query{Table: p.table.Name, Base: p.base, Limit: -1}
 	if p.pre != nil {
 		p.q.Pre, p.q.Relation = p.pre, p.table
 	}
@@ -286,7 +289,7 @@ func (p *parser) from(from []*pg.Node) error {
 		return ir.Refuse("qualified table name %s: query one of the catalog's tables by its name: %s",
 			strings.Trim(rv.Catalogname+"."+rv.Schemaname+"."+rv.Relname, "."), p.tableNames())
 	}
-	t := p.cat.Table(rv.Relname)
+	t := p.bind(rv.Relname, aliasOf(rv))
 	if t == nil {
 		hint := ""
 		if strings.ContainsAny(rv.Relname, "/\\.") {
@@ -297,7 +300,7 @@ func (p *parser) from(from []*pg.Node) error {
 	if t.Public {
 		return ir.Refuse("table %s is public (it is about no one): query a private table, joining %s to it", t.Name, t.Name)
 	}
-	p.table = t
+	p.table, p.base = t, t
 	if rv.Alias != nil {
 		if len(rv.Alias.Colnames) > 0 {
 			return ir.Refuse("column aliases in FROM are not supported")
@@ -324,7 +327,7 @@ func (p *parser) columnNames() string {
 }
 
 // columnRef resolves a column reference to a declared column.
-func (p *parser) columnRef(cr *pg.ColumnRef) (*catalog.Column, error) {
+func (p *parser) columnRef(cr *pg.ColumnRef) (*ir.Column, error) {
 	var parts []string
 	for _, f := range cr.Fields {
 		if f.GetAStar() != nil {

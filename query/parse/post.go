@@ -6,8 +6,8 @@ import (
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // post parses a select-list expression over aggregates and literals.
@@ -105,9 +105,9 @@ func (p *parser) post(n *pg.Node) (ir.Scalar, error) {
 			return nil, err
 		}
 		switch typ, name := castType(tc.TypeName); typ {
-		case catalog.Int:
+		case schema.Int:
 			return ir.Call{Func: "round", Args: []ir.Scalar{arg}}, nil
-		case catalog.Float:
+		case schema.Float:
 			return arg, nil
 		default:
 			return nil, ir.Refuse("CAST to %q is not supported over aggregates; cast to int or float", name)

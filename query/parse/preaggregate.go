@@ -19,7 +19,7 @@ func (p *parser) preaggregate(s *pg.SelectStmt, sq *subquery) error {
 	if !base.HasPrivacyUnit() {
 		return ir.Refuse("subquery %s aggregates table %s, which declares no privacy unit: only a per-person pre-aggregation (GROUP BY the privacy unit) keeps rows one person's; without a privacy unit every row is a person already", sq.alias, base.Name)
 	}
-	ip.q = &ir.Query{Table: base.Name, Limit: -1}
+	ip.q = &ir.Query{Table: base.Name, Base: ip.base, Limit: -1}
 	if len(ip.joins) > 0 {
 		ip.q.Joins, ip.q.Relation = ip.joins, base
 		ip.q.JoinRows = ip.joinRows()
@@ -117,7 +117,7 @@ func (p *parser) preaggregate(s *pg.SelectStmt, sq *subquery) error {
 	if err != nil {
 		return err
 	}
-	p.pre, p.table, p.alias = pre, out, sq.alias
+	p.pre, p.table, p.base, p.alias = pre, out, ip.base, sq.alias
 	s.FromClause = nil
 	return nil
 }

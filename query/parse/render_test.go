@@ -145,13 +145,12 @@ func renderRelation(q *ir.Query) *boundQuery {
 // and spells the facts of its columns that differ from what the catalog
 // declares: bounds narrowed by WHERE, the derived columns, and every
 // column of a pre-aggregation. It is the one place of the case test that
-// reads the relation's table and column types: when the IR binds its
-// own tables, the declared table of a plain query is the bound one the
-// query carries instead of the catalog's.
+// reads the relation's table and column types: the declared table of a
+// plain query is the bound one the query carries (ir.Query.Base).
 func relationFacts(q *ir.Query, cat *catalog.Catalog) ([]string, error) {
 	base := q.Relation
 	if base == nil {
-		base = cat.Table(q.Table)
+		base = q.Base
 	}
 	rel, err := ir.Relation(q, base)
 	if err != nil {

@@ -7,8 +7,8 @@ import (
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // scalar parses a numeric expression of the project stage.
@@ -45,10 +45,10 @@ func (p *parser) scalar(n *pg.Node) (ir.Scalar, error) {
 		if err != nil {
 			return nil, err
 		}
-		if col.Type == catalog.Timestamp {
+		if col.Type == schema.Timestamp {
 			return nil, ir.Refuse("column %s is a timestamp: an aggregated expression computes with EXTRACT(field FROM %s) or date_trunc('unit', %s), not the timestamp itself", col.Name, col.Name, col.Name)
 		}
-		if col.Type != catalog.Int && col.Type != catalog.Float && col.Type != catalog.Date {
+		if col.Type != schema.Int && col.Type != schema.Float && col.Type != schema.Date {
 			return nil, ir.Refuse("column %s is %s: an aggregated expression computes with int, float and date columns (compare other columns in a CASE WHEN or FILTER condition)", col.Name, col.Type)
 		}
 		return ir.ColumnValue{Column: col.Name}, nil
@@ -62,7 +62,7 @@ func (p *parser) scalar(n *pg.Node) (ir.Scalar, error) {
 			return nil, err
 		}
 		typ, name := castType(tc.TypeName)
-		if typ == catalog.Int || typ == catalog.Float {
+		if typ == schema.Int || typ == schema.Float {
 			return ir.Cast{Type: typ, Arg: arg}, nil
 		}
 		return nil, ir.Refuse("CAST to %q is not supported in an aggregated expression; cast to int or float", name)
@@ -75,10 +75,10 @@ func (p *parser) scalar(n *pg.Node) (ir.Scalar, error) {
 			if err != nil {
 				return nil, err
 			}
-			if o.Type != catalog.Date {
+			if o.Type != schema.Date {
 				return nil, ir.Refuse("timestamps cannot be computed with in an aggregated expression; use EXTRACT(field FROM ts) or date_trunc")
 			}
-			return ir.Constant{Value: float64(o.Value.(int64)), Int: true, Type: catalog.Date}, nil
+			return ir.Constant{Value: float64(o.Value.(int64)), Int: true, Type: schema.Date}, nil
 		}
 		switch a.Kind {
 		case pg.A_Expr_Kind_AEXPR_OP:

@@ -7,7 +7,6 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/query/ir"
 )
 
@@ -38,7 +37,7 @@ type subquery struct {
 // unqualified column names.
 type fromItem struct {
 	alias string
-	table *catalog.Table // nil for a subquery, or a name the catalog lacks
+	table *ir.Table // nil for a subquery, or a name the catalog lacks
 	sub   *subquery
 }
 
@@ -366,7 +365,7 @@ func (p *parser) mergeFrom(n *pg.Node, ctes map[string]*pg.SelectStmt, items *[]
 		if rv.Alias != nil {
 			alias = rv.Alias.Aliasname
 		}
-		t := p.cat.Table(rv.Relname)
+		t := p.bind(rv.Relname, alias)
 		*items = append(*items, fromItem{alias: alias, table: t})
 		return n, nil
 	}
@@ -415,9 +414,9 @@ func (p *parser) subqueryItem(sel *pg.SelectStmt, alias string, items *[]fromIte
 	}
 	// With one table inside, its columns are qualified, so that they keep
 	// their meaning once merged next to other tables.
-	var single *catalog.Table
+	var single *ir.Table
 	if rv := from.GetRangeVar(); rv != nil {
-		single = p.cat.Table(rv.Relname)
+		single = p.bind(rv.Relname, aliasOf(rv))
 	}
 	qualify := func(n *pg.Node) {
 		if single == nil || n == nil {

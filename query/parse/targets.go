@@ -6,8 +6,8 @@ import (
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/schema"
 )
 
 func (p *parser) groupKey(n *pg.Node, targets []*pg.Node) (string, error) {
@@ -241,7 +241,7 @@ func (p *parser) aggregate(fc *pg.FuncCall) (ir.Aggregate, error) {
 			if err != nil {
 				return ir.Aggregate{}, err
 			}
-			if col.Type != catalog.Int && col.Type != catalog.Float {
+			if col.Type != schema.Int && col.Type != schema.Float {
 				// COUNT(text) FILTER (WHERE c) counts the rows where c
 				// holds and the column is not NULL.
 				return p.filteredWhen(fc, ir.Count, ir.Constant{Value: 1, Int: true}, 0,
@@ -262,7 +262,7 @@ func (p *parser) aggregate(fc *pg.FuncCall) (ir.Aggregate, error) {
 		return ir.Aggregate{}, err
 	}
 	if f != ir.Count {
-		if col.Type != catalog.Int && col.Type != catalog.Float && !(f == ir.Quantile && col.Type.Temporal()) {
+		if col.Type != schema.Int && col.Type != schema.Float && !(f == ir.Quantile && col.Type.Temporal()) {
 			return ir.Aggregate{}, ir.Refuse("%s(%s): column %s is %s; %s needs an int or float column (MIN, MAX and MEDIAN also take date and timestamp columns)", strings.ToUpper(name), col.Name, col.Name, col.Type, strings.ToUpper(name))
 		}
 		if !col.Bounded() {

@@ -7,8 +7,8 @@ import (
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // isTextFunc reports whether a node is a text function call or a ||.
@@ -53,7 +53,7 @@ func (p *parser) textFn(n *pg.Node, depth int) (*ir.TextFn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if col.Type != catalog.Text {
+		if col.Type != schema.Text {
 			return nil, ir.Refuse("column %s is %s: text functions take text columns (and string literals)", col.Name, col.Type)
 		}
 		return &ir.TextFn{Func: "column", Column: col.Name}, nil

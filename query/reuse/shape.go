@@ -45,16 +45,16 @@ type Shape struct {
 	complete map[string]int
 }
 
-// ShapeOf returns the shape of a plan whose table source resolves to
-// source, or the reason its cells cannot be reused or derived: only
+// ShapeOf returns the shape of a plan over the declared table decl, whose
+// source resolves to source, or the reason its cells cannot be reused or derived: only
 // queries over one table with no privacy unit (each row one person, so a
 // cell's value does not depend on the other cells: no contribution
 // bounding), grouped by columns with declared value lists, without joins,
 // key selection, most-common values or computed keys.
-func ShapeOf(plan *dpplan.Plan, source string) (*Shape, string) {
+func ShapeOf(plan *dpplan.Plan, decl *catalog.Table, source string) (*Shape, string) {
 	q, t := plan.Query, plan.Table
 	switch {
-	case t == nil || q == nil:
+	case t == nil || q == nil || decl == nil:
 		return nil, "no table"
 	case plan.Bounded || t.HasPrivacyUnit():
 		return nil, "the table has a privacy unit: bounding a person's contributions makes a cell depend on the grouping"
@@ -110,9 +110,9 @@ func ShapeOf(plan *dpplan.Plan, source string) (*Shape, string) {
 	}
 	// The table's whole declaration but for the reuse setting, which says
 	// who may reuse, not what a cell is.
-	decl := *t
-	decl.ReuseReleases = ""
-	dj, err := json.Marshal(&decl)
+	whole := *decl
+	whole.ReuseReleases = ""
+	dj, err := json.Marshal(&whole)
 	if err != nil {
 		return nil, "the table's declaration cannot be spelled"
 	}
@@ -172,7 +172,7 @@ func conjuncts(e ir.Expr) []ir.Expr {
 // keyCondition recognizes col = v and col IN (v, …) over a column with a
 // declared value list, every v in the list, and returns the values'
 // sorted indices.
-func keyCondition(e ir.Expr, t *catalog.Table) (string, []int, bool) {
+func keyCondition(e ir.Expr, t *ir.Table) (string, []int, bool) {
 	var col ir.Operand
 	var vals []ir.Operand
 	switch x := e.(type) {

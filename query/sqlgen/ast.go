@@ -4,8 +4,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // The statements are built as a small syntax tree of SELECTs, relations
@@ -17,7 +17,7 @@ import (
 // table occurrences are fixed, because the engines' readers find the
 // statistics by them and ClickHouse rewrites a statement per shard by
 // them (see engine/clickhouse's generatorAlias). Every one of them
-// begins with catalog.ReservedPrefix (_dp_), which the catalog refuses,
+// begins with schema.ReservedPrefix (_dp_), which the catalog refuses,
 // in any case, for a table or column name: a generated name can never be
 // a data column's (nor a stage a table's). No name a query gives reaches
 // the statement: keys, statistics, table aliases and a pre-aggregation's
@@ -65,48 +65,48 @@ import (
 // dialect's, with the same prefix; the dialect's lambdas name their
 // parameter t, which only their own body reads).
 const (
-	unitName  = catalog.ReservedPrefix + "u"
-	oneName   = catalog.ReservedPrefix + "one"
-	rkName    = catalog.ReservedPrefix + "rk"
-	rnName    = catalog.ReservedPrefix + "rn"
-	hName     = catalog.ReservedPrefix + "h"
-	tName     = catalog.ReservedPrefix + "t"
-	nName     = catalog.ReservedPrefix + "n"
-	binName   = catalog.ReservedPrefix + "b"
-	binsName  = catalog.ReservedPrefix + "bs"
-	countName = catalog.ReservedPrefix + "c"
+	unitName  = schema.ReservedPrefix + "u"
+	oneName   = schema.ReservedPrefix + "one"
+	rkName    = schema.ReservedPrefix + "rk"
+	rnName    = schema.ReservedPrefix + "rn"
+	hName     = schema.ReservedPrefix + "h"
+	tName     = schema.ReservedPrefix + "t"
+	nName     = schema.ReservedPrefix + "n"
+	binName   = schema.ReservedPrefix + "b"
+	binsName  = schema.ReservedPrefix + "bs"
+	countName = schema.ReservedPrefix + "c"
 
-	rowsStage              = catalog.ReservedPrefix + "r"
-	rowsBoundedStage       = catalog.ReservedPrefix + "r_bounded"
-	perUnitStage           = catalog.ReservedPrefix + "per_unit"
-	perUnitBoundedStage    = catalog.ReservedPrefix + "per_unit_bounded"
-	thresholdsStage        = catalog.ReservedPrefix + "thresholds"
-	keptStage              = catalog.ReservedPrefix + "kept"
-	keptPairsStage         = catalog.ReservedPrefix + "kept_pairs"
-	lightStage             = catalog.ReservedPrefix + "light"
-	heavyStage             = catalog.ReservedPrefix + "heavy"
-	sampledStage           = catalog.ReservedPrefix + "sampled"
-	keptValuesStage        = catalog.ReservedPrefix + "kept_values"
-	unitGroupsStage        = catalog.ReservedPrefix + "unit_groups"
-	unitGroupsBoundedStage = catalog.ReservedPrefix + "unit_groups_bounded"
-	pairsStage             = catalog.ReservedPrefix + "pairs"
-	numberedStage          = catalog.ReservedPrefix + "numbered"
-	distinctValuesStage    = catalog.ReservedPrefix + "distinct_values"
-	perShardStage          = catalog.ReservedPrefix + "per_shard"
-	perPersonStage         = catalog.ReservedPrefix + "per_person"
-	mName                  = catalog.ReservedPrefix + "m"
-	keptName               = catalog.ReservedPrefix + "kept"
-	droppedName            = catalog.ReservedPrefix + "dropped"
+	rowsStage              = schema.ReservedPrefix + "r"
+	rowsBoundedStage       = schema.ReservedPrefix + "r_bounded"
+	perUnitStage           = schema.ReservedPrefix + "per_unit"
+	perUnitBoundedStage    = schema.ReservedPrefix + "per_unit_bounded"
+	thresholdsStage        = schema.ReservedPrefix + "thresholds"
+	keptStage              = schema.ReservedPrefix + "kept"
+	keptPairsStage         = schema.ReservedPrefix + "kept_pairs"
+	lightStage             = schema.ReservedPrefix + "light"
+	heavyStage             = schema.ReservedPrefix + "heavy"
+	sampledStage           = schema.ReservedPrefix + "sampled"
+	keptValuesStage        = schema.ReservedPrefix + "kept_values"
+	unitGroupsStage        = schema.ReservedPrefix + "unit_groups"
+	unitGroupsBoundedStage = schema.ReservedPrefix + "unit_groups_bounded"
+	pairsStage             = schema.ReservedPrefix + "pairs"
+	numberedStage          = schema.ReservedPrefix + "numbered"
+	distinctValuesStage    = schema.ReservedPrefix + "distinct_values"
+	perShardStage          = schema.ReservedPrefix + "per_shard"
+	perPersonStage         = schema.ReservedPrefix + "per_person"
+	mName                  = schema.ReservedPrefix + "m"
+	keptName               = schema.ReservedPrefix + "kept"
+	droppedName            = schema.ReservedPrefix + "dropped"
 )
 
 // keyName is group key i's column.
-func keyName(i int) string { return catalog.ReservedPrefix + "k" + strconv.Itoa(i) }
+func keyName(i int) string { return schema.ReservedPrefix + "k" + strconv.Itoa(i) }
 
 // valueName is statistic i's per-row value.
-func valueName(i int) string { return catalog.ReservedPrefix + "v" + strconv.Itoa(i) }
+func valueName(i int) string { return schema.ReservedPrefix + "v" + strconv.Itoa(i) }
 
 // statName is statistic i's aggregate.
-func statName(i int) string { return catalog.ReservedPrefix + "s" + strconv.Itoa(i) }
+func statName(i int) string { return schema.ReservedPrefix + "s" + strconv.Itoa(i) }
 
 // pairName is the name of a kept pair's column col (the person or a key)
 // in the join that matches NULL keys.
@@ -114,12 +114,12 @@ func pairName(col string) string { return col + "_pair" }
 
 // occurrenceName is the alias of table occurrence i: 0 for the private
 // table (or its pre-aggregation), i for the i-th joined table.
-func occurrenceName(i int) string { return catalog.ReservedPrefix + "t" + strconv.Itoa(i) }
+func occurrenceName(i int) string { return schema.ReservedPrefix + "t" + strconv.Itoa(i) }
 
 // preColumnName is the name of column i of a pre-aggregation's select
 // list: never the name the query gives it, which may be a column's that
 // its aggregate reads.
-func preColumnName(i int) string { return catalog.ReservedPrefix + "p" + strconv.Itoa(i) }
+func preColumnName(i int) string { return schema.ReservedPrefix + "p" + strconv.Itoa(i) }
 
 // sqlNode is a statement or a query that the renderer spells.
 type sqlNode interface {

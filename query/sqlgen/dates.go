@@ -3,9 +3,9 @@ package sqlgen
 import (
 	"fmt"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // dateSQL renders the date function of a column value for the engine, as
@@ -30,11 +30,11 @@ func (g *sqlGen) dateSQL(x ir.DatePart) (string, error) {
 	// beside a UInt64 or Int64 constant.
 	clamped := fmt.Sprintf("(CASE WHEN %s IS NULL THEN NULL ELSE least(greatest(CAST(%s AS %s), %d), %d) END)", col, col, big, int64(*c.Lower), int64(*c.Upper))
 	shift := x.Shift
-	if c.Type == catalog.Date {
-		if shift%catalog.MicrosPerDay != 0 {
+	if c.Type == schema.Date {
+		if shift%schema.MicrosPerDay != 0 {
 			return "", fmt.Errorf("query: %s moves a date by part of a day", ir.DateString(field, column, trunc, x.Shift))
 		}
-		shift /= catalog.MicrosPerDay
+		shift /= schema.MicrosPerDay
 	}
 	if err := g.checkDayRange(x, c, shift); err != nil {
 		return "", err
@@ -47,7 +47,7 @@ func (g *sqlGen) dateSQL(x ir.DatePart) (string, error) {
 	}
 	day := clamped
 	tod := ""
-	if c.Type == catalog.Timestamp {
+	if c.Type == schema.Timestamp {
 		// Within ±2^53, floor(v / w) computed in doubles is exact for
 		// every whole w ≥ 1.
 		x := "CAST(" + clamped + " AS " + dbl + ")"
@@ -59,15 +59,15 @@ func (g *sqlGen) dateSQL(x ir.DatePart) (string, error) {
 			}
 			return fmt.Sprintf("(CAST(floor(%s / CAST(%d AS %s)) AS %s) * %d)", x, w, dbl, big, w), nil
 		}
-		day = fmt.Sprintf("floor(%s / CAST(%d AS %s))", x, int64(catalog.MicrosPerDay), dbl)
-		tod = fmt.Sprintf("(%s - %s * CAST(%d AS %s))", x, day, int64(catalog.MicrosPerDay), dbl)
+		day = fmt.Sprintf("floor(%s / CAST(%d AS %s))", x, int64(schema.MicrosPerDay), dbl)
+		tod = fmt.Sprintf("(%s - %s * CAST(%d AS %s))", x, day, int64(schema.MicrosPerDay), dbl)
 	}
 	var out string
 	switch {
 	case trunc:
 		out = engine.TruncDay(d, field, day)
-		if c.Type == catalog.Timestamp {
-			out = fmt.Sprintf("(%s * %d)", out, int64(catalog.MicrosPerDay))
+		if c.Type == schema.Timestamp {
+			out = fmt.Sprintf("(%s * %d)", out, int64(schema.MicrosPerDay))
 		}
 	case field == "hour":
 		out = fmt.Sprintf("CAST(floor(%s / CAST(%d AS %s)) AS %s)", tod, int64(ir.MicrosPerHour), dbl, big)
@@ -88,31 +88,31 @@ func (g *sqlGen) dateSQL(x ir.DatePart) (string, error) {
 // wholly outside that range, shifted or not: every value would be clamped
 // to a bound the engine cannot hold. Hours and minutes of a timestamp are
 // integer arithmetic on every engine and need no check.
-func (g *sqlGen) checkDayRange(x ir.DatePart, c *catalog.Column, shift int64) error {
+func (g *sqlGen) checkDayRange(x ir.DatePart, c *ir.Column, shift int64) error {
 	dr, ok := g.d.(engine.DayRanger)
-	if !ok || (c.Type == catalog.Timestamp && (x.Field == "hour" || x.Field == "minute")) {
+	if !ok || (c.Type == schema.Timestamp && (x.Field == "hour" || x.Field == "minute")) {
 		return nil
 	}
 	first, last := dr.DayRange()
 	lo, hi := int64(*c.Lower), int64(*c.Upper)
 	day := func(v int64) int64 { return v }
-	if c.Type == catalog.Timestamp {
+	if c.Type == schema.Timestamp {
 		// The engine holds timestamps of the days of its range only.
-		lo, hi = max(lo, first*catalog.MicrosPerDay), min(hi, (last+1)*catalog.MicrosPerDay-1)
-		day = func(v int64) int64 { return ir.FloorDiv(v, catalog.MicrosPerDay) }
+		lo, hi = max(lo, first*schema.MicrosPerDay), min(hi, (last+1)*schema.MicrosPerDay-1)
+		day = func(v int64) int64 { return ir.FloorDiv(v, schema.MicrosPerDay) }
 	} else {
 		lo, hi = max(lo, first), min(hi, last)
 	}
 	if lo > hi {
 		// Every value is clamped to a bound outside the range.
 		return ir.Refuse("%s: this engine's date functions compute from %s to %s only, and the declared range of %s (from %s to %s) lies outside it; declare the range of the dates the table holds",
-			ir.DateString(x.Field, x.Column, x.Trunc, x.Shift), catalog.FormatDate(first), catalog.FormatDate(last), c.Name,
-			catalog.FormatValue(c.Type, int64(*c.Lower)), catalog.FormatValue(c.Type, int64(*c.Upper)))
+			ir.DateString(x.Field, x.Column, x.Trunc, x.Shift), schema.FormatDate(first), schema.FormatDate(last), c.Name,
+			schema.FormatValue(c.Type, int64(*c.Lower)), schema.FormatValue(c.Type, int64(*c.Upper)))
 	}
 	if shift == 0 || (day(lo+shift) >= first && day(hi+shift) <= last) {
 		return nil
 	}
 	return ir.Refuse("%s: this engine's date functions compute from %s to %s only, and the shift moves values of %s it holds (from %s to %s) outside that range; shift by less, or narrow the range of %s with WHERE",
-		ir.DateString(x.Field, x.Column, x.Trunc, x.Shift), catalog.FormatDate(first), catalog.FormatDate(last), c.Name,
-		catalog.FormatValue(c.Type, lo), catalog.FormatValue(c.Type, hi), c.Name)
+		ir.DateString(x.Field, x.Column, x.Trunc, x.Shift), schema.FormatDate(first), schema.FormatDate(last), c.Name,
+		schema.FormatValue(c.Type, lo), schema.FormatValue(c.Type, hi), c.Name)
 }

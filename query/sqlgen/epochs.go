@@ -3,17 +3,17 @@ package sqlgen
 import (
 	"fmt"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/query/dpplan"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // preEpochName is the column of a per-person pre-aggregation, on a table
 // that declares an epoch, that holds the start of the epoch of its row:
 // the pre-aggregation groups by it as well as by the person, so that each
 // of its rows holds the rows of one (person, epoch) unit.
-var preEpochName = catalog.ReservedPrefix + "pe"
+var preEpochName = schema.ReservedPrefix + "pe"
 
 // preEpoch spells the start of the epoch of a row of the pre-aggregation's
 // inner relation, which ig reads, for plan p (nil when p declares no

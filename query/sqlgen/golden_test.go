@@ -143,7 +143,7 @@ func statements(t *testing.T, cat *catalog.Catalog, d engine.Dialect, sql string
 	if err != nil {
 		t.Fatal(err)
 	}
-	table := cat.Table(q.Table)
+	table := q.Base
 	if q.Relation != nil {
 		table = q.Relation
 	}
@@ -199,7 +199,7 @@ func TestGoldenDroppedSQL(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				plan, err := dpplan.NewPlanDelta(q, cat.Table(q.Table), 0.9, 0)
+				plan, err := dpplan.NewPlanDelta(q, q.Base, 0.9, 0)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -179,7 +179,7 @@ func (g *sqlGen) occurrenceColumns(alias string) []string {
 //     (splitPairs, sampledHistogram), and every read must see the same
 //     rows: the capped occurrence is a MATERIALIZED stage of the statement
 //     (named alias_capped, _dp_t0_capped…, which no catalog table can be
-//     named: see catalog.ReservedPrefix), computed
+//     named: see schema.ReservedPrefix), computed
 //     once with a random order, and read under alias.
 //   - Any other dialect numbers each person's rows in a random order, in a
 //     subquery the statement reads once.

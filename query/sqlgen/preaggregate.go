@@ -3,10 +3,10 @@ package sqlgen
 import (
 	"math"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/query/dpplan"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // preSQL builds the pre-aggregation, read as a subquery. Its columns are
@@ -91,7 +91,7 @@ func (g *sqlGen) preAggregate(a *ir.Aggregate) (string, error) {
 		f = "max"
 	}
 	e := f + "(" + arg + ")"
-	if c := g.p.Table.Column(a.Column); c != nil && (c.Type == catalog.Int || c.Type.Temporal()) && c.Bounded() && math.Abs(*c.Lower) <= ir.MaxExact && math.Abs(*c.Upper) <= ir.MaxExact {
+	if c := g.p.Table.Column(a.Column); c != nil && (c.Type == schema.Int || c.Type.Temporal()) && c.Bounded() && math.Abs(*c.Lower) <= ir.MaxExact && math.Abs(*c.Upper) <= ir.MaxExact {
 		e = "CAST(" + e + " AS " + big + ")"
 	}
 	return e, nil

@@ -55,7 +55,7 @@ func prejoinPlan(t *testing.T, sql string) *dpplan.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel := cat.Table(q.Table)
+	rel := q.Base
 	if q.Relation != nil {
 		rel = q.Relation
 	}

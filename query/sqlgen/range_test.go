@@ -83,7 +83,7 @@ func tryRangePlan(t *testing.T, sql string) (*dpplan.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return dpplan.NewPlanDelta(q, cat.Table(q.Table), 1, 1e-6)
+	return dpplan.NewPlanDelta(q, q.Base, 1, 1e-6)
 }
 
 // TestScalarRangesHoldOnTheEngine evaluates every scalar kind on DuckDB

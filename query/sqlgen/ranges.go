@@ -3,9 +3,9 @@ package sqlgen
 import (
 	"math"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/query/dpplan"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // UnitsPerRange is how many values of the privacy unit one range of a
@@ -50,7 +50,7 @@ func UnitRanges(p *dpplan.Plan, d engine.Dialect) []UnitRange {
 		return nil
 	}
 	col := p.Table.Column(p.Table.PrivacyUnit)
-	if col == nil || col.Type != catalog.Int || !col.Bounded() {
+	if col == nil || col.Type != schema.Int || !col.Bounded() {
 		return nil
 	}
 	lo, hi := math.Ceil(*col.Lower), math.Floor(*col.Upper)

@@ -23,7 +23,7 @@ func planOf(t *testing.T, cat *catalog.Catalog, sql string) *dpplan.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	table := cat.Table(q.Table)
+	table := q.Base
 	if q.Relation != nil {
 		table = q.Relation
 	}

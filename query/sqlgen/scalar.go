@@ -6,9 +6,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // scalarSQL spells s (see scalarNode), refusing, free, an expression
@@ -171,7 +171,7 @@ func (g *sqlGen) scalarNode(s ir.Scalar) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if x.Type == catalog.Int {
+		if x.Type == schema.Int {
 			// Within ±2^53 by the planner: the cast cannot fail.
 			return "CAST(" + engine.CastInt(d, a, engine.Integer) + " AS " + dbl + ")", nil
 		}
@@ -208,7 +208,7 @@ func (g *sqlGen) column(name string) (string, error) {
 		return "", err
 	}
 	e = g.clampKey(e, lo, hi)
-	if c.Type == catalog.Int {
+	if c.Type == schema.Int {
 		return engine.CastInt(g.d, e, engine.Integer), nil
 	}
 	return "(" + e + ")", nil

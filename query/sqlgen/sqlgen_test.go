@@ -17,7 +17,7 @@ func plan(t *testing.T, sql string) *dpplan.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := dpplan.NewPlanDelta(q, cat.Table(q.Table), 1, 1e-6)
+	p, err := dpplan.NewPlanDelta(q, q.Base, 1, 1e-6)
 	if err != nil {
 		t.Fatal(err)
 	}

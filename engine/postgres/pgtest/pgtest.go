@@ -21,10 +21,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpstat/dpstat/schema"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
-
-	"github.com/dpstat/dpstat/catalog"
 )
 
 // BinDir is where the tests look for PostgreSQL's server programs
@@ -247,19 +246,19 @@ func ParseCSV(body []byte, cols []Column) ([][]any, error) {
 			}
 			var err error
 			switch cols[i].Type {
-			case catalog.Int:
+			case schema.Int:
 				row[i], err = strconv.ParseInt(f, 10, 64)
-			case catalog.Float:
+			case schema.Float:
 				row[i], err = strconv.ParseFloat(f, 64)
-			case catalog.Bool:
+			case schema.Bool:
 				row[i], err = strconv.ParseBool(f)
-			case catalog.Date:
+			case schema.Date:
 				if f == "infinity" {
 					row[i] = pgtype.Date{InfinityModifier: pgtype.Infinity, Valid: true}
 				} else {
 					row[i], err = time.Parse("2006-01-02", f)
 				}
-			case catalog.Timestamp:
+			case schema.Timestamp:
 				if f == "infinity" {
 					row[i] = pgtype.Timestamp{InfinityModifier: pgtype.Infinity, Valid: true}
 				} else {
@@ -280,7 +279,7 @@ func ParseCSV(body []byte, cols []Column) ([][]any, error) {
 // Column is a column of a test table: its name and catalog type.
 type Column struct {
 	Name string
-	Type catalog.Type
+	Type schema.Type
 }
 
 // LoadTable creates the table public.<name> from CSV text (see ParseCSV)
@@ -313,9 +312,9 @@ func (p *Server) LoadRows(ctx context.Context, name string, cols []Column, rows 
 	defs := make([]string, len(cols))
 	names := make([]string, len(cols))
 	for i, c := range cols {
-		defs[i] = pgx.Identifier{c.Name}.Sanitize() + " " + map[catalog.Type]string{
-			catalog.Int: "bigint", catalog.Float: "double precision", catalog.Text: "text", catalog.Bool: "boolean",
-			catalog.Date: "date", catalog.Timestamp: "timestamp"}[c.Type]
+		defs[i] = pgx.Identifier{c.Name}.Sanitize() + " " + map[schema.Type]string{
+			schema.Int: "bigint", schema.Float: "double precision", schema.Text: "text", schema.Bool: "boolean",
+			schema.Date: "date", schema.Timestamp: "timestamp"}[c.Type]
 		names[i] = c.Name
 	}
 	ident := pgx.Identifier{"public", name}.Sanitize()
