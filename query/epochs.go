@@ -13,8 +13,9 @@ import (
 // bounds (ir.EpochRange), adds the condition that enforces them to q's
 // WHERE, so that the statement never reads a row of an epoch it was not
 // charged for, and refuses, before any charge, what would mix one
-// person's rows of several epochs inside one unit's contribution.
-func epochsOf(q *ir.Query, base *catalog.Table) (*epoch.Range, error) {
+// person's rows of several epochs inside one unit's contribution. A join
+// of private tables must equate their epochs (epochJoins).
+func epochsOf(q *ir.Query, base *catalog.Table, cat *catalog.Catalog) (*epoch.Range, error) {
 	if base == nil || base.Epoch == nil {
 		return nil, nil
 	}
@@ -22,11 +23,8 @@ func epochsOf(q *ir.Query, base *catalog.Table) (*epoch.Range, error) {
 	if q.Pre != nil {
 		return preEpochs(q, base)
 	}
-	for _, j := range q.Joins {
-		if j.Private {
-			return nil, ir.Refuse("table %s declares epochs by %s of %s: a join with the private table %s would pair one person's rows of different %ss, which are protected separately; query each table on its own, or join public tables only",
-				base.Name, e.Every, e.Column, j.Table, e.Every)
-		}
+	if err := epochJoins(q, base, cat); err != nil {
+		return nil, err
 	}
 	rel := base
 	if q.Relation != nil {

@@ -91,7 +91,7 @@ func prepareWith(ctx context.Context, cat *catalog.Catalog, d engine.Dialect, sq
 	if err := recordable(q); err != nil {
 		return nil, err
 	}
-	epochs, err := epochsOf(q, cat.Table(q.Table))
+	epochs, err := epochsOf(q, cat.Table(q.Table), cat)
 	if err != nil {
 		return nil, err
 	}
