@@ -30,12 +30,7 @@ func epochsOf(q *ir.Query, base *catalog.Table, cat *catalog.Catalog) (*epoch.Ra
 	if q.Relation != nil {
 		rel = q.Relation
 	}
-	if rel.Epoch == nil {
-		cp := *rel
-		cp.Epoch = e
-		rel = &cp
-	}
-	r, lo, hi, err := epochRange(rel, base, q.Where)
+	r, err := restrictEpochs(epochRelation(rel, e), &q.Where)
 	if err != nil {
 		return nil, err
 	}
@@ -47,31 +42,39 @@ func epochsOf(q *ir.Query, base *catalog.Table, cat *catalog.Catalog) (*epoch.Ra
 			}
 		}
 	}
-	filter := ir.EpochFilter(rel, lo, hi)
-	if q.Where == nil {
-		q.Where = filter
-	} else {
-		q.Where = ir.And{Args: []ir.Expr{filter, q.Where}}
-	}
 	return &r, nil
 }
 
-// epochRange is ir.EpochRange of rel (which declares base's epoch) under
-// condition where, refused when it leaves no declared epoch.
-func epochRange(rel, base *catalog.Table, where ir.Expr) (epoch.Range, int64, int64, error) {
-	e := base.Epoch
-	if rel.Epoch == nil {
-		cp := *rel
-		cp.Epoch = e
-		rel = &cp
+// epochRelation is rel declaring epoch e: rel itself when it declares
+// one (the table, or a relation built from it), else one copy of it.
+func epochRelation(rel *catalog.Table, e *catalog.Epoch) *catalog.Table {
+	if rel.Epoch != nil {
+		return rel
 	}
-	r, lo, hi, empty, _ := ir.EpochRange(rel, where)
+	cp := *rel
+	cp.Epoch = e
+	return &cp
+}
+
+// restrictEpochs derives the epochs that condition *where reads on rel
+// (which declares the epoch: ir.EpochRange), refused when it leaves no
+// declared epoch, and ANDs to *where the filter that keeps only the rows
+// of those epochs (ir.EpochFilter), so that the statement never reads a
+// row of an epoch it was not charged for.
+func restrictEpochs(rel *catalog.Table, where *ir.Expr) (epoch.Range, error) {
+	r, lo, hi, empty, _ := ir.EpochRange(rel, *where)
 	if empty {
-		c := base.Column(e.Column)
-		return r, 0, 0, ir.Refuse("the conditions on %s leave no date within its declared range (%s to %s): the query would read no epoch; ask about dates in that range",
-			e.Column, catalog.FormatValue(c.Type, int64(*c.Lower)), catalog.FormatValue(c.Type, int64(*c.Upper)))
+		c := rel.Column(rel.Epoch.Column)
+		return r, ir.Refuse("the conditions on %s leave no date within its declared range (%s to %s): the query would read no epoch; ask about dates in that range",
+			c.Name, catalog.FormatValue(c.Type, int64(*c.Lower)), catalog.FormatValue(c.Type, int64(*c.Upper)))
 	}
-	return r, lo, hi, nil
+	filter := ir.EpochFilter(rel, lo, hi)
+	if *where == nil {
+		*where = filter
+	} else {
+		*where = ir.And{Args: []ir.Expr{filter, *where}}
+	}
+	return r, nil
 }
 
 // preEpochs is epochsOf for a query that reads a per-person
@@ -99,7 +102,7 @@ func preEpochs(q *ir.Query, base *catalog.Table) (*epoch.Range, error) {
 		return nil, ir.Refuse("table %s declares epochs by %s of %s, which this subquery does not read: it cannot be grouped by (person, %s); aggregate the table directly",
 			base.Name, e.Every, e.Column, e.Every)
 	}
-	r, lo, hi, err := epochRange(pre.Relation, base, pre.Query.Where)
+	r, err := restrictEpochs(epochRelation(pre.Relation, e), &pre.Query.Where)
 	if err != nil {
 		return nil, err
 	}
@@ -110,18 +113,6 @@ func preEpochs(q *ir.Query, base *catalog.Table) (*epoch.Range, error) {
 					a.Column, r.Len(), e.Every, r, base.Name, e.Every, e.Every, e.Column, e.Every)
 			}
 		}
-	}
-	rel := pre.Relation
-	if rel.Epoch == nil {
-		cp := *rel
-		cp.Epoch = e
-		rel = &cp
-	}
-	filter := ir.EpochFilter(rel, lo, hi)
-	if pre.Query.Where == nil {
-		pre.Query.Where = filter
-	} else {
-		pre.Query.Where = ir.And{Args: []ir.Expr{filter, pre.Query.Where}}
 	}
 	return &r, nil
 }
