@@ -26,7 +26,7 @@ var epochPayments = [][3]any{
 	{4, "2024-01-01", 10},
 }
 
-const epochJoinCatalog = `budget: {epsilon: 1e21}
+const epochJoinCatalog = `budget: {epsilon: 1e30}
 total_budget: {epsilon: 1e30}
 tables:
   visits:
@@ -118,6 +118,11 @@ var epochJoinQueries = []struct {
 	// Every visit, with its month's payments: 9 pairs and 6 visits
 	// without a payment in their month.
 	{"SELECT COUNT(*), COUNT(p.amount) FROM visits v LEFT JOIN payments p ON v.pid = p.pid AND date_trunc('month', v.day) = date_trunc('month', p.paid)", "2024-01..2024-03", [][]float64{{15, 9}}, ""},
+	// A per-person pre-aggregation of the join groups by (person, month):
+	// (1, January) with 4 pairs, (1, February) 4, (3, March) 1.
+	{"SELECT COUNT(*), SUM(LEAST(GREATEST(n, 0), 20)) FROM (SELECT v.pid, COUNT(*) AS n FROM visits v JOIN payments p ON v.pid = p.pid AND date_trunc('month', v.day) = date_trunc('month', p.paid) GROUP BY v.pid) AS s", "2024-01..2024-03", [][]float64{{3, 9}}, ""},
+	{"SELECT COUNT(*), SUM(LEAST(GREATEST(n, 0), 20)) FROM (SELECT v.pid, COUNT(*) AS n FROM visits v JOIN payments p ON v.pid = p.pid AND v.day = p.paid WHERE v.day >= DATE '2024-02-01' GROUP BY v.pid) AS s", "2024-02..2024-03", [][]float64{{1, 1}}, ""},
+	{"SELECT COUNT(*) FROM (SELECT v.pid, COUNT(*) AS n FROM visits v JOIN payments p ON v.pid = p.pid GROUP BY v.pid) AS s", "", nil, "equate the epochs in the join"},
 	{"SELECT COUNT(*) FROM visits v JOIN payments p ON v.pid = p.pid", "", nil, "equate the epochs in the join: ON … AND date_trunc('month', day) = date_trunc('month', p.paid) (or day = p.paid, the same date)"},
 	{"SELECT COUNT(*) FROM visits v JOIN payments p ON v.pid = p.pid AND date_trunc('year', v.day) = date_trunc('year', p.paid)", "", nil, "equate the epochs in the join"},
 	{"SELECT COUNT(*) FROM visits v JOIN payments p ON v.pid = p.pid AND v.day = p.paid + 0", "", nil, "JOIN payments ON: compare columns"},
@@ -167,20 +172,32 @@ func TestEpochJoin(t *testing.T) {
 
 // TestEpochJoinBoundsPerEpoch: with bounds that bind (1 group, 2 rows per
 // group: each (person, month) keeps 2 rows of each table before the join
-// and 2 joined rows), each month's count is exact: which rows of one
-// person are kept in January never depends on that person's rows of
-// other months. Bounded per person over all months, person 1's 2 kept
-// visits of 6 would fall in January, February or March at random.
+// and 2 joined rows), each month's count is exact, in five runs of their
+// own: which rows of one person are kept in January never depends on
+// that person's rows of other months. Bounded per person over all
+// months, person 1's 2 kept visits of 6 would fall in January, February
+// or March at random (and the counts with them).
 func TestEpochJoinBoundsPerEpoch(t *testing.T) {
 	svc, _ := epochJoinService(t, 1, 2, 0, "")
-	const sql = "SELECT date_trunc('month', v.day) AS m, COUNT(*) FROM visits v JOIN payments p ON v.pid = p.pid AND date_trunc('month', v.day) = date_trunc('month', p.paid) GROUP BY date_trunc('month', v.day)"
-	for i := 0; i < 5; i++ {
-		res, err := svc.Answer(context.Background(), sql, epochOpts())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := fmt.Sprint(numbers(res)); got != "[[2] [2] [1]]" {
-			t.Fatalf("run %d: monthly counts %s; want [[2] [2] [1]]", i, got)
+	for _, c := range []struct{ sql, want string }{
+		{"SELECT date_trunc('month', v.day) AS m, COUNT(*) FROM visits v JOIN payments p ON v.pid = p.pid AND date_trunc('month', v.day) = date_trunc('month', p.paid) GROUP BY date_trunc('month', v.day)", "[[2] [2] [1]]"},
+		// Inside a per-person pre-aggregation each (person, month) keeps
+		// 2 rows of each table (1 × 2 declared): 2 × 2 pairs in January
+		// and February, 1 in March.
+		{"SELECT SUM(LEAST(GREATEST(n, 0), 20)) FROM (SELECT v.pid, COUNT(*) AS n FROM visits v JOIN payments p ON v.pid = p.pid AND date_trunc('month', v.day) = date_trunc('month', p.paid) GROUP BY v.pid) AS s", "[[9]]"},
+	} {
+		for i := 0; i < 5; i++ {
+			// Another ε each time: a run of its own, not the stored answer.
+			res, err := svc.Answer(context.Background(), c.sql, Options{Epsilon: 1e20 * float64(1+i), Confidence: 0.95, Analyst: "ann", Fresh: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Repeated || res.Derived != nil {
+				t.Fatalf("run %d was not a run of its own", i)
+			}
+			if got := fmt.Sprint(numbers(res)); got != c.want {
+				t.Fatalf("%s, run %d: %s; want %s", c.sql, i, got, c.want)
+			}
 		}
 	}
 }

@@ -21,7 +21,7 @@ func epochsOf(q *ir.Query, base *catalog.Table, cat *catalog.Catalog) (*epoch.Ra
 	}
 	e := base.Epoch
 	if q.Pre != nil {
-		return preEpochs(q, base)
+		return preEpochs(q, base, cat)
 	}
 	if err := epochJoins(q, base, cat); err != nil {
 		return nil, err
@@ -82,21 +82,18 @@ func restrictEpochs(rel *catalog.Table, where *ir.Expr) (epoch.Range, error) {
 // conditions, whose WHERE gets the filter that enforces them; the
 // statement groups the inner query by the epoch as well as by the person
 // (sqlgen), so that each pre-aggregated row holds the rows of one
-// (person, epoch) unit. An inner join with a private table, which would
-// pair one person's rows of different epochs, is refused; so is
-// COUNT(DISTINCT) over several epochs, which would count a person once
-// over epochs that are protected separately.
-func preEpochs(q *ir.Query, base *catalog.Table) (*epoch.Range, error) {
+// (person, epoch) unit. An inner join with a private table must equate
+// the epochs as a join outside does (epochJoins); COUNT(DISTINCT) over
+// several epochs, which would count a person once over epochs that are
+// protected separately, is refused.
+func preEpochs(q *ir.Query, base *catalog.Table, cat *catalog.Catalog) (*epoch.Range, error) {
 	e, pre := base.Epoch, q.Pre
 	if pre.Query == nil || pre.Relation == nil {
 		return nil, ir.Refuse("table %s declares epochs by %s of %s: this subquery cannot be grouped by (person, %s); aggregate the table directly (GROUP BY date_trunc('%s', %s) keeps the %ss apart)",
 			base.Name, e.Every, e.Column, e.Every, e.Every, e.Column, e.Every)
 	}
-	for _, j := range pre.Query.Joins {
-		if j.Private {
-			return nil, ir.Refuse("table %s declares epochs by %s of %s: a subquery grouped by the person that joins the private table %s would pair one person's rows of different %ss, which are protected separately; pre-aggregate %s alone, or join public tables only",
-				base.Name, e.Every, e.Column, j.Table, e.Every, base.Name)
-		}
+	if err := epochJoins(pre.Query, base, cat); err != nil {
+		return nil, err
 	}
 	if pre.Relation.Column(e.Column) == nil {
 		return nil, ir.Refuse("table %s declares epochs by %s of %s, which this subquery does not read: it cannot be grouped by (person, %s); aggregate the table directly",

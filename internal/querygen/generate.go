@@ -11,8 +11,8 @@
 // its own ON, INNER or LEFT), a private table of the same people joined
 // once or twice on the unit (on the table with epochs by month, monthly,
 // also on the epochs: the same date, or date_trunc of both to the day or
-// the month; with conditions on the epoch column that choose the months
-// read), subqueries computing a column, chains of up
+// the month, outside and inside pre-aggregations; with conditions on the
+// epoch column that choose the months read), subqueries computing a column, chains of up
 // to four CTEs that copy the previous one's column (d + d, LEAST(d, i),
 // CASE WHEN b THEN d ELSE NULL END), per-person pre-aggregations (of a
 // table alone or joined, by the unit or the unit and a key), every scalar
@@ -209,12 +209,18 @@ func (g *generator) from(table string) (with, from string) {
 		// A per-person pre-aggregation, of the table alone or joined.
 		inner := table + " x"
 		g.scope = baseColumns("x")
-		// A pre-aggregation of a table with epochs reads it alone (one
-		// that joins a private table is refused).
-		if g.r.IntN(2) == 0 && table != "monthly" {
-			inner += " " + g.joinKind() + " visits y ON x.pid = y.pid"
-			if g.r.IntN(2) == 0 {
-				inner += " JOIN visits z ON x.pid = z.pid"
+		if g.r.IntN(2) == 0 {
+			if table == "monthly" {
+				// A join inside equates the epochs too.
+				inner += " " + g.joinKind() + " monthly y ON x.pid = y.pid AND " + g.sameEpoch("x", "y")
+				if g.r.IntN(2) == 0 {
+					inner += " JOIN monthly z ON x.pid = z.pid AND " + g.sameEpoch("x", "z")
+				}
+			} else {
+				inner += " " + g.joinKind() + " visits y ON x.pid = y.pid"
+				if g.r.IntN(2) == 0 {
+					inner += " JOIN visits z ON x.pid = z.pid"
+				}
 			}
 			g.scope = append(g.scope, genColumn{"y.i", genNum})
 		}
