@@ -129,6 +129,8 @@ var epochJoinQueries = []struct {
 	{"SELECT COUNT(*) FROM visits v JOIN payments p ON v.pid = p.pid AND date_trunc('month', v.day) = p.paid", "", nil, "this one compares date_trunc('month', …) with a column"},
 	{"SELECT COUNT(*) FROM visits v JOIN payments p ON v.pid = p.pid AND date_trunc('fortnight', v.day) = date_trunc('fortnight', p.paid)", "", nil, `date_trunc("fortnight", …): want one of day, week, month, quarter, year`},
 	{"SELECT COUNT(DISTINCT v.pid) FROM visits v JOIN payments p ON v.pid = p.pid AND v.day = p.paid", "", nil, "COUNT(DISTINCT pid) over 3 months"},
+	{"SELECT COUNT(*) FROM visits v JOIN payments p ON v.pid = p.pid AND date_trunc('month', v.amount) = date_trunc('month', p.amount)", "", nil, "JOIN p ON date_trunc('month', amount): want a date or timestamp column with declared bounds"},
+	{"SELECT COUNT(*) FROM visits v JOIN payments p ON v.pid = p.pid AND date_trunc('month', v.day, 'UTC') = date_trunc('month', p.paid)", "", nil, "write a truncated date as date_trunc('month', p.day)"},
 }
 
 // TestEpochJoin: a join of two private tables with epochs that equates
