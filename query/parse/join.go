@@ -252,16 +252,9 @@ func (p *parser) joinOn(j *pg.JoinExpr, tables []ir.JoinedTable, right ir.Joined
 		if a == nil || opName(a) != "=" || a.Kind != pg.A_Expr_Kind_AEXPR_OP {
 			return nil, nil, ir.Refuse("JOIN %s ON: only equalities joined by AND are supported", right.Table.Name)
 		}
-		lf, lx, err := truncArg(a.Lexpr, right.Alias)
+		lf, lx, rx, err := truncPair(a, right.Alias)
 		if err != nil {
 			return nil, nil, err
-		}
-		rf, rx, err := truncArg(a.Rexpr, right.Alias)
-		if err != nil {
-			return nil, nil, err
-		}
-		if lf != rf {
-			return nil, nil, ir.Refuse("JOIN %s ON: an equality of dates truncates both sides to one period, e.g. date_trunc('month', a.day) = date_trunc('month', %s.day); this one compares %s with %s", right.Alias, right.Alias, truncWords(lf), truncWords(rf))
 		}
 		lt, ln, lc, err := resolve(lx)
 		if err != nil {
@@ -272,10 +265,8 @@ func (p *parser) joinOn(j *pg.JoinExpr, tables []ir.JoinedTable, right ir.Joined
 			return nil, nil, err
 		}
 		if lf != "" {
-			for _, c := range []*catalog.Column{lc, rc} {
-				if !c.Type.Temporal() || !c.Bounded() {
-					return nil, nil, ir.Refuse("JOIN %s ON date_trunc('%s', %s): want a date or timestamp column with declared bounds", right.Alias, lf, c.Name)
-				}
+			if err := truncColumns(right.Alias, lf, lc, rc); err != nil {
+				return nil, nil, err
 			}
 			if trunc == nil {
 				trunc = make([]string, len(on))
@@ -295,6 +286,35 @@ func (p *parser) joinOn(j *pg.JoinExpr, tables []ir.JoinedTable, right ir.Joined
 		}
 	}
 	return on, trunc, nil
+}
+
+// truncPair reads both sides of a join's equality a: two columns (field
+// ""), or date_trunc of both to one period; it returns their column
+// references.
+func truncPair(a *pg.A_Expr, right string) (field string, l, r *pg.Node, err error) {
+	lf, l, err := truncArg(a.Lexpr, right)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	rf, r, err := truncArg(a.Rexpr, right)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if lf != rf {
+		return "", nil, nil, ir.Refuse("JOIN %s ON: an equality of dates truncates both sides to one period, e.g. date_trunc('month', a.day) = date_trunc('month', %s.day); this one compares %s with %s", right, right, truncWords(lf), truncWords(rf))
+	}
+	return lf, l, r, nil
+}
+
+// truncColumns refuses a truncated equality of a join's ON whose columns
+// are not dates or timestamps with declared bounds.
+func truncColumns(right, field string, cols ...*catalog.Column) error {
+	for _, c := range cols {
+		if !c.Type.Temporal() || !c.Bounded() {
+			return ir.Refuse("JOIN %s ON date_trunc('%s', %s): want a date or timestamp column with declared bounds", right, field, c.Name)
+		}
+	}
+	return nil
 }
 
 // truncArg reads one side of a join's equality: a column (field "") or
@@ -325,6 +345,7 @@ func truncArg(n *pg.Node, right string) (field string, col *pg.Node, err error) 
 // the periods of epochs.
 var joinPeriods = []string{"day", "week", "month", "quarter", "year"}
 
+// truncWords names one side of an equality for a refusal.
 func truncWords(field string) string {
 	if field == "" {
 		return "a column"
