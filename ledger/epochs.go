@@ -137,15 +137,6 @@ func storeEpochs(tx kvTx, rec *epochRecord) error {
 	return b.Put(epochsKey(rec.Dataset, rec.Analyst), v)
 }
 
-func cloneBudget(b *accounting.Budget) (*accounting.Budget, error) {
-	raw, err := json.Marshal(b)
-	if err != nil {
-		return nil, err
-	}
-	out := new(accounting.Budget)
-	return out, json.Unmarshal(raw, out)
-}
-
 // touch returns rec's runs with r's epochs split out: every epoch of r in
 // a run of its own kind (new runs get a fresh budget under limit and
 // rule), and the indices of the runs that cover r, in order.
@@ -180,20 +171,12 @@ func (rec *epochRecord) touch(r epoch.Range, limit accounting.EpsDelta, rule acc
 		}
 		// Split the run at r's ends: the parts outside keep copies.
 		if run.From < r.From {
-			c, err := cloneBudget(run.Budget)
-			if err != nil {
-				return nil, nil, err
-			}
-			out = append(out, epochRun{From: run.From, To: r.From - 1, Budget: c})
+			out = append(out, epochRun{From: run.From, To: r.From - 1, Budget: run.Budget.Clone()})
 			run.From = r.From
 		}
 		var after *epochRun
 		if run.To > r.To {
-			c, err := cloneBudget(run.Budget)
-			if err != nil {
-				return nil, nil, err
-			}
-			after = &epochRun{From: r.To + 1, To: run.To, Budget: c}
+			after = &epochRun{From: r.To + 1, To: run.To, Budget: run.Budget.Clone()}
 			run.To = r.To
 		}
 		in = append(in, len(out))

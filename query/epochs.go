@@ -14,31 +14,24 @@ import (
 // bounds (ir.EpochRange), adds the condition that enforces them to q's
 // WHERE, so that the statement never reads a row of an epoch it was not
 // charged for, and refuses, before any charge, what would mix one
-// person's rows of several epochs inside one unit's contribution.
-func epochsOf(q *ir.Query, base *ir.Table) (*epoch.Range, error) {
+// person's rows of several epochs inside one unit's contribution. A join
+// of private tables must equate their epochs (epochJoins).
+func epochsOf(q *ir.Query, base *ir.Table, cat *catalog.Catalog) (*epoch.Range, error) {
 	if base == nil || base.Epoch == nil {
 		return nil, nil
 	}
 	e := base.Epoch
 	if q.Pre != nil {
-		return preEpochs(q, base)
+		return preEpochs(q, base, cat)
 	}
-	for _, j := range q.Joins {
-		if j.Private {
-			return nil, ir.Refuse("table %s declares epochs by %s of %s: a join with the private table %s would pair one person's rows of different %ss, which are protected separately; query each table on its own, or join public tables only",
-				base.Name, e.Every, e.Column, j.Table, e.Every)
-		}
+	if err := epochJoins(q, base, cat); err != nil {
+		return nil, err
 	}
 	rel := base
 	if q.Relation != nil {
 		rel = q.Relation
 	}
-	if rel.Epoch == nil {
-		cp := *rel
-		cp.Epoch = e
-		rel = &cp
-	}
-	r, lo, hi, err := epochRange(rel, base, q.Where)
+	r, err := restrictEpochs(epochRelation(rel, e), &q.Where)
 	if err != nil {
 		return nil, err
 	}
@@ -50,31 +43,39 @@ func epochsOf(q *ir.Query, base *ir.Table) (*epoch.Range, error) {
 			}
 		}
 	}
-	filter := ir.EpochFilter(rel, lo, hi)
-	if q.Where == nil {
-		q.Where = filter
-	} else {
-		q.Where = ir.And{Args: []ir.Expr{filter, q.Where}}
-	}
 	return &r, nil
 }
 
-// epochRange is ir.EpochRange of rel (which declares base's epoch) under
-// condition where, refused when it leaves no declared epoch.
-func epochRange(rel, base *ir.Table, where ir.Expr) (epoch.Range, int64, int64, error) {
-	e := base.Epoch
-	if rel.Epoch == nil {
-		cp := *rel
-		cp.Epoch = e
-		rel = &cp
+// epochRelation is rel declaring epoch e: rel itself when it declares
+// one (the table, or a relation built from it), else one copy of it.
+func epochRelation(rel *ir.Table, e *ir.Epoch) *ir.Table {
+	if rel.Epoch != nil {
+		return rel
 	}
-	r, lo, hi, empty, _ := ir.EpochRange(rel, where)
+	cp := *rel
+	cp.Epoch = e
+	return &cp
+}
+
+// restrictEpochs derives the epochs that condition *where reads on rel
+// (which declares the epoch: ir.EpochRange), refused when it leaves no
+// declared epoch, and ANDs to *where the filter that keeps only the rows
+// of those epochs (ir.EpochFilter), so that the statement never reads a
+// row of an epoch it was not charged for.
+func restrictEpochs(rel *ir.Table, where *ir.Expr) (epoch.Range, error) {
+	r, lo, hi, empty, _ := ir.EpochRange(rel, *where)
 	if empty {
-		c := base.Column(e.Column)
-		return r, 0, 0, ir.Refuse("the conditions on %s leave no date within its declared range (%s to %s): the query would read no epoch; ask about dates in that range",
-			e.Column, schema.FormatValue(c.Type, int64(*c.Lower)), schema.FormatValue(c.Type, int64(*c.Upper)))
+		c := rel.Column(rel.Epoch.Column)
+		return r, ir.Refuse("the conditions on %s leave no date within its declared range (%s to %s): the query would read no epoch; ask about dates in that range",
+			c.Name, schema.FormatValue(c.Type, int64(*c.Lower)), schema.FormatValue(c.Type, int64(*c.Upper)))
 	}
-	return r, lo, hi, nil
+	filter := ir.EpochFilter(rel, lo, hi)
+	if *where == nil {
+		*where = filter
+	} else {
+		*where = ir.And{Args: []ir.Expr{filter, *where}}
+	}
+	return r, nil
 }
 
 // preEpochs is epochsOf for a query that reads a per-person
@@ -82,27 +83,24 @@ func epochRange(rel, base *ir.Table, where ir.Expr) (epoch.Range, int64, int64, 
 // conditions, whose WHERE gets the filter that enforces them; the
 // statement groups the inner query by the epoch as well as by the person
 // (sqlgen), so that each pre-aggregated row holds the rows of one
-// (person, epoch) unit. An inner join with a private table, which would
-// pair one person's rows of different epochs, is refused; so is
-// COUNT(DISTINCT) over several epochs, which would count a person once
-// over epochs that are protected separately.
-func preEpochs(q *ir.Query, base *ir.Table) (*epoch.Range, error) {
+// (person, epoch) unit. An inner join with a private table must equate
+// the epochs as a join outside does (epochJoins); COUNT(DISTINCT) over
+// several epochs, which would count a person once over epochs that are
+// protected separately, is refused.
+func preEpochs(q *ir.Query, base *ir.Table, cat *catalog.Catalog) (*epoch.Range, error) {
 	e, pre := base.Epoch, q.Pre
 	if pre.Query == nil || pre.Relation == nil {
 		return nil, ir.Refuse("table %s declares epochs by %s of %s: this subquery cannot be grouped by (person, %s); aggregate the table directly (GROUP BY date_trunc('%s', %s) keeps the %ss apart)",
 			base.Name, e.Every, e.Column, e.Every, e.Every, e.Column, e.Every)
 	}
-	for _, j := range pre.Query.Joins {
-		if j.Private {
-			return nil, ir.Refuse("table %s declares epochs by %s of %s: a subquery grouped by the person that joins the private table %s would pair one person's rows of different %ss, which are protected separately; pre-aggregate %s alone, or join public tables only",
-				base.Name, e.Every, e.Column, j.Table, e.Every, base.Name)
-		}
+	if err := epochJoins(pre.Query, base, cat); err != nil {
+		return nil, err
 	}
 	if pre.Relation.Column(e.Column) == nil {
 		return nil, ir.Refuse("table %s declares epochs by %s of %s, which this subquery does not read: it cannot be grouped by (person, %s); aggregate the table directly",
 			base.Name, e.Every, e.Column, e.Every)
 	}
-	r, lo, hi, err := epochRange(pre.Relation, base, pre.Query.Where)
+	r, err := restrictEpochs(epochRelation(pre.Relation, e), &pre.Query.Where)
 	if err != nil {
 		return nil, err
 	}
@@ -113,18 +111,6 @@ func preEpochs(q *ir.Query, base *ir.Table) (*epoch.Range, error) {
 					a.Column, r.Len(), e.Every, r, base.Name, e.Every, e.Every, e.Column, e.Every)
 			}
 		}
-	}
-	rel := pre.Relation
-	if rel.Epoch == nil {
-		cp := *rel
-		cp.Epoch = e
-		rel = &cp
-	}
-	filter := ir.EpochFilter(rel, lo, hi)
-	if pre.Query.Where == nil {
-		pre.Query.Where = filter
-	} else {
-		pre.Query.Where = ir.And{Args: []ir.Expr{filter, pre.Query.Where}}
 	}
 	return &r, nil
 }

@@ -328,8 +328,9 @@ func TestEpochPreAggregateNeighbours(t *testing.T) {
 }
 
 // TestEpochPreAggregateJoinRefused: a per-person pre-aggregation that
-// joins another private table would pair one person's rows of different
-// months inside one pre-aggregated row; it is refused before any charge.
+// joins another private table without equating the months would pair one
+// person's rows of different months inside one pre-aggregated row; it is
+// refused before any charge, naming the equality to add.
 func TestEpochPreAggregateJoinRefused(t *testing.T) {
 	decl := strings.Replace(fmt.Sprintf(epochCatalog, "1e30", "visits.csv"), "    privacy_unit: pid\n", "    privacy_unit: pid\n    id_space: people\n", 1) +
 		"  payments:\n    source: payments.csv\n    privacy_unit: pid\n    id_space: people\n    max_groups_per_unit: 1\n    max_rows_per_group: 1\n" +
@@ -345,8 +346,8 @@ func TestEpochPreAggregateJoinRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Prepare(cat, duckdb.Dialect, "SELECT COUNT(*) FROM (SELECT v.pid, COUNT(*) AS n FROM visits v JOIN payments p ON v.pid = p.pid GROUP BY v.pid) AS q", epochOpts())
-	if !isRefusal(err) || !strings.Contains(err.Error(), "a subquery grouped by the person that joins the private table payments") {
-		t.Fatalf("error %v; want a refusal naming the private join inside the subquery", err)
+	if !isRefusal(err) || !strings.Contains(err.Error(), "equate the epochs in the join: ON … AND date_trunc('month', day) = date_trunc('month', p.day)") {
+		t.Fatalf("error %v; want a refusal naming the equality of the months to add to the join inside the subquery", err)
 	}
 }
 

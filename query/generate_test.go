@@ -54,8 +54,8 @@ func testGeneratedNeighbours(t *testing.T, kind string, seeds int) {
 func checkGenerated(t testing.TB, fix *neighbourFixture, sql, table string, drop int) bool {
 	t.Helper()
 	fixture := table
-	if table == "wide" {
-		fixture = "people" // the wide table reads the people fixture's files
+	if table == "wide" || table == "monthly" {
+		fixture = "people" // the wide and monthly tables read the people fixture's files
 	}
 	svc := fix.services[fixture]["D"]
 	if p, err := svc.Prepare(sql, neighbourOpts()); err == nil && len(p.Plan.Keys) > 10_000 {

@@ -49,3 +49,44 @@ func TestBudgetShowEpochs(t *testing.T) {
 		t.Errorf("budget history does not name the epochs charged:\n%s", h)
 	}
 }
+
+// TestExampleEpochs: the bundled example with daily epochs
+// (examples/epochs.yaml) answers a query over three days, charges it in
+// those days only, and budget show lists them; a later query over the
+// whole week is charged in every day, and one that a spent day cannot pay
+// is refused, free, naming it.
+func TestExampleEpochs(t *testing.T) {
+	const cat = "../../examples/epochs.yaml"
+	led := filepath.Join(t.TempDir(), "l.db")
+	ask := func(eps, sql string) (string, string, int) {
+		return runQueryCLI("query", "--catalog", cat, "--ledger", led, "--analyst", "ana", "--epsilon", eps, sql)
+	}
+	out, errOut, code := ask("0.5", "SELECT date_trunc('day', visit_date) AS day, COUNT(*), AVG(euros_spent) FROM daily_visits WHERE visit_date >= DATE '2024-03-08' GROUP BY date_trunc('day', visit_date)")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if n := strings.Count(out, "\n2024-03-"); n != 3 {
+		t.Errorf("want the 3 days read, one row each:\n%s", out)
+	}
+	if !strings.Contains(errOut+out, "this query reads 3 day(s), 2024-03-08..2024-03-10, and is charged ε=0.5 in each") ||
+		!strings.Contains(errOut+out, "a person present in all 7 declared days (2024-03-04..2024-03-10) has, over all of them, at most 7 × 3 = 21") {
+		t.Errorf("the query does not state the days charged and the guarantee:\n%s\n%s", out, errOut)
+	}
+	if _, errOut, code := ask("0.25", "SELECT COUNT(*), SUM(minutes_spent) FROM daily_visits"); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	show := mustRun(t, "budget", "show", "--ledger", led)
+	for _, want := range []string{"daily_visits  ana      2024-03-04..2024-03-07  [##........]  0.25     0.75", "daily_visits  ana      2024-03-08..2024-03-10  [#######...]  0.75     0.25"} {
+		if !strings.Contains(show, want) {
+			t.Errorf("budget show lacks %q:\n%s", want, show)
+		}
+	}
+	// March 8 to 10 have 0.25 left of ana's 1; March 4 to 7 have 0.75.
+	if _, errOut, code := ask("0.5", "SELECT COUNT(*) FROM daily_visits WHERE visit_date >= DATE '2024-03-07'"); code == 0 || !strings.Contains(errOut, "2024-03-08..2024-03-10") {
+		t.Errorf("a query the spent days cannot pay: exit %d, %s; want a refusal naming 2024-03-08..2024-03-10", code, errOut)
+	}
+	if _, errOut, code := ask("0.5", "SELECT COUNT(*) FROM daily_visits WHERE visit_date < DATE '2024-03-08'"); code != 0 {
+		t.Errorf("the days with budget left: exit %d: %s", code, errOut)
+	}
+	mustRun(t, "budget", "verify", "--ledger", led)
+}

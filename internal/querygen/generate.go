@@ -9,7 +9,10 @@
 // wrote by hand (docs/privacy.md §7, "The relational generator"): a public
 // table joined once or twice (each occurrence under its own alias and with
 // its own ON, INNER or LEFT), a private table of the same people joined
-// once or twice on the unit, subqueries computing a column, chains of up
+// once or twice on the unit (on the table with epochs by month, monthly,
+// also on the epochs: the same date, or date_trunc of both to the day or
+// the month, outside and inside pre-aggregations; with conditions on the
+// epoch column that choose the months read), subqueries computing a column, chains of up
 // to four CTEs that copy the previous one's column (d + d, LEAST(d, i),
 // CASE WHEN b THEN d ELSE NULL END), per-person pre-aggregations (of a
 // table alone or joined, by the unit or the unit and a key), every scalar
@@ -60,6 +63,11 @@ type generator struct {
 func Generate(seed uint64) (sql, table string) {
 	g := &generator{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
 	table = []string{"people", "rows", "wide"}[g.r.IntN(3)]
+	if seed%5 == 4 && table != "rows" {
+		// A table with epochs, in one seed of five (the others' queries
+		// are those of before it was added).
+		table = "monthly"
+	}
 	with, from := g.from(table)
 	var keys, outs []string
 	for i := range g.r.IntN(3) {
@@ -73,8 +81,20 @@ func Generate(seed uint64) (sql, table string) {
 	var s strings.Builder
 	s.WriteString(with)
 	s.WriteString("SELECT " + strings.Join(outs, ", ") + " FROM " + from)
+	var where []string
 	if g.r.IntN(2) == 0 {
-		s.WriteString(" WHERE " + g.cond(2))
+		where = append(where, g.cond(2))
+	}
+	if table == "monthly" {
+		if c := g.epochCond(); c != "" {
+			where = append(where, c)
+		}
+	}
+	switch len(where) {
+	case 1:
+		s.WriteString(" WHERE " + where[0])
+	case 2:
+		s.WriteString(" WHERE (" + where[0] + ") AND " + where[1])
 	}
 	if len(keys) > 0 {
 		s.WriteString(" GROUP BY " + strings.Join(keys, ", "))
@@ -125,6 +145,15 @@ func (g *generator) from(table string) (with, from string) {
 		g.scope = append(baseColumns("x"), genColumn{"y.i", genNum}, genColumn{"y.f", genNum}, genColumn{"y.t", genText})
 		if hasUnit {
 			g.unit = "x.pid"
+		}
+		if table == "monthly" {
+			// A private join on a table with epochs equates the epochs.
+			from = table + " x " + g.joinKind() + " monthly y ON x.pid = y.pid AND " + g.sameEpoch("x", "y")
+			if g.r.IntN(2) == 0 {
+				from += " " + g.joinKind() + " monthly z ON x.pid = z.pid AND " + g.sameEpoch([]string{"x", "y"}[g.r.IntN(2)], "z")
+				g.scope = append(g.scope, genColumn{"z.i", genNum}, genColumn{"z.t", genText})
+			}
+			return "", from
 		}
 		from = table + " x " + g.joinKind() + " visits y ON x.pid = y.pid"
 		if g.r.IntN(2) == 0 {
@@ -181,9 +210,17 @@ func (g *generator) from(table string) (with, from string) {
 		inner := table + " x"
 		g.scope = baseColumns("x")
 		if g.r.IntN(2) == 0 {
-			inner += " " + g.joinKind() + " visits y ON x.pid = y.pid"
-			if g.r.IntN(2) == 0 {
-				inner += " JOIN visits z ON x.pid = z.pid"
+			if table == "monthly" {
+				// A join inside equates the epochs too.
+				inner += " " + g.joinKind() + " monthly y ON x.pid = y.pid AND " + g.sameEpoch("x", "y")
+				if g.r.IntN(2) == 0 {
+					inner += " JOIN monthly z ON x.pid = z.pid AND " + g.sameEpoch("x", "z")
+				}
+			} else {
+				inner += " " + g.joinKind() + " visits y ON x.pid = y.pid"
+				if g.r.IntN(2) == 0 {
+					inner += " JOIN visits z ON x.pid = z.pid"
+				}
 			}
 			g.scope = append(g.scope, genColumn{"y.i", genNum})
 		}
@@ -203,6 +240,42 @@ func (g *generator) from(table string) (with, from string) {
 		g.unit = ""
 		return "", "(SELECT x.pid AS pid" + extra + ", COUNT(*) AS n, SUM(" + v + ") AS sv, MAX(x.i) AS mi FROM " + inner + where + " GROUP BY " + by + ") s"
 	}
+}
+
+// sameEpoch draws the equality of the epochs (months of dt) of
+// occurrences a and b of the monthly table in a join's ON.
+func (g *generator) sameEpoch(a, b string) string {
+	switch g.r.IntN(3) {
+	case 0:
+		return a + ".dt = " + b + ".dt"
+	case 1:
+		return "date_trunc('day', " + a + ".dt) = date_trunc('day', " + b + ".dt)"
+	}
+	return "date_trunc('month', " + a + ".dt) = date_trunc('month', " + b + ".dt)"
+}
+
+// epochCond draws a condition on the monthly table's epoch column, which
+// decides the months a query reads, where x.dt is in scope ("" otherwise).
+func (g *generator) epochCond() string {
+	found := false
+	for _, c := range g.scope {
+		found = found || c.ref == "x.dt"
+	}
+	if !found {
+		return ""
+	}
+	m := func() string { return fmt.Sprintf("DATE '2024-%02d-%02d'", 1+g.r.IntN(12), 1+g.r.IntN(28)) }
+	switch g.r.IntN(5) {
+	case 0:
+		return "x.dt >= " + m()
+	case 1:
+		return "x.dt < " + m()
+	case 2:
+		return "x.dt BETWEEN " + m() + " AND " + m()
+	case 3:
+		return fmt.Sprintf("date_trunc('month', x.dt) = DATE '2024-%02d-01'", 1+g.r.IntN(12))
+	}
+	return "(x.dt < " + m() + " OR x.dt >= " + m() + ")"
 }
 
 func (g *generator) joinKind() string {

@@ -42,7 +42,9 @@ var Rows = []string{
 // at most 2 groups and 2 rows per group per person), rows (every row a
 // person), visits (people's table of the same persons, to join), wide
 // (people with bounds that no person's joined rows reach: see
-// JoinedRows) and the public codes. The tables read data.csv (Rows) and
+// JoinedRows), monthly (wide's bounds, with epochs by month of dt: the
+// privacy unit is (person, month), in an id space of its own) and the
+// public codes. The tables read data.csv (Rows) and
 // codes.csv (Codes); a server's harness replaces those sources.
 const Catalog = `budget: {epsilon: 1e30, delta: 0.5}
 tables:
@@ -78,6 +80,14 @@ tables:
     id_space: persons
     max_groups_per_unit: 9
     max_rows_per_group: 9
+    columns: *cols
+  monthly:
+    source: data.csv
+    privacy_unit: pid
+    id_space: months
+    max_groups_per_unit: 9
+    max_rows_per_group: 9
+    epoch: {column: dt, every: month}
     columns: *cols
   codes:
     source: codes.csv
@@ -179,4 +189,27 @@ func BoundsNotBinding(plan *dpplan.Plan) bool {
 	n := JoinedRows()
 	c := plan.Contribution
 	return c.RowsPerGroup >= n && (!plan.BoundGroups || c.Groups >= n)
+}
+
+// EpochsPerPerson is the most months of the monthly table's declared
+// range (2024) that one person of the harness has rows in: removing one
+// person removes at most that many (person, month) units, so a
+// release's change between D and D minus one person is at most that many
+// times its sensitivity (group privacy over the units).
+func EpochsPerPerson() int {
+	months := map[string]map[string]bool{}
+	most := 0
+	for _, r := range Rows {
+		f := strings.Split(r, ",")
+		d, err := time.Parse("2006-01-02", f[7])
+		if err != nil || d.Year() != 2024 {
+			continue
+		}
+		if months[f[0]] == nil {
+			months[f[0]] = map[string]bool{}
+		}
+		months[f[0]][d.Format("2006-01")] = true
+		most = max(most, len(months[f[0]]))
+	}
+	return most
 }

@@ -174,6 +174,11 @@ func Check(r Reporter, sql, variant string, d, n Outcome) {
 				sens += float64(plan.Contribution.Groups*plan.Contribution.People()) * m.Granularity()
 			}
 		}
+		// On a table with epochs the sensitivity is one (person, epoch)'s;
+		// the variant drops a whole person, several units.
+		if plan.Epochs != nil {
+			sens *= float64(max(min(plan.Epochs.Len(), int64(EpochsPerPerson())), 1))
+		}
 		var moved float64
 		for k, row := range dRows {
 			a, _ := ir.Number(row[c])

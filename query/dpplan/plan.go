@@ -59,7 +59,11 @@ func (p *Plan) Notes() []string {
 			kind = "left-joined"
 		}
 		var on []string
-		for _, e := range j.On {
+		for k, e := range j.On {
+			if f := j.OnTrunc(k); f != "" {
+				on = append(on, "date_trunc('"+f+"', "+e[0]+") = date_trunc('"+f+"', "+e[1]+")")
+				continue
+			}
 			on = append(on, e[0]+" = "+e[1])
 		}
 		table := j.Table
@@ -67,7 +71,11 @@ func (p *Plan) Notes() []string {
 			table += " AS " + j.Alias
 		}
 		if j.Private {
-			n = append(n, fmt.Sprintf("%s with %s on %s, a table about the same people: every joined row is one person's; before the join each person keeps at most %d row(s) of each table of the join, chosen at random, and each person's joined rows are bounded as above", kind, table, strings.Join(on, " AND "), max(p.Contribution.Groups*p.Contribution.RowsPerGroup, 1)))
+			who, whose := "person", "one person's"
+			if p.Epochs != nil {
+				who, whose = "(person, "+p.EpochEvery+")", "one (person, "+p.EpochEvery+")'s, both sides of one "+p.EpochEvery
+			}
+			n = append(n, fmt.Sprintf("%s with %s on %s, a table about the same people: every joined row is %s; before the join each %s keeps at most %d row(s) of each table of the join, chosen at random, and each %s's joined rows are bounded as above", kind, table, strings.Join(on, " AND "), whose, who, max(p.Contribution.Groups*p.Contribution.RowsPerGroup, 1), who))
 			continue
 		}
 		n = append(n, fmt.Sprintf("%s with public table %s on %s (public: its values are read from the data at no cost)", kind, table, strings.Join(on, " AND ")))

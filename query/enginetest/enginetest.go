@@ -137,6 +137,15 @@ var Battery = append([]Case{
 	{Name: "epoch months grouped", SQL: "SELECT date_trunc('month', d) AS m, COUNT(*), COUNT(DISTINCT pid) FROM epochs GROUP BY date_trunc('month', d)", Want: "2024-01-01 3 2; 2024-02-01 4 2; 2024-03-01 4 3"},
 	{Name: "epoch distinct over months", SQL: "SELECT COUNT(DISTINCT pid) FROM epochs", Refused: "COUNT(DISTINCT pid) over 3 months"},
 	{Name: "epoch weeks of a timestamp", SQL: "SELECT COUNT(*), SUM(v) FROM epochts WHERE ts >= TIMESTAMP '2024-02-01 00:00:00'", Want: "8 193"},
+	// A private join on an epoch table equates the persons and the
+	// epochs; each occurrence keeps at most 2 rows per (person, month)
+	// before the join (person 1's 2×2 pairs of a month are bounded to 2).
+	{Name: "epoch join by month", SQL: "SELECT COUNT(*) FROM epochs x JOIN epochs y ON x.pid = y.pid AND date_trunc('month', x.d) = date_trunc('month', y.d)", Want: "11"},
+	{Name: "epoch join grouped by month", SQL: "SELECT date_trunc('month', x.d) AS m, COUNT(*) FROM epochs x JOIN epochs y ON x.pid = y.pid AND date_trunc('month', x.d) = date_trunc('month', y.d) GROUP BY date_trunc('month', x.d)", Want: "2024-01-01 3; 2024-02-01 4; 2024-03-01 4"},
+	{Name: "epoch join on the day", SQL: "SELECT COUNT(*), SUM(y.v) FROM epochs x JOIN epochs y ON x.pid = y.pid AND x.d = y.d WHERE y.v < 99", Want: "11 228"},
+	{Name: "epoch join of weeks", SQL: "SELECT COUNT(*) FROM epochts x LEFT JOIN epochts y ON x.pid = y.pid AND date_trunc('week', x.ts) = date_trunc('week', y.ts) WHERE x.ts >= TIMESTAMP '2024-02-01 00:00:00'", Want: "8"},
+	{Name: "epoch join pre-aggregated", SQL: "SELECT COUNT(*), SUM(LEAST(n, 20)) FROM (SELECT x.pid, COUNT(*) AS n FROM epochs x JOIN epochs y ON x.pid = y.pid AND date_trunc('month', x.d) = date_trunc('month', y.d) GROUP BY x.pid) s", Want: "7 19"},
+	{Name: "epoch join without the epochs", SQL: "SELECT COUNT(*) FROM epochs x JOIN epochs y ON x.pid = y.pid", Refused: "equate the epochs in the join"},
 	{Name: "count column skips NULL", SQL: "SELECT COUNT(age) FROM people", Want: "4"},
 	{Name: "sum int clamped", SQL: "SELECT SUM(age) FROM people", Want: "190"},
 	{Name: "avg int clamped", SQL: "SELECT AVG(age) FROM people", Want: "47.5"},

@@ -49,33 +49,50 @@ var neighbourCases = []neighbourCase{
 	{"ILIKE and substr", "SELECT COUNT(*) FILTER (WHERE grp ILIKE 'X'), COUNT(*) FILTER (WHERE substr(grp, 1) = 'y'), SUM(v) FILTER (WHERE grp NOT ILIKE 'Z') FROM %s", 10},
 }
 
-// RunNeighbours asks every neighbourCase of acct and acct_minus on the
-// backend's engine and checks that the answers differ by at most the
-// sensitivity, cell by cell, with the same groups.
+// epochNeighbourCases are asked of epochs and of epochs_minus (epochs
+// without person 1's rows of February 2024: one (person, month), the unit
+// of a table with epochs). Each (person, month) keeps at most 2 joined
+// rows per group, of values at most 100.
+var epochNeighbourCases = []neighbourCase{
+	{"epoch join by month", "SELECT date_trunc('month', x.d) AS m, COUNT(*), SUM(y.v) FROM %[1]s x JOIN %[1]s y ON x.pid = y.pid AND date_trunc('month', x.d) = date_trunc('month', y.d) GROUP BY date_trunc('month', x.d)", 200},
+	{"epoch join on the day", "SELECT COUNT(*), SUM(x.v) FROM %[1]s x LEFT JOIN %[1]s y ON x.pid = y.pid AND x.d = y.d", 200},
+}
+
+// RunNeighbours asks every neighbourCase of acct and acct_minus, and
+// every epochNeighbourCase of epochs and epochs_minus, on the backend's
+// engine and checks that the answers differ by at most the sensitivity,
+// cell by cell, with the same groups.
 func RunNeighbours(t *testing.T, b Backend) {
 	svc, _ := Service(t, b)
 	for _, c := range neighbourCases {
-		t.Run(c.name, func(t *testing.T) {
-			var rows [2][][]any
-			var errs [2]error
-			for i, table := range []string{"acct", "acct_minus"} {
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				res, err := svc.Answer(ctx, fmt.Sprintf(c.sql, table), query.Options{Epsilon: 1e20, Confidence: 0.95, Analyst: "neighbours"})
-				cancel()
-				errs[i] = err
-				if err == nil {
-					rows[i] = res.Rows
-				}
-			}
-			if errs[0] != nil || errs[1] != nil {
-				t.Fatalf("%s on %s: with person 3: %v; without: %v", c.sql, b.Name, errs[0], errs[1])
-			}
-			if err := neighbourDistance(rows[0], rows[1], c.sens); err != nil {
-				t.Errorf("%s on %s: %v\nwith person 3: %s\nwithout:       %s", c.sql, b.Name, err, Format(rows[0]), Format(rows[1]))
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { runNeighbour(t, b, svc, c, "acct", "acct_minus", "person 3") })
+	}
+	for _, c := range epochNeighbourCases {
+		t.Run(c.name, func(t *testing.T) { runNeighbour(t, b, svc, c, "epochs", "epochs_minus", "person 1's February") })
 	}
 	t.Run("columns named like generated names", func(t *testing.T) { runClash(t, b) })
+}
+
+// runNeighbour asks c of table and of its neighbour minus (table without
+// the unit who) and compares the answers.
+func runNeighbour(t *testing.T, b Backend, svc *query.Service, c neighbourCase, table, minus, who string) {
+	var rows [2][][]any
+	var errs [2]error
+	for i, name := range []string{table, minus} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		res, err := svc.Answer(ctx, fmt.Sprintf(c.sql, name), query.Options{Epsilon: 1e20, Confidence: 0.95, Analyst: "neighbours"})
+		cancel()
+		errs[i] = err
+		if err == nil {
+			rows[i] = res.Rows
+		}
+	}
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("%s on %s: with %s: %v; without: %v", c.sql, b.Name, who, errs[0], errs[1])
+	}
+	if err := neighbourDistance(rows[0], rows[1], c.sens); err != nil {
+		t.Errorf("%s on %s: %v\nwith %s: %s\nwithout:       %s", c.sql, b.Name, err, who, Format(rows[0]), Format(rows[1]))
+	}
 }
 
 // neighbourDistance reports a cell of a and b (rows of the same groups)

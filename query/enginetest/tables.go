@@ -126,6 +126,9 @@ var Tables = []Table{
 	// and the last row lies before the declared range.
 	{Name: "epochs", File: "epochs.csv", Columns: epochColumns, Declaration: epochDeclaration("d", "month")},
 	{Name: "epochts", File: "epochs.csv", Columns: epochColumns, Declaration: epochDeclaration("ts", "week")},
+	// epochs without person 1's rows of February (one unit), for the
+	// neighbour cases.
+	{Name: "epochs_minus", File: "epochs_minus.csv", Columns: epochColumns, Declaration: epochDeclaration("d", "month")},
 	{Name: "calendar", File: "calendar.csv",
 		Columns: []Column{{"id", schema.Int}, {"d", schema.Date}, {"ts", schema.Timestamp}},
 		Declaration: `    columns:
@@ -161,9 +164,11 @@ const acctDeclaration = `    privacy_unit: pid
 var epochColumns = []Column{{Name: "pid", Type: schema.Int}, {Name: "d", Type: schema.Date}, {Name: "ts", Type: schema.Timestamp}, {Name: "v", Type: schema.Int}}
 
 // epochDeclaration declares the epoch fixture with epochs by every of
-// column.
+// column, in an id space of its own (so that it may be joined with itself
+// on the person).
 func epochDeclaration(column, every string) string {
 	return `    privacy_unit: pid
+    id_space: epochs_` + every + `
     max_groups_per_unit: 3
     max_rows_per_group: 2
     epoch: {column: ` + column + `, every: ` + every + `}

@@ -35,6 +35,24 @@ type Join struct {
 	// On lists the equalities, as pairs of relation column names (the
 	// already joined side first, then this occurrence's "alias.column").
 	On [][2]string
+	// Trunc, when not nil, holds for each equality of On the period
+	// both of its sides are truncated to (ON date_trunc('month', a.day) =
+	// date_trunc('month', b.day)), or "" for a plain equality. Only a join
+	// of private tables with epochs has truncated equalities: they equate
+	// the epochs of the two sides (see the service's epoch joins).
+	Trunc []string
+	// Epoch is, when the query reads epochs, the relation's name of this
+	// private occurrence's epoch column ("alias.column"): its rows are
+	// bounded per (person, epoch) before the join. Set by the service.
+	Epoch string
+}
+
+// OnTrunc is the period equality i of On truncates both sides to, or "".
+func (j Join) OnTrunc(i int) string {
+	if i < len(j.Trunc) {
+		return j.Trunc[i]
+	}
+	return ""
 }
 
 // QualifiedName is the relation's name of column col of the joined

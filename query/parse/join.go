@@ -70,11 +70,14 @@ func (p *parser) fromJoin(je *pg.JoinExpr) error {
 		if j.IsNatural {
 			return ir.Refuse("NATURAL JOIN is not supported; write JOIN … ON a.x = b.x")
 		}
-		on, err := p.joinOn(j, tables, right)
+		on, trunc, err := p.joinOn(j, tables, right)
 		if err != nil {
 			return err
 		}
-		join.On = on
+		join.On, join.Trunc = on, trunc
+		if trunc != nil && !join.Private {
+			return ir.Refuse("JOIN %s ON date_trunc(…) = date_trunc(…): a truncated equality joins two private tables with epochs (it equates their epochs); join public table %s on columns, e.g. ON a.x = %s.x", right.Table.Name, right.Table.Name, right.Alias)
+		}
 		if join.Private {
 			if err := ir.PrivateJoin(tables[0].Table, right.Table, right.Alias, on); err != nil {
 				return err
@@ -139,7 +142,10 @@ func (p *parser) relationOf(tables []ir.JoinedTable) (*ir.Table, error) {
 
 // joinOn reads a join's condition: equalities between a column of a table
 // already joined and a column of the one being joined, ANDed (or USING).
-func (p *parser) joinOn(j *pg.JoinExpr, tables []ir.JoinedTable, right ir.JoinedTable) ([][2]string, error) {
+// An equality may truncate both sides to one period (date_trunc('month',
+// a.day) = date_trunc('month', b.day)): trunc then holds each equality's
+// period ("" for a plain one), and is nil when no equality is truncated.
+func (p *parser) joinOn(j *pg.JoinExpr, tables []ir.JoinedTable, right ir.JoinedTable) (on [][2]string, trunc []string, err error) {
 	name := func(jt ir.JoinedTable, col string) (string, *ir.Column) {
 		c := jt.Table.Column(col)
 		if c == nil {
@@ -151,7 +157,6 @@ func (p *parser) joinOn(j *pg.JoinExpr, tables []ir.JoinedTable, right ir.Joined
 		}
 		return c.Name, c
 	}
-	var on [][2]string
 	pair := func(l, r string, lc, rc *ir.Column) error {
 		if lc.Type != rc.Type {
 			return ir.Refuse("JOIN %s ON %s = %s compares %s with %s; join columns of one type", right.Table.Name, l, r, lc.Type, rc.Type)
@@ -173,16 +178,16 @@ func (p *parser) joinOn(j *pg.JoinExpr, tables []ir.JoinedTable, right ir.Joined
 				}
 			}
 			if rc == nil || lc == nil {
-				return nil, ir.Refuse("JOIN %s USING (%s): both sides need a column %s", right.Alias, col, col)
+				return nil, nil, ir.Refuse("JOIN %s USING (%s): both sides need a column %s", right.Alias, col, col)
 			}
 			if len(in) > 1 {
-				return nil, ir.Refuse("JOIN %s USING (%s): column %s is in %s; write ON with qualified columns, e.g. ON %s.%s = %s.%s", right.Alias, col, col, strings.Join(in, " and "), in[0], col, right.Alias, col)
+				return nil, nil, ir.Refuse("JOIN %s USING (%s): column %s is in %s; write ON with qualified columns, e.g. ON %s.%s = %s.%s", right.Alias, col, col, strings.Join(in, " and "), in[0], col, right.Alias, col)
 			}
 			if err := pair(ln, rn, lc, rc); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
-		return on, nil
+		return on, nil, nil
 	}
 	var conds []*pg.Node
 	var flatten func(n *pg.Node) error
@@ -202,10 +207,10 @@ func (p *parser) joinOn(j *pg.JoinExpr, tables []ir.JoinedTable, right ir.Joined
 		return nil
 	}
 	if j.Quals == nil {
-		return nil, ir.Refuse("JOIN %s needs ON a.x = b.x or USING (x)", right.Table.Name)
+		return nil, nil, ir.Refuse("JOIN %s needs ON a.x = b.x or USING (x)", right.Table.Name)
 	}
 	if err := flatten(j.Quals); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	resolve := func(n *pg.Node) (ir.JoinedTable, string, *ir.Column, error) {
 		cr := n.GetColumnRef()
@@ -244,27 +249,107 @@ func (p *parser) joinOn(j *pg.JoinExpr, tables []ir.JoinedTable, right ir.Joined
 	for _, c := range conds {
 		a := c.GetAExpr()
 		if a == nil || opName(a) != "=" || a.Kind != pg.A_Expr_Kind_AEXPR_OP {
-			return nil, ir.Refuse("JOIN %s ON: only equalities joined by AND are supported", right.Table.Name)
+			return nil, nil, ir.Refuse("JOIN %s ON: only equalities joined by AND are supported", right.Table.Name)
 		}
-		lt, ln, lc, err := resolve(a.Lexpr)
+		lf, lx, rx, err := truncPair(a, right.Alias)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		rt, rn, rc, err := resolve(a.Rexpr)
+		lt, ln, lc, err := resolve(lx)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		rt, rn, rc, err := resolve(rx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if lf != "" {
+			if err := truncColumns(right.Alias, lf, lc, rc); err != nil {
+				return nil, nil, err
+			}
+			if trunc == nil {
+				trunc = make([]string, len(on))
+			}
+		}
+		if trunc != nil {
+			trunc = append(trunc, lf)
 		}
 		if lt.Alias == right.Alias {
 			lt, ln, lc, rt, rn, rc = rt, rn, rc, lt, ln, lc
 		}
 		if rt.Alias != right.Alias || lt.Alias == right.Alias {
-			return nil, ir.Refuse("JOIN %s ON: each equality compares a column of %s with a column of a table joined before it", right.Table.Name, right.Alias)
+			return nil, nil, ir.Refuse("JOIN %s ON: each equality compares a column of %s with a column of a table joined before it", right.Table.Name, right.Alias)
 		}
 		if err := pair(ln, rn, lc, rc); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return on, nil
+	return on, trunc, nil
+}
+
+// truncPair reads both sides of a join's equality a: two columns (field
+// ""), or date_trunc of both to one period; it returns their column
+// references.
+func truncPair(a *pg.A_Expr, right string) (field string, l, r *pg.Node, err error) {
+	lf, l, err := truncArg(a.Lexpr, right)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	rf, r, err := truncArg(a.Rexpr, right)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if lf != rf {
+		return "", nil, nil, ir.Refuse("JOIN %s ON: an equality of dates truncates both sides to one period, e.g. date_trunc('month', a.day) = date_trunc('month', %s.day); this one compares %s with %s", right, right, truncWords(lf), truncWords(rf))
+	}
+	return lf, l, r, nil
+}
+
+// truncColumns refuses a truncated equality of a join's ON whose columns
+// are not dates or timestamps with declared bounds.
+func truncColumns(right, field string, cols ...*ir.Column) error {
+	for _, c := range cols {
+		if !c.Type.Temporal() || !c.Bounded() {
+			return ir.Refuse("JOIN %s ON date_trunc('%s', %s): want a date or timestamp column with declared bounds", right, field, c.Name)
+		}
+	}
+	return nil
+}
+
+// truncArg reads one side of a join's equality: a column (field "") or
+// date_trunc('period', column), whose column reference it returns.
+func truncArg(n *pg.Node, right string) (field string, col *pg.Node, err error) {
+	fc := n.GetFuncCall()
+	if fc == nil || funcName(fc) != "date_trunc" {
+		return "", n, nil
+	}
+	bad := ir.Refuse("JOIN %s ON: write a truncated date as date_trunc('month', %s.day): a literal period of %s and a column", right, right, strings.Join(joinPeriods, ", "))
+	if len(fc.Args) != 2 || fc.AggStar || fc.Over != nil || fc.AggFilter != nil || fc.Args[1].GetColumnRef() == nil {
+		return "", nil, bad
+	}
+	sv, ok := fc.Args[0].GetAConst().GetVal().(*pg.A_Const_Sval)
+	if !ok {
+		return "", nil, bad
+	}
+	field = strings.ToLower(sv.Sval.Sval)
+	for _, f := range joinPeriods {
+		if f == field {
+			return field, fc.Args[1], nil
+		}
+	}
+	return "", nil, ir.Refuse("JOIN %s ON date_trunc(%q, …): want one of %s", right, sv.Sval.Sval, strings.Join(joinPeriods, ", "))
+}
+
+// joinPeriods are the periods a join's equality may truncate dates to:
+// the periods of epochs.
+var joinPeriods = []string{"day", "week", "month", "quarter", "year"}
+
+// truncWords names one side of an equality for a refusal.
+func truncWords(field string) string {
+	if field == "" {
+		return "a column"
+	}
+	return "date_trunc('" + field + "', …)"
 }
 
 // joinRows is the most rows one private row can become through the joins:

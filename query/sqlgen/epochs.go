@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/dpstat/dpstat/engine"
+	"github.com/dpstat/dpstat/epoch"
 	"github.com/dpstat/dpstat/query/dpplan"
 	"github.com/dpstat/dpstat/query/ir"
 	"github.com/dpstat/dpstat/schema"
@@ -50,4 +51,62 @@ func (g *sqlGen) unitExpr() (string, error) {
 	}
 	text := g.d.TypeName(engine.Text)
 	return fmt.Sprintf("concat(CAST(%s AS %s), '/', CAST(%s AS %s))", person, text, start, text), nil
+}
+
+// joinOn spells the equalities of join j's ON: plain, or with both sides
+// truncated to a period (ir.Join.Trunc), spelled as the bounding spells a
+// row's epoch (dateSQL).
+func (g *sqlGen) joinOn(j ir.Join) ([]string, error) {
+	on := make([]string, len(j.On))
+	for k, c := range j.On {
+		f := j.OnTrunc(k)
+		if f == "" {
+			on[k] = g.colRef(c[0]) + " = " + g.colRef(c[1])
+			continue
+		}
+		l, err := g.dateSQL(ir.DatePart{Column: c[0], Field: f, Trunc: true})
+		if err != nil {
+			return nil, err
+		}
+		r, err := g.dateSQL(ir.DatePart{Column: c[1], Field: f, Trunc: true})
+		if err != nil {
+			return nil, err
+		}
+		on[k] = l + " = " + r
+	}
+	return on, nil
+}
+
+// occurrenceEpoch spells, for a private occurrence of a join whose epoch
+// column is column (a name of the relation; "" when the query reads no
+// epochs), the start of its row's epoch, by which capped bounds its rows
+// per (person, epoch), and, when joined is true (an occurrence after the
+// first, whose rows the query's WHERE does not filter by epoch), the
+// condition that keeps only its rows of the epochs read, within its
+// column's declared bounds: a row of an epoch the query was not charged
+// for, or outside the declared range, is never read.
+func (g *sqlGen) occurrenceEpoch(column string, joined bool) (start string, keep []string, err error) {
+	p := g.p
+	if p.Epochs == nil || column == "" {
+		return "", nil, nil
+	}
+	if start, err = g.dateSQL(ir.DatePart{Column: column, Field: p.EpochEvery, Trunc: true}); err != nil || !joined {
+		return start, nil, err
+	}
+	c := p.Table.Column(column)
+	r := *p.Epochs
+	lo, hi := epoch.Start(r.Every, r.From), epoch.End(r.Every, r.To)
+	if c.Type == schema.Timestamp {
+		lo, hi = lo*schema.MicrosPerDay, (hi+1)*schema.MicrosPerDay-1
+	}
+	lo, hi = max(lo, int64(*c.Lower)), min(hi, int64(*c.Upper))
+	cond, err := g.expr(ir.Between{
+		Arg:  ir.Operand{Kind: ir.ColumnRef, Column: c.Name},
+		Low:  ir.Operand{Kind: ir.Literal, Value: lo, Type: c.Type},
+		High: ir.Operand{Kind: ir.Literal, Value: hi, Type: c.Type},
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	return start, []string{"(" + cond + ")"}, nil
 }

@@ -37,7 +37,14 @@ func (g *sqlGen) fromClause(view string) (relation, error) {
 	}
 	var left relation = table{name: view, alias: occurrenceName(0), quote: true}
 	if capJoins {
-		left = g.capped(view, occurrenceName(0), g.p.Table.PrivacyUnit, g.occurrenceColumns(""), filters[0])
+		// On a table with epochs, each (person, epoch)'s rows are capped
+		// apart; the query's WHERE keeps the first table's rows of the
+		// epochs read (filters[0]).
+		by, _, err := g.occurrenceEpoch(g.p.EpochColumn, false)
+		if err != nil {
+			return nil, err
+		}
+		left = g.capped(view, occurrenceName(0), g.p.Table.PrivacyUnit, by, g.occurrenceColumns(""), filters[0])
 	}
 	from := join{left: left}
 	for i, j := range q.Joins {
@@ -45,15 +52,19 @@ func (g *sqlGen) fromClause(view string) (relation, error) {
 		if j.Left {
 			kind = "LEFT JOIN"
 		}
-		on := make([]string, len(j.On))
-		for k, c := range j.On {
-			on[k] = g.colRef(c[0]) + " = " + g.colRef(c[1])
+		on, err := g.joinOn(j)
+		if err != nil {
+			return nil, err
 		}
 		alias := occurrenceName(i + 1)
 		var right relation = table{name: j.Table, alias: alias, quote: true}
 		if j.Private {
 			unit, _ := j.Column(j.Unit)
-			right = g.capped(j.Table, alias, unit, g.occurrenceColumns(j.Alias), filters[i+1])
+			by, keep, err := g.occurrenceEpoch(j.Epoch, true)
+			if err != nil {
+				return nil, err
+			}
+			right = g.capped(j.Table, alias, unit, by, g.occurrenceColumns(j.Alias), append(filters[i+1], keep...))
 		}
 		from.joins = append(from.joins, joinClause{kind: kind, right: right, on: on})
 	}
@@ -165,7 +176,10 @@ func (g *sqlGen) occurrenceColumns(alias string) []string {
 }
 
 // capped reads table name under alias with at most joinCap rows per
-// person (unit, a column of the table; rows without a person are left
+// person (unit, a column of the table), or, when epoch is not "", per
+// person and epoch (epoch spells the start of the row's epoch: see
+// occurrenceEpoch), so that which rows of one (person, epoch) are kept
+// never depends on that person's rows of another epoch (rows without a person are left
 // out, as the join and the row filter leave them out, and so are rows
 // that fail filters, the WHERE conjuncts of this occurrence alone: see
 // occurrenceFilters), chosen as the
@@ -186,7 +200,7 @@ func (g *sqlGen) occurrenceColumns(alias string) []string {
 //
 // The columns read are listed (never *), so that the row number's name
 // (_dp_rn, which no declared column can hold) stays out of the relation.
-func (g *sqlGen) capped(name, alias, unit string, columns []string, filters []string) relation {
+func (g *sqlGen) capped(name, alias, unit, epoch string, columns []string, filters []string) relation {
 	n := g.joinCap()
 	qcols := make([]string, len(columns))
 	for i, c := range columns {
@@ -196,11 +210,15 @@ func (g *sqlGen) capped(name, alias, unit string, columns []string, filters []st
 	// column references name (colRef).
 	src := table{name: name, alias: alias, quote: true}
 	where := append([]string{g.ident(unit) + " IS NOT NULL"}, filters...)
+	partition := []string{g.ident(unit)}
+	if epoch != "" {
+		partition = append(partition, epoch)
+	}
 	if lb, ok := g.d.(engine.LimitBy); ok {
 		return subquery{alias: g.ident(alias), query: &selectStmt{items: cols(qcols...), from: src, where: where,
-			tail: lb.KeepFirst(lb.RowKey(g.salt, qcols), []string{g.ident(unit)}, n)}}
+			tail: lb.KeepFirst(lb.RowKey(g.salt, qcols), partition, n)}}
 	}
-	rn := "row_number() OVER (PARTITION BY " + g.ident(unit) + " ORDER BY " + g.d.Random() + ")"
+	rn := "row_number() OVER (PARTITION BY " + strings.Join(partition, ", ") + " ORDER BY " + g.d.Random() + ")"
 	limit := strconv.FormatInt(n, 10)
 	var body *selectStmt
 	if g.d.SupportsQualify() {

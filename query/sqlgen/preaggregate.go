@@ -13,9 +13,13 @@ import (
 // named by their place (preColumnName), never by the query's names for
 // them: on ClickHouse, `max("u") AS "u"` would read its own alias.
 func (g *sqlGen) preSQL(pre *ir.PreAggregate) (*selectStmt, error) {
-	ig := newSQLGen(g.d, &dpplan.Plan{Query: pre.Query, Table: pre.Relation, Bounded: true}, dpplan.CleanForm)
-	// A private join inside is capped per person by the first table's
-	// declared bounds (see joinCap).
+	// On a table with epochs the inner query reads the plan's epochs:
+	// a private join inside is capped per (person, epoch) and each joined
+	// occurrence reads only its rows of those epochs (occurrenceEpoch).
+	ig := newSQLGen(g.d, &dpplan.Plan{Query: pre.Query, Table: pre.Relation, Bounded: true,
+		Epochs: g.p.Epochs, EpochColumn: g.p.EpochColumn, EpochEvery: g.p.EpochEvery}, dpplan.CleanForm)
+	// A private join inside is capped per person (and epoch) by the first
+	// table's declared bounds (see joinCap).
 	ig.preCap = max(pre.Relation.MaxGroupsPerUnit*pre.Relation.MaxRowsPerGroup, 1)
 	var items []item
 	for i, c := range pre.Columns {
