@@ -41,10 +41,22 @@ type Answer struct {
 	Variance [][]float64
 }
 
-// estimate is one derived statistic of one cell.
+// estimate is one derived statistic of one cell: its value, and its
+// noise as terms. v, when set (exact), is the noise's exact variance, which
+// the terms may overstate (compact).
 type estimate struct {
 	value float64
 	terms []term
+	v     float64
+	exact bool
+}
+
+// variance is the estimate's propagated variance.
+func (e *estimate) variance() float64 {
+	if e.exact {
+		return e.v
+	}
+	return variance(e.terms)
 }
 
 // Eligible says whether the query's answer can be derived at all: COUNT,
@@ -113,19 +125,33 @@ func Gather(req Request, recs []*Record) (*Prior, string) {
 	}
 	used := map[uint64]bool{}
 	pr := &Prior{}
+	boxes := make([]map[string][]int, len(s.Keys))
 	for g := range s.Keys {
-		box := s.cellBox(g)
-		for _, idx := range box {
+		boxes[g] = s.cellBox(g)
+		for _, idx := range boxes[g] {
 			if len(idx) == 0 {
 				return nil, "the filter excludes a group"
 			}
 		}
-		est := make([]*estimate, len(p.Releases))
-		for _, a := range p.Aggregates {
-			for _, i := range a.Releases {
-				if est[i] != nil {
-					continue
+		pr.est = append(pr.est, make([]*estimate, len(p.Releases)))
+	}
+	for _, a := range p.Aggregates {
+		for _, i := range a.Releases {
+			if len(boxes) == 0 || pr.est[0][i] != nil {
+				continue
+			}
+			// Overlapping releases reconciled by least squares, or else
+			// each cell from the releases that cover it exactly.
+			if est, from, ok := reconcile(s.Stats[i], boxes, s.lists, s.complete, usable); ok {
+				for g := range boxes {
+					pr.est[g][i] = est[g]
 				}
+				for _, id := range from {
+					used[id] = true
+				}
+				continue
+			}
+			for g, box := range boxes {
 				e, from := deriveStat(s.Stats[i], box, s.complete, usable)
 				if e == nil {
 					return nil, fmt.Sprintf("no release covers %s of group %d exactly", a.Aggregate, g+1)
@@ -133,10 +159,9 @@ func Gather(req Request, recs []*Record) (*Prior, string) {
 				for _, id := range from {
 					used[id] = true
 				}
-				est[i] = e
+				pr.est[g][i] = e
 			}
 		}
-		pr.est = append(pr.est, est)
 	}
 	for id := range used {
 		pr.releases = append(pr.releases, id)
@@ -159,7 +184,7 @@ func (pr *Prior) answer(req Request, est [][]*estimate) (*Answer, string) {
 		for i, e := range est[g] {
 			vars[i] = math.NaN()
 			if e != nil {
-				vars[i] = variance(e.terms)
+				vars[i] = e.variance()
 			}
 		}
 		ans.Values, ans.CI, ans.Variance = append(ans.Values, row), append(ans.CI, ci), append(ans.Variance, vars)
@@ -184,7 +209,7 @@ func (pr *Prior) Combine(req Request, fresh *dpplan.Noise, measured [][]float64)
 			if !ok {
 				return nil, "the fresh measurement has no usable noise law"
 			}
-			vp, vf := variance(e.terms), law.Variance()
+			vp, vf := e.variance(), law.Variance()
 			x := 0.0
 			if measured != nil {
 				x = measured[g][i]
@@ -201,7 +226,7 @@ func (pr *Prior) Combine(req Request, fresh *dpplan.Noise, measured [][]float64)
 				return nil, "the fresh measurement has no finite variance"
 			}
 			wp := (1 / vp) / (1/vp + 1/vf)
-			c := &estimate{value: wp*e.value + (1-wp)*x}
+			c := &estimate{value: wp*e.value + (1-wp)*x, v: wp*wp*vp + (1-wp)*(1-wp)*vf, exact: true}
 			for _, t := range e.terms {
 				t.coef *= wp
 				c.terms = append(c.terms, t)
@@ -334,7 +359,7 @@ func (req Request) finish(g int, est []*estimate, memo widths) ([]any, []dpplan.
 			si, ni := a.Releases[0], a.Releases[1]
 			for _, k := range []int{si, ni} {
 				law, ok := req.Noise.Law(k)
-				if !ok || !(variance(est[k].terms) <= law.Variance()) {
+				if !ok || !(est[k].variance() <= law.Variance()) {
 					return nil, nil, fmt.Sprintf("%s: the releases measure its sum or count less precisely than a fresh answer would", a.Aggregate)
 				}
 			}

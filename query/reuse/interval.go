@@ -45,8 +45,10 @@ func halfWidth(ts []term, confidence float64) float64 {
 	if len(ts) == 1 && ts[0].n == 1 && ts[0].coef == 1 {
 		return ts[0].law.HalfWidth(confidence)
 	}
-	if h, ok := mixtureHalfWidth(ts, confidence); ok {
-		return h + bias(ts)
+	if len(ts) <= maxTerms {
+		if h, ok := mixtureHalfWidth(ts, confidence); ok {
+			return h + bias(ts)
+		}
 	}
 	return chernoffHalfWidth(ts, confidence)
 }

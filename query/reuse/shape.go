@@ -43,6 +43,8 @@ type Shape struct {
 	// complete maps each column with a declared value list that is
 	// complete to the list's length.
 	complete map[string]int
+	// lists maps each column with a declared value list to its length.
+	lists map[string]int
 }
 
 // ShapeOf returns the shape of a plan whose table source resolves to
@@ -70,8 +72,11 @@ func ShapeOf(plan *dpplan.Plan, source string) (*Shape, string) {
 			return nil, "GROUP BY " + g + " has no declared value list"
 		}
 	}
-	s := &Shape{GroupBy: append([]string(nil), q.GroupBy...), Restrict: map[string][]int{}, complete: map[string]int{}}
+	s := &Shape{GroupBy: append([]string(nil), q.GroupBy...), Restrict: map[string][]int{}, complete: map[string]int{}, lists: map[string]int{}}
 	for _, c := range t.Columns {
+		if len(c.Values) > 0 {
+			s.lists[c.Name] = len(c.Values)
+		}
 		if len(c.Values) > 0 && !c.Nullable {
 			s.complete[c.Name] = len(c.Values)
 		}
