@@ -93,6 +93,13 @@ func Derive(req Request, recs []*Record) (*Answer, string) {
 	if why != "" {
 		return nil, why
 	}
+	return pr.Answer(req)
+}
+
+// Answer checks the prior's estimates against the accuracy req asks and
+// finishes them into its answer, or says why not (Derive without the
+// gathering, for a caller that tops the prior up when it falls short).
+func (pr *Prior) Answer(req Request) (*Answer, string) {
 	return pr.answer(req, pr.est)
 }
 
