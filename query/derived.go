@@ -12,6 +12,7 @@ import (
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query/dpplan"
+	"github.com/dpstat/dpstat/query/ir"
 	"github.com/dpstat/dpstat/query/reuse"
 	"github.com/dpstat/dpstat/query/sqlgen"
 )
@@ -52,6 +53,27 @@ func tableSource(t *catalog.Table) string {
 	return t.Source
 }
 
+// declared returns the catalog's declaration of p's table when p's
+// relation is the one it and p's query make (ir.Relation: the declared
+// bounds narrowed by the WHERE clause), else nil: reuse compares cells by
+// the declaration, never by bounds a query narrowed.
+func (s *Service) declared(p *Prepared) *catalog.Table {
+	t := s.cat.Table(p.Plan.Table.Name)
+	if t == nil {
+		return nil
+	}
+	rel, err := ir.Relation(p.Plan.Query, t)
+	if err != nil {
+		return nil
+	}
+	a, errA := json.Marshal(rel)
+	b, errB := json.Marshal(p.Plan.Table)
+	if errA != nil || errB != nil || string(a) != string(b) {
+		return nil
+	}
+	return t
+}
+
 // measurements returns the record of a fresh answer's measurements, or nil
 // when its plan's cells cannot be reused; shape is the plan's, or nil to
 // compute it.
@@ -61,7 +83,7 @@ func (s *Service) measurements(p *Prepared, res *Result, releaseID uint64, key l
 	}
 	if shape == nil {
 		var why string
-		if shape, why = reuse.ShapeOf(p.Plan, tableSource(p.Plan.Table)); why != "" {
+		if shape, why = reuse.ShapeOf(p.Plan, s.declared(p), tableSource(p.Plan.Table)); why != "" {
 			return nil
 		}
 	}
@@ -101,7 +123,7 @@ func (s *Service) reuseRequest(p *Prepared, key ledger.Key) *reuse.Request {
 	if p.Opts.Fresh || p.ExplainOnly || p.Dropped != nil || reuse.Eligible(p.Plan) != "" {
 		return nil
 	}
-	shape, why := reuse.ShapeOf(p.Plan, tableSource(p.Plan.Table))
+	shape, why := reuse.ShapeOf(p.Plan, s.declared(p), tableSource(p.Plan.Table))
 	if why != "" {
 		return nil
 	}

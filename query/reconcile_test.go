@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -74,6 +75,71 @@ func TestReconciledAnswers(t *testing.T) {
 		}
 		if aci := alone.CI[0][1]; !((ci.High - ci.Low) < (aci.High - aci.Low)) {
 			t.Errorf("the reconciled total's interval %v is not narrower than the release's %v", *ci, *aci)
+		}
+	}
+}
+
+// TestDerivedRanges: a query over a union of disjoint ranges of a bounded
+// int column is derived from releases of the ranges (exactly at
+// ε = 1e20, naming both releases); a range that cuts a released range, or
+// that is open (it keeps values outside the declared bounds), is answered
+// afresh.
+func TestDerivedRanges(t *testing.T) {
+	ctx := context.Background()
+	rows := reuseRows(400)
+	for _, eps := range []float64{1e20, 1} {
+		svc, _, led, _ := reuseService(t, rows, "")
+		for _, sql := range []string{
+			"SELECT sex, COUNT(*) AS n, SUM(hours) AS h FROM adult WHERE age BETWEEN 18 AND 39 GROUP BY sex",
+			"SELECT sex, COUNT(*) AS n, SUM(hours) AS h FROM adult WHERE age >= 40 AND age <= 90 GROUP BY sex",
+		} {
+			if _, err := svc.Answer(ctx, sql, Options{Epsilon: eps, Confidence: 0.95, Analyst: "ann", Fresh: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, tc := range []struct {
+			sql     string
+			derived bool
+			keep    func(row []any) func(reuseRow) bool
+		}{
+			{"SELECT COUNT(*) AS n, SUM(hours) AS h FROM adult WHERE age BETWEEN 18 AND 90", true,
+				func([]any) func(reuseRow) bool { return func(reuseRow) bool { return true } }},
+			{"SELECT sex, COUNT(*) AS n, SUM(hours) AS h FROM adult WHERE 18 <= age AND age <= 90 GROUP BY sex", true,
+				func(row []any) func(reuseRow) bool { return func(r reuseRow) bool { return r.sex == row[0] } }},
+			{"SELECT COUNT(*) AS n, SUM(hours) AS h FROM adult WHERE age BETWEEN 40 AND 90 AND sex = 'F'", true,
+				func([]any) func(reuseRow) bool { return func(r reuseRow) bool { return r.age >= 40 && r.sex == "F" } }},
+			{"SELECT COUNT(*) AS n, SUM(hours) AS h FROM adult WHERE age >= 18", false, nil},
+			{"SELECT COUNT(*) AS n, SUM(hours) AS h FROM adult WHERE age BETWEEN 18 AND 50", false, nil},
+			{"SELECT COUNT(*) AS n, SUM(hours) AS h FROM adult", false, nil},
+		} {
+			charged := releases(t, led)
+			res, err := svc.Answer(ctx, tc.sql, accuracyOpts("ann", 1e6))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if derived := res.Derived != nil && res.Derived.TopUp == 0 && releases(t, led) == charged; derived != tc.derived {
+				t.Errorf("ε=%g %s: derived %v, want %v", eps, tc.sql, derived, tc.derived)
+				continue
+			}
+			if !tc.derived {
+				continue
+			}
+			want := []uint64{1, 2}
+			if strings.Contains(tc.sql, "40 AND 90") {
+				want = want[1:] // release 1 covers no row of it
+			}
+			if eps == 1 && !reflect.DeepEqual(res.Derived.Releases, want) {
+				t.Errorf("%s: derived from %v, want %v", tc.sql, res.Derived.Releases, want)
+			}
+			if eps != 1e20 {
+				continue
+			}
+			for _, row := range res.Rows {
+				n, s := reuseTruth(rows, tc.keep(row))
+				if row[len(row)-2] != n || math.Abs(row[len(row)-1].(float64)-s) > 1e-6 {
+					t.Errorf("%s: %v, want %d, %v", tc.sql, row, n, s)
+				}
+			}
 		}
 	}
 }

@@ -246,7 +246,7 @@ func TestDerivedBoundsDiffer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, why := reuse.ShapeOf(p.Plan, tableSource(p.Plan.Table))
+		s, why := reuse.ShapeOf(p.Plan, cat.Table("adult"), tableSource(p.Plan.Table))
 		if why != "" {
 			t.Fatal(why)
 		}
@@ -338,7 +338,7 @@ func TestDerivedVarianceAndCoverage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, why := reuse.ShapeOf(p.Plan, tableSource(p.Plan.Table))
+		s, why := reuse.ShapeOf(p.Plan, svc.declared(p), tableSource(p.Plan.Table))
 		if why != "" {
 			t.Fatal(why)
 		}
@@ -375,7 +375,7 @@ func TestDerivedVarianceAndCoverage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, _ := reuse.ShapeOf(p.Plan, tableSource(p.Plan.Table))
+			s, _ := reuse.ShapeOf(p.Plan, svc.declared(p), tableSource(p.Plan.Table))
 			req := reuse.Request{Plan: p.Plan, Noise: p.Noise, Shape: s, Confidence: 0.95, Analyst: "ann"}
 			// A fresh measurement of the asking query at ε = 0.2, which
 			// "topped up" combines with the release.

@@ -51,19 +51,29 @@ type observation struct {
 // values that is exact whatever the data). Estimates of overlapping cells
 // are then consistent: a total's estimate is the sum of its parts'. It
 // returns false, to derive cell by cell instead, when fewer than two
-// releases measure the statistic, when a measurement has no positive
-// finite variance, when the bounds above are exceeded, or when some query
-// cell is not estimable from the releases kept.
+// releases measure the statistic, when a measurement's variance is not
+// finite, when the bounds above are exceeded, or when some query cell is
+// not estimable from the releases kept. Measurements without variance in
+// doubles (ε = 1e20) are reconciled among themselves alone.
 func reconcile(id string, boxes []map[string][]int, lists, complete map[string]int, recs []*Record) ([]*estimate, []uint64, bool) {
-	var cand []*Record
+	// Measurements whose noise has no variance in doubles (ε = 1e20) are
+	// as good as exact: when there are any, they alone are reconciled,
+	// with equal weights.
+	var cand, exact []*Record
 	for _, r := range recs {
 		if m := r.stat(id); m != nil {
 			v := m.Law.Variance()
-			if !(v > 0) || math.IsInf(v, 0) {
+			switch {
+			case v == 0:
+				exact = append(exact, r)
+			case !(v > 0) || math.IsInf(v, 0):
 				return nil, nil, false
 			}
 			cand = append(cand, r)
 		}
+	}
+	if len(exact) > 0 {
+		cand = exact
 	}
 	if len(cand) < 2 {
 		return nil, nil, false
@@ -292,7 +302,10 @@ func (s *system) solve() ([]*estimate, []uint64, bool) {
 	}
 	w := make([]float64, len(s.recs))
 	for i, m := range s.meas {
-		w[i] = vmin / m.Law.Variance()
+		w[i] = 1
+		if vmin > 0 {
+			w[i] = vmin / m.Law.Variance()
+		}
 	}
 	n := s.classes
 	N := mat.NewSymDense(n, nil)

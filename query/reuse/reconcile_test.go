@@ -265,10 +265,16 @@ func TestReconcileRefuses(t *testing.T) {
 	if _, _, ok := reconcile("rows", boxesOf(nil, nil), recLists, recComplete, margins[:1]); ok {
 		t.Error("one release reconciled")
 	}
-	// A noise without variance (ε = 1e20): derived cell by cell.
+	// A noise without variance (ε = 1e20) with one of some: derived from
+	// the exact one alone, cell by cell.
 	exact := records([]recRelease{{1, []string{"sex"}, 1e-20}, {2, nil, 5}}, nil)
 	if _, _, ok := reconcile("rows", boxesOf(nil, nil), recLists, recComplete, exact); ok {
-		t.Error("a measurement without variance reconciled")
+		t.Error("a measurement without variance reconciled with a noisy one")
+	}
+	// Two of them are reconciled, exactly.
+	exact = records([]recRelease{{1, []string{"sex"}, 1e-20}, {2, []string{"race"}, 1e-20}, {3, nil, 5}}, nil)
+	if est, from, ok := reconcile("rows", boxesOf(nil, nil), recLists, recComplete, exact); !ok || math.Abs(est[0].value-boxTruth(map[string][]int{})) > 1e-9 || est[0].variance() != 0 || len(from) != 2 {
+		t.Errorf("two exact margins: %v %v %v", est, from, ok)
 	}
 	// A nullable column's cells do not cover its NULL rows.
 	nullable := map[string]int{"sex": 2} // race nullable

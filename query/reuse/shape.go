@@ -29,7 +29,9 @@ type Shape struct {
 	// Where is the filter left over, as the query spells it ("" for none).
 	Where string
 	// Restrict maps a column to the value indices WHERE restricts it to
-	// (sorted); a column absent is not restricted. A column whose declared
+	// (sorted): of its declared value list, or, for an int or date column
+	// with declared bounds restricted to a range within them, the whole
+	// values v − lower (ranges.go). A column absent is not restricted. A column whose declared
 	// list is complete (a column declared not nullable) restricted to its
 	// whole list is absent.
 	Restrict map[string][]int
@@ -47,16 +49,18 @@ type Shape struct {
 	lists map[string]int
 }
 
-// ShapeOf returns the shape of a plan whose table source resolves to
-// source, or the reason its cells cannot be reused or derived: only
+// ShapeOf returns the shape of a plan over the catalog table declared
+// (as declared: the plan's own table has the bounds its WHERE clause
+// implies) whose source resolves to source, or the reason its cells
+// cannot be reused or derived: only
 // queries over one table with no privacy unit (each row one person, so a
 // cell's value does not depend on the other cells: no contribution
 // bounding), grouped by columns with declared value lists, without joins,
 // key selection, most-common values or computed keys.
-func ShapeOf(plan *dpplan.Plan, source string) (*Shape, string) {
-	q, t := plan.Query, plan.Table
+func ShapeOf(plan *dpplan.Plan, declared *catalog.Table, source string) (*Shape, string) {
+	q, t := plan.Query, declared
 	switch {
-	case t == nil || q == nil:
+	case t == nil || q == nil || plan.Table == nil:
 		return nil, "no table"
 	case plan.Bounded || t.HasPrivacyUnit():
 		return nil, "the table has a privacy unit: bounding a person's contributions makes a cell depend on the grouping"
@@ -82,7 +86,12 @@ func ShapeOf(plan *dpplan.Plan, source string) (*Shape, string) {
 		}
 	}
 	var residual []string
+	var rs ranges
 	for _, conj := range conjuncts(q.Where) {
+		if col, lo, hi, ok := rangeCondition(conj, t); ok {
+			rs.add(col, lo, hi, ir.ExprString(conj, q))
+			continue
+		}
 		col, idx, ok := keyCondition(conj, t)
 		if !ok {
 			residual = append(residual, ir.ExprString(conj, q))
@@ -98,6 +107,7 @@ func ShapeOf(plan *dpplan.Plan, source string) (*Shape, string) {
 			delete(s.Restrict, col)
 		}
 	}
+	residual = append(residual, rs.restrict(s, t)...)
 	sort.Strings(residual)
 	s.Where = strings.Join(residual, " AND ")
 	for _, key := range plan.Keys {
