@@ -149,24 +149,34 @@ func Gather(req Request, recs []*Record) (*Prior, string) {
 			}
 			// Overlapping releases reconciled by least squares, or else
 			// each cell from the releases that cover it exactly.
-			if est, from, ok := reconcile(s.Stats[i], boxes, s.lists, s.complete, usable); ok {
-				for g := range boxes {
-					pr.est[g][i] = est[g]
-				}
-				for _, id := range from {
-					used[id] = true
-				}
-				continue
-			}
+			est, from, ok := reconcile(s.Stats[i], boxes, s.lists, s.complete, usable)
+			// The exact covers, unless reconciled; when a cell has one, the
+			// reconciled estimate must be at least as precise (the releases
+			// the reconciliation kept within its bounds may leave out a
+			// precise one).
+			single := make([]*estimate, len(boxes))
+			var covers [][]uint64
 			for g, box := range boxes {
-				e, from := deriveStat(s.Stats[i], box, s.complete, usable)
+				e, cf := deriveStat(s.Stats[i], box, s.complete, usable)
+				single[g] = e
+				covers = append(covers, cf)
+				if ok && e != nil && !(est[g].variance() <= e.variance()*(1+1e-9)) {
+					ok = false
+				}
+			}
+			if ok {
+				single, covers = est, [][]uint64{from}
+			}
+			for g, e := range single {
 				if e == nil {
 					return nil, fmt.Sprintf("no release covers %s of group %d exactly", a.Aggregate, g+1)
 				}
-				for _, id := range from {
+				pr.est[g][i] = e
+			}
+			for _, ids := range covers {
+				for _, id := range ids {
 					used[id] = true
 				}
-				pr.est[g][i] = e
 			}
 		}
 	}

@@ -363,7 +363,7 @@ func (s *system) solve() ([]*estimate, []uint64, bool) {
 
 // maxTerms bounds the terms of a reconciled estimate, so that its
 // interval takes a bounded time to compute.
-const maxTerms = 24
+const maxTerms = 48
 
 // compact merges the noises of one law whose weights are (nearly) equal
 // into one term, the largest weight of the group standing for all: adding
@@ -371,11 +371,11 @@ const maxTerms = 24
 // widen every central interval (Anderson's theorem), so the interval
 // stays valid and the propagated variance (computed from the exact
 // weights) is never larger than the interval's. Weights within a factor
-// 2^(1e-6) are merged, or within 2^(1/16) when that leaves more than
-// maxTerms terms.
+// 2^(1e-6) are merged, or, when that leaves more than maxTerms terms,
+// within 2^(1/64), 2^(1/16), 2^(1/4) in turn.
 func compact(ts []term) []term {
 	var out []term
-	for _, res := range []float64{1e6, 16, 1} {
+	for _, res := range []float64{1e6, 64, 16, 4} {
 		idx := map[[2]any]int{}
 		out = out[:0]
 		for _, t := range ts {
