@@ -11,7 +11,8 @@ import (
 
 // The bounds of one reconciliation, fixed before it starts and
 // independent of the data: at most maxReconciled releases are considered
-// (the coarsest first, then the newest), the cells they and the query
+// (those restricting only columns the query restricts first, then the
+// coarsest, then the newest), the cells they and the query
 // split the table into number at most maxAtoms before they are merged
 // into at most maxClasses classes no release tells apart, and at most
 // maxObservations released cells enter the least-squares system.
@@ -78,7 +79,27 @@ func reconcile(id string, boxes []map[string][]int, lists, complete map[string]i
 	if len(cand) < 2 {
 		return nil, nil, false
 	}
+	// A release restricting a column no query cell restricts (a range of
+	// ages when the query reads all of them) helps only with others that
+	// cover the rest: those come last.
+	restricted := map[string]bool{}
+	for _, b := range boxes {
+		for c := range b {
+			restricted[c] = true
+		}
+	}
+	aside := func(r *Record) bool {
+		for c := range r.Restrict {
+			if !restricted[c] {
+				return true
+			}
+		}
+		return false
+	}
 	sort.SliceStable(cand, func(a, b int) bool {
+		if aa, ab := aside(cand[a]), aside(cand[b]); aa != ab {
+			return ab
+		}
 		if len(cand[a].Keys) != len(cand[b].Keys) {
 			return len(cand[a].Keys) < len(cand[b].Keys)
 		}
