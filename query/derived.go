@@ -29,6 +29,9 @@ type Derivation struct {
 	// TopUp, when not zero, is the ε of a fresh measurement combined with
 	// the releases (the answer's cost); zero when the answer cost nothing.
 	TopUp float64 `json:"top_up_epsilon,omitempty"`
+	// Reconciled says that overlapping releases were reconciled by least
+	// squares, so that totals and parts derived from them agree.
+	Reconciled bool `json:"reconciled,omitempty"`
 }
 
 // Note is the derivation as the answer's notes, the psql notices and the
@@ -257,7 +260,7 @@ func derivedResult(p *Prepared, ans *reuse.Answer) *Result {
 	for i, g := range q.GroupBy {
 		keyCol[g] = i
 	}
-	d := &Derivation{Releases: ans.Releases}
+	d := &Derivation{Releases: ans.Releases, Reconciled: ans.Reconciled}
 	res := &Result{Confidence: p.Opts.Confidence, Cost: accounting.Cost{}, Derived: d}
 	for _, o := range q.Outputs {
 		res.Columns = append(res.Columns, o.Name)
@@ -284,6 +287,9 @@ func derivedResult(p *Prepared, ans *reuse.Answer) *Result {
 	renderTemporalAggregates(plan, res)
 	renderTemporalKeys(plan, res)
 	res.Notes = append([]string{d.Note()}, plan.Notes()...)
+	if d.Reconciled {
+		res.Notes = append(res.Notes, "releases "+joinIDs(d.Releases)+" overlap: reconciled by least squares, so that totals and parts derived from them agree")
+	}
 	if p.Accuracy != nil {
 		res.Notes = append(res.Notes, fmt.Sprintf("accuracy: asked %s at %g%%; the derived intervals meet it", p.Accuracy.Asked, p.Opts.Confidence*100))
 	}

@@ -51,6 +51,9 @@ func TestReconciledAnswers(t *testing.T) {
 			}
 			continue
 		}
+		if !whole.Derived.Reconciled || !strings.Contains(strings.Join(whole.Notes, "\n"), "releases 1, 2 overlap: reconciled by least squares") {
+			t.Errorf("the reconciliation not said: %v %q", whole.Derived.Reconciled, whole.Notes)
+		}
 		if want := []uint64{1, 2}; !reflect.DeepEqual(whole.Derived.Releases, want) || !reflect.DeepEqual(parts.Derived.Releases, want) {
 			t.Errorf("derived from %v and %v, want %v", parts.Derived.Releases, whole.Derived.Releases, want)
 		}

@@ -39,6 +39,9 @@ type Answer struct {
 	// Variance holds, per group and release of the plan, the propagated
 	// variance of the derived statistic (NaN where none was derived).
 	Variance [][]float64
+	// Reconciled says that some statistic was reconciled by least
+	// squares over overlapping releases (reconcile).
+	Reconciled bool
 }
 
 // estimate is one derived statistic of one cell: its value, and its
@@ -106,8 +109,9 @@ func (pr *Prior) Answer(req Request) (*Answer, string) {
 // Prior is what earlier releases give a query: for every group and
 // release of its plan, the estimate derived from them.
 type Prior struct {
-	est      [][]*estimate
-	releases []uint64
+	est        [][]*estimate
+	releases   []uint64
+	reconciled bool
 }
 
 // Releases lists the releases the prior was derived from.
@@ -166,6 +170,7 @@ func Gather(req Request, recs []*Record) (*Prior, string) {
 			}
 			if ok {
 				single, covers = est, [][]uint64{from}
+				pr.reconciled = true
 			}
 			for g, e := range single {
 				if e == nil {
@@ -190,7 +195,7 @@ func Gather(req Request, recs []*Record) (*Prior, string) {
 // answer finishes the estimates est (per group and release) into an
 // answer, checking each aggregate's accuracy.
 func (pr *Prior) answer(req Request, est [][]*estimate) (*Answer, string) {
-	ans := &Answer{Releases: pr.releases}
+	ans := &Answer{Releases: pr.releases, Reconciled: pr.reconciled}
 	memo := widths{}
 	for g := range est {
 		row, ci, why := req.finish(g, est[g], memo)

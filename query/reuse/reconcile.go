@@ -165,29 +165,7 @@ func build(id string, rs []*Record, boxes []map[string][]int, lists, complete ma
 		if _, full := complete[c]; !full {
 			d = n + 1
 		}
-		seen := map[string]bool{}
-		for v := 0; v < d; v++ {
-			var sig strings.Builder
-			for _, r := range rs {
-				if g := indexOf(r.GroupBy, c); g >= 0 {
-					if v < n && inRestrict(r.Restrict, c, v) {
-						sig.WriteString(strconv.Itoa(v))
-					}
-					sig.WriteByte('|')
-				} else if rr, ok := r.Restrict[c]; ok {
-					sig.WriteByte("01"[b2i(contains(rr, v))])
-				}
-			}
-			for _, b := range boxes {
-				if t, ok := b[c]; ok {
-					sig.WriteByte("01"[b2i(v < n && contains(t, v))])
-				}
-			}
-			if k := sig.String(); !seen[k] {
-				seen[k] = true
-				reps[ci] = append(reps[ci], v)
-			}
-		}
+		reps[ci] = valueClasses(c, n, d, rs, boxes)
 		atoms *= len(reps[ci])
 		if atoms > maxAtoms {
 			return nil, false
@@ -275,6 +253,37 @@ func build(id string, rs []*Record, boxes []map[string][]int, lists, complete ma
 		s.query = append(s.query, q)
 	}
 	return s, true
+}
+
+// valueClasses merges the values 0 … d−1 of column c (n listed values,
+// d − n standing for the rest) into classes that no release of rs and no
+// query cell tells apart, and returns each class's first value.
+func valueClasses(c string, n, d int, rs []*Record, boxes []map[string][]int) []int {
+	var reps []int
+	seen := map[string]bool{}
+	for v := 0; v < d; v++ {
+		var sig strings.Builder
+		for _, r := range rs {
+			if g := indexOf(r.GroupBy, c); g >= 0 {
+				if v < n && inRestrict(r.Restrict, c, v) {
+					sig.WriteString(strconv.Itoa(v))
+				}
+				sig.WriteByte('|')
+			} else if rr, ok := r.Restrict[c]; ok {
+				sig.WriteByte("01"[b2i(contains(rr, v))])
+			}
+		}
+		for _, b := range boxes {
+			if t, ok := b[c]; ok {
+				sig.WriteByte("01"[b2i(v < n && contains(t, v))])
+			}
+		}
+		if k := sig.String(); !seen[k] {
+			seen[k] = true
+			reps = append(reps, v)
+		}
+	}
+	return reps
 }
 
 // atomCell returns the cell of r holding the rows whose columns hold val
