@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/dpstat/dpstat/query/reuse"
 )
 
 // TestReconciledAnswers: overlapping releases (a table by sex and race,
@@ -143,6 +145,57 @@ func TestDerivedRanges(t *testing.T) {
 					t.Errorf("%s: %v, want %d, %v", tc.sql, row, n, s)
 				}
 			}
+		}
+	}
+}
+
+// TestRangeShapes: which WHERE conditions on a bounded int column are a
+// cell's range (moved out of the filter, so that releases of other
+// ranges share the context) and which stay in the filter.
+func TestRangeShapes(t *testing.T) {
+	svc, _, _, _ := reuseService(t, reuseRows(10), "")
+	shape := func(where string) *reuse.Shape {
+		t.Helper()
+		p, err := svc.Prepare("SELECT COUNT(*) AS n FROM adult WHERE "+where, Options{Epsilon: 1, Confidence: 0.95, Analyst: "ann"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, why := reuse.ShapeOf(p.Plan, svc.declared(p), tableSource(p.Plan.Table))
+		if why != "" {
+			t.Fatalf("%s: %s", where, why)
+		}
+		return s
+	}
+	ref := shape("age BETWEEN 20 AND 29")
+	if len(ref.Restrict["age"]) != 10 || ref.Restrict["age"][0] != 2 || ref.Where != "" {
+		t.Fatalf("BETWEEN 20 AND 29: restrict %v, filter %q", ref.Restrict, ref.Where)
+	}
+	for _, tc := range []struct {
+		where string
+		same  bool // the same cell as BETWEEN 20 AND 29
+		rng   bool // a range (not in the filter)
+	}{
+		{"age >= 20 AND age <= 29", true, true},
+		{"age > 19 AND age < 30", true, true},
+		{"20 <= age AND 29 >= age", true, true},
+		{"age BETWEEN 15 AND 29 AND age >= 20", true, true},
+		{"age = 20", false, true},
+		{"age BETWEEN 18 AND 90", false, true},
+		{"age >= 20", false, false},             // keeps ages above the declared bound
+		{"age BETWEEN 10 AND 29", false, false}, // reaches below it
+		{"age BETWEEN 20.5 AND 29", false, false},
+		{"age NOT BETWEEN 20 AND 29", false, false},
+		{"hours BETWEEN 1 AND 10", false, true},
+	} {
+		s := shape(tc.where)
+		if same := s.Context == ref.Context && reflect.DeepEqual(s.Restrict, ref.Restrict); same != tc.same {
+			t.Errorf("%s: the same cell as BETWEEN 20 AND 29: %v, want %v (%v, %q)", tc.where, same, tc.same, s.Restrict, s.Where)
+		}
+		if rng := s.Where == ""; rng != tc.rng {
+			t.Errorf("%s: a range %v, want %v (filter %q)", tc.where, rng, tc.rng, s.Where)
+		}
+		if tc.rng && s.Context != ref.Context {
+			t.Errorf("%s: another context than BETWEEN 20 AND 29", tc.where)
 		}
 	}
 }
