@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -196,6 +197,60 @@ func TestRangeShapes(t *testing.T) {
 		}
 		if tc.rng && s.Context != ref.Context {
 			t.Errorf("%s: another context than BETWEEN 20 AND 29", tc.where)
+		}
+	}
+}
+
+// TestDerivedBins: wider bins of a bounded int column (floor(age / 20) *
+// 20) and ranges are derived from a release of narrower bins whose unions
+// they are (exactly at ε = 1e20), the first and last bins holding the
+// values the engine clamps into them; bins that are not unions, and a
+// total (which also counts the rows without an age), are answered afresh.
+func TestDerivedBins(t *testing.T) {
+	ctx := context.Background()
+	// Two people outside the declared bounds of age, clamped into the
+	// first and last bins.
+	rows := append(reuseRows(400), reuseRow{sex: "F", race: "a", age: 5, hours: 40}, reuseRow{sex: "M", race: "b", age: 120, hours: 60})
+	clamp := func(a int64) int64 { return min(max(a, 18), 90) }
+	for _, eps := range []float64{1e20, 1} {
+		svc, _, led, _ := reuseService(t, rows, "")
+		if _, err := svc.Answer(ctx, "SELECT floor(age / 10) * 10 AS decade, COUNT(*) AS n, SUM(hours) AS h FROM adult GROUP BY floor(age / 10) * 10",
+			Options{Epsilon: eps, Confidence: 0.95, Analyst: "ann"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			sql     string
+			derived bool
+			keep    func(row []any) func(reuseRow) bool
+		}{
+			{"SELECT floor(age / 20) * 20 AS b, COUNT(*) AS n, SUM(hours) AS h FROM adult GROUP BY floor(age / 20) * 20", true,
+				func(row []any) func(reuseRow) bool {
+					return func(r reuseRow) bool { return fmt.Sprint(clamp(r.age)/20*20) == fmt.Sprint(row[0]) }
+				}},
+			{"SELECT COUNT(*) AS n, SUM(hours) AS h FROM adult WHERE age BETWEEN 20 AND 39", true,
+				func([]any) func(reuseRow) bool { return func(r reuseRow) bool { return r.age >= 20 && r.age <= 39 } }},
+			{"SELECT floor(age / 20) * 20 AS b, COUNT(*) AS n, SUM(hours) AS h FROM adult WHERE age BETWEEN 20 AND 59 GROUP BY floor(age / 20) * 20", false, nil},
+			{"SELECT floor(age / 15) * 15 AS b, COUNT(*) AS n FROM adult GROUP BY floor(age / 15) * 15", false, nil},
+			{"SELECT COUNT(*) AS n FROM adult", false, nil},
+		} {
+			charged := releases(t, led)
+			res, err := svc.Answer(ctx, tc.sql, accuracyOpts("ann", 1e6))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if derived := res.Derived != nil && res.Derived.TopUp == 0 && releases(t, led) == charged; derived != tc.derived {
+				t.Errorf("ε=%g %s: derived %v, want %v", eps, tc.sql, derived, tc.derived)
+				continue
+			}
+			if !tc.derived || eps != 1e20 {
+				continue
+			}
+			for _, row := range res.Rows {
+				n, s := reuseTruth(rows, tc.keep(row))
+				if row[len(row)-2] != n || math.Abs(row[len(row)-1].(float64)-s) > 1e-6 {
+					t.Errorf("%s: %v, want %d, %v", tc.sql, row, n, s)
+				}
+			}
 		}
 	}
 }

@@ -153,7 +153,8 @@ func Gather(req Request, recs []*Record) (*Prior, string) {
 			}
 			// Overlapping releases reconciled by least squares, or else
 			// each cell from the releases that cover it exactly.
-			est, from, ok := reconcile(s.Stats[i], boxes, s.lists, s.complete, usable)
+			dom := domain{lists: s.lists, complete: s.complete, ranged: s.ranged, binned: len(s.Bins) > 0}
+			est, from, ok := reconcile(s.Stats[i], boxes, dom, usable)
 			// The exact covers, unless reconciled; when a cell has one, the
 			// reconciled estimate must be at least as precise (the releases
 			// the reconciliation kept within its bounds may leave out a
@@ -170,7 +171,7 @@ func Gather(req Request, recs []*Record) (*Prior, string) {
 			}
 			if ok {
 				single, covers = est, [][]uint64{from}
-				pr.reconciled = true
+				pr.reconciled = pr.reconciled || len(from) > 1
 			}
 			for g, e := range single {
 				if e == nil {

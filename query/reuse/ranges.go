@@ -122,7 +122,7 @@ func (r *ranges) add(col string, lo, hi float64, text string) {
 func (r *ranges) restrict(s *Shape, t *catalog.Table) []string {
 	var residual []string
 	for _, col := range r.order {
-		lo, hi, n, _ := rangeColumn(t, col)
+		lo, hi, _, _ := rangeColumn(t, col)
 		a, b := r.lo[col], r.hi[col]
 		if a < lo || b > hi {
 			residual = append(residual, r.text[col]...)
@@ -133,7 +133,50 @@ func (r *ranges) restrict(s *Shape, t *catalog.Table) []string {
 			idx = append(idx, int(v-lo))
 		}
 		s.Restrict[col] = idx
-		s.lists[col] = n
 	}
 	return residual
+}
+
+// A range column's value indices: 0 … n−1 for the whole values from its
+// lower bound to its upper bound, then three that stand for the rows no
+// range within the bounds holds: below the lower bound, above the upper
+// bound, and NULL. Bins clamp the first two into the first and last bin.
+const (
+	belowIndex = 0 // + n
+	aboveIndex = 1 // + n
+	rangeExtra = 3
+)
+
+// floorBins returns the column of a computed key floor(col / w) * w and
+// each of its bins' value indices, or why it cannot be a cell's
+// coordinate: only bins of a whole width over an int or date column that
+// rangeColumn accepts. The engine clamps the value to the declared bounds
+// before it divides (sqlgen), so a value below the lower bound is in the
+// first bin, one above the upper bound in the last, and NULL in none.
+func floorBins(b *ir.Bucket, t *catalog.Table) (string, [][]int, string) {
+	if b.Kind != ir.FloorBucket {
+		return "", nil, "the query groups by computed keys other than floor(col / w) * w"
+	}
+	lo, hi, n, ok := rangeColumn(t, b.Column)
+	if !ok || !(b.Width >= 1) || b.Width != math.Trunc(b.Width) {
+		return "", nil, "bins of " + b.Column + " are answered afresh (only whole widths over an int or date column with at most 512 values in its declared bounds are derived)"
+	}
+	keys := b.Values(t)
+	bins := make([][]int, len(keys))
+	binOf := func(v float64) int {
+		return valueIndex(keys, math.Floor(v/b.Width)*b.Width)
+	}
+	for v := lo; v <= hi; v++ {
+		j := binOf(v)
+		if j < 0 {
+			return "", nil, "bins of " + b.Column + " do not cover its declared bounds"
+		}
+		bins[j] = append(bins[j], int(v-lo))
+	}
+	bins[binOf(lo)] = append(bins[binOf(lo)], n+belowIndex)
+	bins[binOf(hi)] = append(bins[binOf(hi)], n+aboveIndex)
+	for j := range bins {
+		bins[j] = normalize(bins[j])
+	}
+	return t.Column(b.Column).Name, bins, ""
 }

@@ -39,6 +39,33 @@ type system struct {
 	query [][]int
 }
 
+// domain is what the shape of a query says of its table's columns.
+type domain struct {
+	// lists maps each column with a declared value list, or whose ranges
+	// can be coordinates (ranged), to its number of values.
+	lists, complete map[string]int
+	ranged          map[string]bool
+	// binned says that the query groups by bins.
+	binned bool
+}
+
+// size is the number of value indices of column c: its values, and one
+// more for the rest unless its list is complete, or rangeExtra more for a
+// range column.
+func (d domain) size(c string) (int, int, bool) {
+	n, ok := d.lists[c]
+	switch {
+	case !ok:
+		return 0, 0, false
+	case d.ranged[c]:
+		return n, n + rangeExtra, true
+	}
+	if _, full := d.complete[c]; full {
+		return n, n, true
+	}
+	return n, n + 1, true
+}
+
 type observation struct {
 	rec, cell int
 	classes   []int
@@ -56,7 +83,7 @@ type observation struct {
 // finite, when the bounds above are exceeded, or when some query cell is
 // not estimable from the releases kept. Measurements without variance in
 // doubles (ε = 1e20) are reconciled among themselves alone.
-func reconcile(id string, boxes []map[string][]int, lists, complete map[string]int, recs []*Record) ([]*estimate, []uint64, bool) {
+func reconcile(id string, boxes []map[string][]int, dom domain, recs []*Record) ([]*estimate, []uint64, bool) {
 	// Measurements whose noise has no variance in doubles (ε = 1e20) are
 	// as good as exact: when there are any, they alone are reconciled,
 	// with equal weights.
@@ -76,7 +103,13 @@ func reconcile(id string, boxes []map[string][]int, lists, complete map[string]i
 	if len(exact) > 0 {
 		cand = exact
 	}
-	if len(cand) < 2 {
+	// One release is reconciled only when bins are involved (the cells of
+	// bins are derived here alone).
+	binned := dom.binned
+	for _, r := range cand {
+		binned = binned || len(r.Bins) > 0
+	}
+	if len(cand) == 0 || (len(cand) < 2 && !binned) {
 		return nil, nil, false
 	}
 	// A release restricting a column no query cell restricts (a range of
@@ -113,11 +146,11 @@ func reconcile(id string, boxes []map[string][]int, lists, complete map[string]i
 	var sys *system
 	for _, r := range cand {
 		try := append(append([]*Record(nil), kept...), r)
-		if s, ok := build(id, try, boxes, lists, complete); ok {
+		if s, ok := build(id, try, boxes, dom); ok {
 			kept, sys = try, s
 		}
 	}
-	if sys == nil || len(kept) < 2 {
+	if sys == nil || (len(kept) < 2 && !binned) {
 		return nil, nil, false
 	}
 	for _, q := range sys.query {
@@ -130,7 +163,7 @@ func reconcile(id string, boxes []map[string][]int, lists, complete map[string]i
 
 // build sets up the system of releases rs for the query cells boxes, or
 // false when it exceeds the bounds.
-func build(id string, rs []*Record, boxes []map[string][]int, lists, complete map[string]int) (*system, bool) {
+func build(id string, rs []*Record, boxes []map[string][]int, dom domain) (*system, bool) {
 	colSet := map[string]bool{}
 	for _, r := range rs {
 		for _, c := range r.GroupBy {
@@ -156,16 +189,37 @@ func build(id string, rs []*Record, boxes []map[string][]int, lists, complete ma
 	// reps holds each class's first value.
 	reps := make([][]int, len(cols))
 	atoms := 1
+	// binOf maps, per release and binned column, each value index to its
+	// bin (or −1).
+	binOf := make([]map[string][]int, len(rs))
 	for ci, c := range cols {
-		n, ok := lists[c]
+		n, d, ok := dom.size(c)
 		if !ok {
 			return nil, false
 		}
-		d := n
-		if _, full := complete[c]; !full {
-			d = n + 1
+		for ri, r := range rs {
+			bins, ok := r.Bins[c]
+			if !ok {
+				continue
+			}
+			inv := make([]int, d)
+			for v := range inv {
+				inv[v] = -1
+			}
+			for j, set := range bins {
+				for _, v := range set {
+					if v < 0 || v >= d {
+						return nil, false
+					}
+					inv[v] = j
+				}
+			}
+			if binOf[ri] == nil {
+				binOf[ri] = map[string][]int{}
+			}
+			binOf[ri][c] = inv
 		}
-		reps[ci] = valueClasses(c, n, d, rs, boxes)
+		reps[ci] = valueClasses(c, n, d, rs, binOf, boxes)
 		atoms *= len(reps[ci])
 		if atoms > maxAtoms {
 			return nil, false
@@ -193,7 +247,7 @@ func build(id string, rs []*Record, boxes []map[string][]int, lists, complete ma
 		sig = sig[:0]
 		cells := make([]int, len(rs))
 		for ri, r := range rs {
-			cells[ri] = atomCell(r, cols, val, lists, &key)
+			cells[ri] = atomCell(r, cols, val, dom.lists, binOf[ri], &key)
 			sig = strconv.AppendInt(sig, int64(cells[ri]), 10)
 			sig = append(sig, ',')
 		}
@@ -232,7 +286,7 @@ func build(id string, rs []*Record, boxes []map[string][]int, lists, complete ma
 		whole := true
 		for a, cl := range atomClass {
 			st := int8(2)
-			if inBox(b, cols, atomVals[a], lists) {
+			if inBox(b, cols, atomVals[a]) {
 				st = 1
 			}
 			if in[cl] != 0 && in[cl] != st {
@@ -258,15 +312,21 @@ func build(id string, rs []*Record, boxes []map[string][]int, lists, complete ma
 // valueClasses merges the values 0 … d−1 of column c (n listed values,
 // d − n standing for the rest) into classes that no release of rs and no
 // query cell tells apart, and returns each class's first value.
-func valueClasses(c string, n, d int, rs []*Record, boxes []map[string][]int) []int {
+func valueClasses(c string, n, d int, rs []*Record, binOf []map[string][]int, boxes []map[string][]int) []int {
 	var reps []int
 	seen := map[string]bool{}
 	for v := 0; v < d; v++ {
 		var sig strings.Builder
-		for _, r := range rs {
+		for ri, r := range rs {
 			if g := indexOf(r.GroupBy, c); g >= 0 {
-				if v < n && inRestrict(r.Restrict, c, v) {
-					sig.WriteString(strconv.Itoa(v))
+				k := v
+				if inv, ok := binOf[ri][c]; ok {
+					k = inv[v]
+				} else if v >= n {
+					k = -1
+				}
+				if k >= 0 && inRestrict(r.Restrict, c, v) {
+					sig.WriteString(strconv.Itoa(k))
 				}
 				sig.WriteByte('|')
 			} else if rr, ok := r.Restrict[c]; ok {
@@ -275,7 +335,7 @@ func valueClasses(c string, n, d int, rs []*Record, boxes []map[string][]int) []
 		}
 		for _, b := range boxes {
 			if t, ok := b[c]; ok {
-				sig.WriteByte("01"[b2i(v < n && contains(t, v))])
+				sig.WriteByte("01"[b2i(contains(t, v))])
 			}
 		}
 		if k := sig.String(); !seen[k] {
@@ -288,7 +348,7 @@ func valueClasses(c string, n, d int, rs []*Record, boxes []map[string][]int) []
 
 // atomCell returns the cell of r holding the rows whose columns hold val
 // (a value index, or the list's length for a value outside it), or -1.
-func atomCell(r *Record, cols []string, val []int, lists map[string]int, key *[]int) int {
+func atomCell(r *Record, cols []string, val []int, lists map[string]int, binOf map[string][]int, key *[]int) int {
 	for c, rr := range r.Restrict {
 		if indexOf(r.GroupBy, c) < 0 && !contains(rr, val[indexOf(cols, c)]) {
 			return -1
@@ -297,10 +357,16 @@ func atomCell(r *Record, cols []string, val []int, lists map[string]int, key *[]
 	*key = (*key)[:0]
 	for _, c := range r.GroupBy {
 		v := val[indexOf(cols, c)]
-		if v >= lists[c] || !inRestrict(r.Restrict, c, v) {
+		k := v
+		if inv, ok := binOf[c]; ok {
+			k = inv[v]
+		} else if v >= lists[c] {
+			k = -1
+		}
+		if k < 0 || !inRestrict(r.Restrict, c, v) {
 			return -1
 		}
-		*key = append(*key, v)
+		*key = append(*key, k)
 	}
 	i, ok := r.cell(*key)
 	if !ok {
@@ -310,10 +376,9 @@ func atomCell(r *Record, cols []string, val []int, lists map[string]int, key *[]
 }
 
 // inBox says whether rows whose columns hold val lie in the query cell b.
-func inBox(b map[string][]int, cols []string, val []int, lists map[string]int) bool {
+func inBox(b map[string][]int, cols []string, val []int) bool {
 	for c, t := range b {
-		v := val[indexOf(cols, c)]
-		if v >= lists[c] || !contains(t, v) {
+		if !contains(t, val[indexOf(cols, c)]) {
 			return false
 		}
 	}

@@ -137,7 +137,7 @@ func TestReconcileExact(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			boxes := boxesOf(tc.groupBy, tc.where)
-			est, from, ok := reconcile("rows", boxes, recLists, recComplete, recs)
+			est, from, ok := reconcile("rows", boxes, domain{lists: recLists, complete: recComplete}, recs)
 			if !ok {
 				t.Fatal("not reconciled")
 			}
@@ -161,12 +161,12 @@ func TestReconcileExact(t *testing.T) {
 func TestReconcileConsistent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	recs := records(overlapping, rng)
-	total, _, ok := reconcile("rows", boxesOf(nil, nil), recLists, recComplete, recs)
+	total, _, ok := reconcile("rows", boxesOf(nil, nil), domain{lists: recLists, complete: recComplete}, recs)
 	if !ok {
 		t.Fatal("not reconciled")
 	}
 	for _, g := range [][]string{{"sex"}, {"race"}, {"sex", "race"}} {
-		parts, _, ok := reconcile("rows", boxesOf(g, nil), recLists, recComplete, recs)
+		parts, _, ok := reconcile("rows", boxesOf(g, nil), domain{lists: recLists, complete: recComplete}, recs)
 		if !ok {
 			t.Fatalf("%v: not reconciled", g)
 		}
@@ -206,7 +206,7 @@ func TestReconcileVariance(t *testing.T) {
 		recs := records(overlapping, rng)
 		for qi, g := range queries {
 			boxes := boxesOf(g, nil)
-			est, _, ok := reconcile("rows", boxes, recLists, recComplete, recs)
+			est, _, ok := reconcile("rows", boxes, domain{lists: recLists, complete: recComplete}, recs)
 			if !ok {
 				t.Fatalf("%v: not reconciled", g)
 			}
@@ -253,36 +253,36 @@ func TestReconcileVariance(t *testing.T) {
 func TestReconcileRefuses(t *testing.T) {
 	margins := records([]recRelease{{1, []string{"sex"}, 5}, {2, []string{"race"}, 5}}, nil)
 	// A cell of the joint table is not estimable from two margins.
-	if _, _, ok := reconcile("rows", boxesOf([]string{"sex", "race"}, nil), recLists, recComplete, margins); ok {
+	if _, _, ok := reconcile("rows", boxesOf([]string{"sex", "race"}, nil), domain{lists: recLists, complete: recComplete}, margins); ok {
 		t.Error("a joint cell reconciled from its margins")
 	}
 	// The total is, and exactly.
-	est, from, ok := reconcile("rows", boxesOf(nil, nil), recLists, recComplete, margins)
+	est, from, ok := reconcile("rows", boxesOf(nil, nil), domain{lists: recLists, complete: recComplete}, margins)
 	if !ok || math.Abs(est[0].value-boxTruth(map[string][]int{})) > 1e-9 || len(from) != 2 {
 		t.Errorf("total from two margins: %v %v %v", est, from, ok)
 	}
 	// One release: nothing to reconcile.
-	if _, _, ok := reconcile("rows", boxesOf(nil, nil), recLists, recComplete, margins[:1]); ok {
+	if _, _, ok := reconcile("rows", boxesOf(nil, nil), domain{lists: recLists, complete: recComplete}, margins[:1]); ok {
 		t.Error("one release reconciled")
 	}
 	// A noise without variance (ε = 1e20) with one of some: derived from
 	// the exact one alone, cell by cell.
 	exact := records([]recRelease{{1, []string{"sex"}, 1e-20}, {2, nil, 5}}, nil)
-	if _, _, ok := reconcile("rows", boxesOf(nil, nil), recLists, recComplete, exact); ok {
+	if _, _, ok := reconcile("rows", boxesOf(nil, nil), domain{lists: recLists, complete: recComplete}, exact); ok {
 		t.Error("a measurement without variance reconciled with a noisy one")
 	}
 	// Two of them are reconciled, exactly.
 	exact = records([]recRelease{{1, []string{"sex"}, 1e-20}, {2, []string{"race"}, 1e-20}, {3, nil, 5}}, nil)
-	if est, from, ok := reconcile("rows", boxesOf(nil, nil), recLists, recComplete, exact); !ok || math.Abs(est[0].value-boxTruth(map[string][]int{})) > 1e-9 || est[0].variance() != 0 || len(from) != 2 {
+	if est, from, ok := reconcile("rows", boxesOf(nil, nil), domain{lists: recLists, complete: recComplete}, exact); !ok || math.Abs(est[0].value-boxTruth(map[string][]int{})) > 1e-9 || est[0].variance() != 0 || len(from) != 2 {
 		t.Errorf("two exact margins: %v %v %v", est, from, ok)
 	}
 	// A nullable column's cells do not cover its NULL rows.
 	nullable := map[string]int{"sex": 2} // race nullable
-	if _, _, ok := reconcile("rows", boxesOf(nil, nil), recLists, nullable, margins); !ok {
+	if _, _, ok := reconcile("rows", boxesOf(nil, nil), domain{lists: recLists, complete: nullable}, margins); !ok {
 		t.Error("the total over sex (complete) not reconciled")
 	}
 	recs := records([]recRelease{{1, []string{"race"}, 5}, {2, []string{"race"}, 7}}, nil)
-	if _, _, ok := reconcile("rows", boxesOf(nil, nil), recLists, nullable, recs); ok {
+	if _, _, ok := reconcile("rows", boxesOf(nil, nil), domain{lists: recLists, complete: nullable}, recs); ok {
 		t.Error("a total reconciled from a nullable column's groups")
 	}
 }
@@ -296,14 +296,14 @@ func TestReconcileBounded(t *testing.T) {
 		rs = append(rs, recRelease{uint64(i + 1), []string{"sex"}, 5})
 	}
 	recs := records(rs, nil)
-	est, from, ok := reconcile("rows", boxesOf(nil, nil), recLists, recComplete, recs)
+	est, from, ok := reconcile("rows", boxesOf(nil, nil), domain{lists: recLists, complete: recComplete}, recs)
 	if !ok || len(from) != maxReconciled || math.Abs(est[0].value-boxTruth(map[string][]int{})) > 1e-9 {
 		t.Errorf("40 releases: %d used, ok %v", len(from), ok)
 	}
 	big := map[string]int{"a": 300, "b": 300}
 	r1 := &Record{ReleaseID: 1, GroupBy: []string{"a"}, Keys: [][]int{{0}}, Stats: []Measured{{ID: "rows", Law: recs[0].Stats[0].Law, Values: []float64{1}}}}
 	r2 := &Record{ReleaseID: 2, GroupBy: []string{"b"}, Keys: [][]int{{0}}, Stats: []Measured{{ID: "rows", Law: recs[0].Stats[0].Law, Values: []float64{1}}}}
-	if _, _, ok := reconcile("rows", []map[string][]int{{"a": {0}, "b": {0}}}, big, big, []*Record{r1, r2}); ok {
+	if _, _, ok := reconcile("rows", []map[string][]int{{"a": {0}, "b": {0}}}, domain{lists: big, complete: big}, []*Record{r1, r2}); ok {
 		t.Error("a 300 × 300 system reconciled")
 	}
 }

@@ -42,9 +42,16 @@ type Shape struct {
 	// Stats identifies each release of the plan (StatID), "" for one that
 	// cannot be reused.
 	Stats []string
+	// Bins maps a column grouped by bins (floor(col / w) * w) to each
+	// bin's value indices (ranges.go), the key of a group being the bin's
+	// index; nil without bins.
+	Bins map[string][][]int
 	// complete maps each column with a declared value list that is
 	// complete to the list's length.
 	complete map[string]int
+	// ranged marks the int and date columns whose ranges and bins can be
+	// a cell's coordinates (rangeColumn).
+	ranged map[string]bool
 	// lists maps each column with a declared value list to its length.
 	lists map[string]int
 }
@@ -68,18 +75,35 @@ func ShapeOf(plan *dpplan.Plan, declared *catalog.Table, source string) (*Shape,
 		return nil, "the query joins or pre-aggregates"
 	case plan.Selection != nil || plan.TopK != nil:
 		return nil, "the query selects its keys"
-	case len(q.Buckets) > 0:
-		return nil, "the query groups by computed keys"
 	}
+	s := &Shape{Restrict: map[string][]int{}, complete: map[string]int{}, lists: map[string]int{}, ranged: map[string]bool{}}
 	for _, g := range q.GroupBy {
+		if b, ok := q.Buckets[g]; ok {
+			col, bins, why := floorBins(b, t)
+			if why != "" {
+				return nil, why
+			}
+			if s.Bins == nil {
+				s.Bins = map[string][][]int{}
+			}
+			if _, dup := s.Bins[col]; dup {
+				return nil, "the query groups by two bins of " + col
+			}
+			s.Bins[col] = bins
+			s.GroupBy = append(s.GroupBy, col)
+			continue
+		}
 		if c := t.Column(g); c == nil || len(c.Values) == 0 {
 			return nil, "GROUP BY " + g + " has no declared value list"
 		}
+		s.GroupBy = append(s.GroupBy, g)
 	}
-	s := &Shape{GroupBy: append([]string(nil), q.GroupBy...), Restrict: map[string][]int{}, complete: map[string]int{}, lists: map[string]int{}}
 	for _, c := range t.Columns {
 		if len(c.Values) > 0 {
 			s.lists[c.Name] = len(c.Values)
+		}
+		if _, _, n, ok := rangeColumn(t, c.Name); ok {
+			s.lists[c.Name], s.ranged[c.Name] = n, true
 		}
 		if len(c.Values) > 0 && !c.Nullable {
 			s.complete[c.Name] = len(c.Values)
@@ -113,6 +137,12 @@ func ShapeOf(plan *dpplan.Plan, declared *catalog.Table, source string) (*Shape,
 	for _, key := range plan.Keys {
 		ki := make([]int, len(key))
 		for i, v := range key {
+			if b, ok := q.Buckets[q.GroupBy[i]]; ok {
+				if ki[i] = valueIndex(b.Values(t), v); ki[i] < 0 {
+					return nil, fmt.Sprintf("group key %v of %s is not one of its bins", v, q.GroupBy[i])
+				}
+				continue
+			}
 			ki[i] = valueIndex(t.Column(q.GroupBy[i]).Values, v)
 			if ki[i] < 0 {
 				return nil, fmt.Sprintf("group key %v of %s is not in its declared list", v, q.GroupBy[i])
@@ -281,11 +311,14 @@ func (s *Shape) cellBox(g int) map[string][]int {
 		box[c] = idx
 	}
 	for i, c := range s.GroupBy {
-		k := s.Keys[g][i]
+		set := []int{s.Keys[g][i]}
+		if bins, ok := s.Bins[c]; ok {
+			set = bins[s.Keys[g][i]]
+		}
 		if prev, ok := box[c]; ok {
-			box[c] = intersect(prev, []int{k})
+			box[c] = intersect(prev, set)
 		} else {
-			box[c] = []int{k}
+			box[c] = set
 		}
 	}
 	return box
