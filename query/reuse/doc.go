@@ -15,7 +15,8 @@
 // releases of one statistic are reconciled by generalized least squares
 // (reconcile.go), so that a derived total is the sum of its derived parts;
 // where that does not apply, independent derivations from several
-// releases are combined by inverse-variance weighting. The derived value's variance is the weighted sum of the
-// noises' exact variances, and its interval a Chernoff bound over their
-// exact generating functions, valid for every data set.
+// releases are combined by inverse-variance weighting. The derived value's
+// variance is the weighted sum of the noises' exact variances, and its
+// interval a Chernoff bound over their exact generating functions, valid
+// for every data set.
 package reuse
