@@ -213,7 +213,7 @@ func TestDerivedBins(t *testing.T) {
 	rows := append(reuseRows(400), reuseRow{sex: "F", race: "a", age: 5, hours: 40}, reuseRow{sex: "M", race: "b", age: 120, hours: 60})
 	clamp := func(a int64) int64 { return min(max(a, 18), 90) }
 	for _, eps := range []float64{1e20, 1} {
-		svc, _, led, _ := reuseService(t, rows, "")
+		svc, rec, led, _ := reuseService(t, rows, "")
 		if _, err := svc.Answer(ctx, "SELECT floor(age / 10) * 10 AS decade, COUNT(*) AS n, SUM(hours) AS h FROM adult GROUP BY floor(age / 10) * 10",
 			Options{Epsilon: eps, Confidence: 0.95, Analyst: "ann"}); err != nil {
 			t.Fatal(err)
@@ -233,12 +233,13 @@ func TestDerivedBins(t *testing.T) {
 			{"SELECT floor(age / 15) * 15 AS b, COUNT(*) AS n FROM adult GROUP BY floor(age / 15) * 15", false, nil},
 			{"SELECT COUNT(*) AS n FROM adult", false, nil},
 		} {
-			charged := releases(t, led)
+			charged, calls := releases(t, led), rec.calls()
 			res, err := svc.Answer(ctx, tc.sql, accuracyOpts("ann", 1e6))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if derived := res.Derived != nil && res.Derived.TopUp == 0 && releases(t, led) == charged; derived != tc.derived {
+			// Derived: nothing charged, and no data read.
+			if derived := res.Derived != nil && res.Derived.TopUp == 0 && releases(t, led) == charged && rec.calls() == calls; derived != tc.derived {
 				t.Errorf("ε=%g %s: derived %v, want %v", eps, tc.sql, derived, tc.derived)
 				continue
 			}
