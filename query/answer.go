@@ -328,7 +328,7 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 	}
 	// An answer derived from earlier releases at no charge, or a fresh
 	// measurement at a smaller ε combined with them (derived.go).
-	res, top := s.fromReleases(p, key)
+	res, top, shape := s.fromReleases(p, key)
 	if res != nil {
 		return free(res)
 	} else if top != nil {
@@ -407,7 +407,7 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 		res = top.combine(p, res)
 	}
 	if charge.AnswerKey != "" || takeOver {
-		s.storeAnswer(store, key, answerKey, p, res, receipt.ReleaseID, takeOver)
+		s.storeAnswer(store, key, answerKey, p, res, receipt.ReleaseID, takeOver, shape)
 	}
 	res.ReleaseID = receipt.ReleaseID
 	res.Budget = BudgetState{Dataset: key.Dataset, Analyst: key.Analyst, Rule: receipt.Rule, Spent: receipt.Spent, Remaining: receipt.Remaining, Total: receipt.Total}

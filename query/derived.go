@@ -12,6 +12,8 @@ import (
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query/dpplan"
+	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/query/parse"
 	"github.com/dpstat/dpstat/query/reuse"
 	"github.com/dpstat/dpstat/query/sqlgen"
 )
@@ -28,6 +30,9 @@ type Derivation struct {
 	// TopUp, when not zero, is the ε of a fresh measurement combined with
 	// the releases (the answer's cost); zero when the answer cost nothing.
 	TopUp float64 `json:"top_up_epsilon,omitempty"`
+	// Reconciled says that overlapping releases were reconciled by least
+	// squares, so that totals and parts derived from them agree.
+	Reconciled bool `json:"reconciled,omitempty"`
 }
 
 // Note is the derivation as the answer's notes, the psql notices and the
@@ -52,15 +57,39 @@ func tableSource(t *catalog.Table) string {
 	return t.Source
 }
 
+// declared returns the catalog's declaration of p's table when p's
+// relation is the one it and p's query make (ir.Relation: the declared
+// bounds narrowed by the WHERE clause), else nil: reuse compares cells by
+// the declaration, never by bounds a query narrowed.
+func (s *Service) declared(p *Prepared) *catalog.Table {
+	q := p.Plan.Query
+	if p.decl == nil || q == nil || q.Base == nil || p.Plan.Table == nil {
+		return nil
+	}
+	rel, err := ir.Relation(q, parse.Bind(p.decl, q.Base.Alias))
+	if err != nil {
+		return nil
+	}
+	a, errA := json.Marshal(rel)
+	b, errB := json.Marshal(p.Plan.Table)
+	if errA != nil || errB != nil || string(a) != string(b) {
+		return nil
+	}
+	return p.decl
+}
+
 // measurements returns the record of a fresh answer's measurements, or nil
-// when its plan's cells cannot be reused.
-func (s *Service) measurements(p *Prepared, res *Result, releaseID uint64, key ledger.Key) *reuse.Record {
+// when its plan's cells cannot be reused; shape is the plan's, or nil to
+// compute it.
+func (s *Service) measurements(p *Prepared, res *Result, releaseID uint64, key ledger.Key, shape *reuse.Shape) *reuse.Record {
 	if res == nil || res.measured == nil {
 		return nil
 	}
-	shape, why := reuse.ShapeOf(p.Plan, relationDecl(p.decl, p.Plan.Table), tableSource(p.decl))
-	if why != "" {
-		return nil
+	if shape == nil {
+		var why string
+		if shape, why = reuse.ShapeOf(p.Plan, s.declared(p), tableSource(p.decl)); why != "" {
+			return nil
+		}
 	}
 	return reuse.NewRecord(shape, p.Noise, res.measured, releaseID, key.Analyst)
 }
@@ -90,21 +119,6 @@ func (s *Service) loadMeasurements(dataset string) error {
 	})
 }
 
-// derive answers p from earlier releases when it can: nil means the query
-// is answered afresh. The decision depends on the plan and on what was
-// released (how many cells, with which noise), never on the data.
-func (s *Service) derive(p *Prepared, key ledger.Key) *Result {
-	req := s.reuseRequest(p, key)
-	if req == nil {
-		return nil
-	}
-	ans, why := reuse.Derive(*req, s.reuse.Records(key.Dataset, req.Shape.Context))
-	if why != "" {
-		return nil
-	}
-	return derivedResult(p, ans)
-}
-
 // reuseRequest is the derivation request of p by the analyst of key, or
 // nil when p's answer cannot be derived.
 func (s *Service) reuseRequest(p *Prepared, key ledger.Key) *reuse.Request {
@@ -113,7 +127,7 @@ func (s *Service) reuseRequest(p *Prepared, key ledger.Key) *reuse.Request {
 	if p.Opts.Fresh || p.ExplainOnly || p.Dropped != nil || reuse.Eligible(p.Plan) != "" {
 		return nil
 	}
-	shape, why := reuse.ShapeOf(p.Plan, relationDecl(p.decl, p.Plan.Table), tableSource(p.decl))
+	shape, why := reuse.ShapeOf(p.Plan, s.declared(p), tableSource(p.decl))
 	if why != "" {
 		return nil
 	}
@@ -132,63 +146,74 @@ func (s *Service) reuseRequest(p *Prepared, key ledger.Key) *reuse.Request {
 	return req
 }
 
-// topUp is the partly derived answer of p: when earlier releases cover
-// every cell but not accurately enough, a fresh measurement at a smaller
-// ε, combined with them by inverse-variance weighting, may meet the
-// accuracy asked. It returns p planned at that ε and what the releases
-// give, or nil when the fresh answer at p's own ε is as cheap.
-func (s *Service) topUp(p *Prepared, key ledger.Key) (*Prepared, *topUp) {
-	if p.Noise.Gaussian {
-		return nil, nil
-	}
+// fromReleases returns the answer of p derived from earlier releases at no
+// charge, or else the top-up that answers it for less, or neither, and
+// the shape of p's cells when it was computed and p is what runs (for
+// storeAnswer). The
+// decision depends on the plan and on what was released (how many cells,
+// with which noise), never on the data.
+func (s *Service) fromReleases(p *Prepared, key ledger.Key) (*Result, *topUp, *reuse.Shape) {
 	req := s.reuseRequest(p, key)
 	if req == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	prior, why := reuse.Gather(*req, s.reuse.Records(key.Dataset, req.Shape.Context))
 	if why != "" {
-		return nil, nil
+		return nil, nil, req.Shape
 	}
+	if ans, why := prior.Answer(*req); why == "" {
+		return derivedResult(p, ans), nil, req.Shape
+	}
+	if t := s.topUp(p, *req, prior); t != nil {
+		// The top-up's plan is another ε's (its sums' grids may differ):
+		// its shape is its own.
+		return nil, t, nil
+	}
+	return nil, nil, req.Shape
+}
+
+// topUp is the partly derived answer of p: when earlier releases cover
+// every cell (prior) but not accurately enough, a fresh measurement at a
+// smaller ε, combined with them by inverse-variance weighting, may meet
+// the accuracy asked. It returns p planned at that ε with what the
+// releases give, or nil when the fresh answer at p's own ε is as cheap.
+func (s *Service) topUp(p *Prepared, req reuse.Request, prior *reuse.Prior) *topUp {
+	if p.Noise.Gaussian {
+		return nil
+	}
+	// The plans the search makes, kept for the one it settles on.
+	plans := map[float64]*dpplan.Plan{}
 	noiseAt := func(eps float64) (*dpplan.Noise, error) {
 		plan, err := p.Plan.Replan(p.Plan.Table, eps, p.Opts.Delta)
 		if err != nil {
 			return nil, err
 		}
+		plans[eps] = plan
 		return plan.NewNoise(nil)
 	}
-	eps, ok := prior.SmallestTopUp(*req, noiseAt)
+	eps, ok := prior.SmallestTopUp(req, noiseAt)
 	if !ok || eps >= p.Opts.Epsilon {
-		return nil, nil
+		return nil
 	}
-	plan, err := p.Plan.Replan(p.Plan.Table, eps, p.Opts.Delta)
-	if err != nil {
-		return nil, nil
+	plan := plans[eps]
+	if plan == nil {
+		return nil
 	}
 	nz, err := plan.NewNoise(p.Opts.Source)
 	if err != nil || nz.Gaussian {
-		return nil, nil
+		return nil
 	}
 	text, err := sqlgen.SQL(plan, p.dialect)
 	if err != nil {
-		return nil, nil
+		return nil
 	}
 	q := *p
 	q.Plan, q.Noise, q.SQL = plan, nz, text
 	q.Opts.Epsilon = eps
 	if statementsFit(&q) != nil {
-		return nil, nil
+		return nil
 	}
-	return &q, &topUp{orig: p, fresh: &q, req: *req, prior: prior}
-}
-
-// fromReleases returns the answer of p derived from earlier releases at no
-// charge, or else the top-up that answers it for less, or neither.
-func (s *Service) fromReleases(p *Prepared, key ledger.Key) (*Result, *topUp) {
-	if res := s.derive(p, key); res != nil {
-		return res, nil
-	}
-	_, t := s.topUp(p, key)
-	return nil, t
+	return &topUp{orig: p, fresh: &q, req: req, prior: prior}
 }
 
 // topUp is what a partly derived answer combines its fresh measurement
@@ -236,7 +261,7 @@ func derivedResult(p *Prepared, ans *reuse.Answer) *Result {
 	for i, g := range q.GroupBy {
 		keyCol[g] = i
 	}
-	d := &Derivation{Releases: ans.Releases}
+	d := &Derivation{Releases: ans.Releases, Reconciled: ans.Reconciled}
 	res := &Result{Confidence: p.Opts.Confidence, Cost: accounting.Cost{}, Derived: d}
 	for _, o := range q.Outputs {
 		res.Columns = append(res.Columns, o.Name)
@@ -263,6 +288,9 @@ func derivedResult(p *Prepared, ans *reuse.Answer) *Result {
 	renderTemporalAggregates(plan, res)
 	renderTemporalKeys(plan, res)
 	res.Notes = append([]string{d.Note()}, plan.Notes()...)
+	if d.Reconciled {
+		res.Notes = append(res.Notes, "releases "+joinIDs(d.Releases)+" overlap: reconciled by least squares, so that totals and parts derived from them agree")
+	}
 	if p.Accuracy != nil {
 		res.Notes = append(res.Notes, fmt.Sprintf("accuracy: asked %s at %g%%; the derived intervals meet it", p.Accuracy.Asked, p.Opts.Confidence*100))
 	}
@@ -274,12 +302,13 @@ func derivedResult(p *Prepared, ans *reuse.Answer) *Result {
 func (s *Service) explainDerived(p *Prepared, key ledger.Key) string {
 	q := *p
 	q.ExplainOnly = false
-	if r := s.derive(&q, key); r != nil {
-		return "running this query now derives its answer from releases " + joinIDs(r.Derived.Releases) + " at no cost (--fresh answers afresh)"
+	res, t, _ := s.fromReleases(&q, key)
+	if res != nil {
+		return "running this query now derives its answer from releases " + joinIDs(res.Derived.Releases) + " at no cost (--fresh answers afresh)"
 	}
-	if fresh, t := s.topUp(&q, key); t != nil {
+	if t != nil {
 		return fmt.Sprintf("running this query now combines releases %s with a fresh measurement at ε=%g instead of ε=%g (--fresh answers afresh)",
-			joinIDs(t.prior.Releases()), fresh.Opts.Epsilon, p.Opts.Epsilon)
+			joinIDs(t.prior.Releases()), t.fresh.Opts.Epsilon, p.Opts.Epsilon)
 	}
 	return ""
 }
@@ -287,9 +316,10 @@ func (s *Service) explainDerived(p *Prepared, key ledger.Key) string {
 // storeAnswer stores a charged answer for repeats, with the measurements
 // of its release for later derivations, and indexes them. takeOver says
 // the answer key was reserved by another run, which never stored its
-// answer: if one has been stored since, that one stays.
-func (s *Service) storeAnswer(store AnswerStore, key ledger.Key, answerKey string, p *Prepared, res *Result, releaseID uint64, takeOver bool) {
-	rec := s.measurements(p, res, releaseID, key)
+// answer: if one has been stored since, that one stays. shape is the
+// shape of p's cells when the run computed it, else nil.
+func (s *Service) storeAnswer(store AnswerStore, key ledger.Key, answerKey string, p *Prepared, res *Result, releaseID uint64, takeOver bool, shape *reuse.Shape) {
+	rec := s.measurements(p, res, releaseID, key, shape)
 	blob, err := encodeAnswerWith(res, rec)
 	if err != nil || len(blob) > ledger.MaxAnswerLen {
 		// Not storable (a value without a stored form, or too long):
@@ -330,12 +360,13 @@ func (s *Service) PreviewCost(p *Prepared, key ledger.Key) (accounting.Cost, str
 			return accounting.Cost{}, "this query was answered before: running it returns the stored answer at no cost"
 		}
 	}
-	if r := s.derive(p, key); r != nil {
-		return accounting.Cost{}, "running this query now derives its answer from releases " + joinIDs(r.Derived.Releases) + " at no cost (--fresh answers afresh)"
+	res, t, _ := s.fromReleases(p, key)
+	if res != nil {
+		return accounting.Cost{}, "running this query now derives its answer from releases " + joinIDs(res.Derived.Releases) + " at no cost (--fresh answers afresh)"
 	}
-	if fresh, t := s.topUp(p, key); t != nil {
-		return fresh.Noise.Cost, fmt.Sprintf("running this query now combines releases %s with a fresh measurement at ε=%s instead of ε=%s (--fresh answers afresh)",
-			joinIDs(t.prior.Releases()), accounting.Num(fresh.Opts.Epsilon), accounting.Num(p.Opts.Epsilon))
+	if t != nil {
+		return t.fresh.Noise.Cost, fmt.Sprintf("running this query now combines releases %s with a fresh measurement at ε=%s instead of ε=%s (--fresh answers afresh)",
+			joinIDs(t.prior.Releases()), accounting.Num(t.fresh.Opts.Epsilon), accounting.Num(p.Opts.Epsilon))
 	}
 	return p.Noise.Cost, ""
 }

@@ -246,7 +246,7 @@ func TestDerivedBoundsDiffer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, why := reuse.ShapeOf(p.Plan, relationDecl(p.decl, p.Plan.Table), tableSource(p.decl))
+		s, why := reuse.ShapeOf(p.Plan, cat.Table("adult"), tableSource(p.decl))
 		if why != "" {
 			t.Fatal(why)
 		}
@@ -267,6 +267,10 @@ func TestDerivedReadsNoData(t *testing.T) {
 	if _, err := svc.Answer(ctx, "SELECT sex, race, COUNT(*) AS n, SUM(hours) AS h, AVG(hours) AS a FROM adult GROUP BY sex, race", Options{Epsilon: 1, Confidence: 0.95, Analyst: "ann"}); err != nil {
 		t.Fatal(err)
 	}
+	// An overlapping release, reconciled with the first by least squares.
+	if _, err := svc.Answer(ctx, "SELECT COUNT(*) AS n, SUM(hours) AS h, AVG(hours) AS a FROM adult", Options{Epsilon: 1, Confidence: 0.95, Analyst: "ann"}); err != nil {
+		t.Fatal(err)
+	}
 	coarse := "SELECT sex, COUNT(*) AS n, SUM(hours) AS h, AVG(hours) AS a FROM adult GROUP BY sex"
 	before, err := svc.Answer(ctx, coarse, accuracyOpts("ann", 1e6))
 	if err != nil {
@@ -280,6 +284,9 @@ func TestDerivedReadsNoData(t *testing.T) {
 	}
 	if before.Derived == nil || after.Derived == nil || rec.calls() != calls {
 		t.Fatalf("not derived without the engine: %v %v, %d engine calls", before.Derived, after.Derived, rec.calls()-calls)
+	}
+	if len(before.Derived.Releases) != 2 {
+		t.Errorf("derived from releases %v, want both", before.Derived.Releases)
 	}
 	if fmt.Sprint(before.Rows, intervals(before)) != fmt.Sprint(after.Rows, intervals(after)) {
 		t.Errorf("the derived answer changed with the table:\n%v\n%v", before.Rows, after.Rows)
@@ -331,7 +338,7 @@ func TestDerivedVarianceAndCoverage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, why := reuse.ShapeOf(p.Plan, relationDecl(p.decl, p.Plan.Table), tableSource(p.decl))
+		s, why := reuse.ShapeOf(p.Plan, svc.declared(p), tableSource(p.decl))
 		if why != "" {
 			t.Fatal(why)
 		}
@@ -368,7 +375,7 @@ func TestDerivedVarianceAndCoverage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, _ := reuse.ShapeOf(p.Plan, relationDecl(p.decl, p.Plan.Table), tableSource(p.decl))
+			s, _ := reuse.ShapeOf(p.Plan, svc.declared(p), tableSource(p.decl))
 			req := reuse.Request{Plan: p.Plan, Noise: p.Noise, Shape: s, Confidence: 0.95, Analyst: "ann"}
 			// A fresh measurement of the asking query at ε = 0.2, which
 			// "topped up" combines with the release.

@@ -39,12 +39,27 @@ type Answer struct {
 	// Variance holds, per group and release of the plan, the propagated
 	// variance of the derived statistic (NaN where none was derived).
 	Variance [][]float64
+	// Reconciled says that some statistic was reconciled by least
+	// squares over overlapping releases (reconcile).
+	Reconciled bool
 }
 
-// estimate is one derived statistic of one cell.
+// estimate is one derived statistic of one cell: its value, and its
+// noise as terms. v, when set (exact), is the noise's exact variance, which
+// the terms may overstate (compact).
 type estimate struct {
 	value float64
 	terms []term
+	v     float64
+	exact bool
+}
+
+// variance is the estimate's propagated variance.
+func (e *estimate) variance() float64 {
+	if e.exact {
+		return e.v
+	}
+	return variance(e.terms)
 }
 
 // Eligible says whether the query's answer can be derived at all: COUNT,
@@ -81,14 +96,22 @@ func Derive(req Request, recs []*Record) (*Answer, string) {
 	if why != "" {
 		return nil, why
 	}
+	return pr.Answer(req)
+}
+
+// Answer checks the prior's estimates against the accuracy req asks and
+// finishes them into its answer, or says why not (Derive without the
+// gathering, for a caller that tops the prior up when it falls short).
+func (pr *Prior) Answer(req Request) (*Answer, string) {
 	return pr.answer(req, pr.est)
 }
 
 // Prior is what earlier releases give a query: for every group and
 // release of its plan, the estimate derived from them.
 type Prior struct {
-	est      [][]*estimate
-	releases []uint64
+	est        [][]*estimate
+	releases   []uint64
+	reconciled bool
 }
 
 // Releases lists the releases the prior was derived from.
@@ -113,30 +136,55 @@ func Gather(req Request, recs []*Record) (*Prior, string) {
 	}
 	used := map[uint64]bool{}
 	pr := &Prior{}
+	boxes := make([]map[string][]int, len(s.Keys))
 	for g := range s.Keys {
-		box := s.cellBox(g)
-		for _, idx := range box {
+		boxes[g] = s.cellBox(g)
+		for _, idx := range boxes[g] {
 			if len(idx) == 0 {
 				return nil, "the filter excludes a group"
 			}
 		}
-		est := make([]*estimate, len(p.Releases))
-		for _, a := range p.Aggregates {
-			for _, i := range a.Releases {
-				if est[i] != nil {
-					continue
+		pr.est = append(pr.est, make([]*estimate, len(p.Releases)))
+	}
+	for _, a := range p.Aggregates {
+		for _, i := range a.Releases {
+			if len(boxes) == 0 || pr.est[0][i] != nil {
+				continue
+			}
+			// Overlapping releases reconciled by least squares, or else
+			// each cell from the releases that cover it exactly.
+			dom := domain{lists: s.lists, complete: s.complete, ranged: s.ranged, binned: len(s.Bins) > 0}
+			est, from, ok := reconcile(s.Stats[i], boxes, dom, usable)
+			// The exact covers, unless reconciled; when a cell has one, the
+			// reconciled estimate must be at least as precise (the releases
+			// the reconciliation kept within its bounds may leave out a
+			// precise one).
+			single := make([]*estimate, len(boxes))
+			var covers [][]uint64
+			for g, box := range boxes {
+				e, cf := deriveStat(s.Stats[i], box, s.complete, usable)
+				single[g] = e
+				covers = append(covers, cf)
+				if ok && e != nil && !(est[g].variance() <= e.variance()*(1+1e-9)) {
+					ok = false
 				}
-				e, from := deriveStat(s.Stats[i], box, s.complete, usable)
+			}
+			if ok {
+				single, covers = est, [][]uint64{from}
+				pr.reconciled = pr.reconciled || len(from) > 1
+			}
+			for g, e := range single {
 				if e == nil {
 					return nil, fmt.Sprintf("no release covers %s of group %d exactly", a.Aggregate, g+1)
 				}
-				for _, id := range from {
+				pr.est[g][i] = e
+			}
+			for _, ids := range covers {
+				for _, id := range ids {
 					used[id] = true
 				}
-				est[i] = e
 			}
 		}
-		pr.est = append(pr.est, est)
 	}
 	for id := range used {
 		pr.releases = append(pr.releases, id)
@@ -148,7 +196,7 @@ func Gather(req Request, recs []*Record) (*Prior, string) {
 // answer finishes the estimates est (per group and release) into an
 // answer, checking each aggregate's accuracy.
 func (pr *Prior) answer(req Request, est [][]*estimate) (*Answer, string) {
-	ans := &Answer{Releases: pr.releases}
+	ans := &Answer{Releases: pr.releases, Reconciled: pr.reconciled}
 	memo := widths{}
 	for g := range est {
 		row, ci, why := req.finish(g, est[g], memo)
@@ -159,7 +207,7 @@ func (pr *Prior) answer(req Request, est [][]*estimate) (*Answer, string) {
 		for i, e := range est[g] {
 			vars[i] = math.NaN()
 			if e != nil {
-				vars[i] = variance(e.terms)
+				vars[i] = e.variance()
 			}
 		}
 		ans.Values, ans.CI, ans.Variance = append(ans.Values, row), append(ans.CI, ci), append(ans.Variance, vars)
@@ -184,7 +232,7 @@ func (pr *Prior) Combine(req Request, fresh *dpplan.Noise, measured [][]float64)
 			if !ok {
 				return nil, "the fresh measurement has no usable noise law"
 			}
-			vp, vf := variance(e.terms), law.Variance()
+			vp, vf := e.variance(), law.Variance()
 			x := 0.0
 			if measured != nil {
 				x = measured[g][i]
@@ -201,7 +249,7 @@ func (pr *Prior) Combine(req Request, fresh *dpplan.Noise, measured [][]float64)
 				return nil, "the fresh measurement has no finite variance"
 			}
 			wp := (1 / vp) / (1/vp + 1/vf)
-			c := &estimate{value: wp*e.value + (1-wp)*x}
+			c := &estimate{value: wp*e.value + (1-wp)*x, v: wp*wp*vp + (1-wp)*(1-wp)*vf, exact: true}
 			for _, t := range e.terms {
 				t.coef *= wp
 				c.terms = append(c.terms, t)
@@ -334,7 +382,7 @@ func (req Request) finish(g int, est []*estimate, memo widths) ([]any, []dpplan.
 			si, ni := a.Releases[0], a.Releases[1]
 			for _, k := range []int{si, ni} {
 				law, ok := req.Noise.Law(k)
-				if !ok || !(variance(est[k].terms) <= law.Variance()) {
+				if !ok || !(est[k].variance() <= law.Variance()) {
 					return nil, nil, fmt.Sprintf("%s: the releases measure its sum or count less precisely than a fresh answer would", a.Aggregate)
 				}
 			}

@@ -10,9 +10,13 @@
 // are taken out, the same clamping bounds and contribution bounds. Cells
 // differ only in the values of columns with declared value lists: a coarser
 // GROUP BY (over a column whose list the owner declared complete: not
-// nullable), a subset of keys, WHERE col = v or col IN (…). Independent
-// derivations from several releases are combined by inverse-variance
-// weighting. The derived value's variance is the weighted sum of the
-// noises' exact variances, and its interval a Chernoff bound over their
-// exact generating functions, valid for every data set.
+// nullable), a subset of keys, WHERE col = v or col IN (…), or in the
+// ranges and bins of a bounded int or date column (ranges.go). Overlapping
+// releases of one statistic are reconciled by generalized least squares
+// (reconcile.go), so that a derived total is the sum of its derived parts;
+// where that does not apply, independent derivations from several
+// releases are combined by inverse-variance weighting. The derived value's
+// variance is the weighted sum of the noises' exact variances, and its
+// interval a Chernoff bound over their exact generating functions, valid
+// for every data set.
 package reuse

@@ -45,8 +45,10 @@ func halfWidth(ts []term, confidence float64) float64 {
 	if len(ts) == 1 && ts[0].n == 1 && ts[0].coef == 1 {
 		return ts[0].law.HalfWidth(confidence)
 	}
-	if h, ok := mixtureHalfWidth(ts, confidence); ok {
-		return h + bias(ts)
+	if len(ts) <= maxTerms {
+		if h, ok := mixtureHalfWidth(ts, confidence); ok {
+			return h + bias(ts)
+		}
 	}
 	return chernoffHalfWidth(ts, confidence)
 }
@@ -85,12 +87,25 @@ func mixtureHalfWidth(ts []term, confidence float64) (float64, bool) {
 	if !(v > 0) || math.IsInf(v, 0) {
 		return 0, false
 	}
+	// Single noises multiply into one product, whose logarithm is taken
+	// once (and whenever it grows large): one logarithm per evaluation
+	// instead of one per term.
 	phi := func(t float64) float64 {
-		l := -gvar * t * t / 2
+		t2 := t * t
+		l, prod := -gvar*t2/2, 1.0
 		for _, c := range laps {
-			l -= c.n * math.Log1p(c.s*c.s*t*t)
+			x := c.s * c.s * t2
+			if c.n != 1 {
+				l -= c.n * math.Log1p(x)
+				continue
+			}
+			prod *= 1 + x
+			if prod > 1e200 {
+				l -= math.Log(prod)
+				prod = 1
+			}
 		}
-		return math.Exp(l)
+		return math.Exp(l - math.Log(prod))
 	}
 	// The end of the integral: φ decreases, below 1e-12 from T on.
 	T := 1 / math.Sqrt(v)

@@ -22,6 +22,9 @@ type Record struct {
 	Restrict map[string][]int `json:"restrict,omitempty"`
 	GroupBy  []string         `json:"group_by,omitempty"`
 	Keys     [][]int          `json:"keys"`
+	// Bins maps a column grouped by bins to each bin's value indices
+	// (Shape.Bins).
+	Bins map[string][][]int `json:"bins,omitempty"`
 	// Stats holds one entry per statistic measured.
 	Stats []Measured `json:"stats"`
 
@@ -44,7 +47,7 @@ func NewRecord(s *Shape, nz *dpplan.Noise, measured [][]float64, releaseID uint6
 		return nil
 	}
 	r := &Record{ReleaseID: releaseID, Analyst: analyst, Context: s.Context, Where: s.Where,
-		Restrict: s.Restrict, GroupBy: s.GroupBy, Keys: s.Keys}
+		Restrict: s.Restrict, GroupBy: s.GroupBy, Keys: s.Keys, Bins: s.Bins}
 	seen := map[string]bool{}
 	for i, id := range s.Stats {
 		law, ok := nz.Law(i)
@@ -109,6 +112,9 @@ func (r *Record) cell(k []int) (int, bool) {
 // list), and for every other column the box restricts it exactly as r's
 // filter does.
 func (r *Record) match(box map[string][]int, complete map[string]int) ([]int, bool) {
+	if len(r.Bins) > 0 {
+		return nil, false // bins are derived by reconcile only
+	}
 	grouped := map[string]bool{}
 	sets := make([][]int, len(r.GroupBy))
 	for i, c := range r.GroupBy {

@@ -11,6 +11,7 @@ import (
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/query/dpplan"
 	"github.com/dpstat/dpstat/query/ir"
+	"github.com/dpstat/dpstat/query/parse"
 )
 
 // contextVersion changes whenever what identifies a measurement's context
@@ -29,7 +30,9 @@ type Shape struct {
 	// Where is the filter left over, as the query spells it ("" for none).
 	Where string
 	// Restrict maps a column to the value indices WHERE restricts it to
-	// (sorted); a column absent is not restricted. A column whose declared
+	// (sorted): of its declared value list, or, for an int or date column
+	// with declared bounds restricted to a range within them, the whole
+	// values v − lower (ranges.go). A column absent is not restricted. A column whose declared
 	// list is complete (a column declared not nullable) restricted to its
 	// whole list is absent.
 	Restrict map[string][]int
@@ -40,21 +43,32 @@ type Shape struct {
 	// Stats identifies each release of the plan (StatID), "" for one that
 	// cannot be reused.
 	Stats []string
+	// Bins maps a column grouped by bins (floor(col / w) * w) to each
+	// bin's value indices (ranges.go), the key of a group being the bin's
+	// index; nil without bins.
+	Bins map[string][][]int
 	// complete maps each column with a declared value list that is
 	// complete to the list's length.
 	complete map[string]int
+	// ranged marks the int and date columns whose ranges and bins can be
+	// a cell's coordinates (rangeColumn).
+	ranged map[string]bool
+	// lists maps each column with a declared value list to its length.
+	lists map[string]int
 }
 
-// ShapeOf returns the shape of a plan over the declared table decl, whose
-// source resolves to source, or the reason its cells cannot be reused or derived: only
+// ShapeOf returns the shape of a plan over the catalog table declared
+// (as declared: the plan's own table has the bounds its WHERE clause
+// implies) whose source resolves to source, or the reason its cells
+// cannot be reused or derived: only
 // queries over one table with no privacy unit (each row one person, so a
 // cell's value does not depend on the other cells: no contribution
 // bounding), grouped by columns with declared value lists, without joins,
 // key selection, most-common values or computed keys.
-func ShapeOf(plan *dpplan.Plan, decl *catalog.Table, source string) (*Shape, string) {
-	q, t := plan.Query, plan.Table
+func ShapeOf(plan *dpplan.Plan, declared *catalog.Table, source string) (*Shape, string) {
+	q, t := plan.Query, parse.Bind(declared, "")
 	switch {
-	case t == nil || q == nil || decl == nil:
+	case t == nil || q == nil || plan.Table == nil:
 		return nil, "no table"
 	case plan.Bounded || t.HasPrivacyUnit():
 		return nil, "the table has a privacy unit: bounding a person's contributions makes a cell depend on the grouping"
@@ -62,22 +76,47 @@ func ShapeOf(plan *dpplan.Plan, decl *catalog.Table, source string) (*Shape, str
 		return nil, "the query joins or pre-aggregates"
 	case plan.Selection != nil || plan.TopK != nil:
 		return nil, "the query selects its keys"
-	case len(q.Buckets) > 0:
-		return nil, "the query groups by computed keys"
 	}
+	s := &Shape{Restrict: map[string][]int{}, complete: map[string]int{}, lists: map[string]int{}, ranged: map[string]bool{}}
 	for _, g := range q.GroupBy {
+		if b, ok := q.Buckets[g]; ok {
+			col, bins, why := floorBins(b, t)
+			if why != "" {
+				return nil, why
+			}
+			if s.Bins == nil {
+				s.Bins = map[string][][]int{}
+			}
+			if _, dup := s.Bins[col]; dup {
+				return nil, "the query groups by two bins of " + col
+			}
+			s.Bins[col] = bins
+			s.GroupBy = append(s.GroupBy, col)
+			continue
+		}
 		if c := t.Column(g); c == nil || len(c.Values) == 0 {
 			return nil, "GROUP BY " + g + " has no declared value list"
 		}
+		s.GroupBy = append(s.GroupBy, g)
 	}
-	s := &Shape{GroupBy: append([]string(nil), q.GroupBy...), Restrict: map[string][]int{}, complete: map[string]int{}}
 	for _, c := range t.Columns {
+		if len(c.Values) > 0 {
+			s.lists[c.Name] = len(c.Values)
+		}
+		if _, _, n, ok := rangeColumn(t, c.Name); ok {
+			s.lists[c.Name], s.ranged[c.Name] = n, true
+		}
 		if len(c.Values) > 0 && !c.Nullable {
 			s.complete[c.Name] = len(c.Values)
 		}
 	}
 	var residual []string
+	var rs ranges
 	for _, conj := range conjuncts(q.Where) {
+		if col, lo, hi, ok := rangeCondition(conj, t); ok {
+			rs.add(col, lo, hi, ir.ExprString(conj, q))
+			continue
+		}
 		col, idx, ok := keyCondition(conj, t)
 		if !ok {
 			residual = append(residual, ir.ExprString(conj, q))
@@ -93,11 +132,18 @@ func ShapeOf(plan *dpplan.Plan, decl *catalog.Table, source string) (*Shape, str
 			delete(s.Restrict, col)
 		}
 	}
+	residual = append(residual, rs.restrict(s, t)...)
 	sort.Strings(residual)
 	s.Where = strings.Join(residual, " AND ")
 	for _, key := range plan.Keys {
 		ki := make([]int, len(key))
 		for i, v := range key {
+			if b, ok := q.Buckets[q.GroupBy[i]]; ok {
+				if ki[i] = valueIndex(b.Values(t), v); ki[i] < 0 {
+					return nil, fmt.Sprintf("group key %v of %s is not one of its bins", v, q.GroupBy[i])
+				}
+				continue
+			}
 			ki[i] = valueIndex(t.Column(q.GroupBy[i]).Values, v)
 			if ki[i] < 0 {
 				return nil, fmt.Sprintf("group key %v of %s is not in its declared list", v, q.GroupBy[i])
@@ -110,7 +156,7 @@ func ShapeOf(plan *dpplan.Plan, decl *catalog.Table, source string) (*Shape, str
 	}
 	// The table's whole declaration but for the reuse setting, which says
 	// who may reuse, not what a cell is.
-	whole := *decl
+	whole := *declared
 	whole.ReuseReleases = ""
 	dj, err := json.Marshal(&whole)
 	if err != nil {
@@ -266,11 +312,14 @@ func (s *Shape) cellBox(g int) map[string][]int {
 		box[c] = idx
 	}
 	for i, c := range s.GroupBy {
-		k := s.Keys[g][i]
+		set := []int{s.Keys[g][i]}
+		if bins, ok := s.Bins[c]; ok {
+			set = bins[s.Keys[g][i]]
+		}
 		if prev, ok := box[c]; ok {
-			box[c] = intersect(prev, []int{k})
+			box[c] = intersect(prev, set)
 		} else {
-			box[c] = []int{k}
+			box[c] = set
 		}
 	}
 	return box
