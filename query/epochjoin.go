@@ -50,9 +50,10 @@ func epochJoins(q *ir.Query, base *ir.Table, cat *catalog.Catalog) error {
 			}
 		}
 		if !equated {
+			first := ir.QualifiedName(base.Alias, e.Column)
 			return ir.Refuse("JOIN %s: tables %s and %s protect each person's rows of one %s apart (by %s and %s.%s), and this join would pair a person's rows of different %ss; equate the epochs in the join: ON … AND date_trunc('%s', %s) = date_trunc('%s', %s) (or %s = %s, the same date)",
 				j.Alias, base.Name, j.Table, e.Every, e.Column, j.Alias, t.Epoch.Column, e.Every,
-				e.Every, e.Column, e.Every, col, e.Column, col)
+				e.Every, first, e.Every, col, first, col)
 		}
 		same[col] = true
 		j.Epoch = col

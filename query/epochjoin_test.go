@@ -59,6 +59,12 @@ tables:
 // when drop > 0.
 func epochJoinService(t *testing.T, groups, rows, drop int, dropMonth string) (*Service, *ledger.Ledger) {
 	t.Helper()
+	return epochJoinServiceOf(t, fmt.Sprintf(epochJoinCatalog, groups, rows), drop, dropMonth)
+}
+
+// epochJoinServiceOf is epochJoinService over the catalog text decl.
+func epochJoinServiceOf(t *testing.T, decl string, drop int, dropMonth string) (*Service, *ledger.Ledger) {
+	t.Helper()
 	dir := t.TempDir()
 	write := func(name, header string, data [][3]any) {
 		var b strings.Builder
@@ -75,7 +81,7 @@ func epochJoinService(t *testing.T, groups, rows, drop int, dropMonth string) (*
 	}
 	write("visits.csv", "pid,day,amount\n", epochRows[:])
 	write("payments.csv", "pid,paid,amount\n", epochPayments)
-	cat, err := catalog.Parse([]byte(fmt.Sprintf(epochJoinCatalog, groups, rows)), dir)
+	cat, err := catalog.Parse([]byte(decl), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +115,7 @@ var epochJoinQueries = []struct {
 	// 2×2 in January and 2×2 in February, person 3 1×1 in March.
 	{"SELECT COUNT(*), SUM(p.amount) FROM visits v JOIN payments p ON v.pid = p.pid AND date_trunc('month', v.day) = date_trunc('month', p.paid)", "2024-01..2024-03", [][]float64{{9, 1310}}, ""},
 	{"SELECT date_trunc('month', v.day) AS m, COUNT(*) FROM visits v JOIN payments p ON v.pid = p.pid AND date_trunc('month', v.day) = date_trunc('month', p.paid) GROUP BY date_trunc('month', v.day)", "2024-01..2024-03", [][]float64{{4}, {4}, {1}}, ""},
-	{"SELECT COUNT(*) FROM visits v JOIN payments p USING (pid) WHERE v.day >= DATE '2024-02-01' AND date_trunc('month', v.day) = date_trunc('month', p.paid)", "", nil, "equate the epochs in the join: ON … AND date_trunc('month', day) = date_trunc('month', p.paid)"},
+	{"SELECT COUNT(*) FROM visits v JOIN payments p USING (pid) WHERE v.day >= DATE '2024-02-01' AND date_trunc('month', v.day) = date_trunc('month', p.paid)", "", nil, "equate the epochs in the join: ON … AND date_trunc('month', v.day) = date_trunc('month', p.paid)"},
 	{"SELECT COUNT(*) FROM visits v JOIN payments p ON v.pid = p.pid AND date_trunc('month', v.day) = date_trunc('month', p.paid) WHERE v.day >= DATE '2024-02-01'", "2024-02..2024-03", [][]float64{{5}}, ""},
 	// The same day: person 1 on 2024-01-20, person 3 on 2024-03-09 (and
 	// on 2023-12-31, outside the declared range, never read).
@@ -123,7 +129,7 @@ var epochJoinQueries = []struct {
 	{"SELECT COUNT(*), SUM(LEAST(GREATEST(n, 0), 20)) FROM (SELECT v.pid, COUNT(*) AS n FROM visits v JOIN payments p ON v.pid = p.pid AND date_trunc('month', v.day) = date_trunc('month', p.paid) GROUP BY v.pid) AS s", "2024-01..2024-03", [][]float64{{3, 9}}, ""},
 	{"SELECT COUNT(*), SUM(LEAST(GREATEST(n, 0), 20)) FROM (SELECT v.pid, COUNT(*) AS n FROM visits v JOIN payments p ON v.pid = p.pid AND v.day = p.paid WHERE v.day >= DATE '2024-02-01' GROUP BY v.pid) AS s", "2024-02..2024-03", [][]float64{{1, 1}}, ""},
 	{"SELECT COUNT(*) FROM (SELECT v.pid, COUNT(*) AS n FROM visits v JOIN payments p ON v.pid = p.pid GROUP BY v.pid) AS s", "", nil, "equate the epochs in the join"},
-	{"SELECT COUNT(*) FROM visits v JOIN payments p ON v.pid = p.pid", "", nil, "equate the epochs in the join: ON … AND date_trunc('month', day) = date_trunc('month', p.paid) (or day = p.paid, the same date)"},
+	{"SELECT COUNT(*) FROM visits v JOIN payments p ON v.pid = p.pid", "", nil, "equate the epochs in the join: ON … AND date_trunc('month', v.day) = date_trunc('month', p.paid) (or v.day = p.paid, the same date)"},
 	{"SELECT COUNT(*) FROM visits v JOIN payments p ON v.pid = p.pid AND date_trunc('year', v.day) = date_trunc('year', p.paid)", "", nil, "equate the epochs in the join"},
 	{"SELECT COUNT(*) FROM visits v JOIN payments p ON v.pid = p.pid AND v.day = p.paid + 0", "", nil, "JOIN payments ON: compare columns"},
 	{"SELECT COUNT(*) FROM visits v JOIN payments p ON v.pid = p.pid AND date_trunc('month', v.day) = p.paid", "", nil, "this one compares date_trunc('month', …) with a column"},
@@ -169,6 +175,40 @@ func TestEpochJoin(t *testing.T) {
 	if text := fmt.Sprint(ex.Rows); !strings.Contains(text, "on pid = p.pid AND date_trunc('month', day) = date_trunc('month', p.paid)") ||
 		!strings.Contains(text, "every joined row is one (person, month)'s, both sides of one month; before the join each (person, month) keeps at most 4 row(s)") {
 		t.Errorf("EXPLAIN does not say the join is bounded per (person, month):\n%s", text)
+	}
+}
+
+// TestTruncatedJoinWithoutEpochs: date_trunc equalities in a join of
+// private tables that declare no epoch. The engine clamps a date into its
+// declared bounds before truncating it (so that the expression is total);
+// a row dated outside them must match nothing, not the first or last
+// month: person 3's payments of December 2023 and April 2024 and its
+// visit outside the range never pair. The answers equal those of the
+// same tables with epochs, whose filters drop those rows.
+func TestTruncatedJoinWithoutEpochs(t *testing.T) {
+	var plain []string
+	for _, line := range strings.Split(fmt.Sprintf(epochJoinCatalog, 100, 100), "\n") {
+		if !strings.Contains(line, "epoch:") {
+			plain = append(plain, line)
+		}
+	}
+	svc, _ := epochJoinServiceOf(t, strings.Join(plain, "\n"), 0, "")
+	withEpochs, _ := epochJoinService(t, 100, 100, 0, "")
+	for _, sql := range []string{
+		"SELECT COUNT(*), SUM(p.amount) FROM visits v JOIN payments p ON v.pid = p.pid AND date_trunc('month', v.day) = date_trunc('month', p.paid)",
+		"SELECT COUNT(*) FROM visits v JOIN payments p ON v.pid = p.pid AND date_trunc('day', v.day) = date_trunc('day', p.paid)",
+	} {
+		res, err := svc.Answer(context.Background(), sql, epochOpts())
+		if err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		want, err := withEpochs.Answer(context.Background(), sql, epochOpts())
+		if err != nil {
+			t.Fatalf("%s with epochs: %v", sql, err)
+		}
+		if got, w := fmt.Sprint(numbers(res)), fmt.Sprint(numbers(want)); got != w {
+			t.Errorf("%s: answer %s without epochs; want %s, as with epochs (rows dated outside the declared bounds match nothing)", sql, got, w)
+		}
 	}
 }
 

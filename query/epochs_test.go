@@ -346,7 +346,7 @@ func TestEpochPreAggregateJoinRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Prepare(cat, duckdb.Dialect, "SELECT COUNT(*) FROM (SELECT v.pid, COUNT(*) AS n FROM visits v JOIN payments p ON v.pid = p.pid GROUP BY v.pid) AS q", epochOpts())
-	if !isRefusal(err) || !strings.Contains(err.Error(), "equate the epochs in the join: ON … AND date_trunc('month', day) = date_trunc('month', p.day)") {
+	if !isRefusal(err) || !strings.Contains(err.Error(), "equate the epochs in the join: ON … AND date_trunc('month', v.day) = date_trunc('month', p.day)") {
 		t.Fatalf("error %v; want a refusal naming the equality of the months to add to the join inside the subquery", err)
 	}
 }

@@ -38,8 +38,9 @@ type Join struct {
 	// Trunc, when not nil, holds for each equality of On the period
 	// both of its sides are truncated to (ON date_trunc('month', a.day) =
 	// date_trunc('month', b.day)), or "" for a plain equality. Only a join
-	// of private tables with epochs has truncated equalities: they equate
-	// the epochs of the two sides (see the service's epoch joins).
+	// of private tables has truncated equalities: with epochs they equate
+	// the epochs of the two sides (see the service's epoch joins); the SQL
+	// matches a row only when both dates lie within their declared bounds.
 	Trunc []string
 	// Epoch is, when the query reads epochs, the relation's name of this
 	// private occurrence's epoch column ("alias.column"): its rows are

@@ -39,7 +39,7 @@ func Bind(t *catalog.Table, alias string) *ir.Table {
 			Type:     c.Type,
 			Lower:    copyBound(c.Lower),
 			Upper:    copyBound(c.Upper),
-			Values:   c.Values,
+			Values:   append([]any(nil), c.Values...),
 			Nullable: c.Nullable,
 			From:     c.From,
 		}

@@ -73,8 +73,34 @@ func (g *sqlGen) joinOn(j ir.Join) ([]string, error) {
 			return nil, err
 		}
 		on[k] = l + " = " + r
+		// dateSQL clamps a date into its column's declared bounds, so
+		// that the expression is total; a row dated outside them must
+		// match nothing rather than the first or last period.
+		for _, col := range c {
+			in, err := g.withinDeclared(col)
+			if err != nil {
+				return nil, err
+			}
+			if in != "" {
+				on[k] += " AND " + in
+			}
+		}
 	}
 	return on, nil
+}
+
+// withinDeclared spells "column lies within its declared bounds", or ""
+// when the relation declares none for it.
+func (g *sqlGen) withinDeclared(column string) (string, error) {
+	c := g.p.Table.Column(column)
+	if c == nil || !c.Bounded() {
+		return "", nil
+	}
+	return g.expr(ir.Between{
+		Arg:  ir.Operand{Kind: ir.ColumnRef, Column: c.Name},
+		Low:  ir.Operand{Kind: ir.Literal, Value: int64(*c.Lower), Type: c.Type},
+		High: ir.Operand{Kind: ir.Literal, Value: int64(*c.Upper), Type: c.Type},
+	})
 }
 
 // occurrenceEpoch spells, for a private occurrence of a join whose epoch
