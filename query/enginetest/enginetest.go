@@ -141,6 +141,7 @@ var Battery = append([]Case{
 	// epochs; each occurrence keeps at most 2 rows per (person, month)
 	// before the join (person 1's 2×2 pairs of a month are bounded to 2).
 	{Name: "epoch join by month", SQL: "SELECT COUNT(*) FROM epochs x JOIN epochs y ON x.pid = y.pid AND date_trunc('month', x.d) = date_trunc('month', y.d)", Want: "11"},
+	{Name: "join by month without epochs", SQL: "SELECT COUNT(*) FROM dated x JOIN dated y ON x.pid = y.pid AND date_trunc('month', x.d) = date_trunc('month', y.d)", Want: "19"},
 	{Name: "epoch join grouped by month", SQL: "SELECT date_trunc('month', x.d) AS m, COUNT(*) FROM epochs x JOIN epochs y ON x.pid = y.pid AND date_trunc('month', x.d) = date_trunc('month', y.d) GROUP BY date_trunc('month', x.d)", Want: "2024-01-01 3; 2024-02-01 4; 2024-03-01 4"},
 	{Name: "epoch join on the day", SQL: "SELECT COUNT(*), SUM(y.v) FROM epochs x JOIN epochs y ON x.pid = y.pid AND x.d = y.d WHERE y.v < 99", Want: "11 228"},
 	{Name: "epoch join of weeks", SQL: "SELECT COUNT(*) FROM epochts x LEFT JOIN epochts y ON x.pid = y.pid AND date_trunc('week', x.ts) = date_trunc('week', y.ts) WHERE x.ts >= TIMESTAMP '2024-02-01 00:00:00'", Want: "8"},

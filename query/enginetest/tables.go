@@ -129,6 +129,10 @@ var Tables = []Table{
 	// epochs without person 1's rows of February (one unit), for the
 	// neighbour cases.
 	{Name: "epochs_minus", File: "epochs_minus.csv", Columns: epochColumns, Declaration: epochDeclaration("d", "month")},
+	// dated is the epoch fixture's data declared without epochs: a join
+	// equating months must not pair a date outside the declared bounds
+	// (person 3's 2023-12-31) with the first month.
+	{Name: "dated", File: "epochs.csv", Columns: epochColumns, Declaration: datedDeclaration},
 	{Name: "calendar", File: "calendar.csv",
 		Columns: []Column{{"id", schema.Int}, {"d", schema.Date}, {"ts", schema.Timestamp}},
 		Declaration: `    columns:
@@ -158,6 +162,19 @@ const acctDeclaration = `    privacy_unit: pid
       u:   {type: int, values: [1, 2]}
       b:   {type: int, lower: 0, upper: 5}
       e:   {type: text, values: [a, b], nullable: true}
+`
+
+// datedDeclaration declares the epoch fixture's rows with no epoch, one
+// group and up to 100 rows per person.
+const datedDeclaration = `    privacy_unit: pid
+    id_space: dated
+    max_groups_per_unit: 1
+    max_rows_per_group: 100
+    columns:
+      pid: {type: int}
+      d:   {type: date, lower: "2024-01-01", upper: "2024-03-31"}
+      ts:  {type: timestamp, lower: "2024-01-01 00:00:00", upper: "2024-03-31 23:59:59"}
+      v:   {type: int, lower: 0, upper: 100}
 `
 
 // epochColumns are the columns of the epoch fixtures.

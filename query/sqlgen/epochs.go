@@ -72,19 +72,22 @@ func (g *sqlGen) joinOn(j ir.Join) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		on[k] = l + " = " + r
 		// dateSQL clamps a date into its column's declared bounds, so
 		// that the expression is total; a row dated outside them must
-		// match nothing rather than the first or last period.
-		for _, col := range c {
+		// match nothing rather than the first or last period: its side
+		// is NULL, which equals nothing (an ON of equalities only, as
+		// every engine accepts).
+		sides := [2]string{l, r}
+		for i, col := range c {
 			in, err := g.withinDeclared(col)
 			if err != nil {
 				return nil, err
 			}
 			if in != "" {
-				on[k] += " AND " + in
+				sides[i] = "(CASE WHEN " + in + " THEN " + sides[i] + " END)"
 			}
 		}
+		on[k] = sides[0] + " = " + sides[1]
 	}
 	return on, nil
 }
