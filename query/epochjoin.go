@@ -1,7 +1,6 @@
 package query
 
 import (
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/epoch"
 	"github.com/dpstat/dpstat/query/ir"
 )
@@ -22,7 +21,7 @@ import (
 // (date_trunc('month', a.day) = date_trunc('month', b.day) on monthly
 // epochs). Anything else is refused, before any charge, naming the
 // equality that would be accepted.
-func epochJoins(q *ir.Query, base *ir.Table, cat *catalog.Catalog) error {
+func epochJoins(q *ir.Query, base *ir.Table) error {
 	e := base.Epoch
 	// The relation's names of the epoch columns equated with the first
 	// table's.
@@ -32,16 +31,16 @@ func epochJoins(q *ir.Query, base *ir.Table, cat *catalog.Catalog) error {
 		if !j.Private {
 			continue
 		}
-		t := cat.Table(j.Table)
-		if t == nil || t.Epoch == nil || t.Epoch.Every != e.Every {
+		te := j.TableEpoch
+		if te == nil || te.Every != e.Every {
 			what := "declares no epoch"
-			if t != nil && t.Epoch != nil {
-				what = "declares epochs by " + t.Epoch.Every
+			if te != nil {
+				what = "declares epochs by " + te.Every
 			}
 			return ir.Refuse("JOIN %s: table %s declares epochs by %s of %s, and the private table %s %s: a joined row would mix units of two kinds; join private tables that declare the same epoch (every: %s), or query each table on its own",
 				j.Alias, base.Name, e.Every, e.Column, j.Table, what, e.Every)
 		}
-		col := ir.QualifiedName(j.Alias, t.Epoch.Column)
+		col := ir.QualifiedName(j.Alias, te.Column)
 		equated := false
 		for k, on := range j.On {
 			f := j.OnTrunc(k)
@@ -52,7 +51,7 @@ func epochJoins(q *ir.Query, base *ir.Table, cat *catalog.Catalog) error {
 		if !equated {
 			first := ir.QualifiedName(base.Alias, e.Column)
 			return ir.Refuse("JOIN %s: tables %s and %s protect each person's rows of one %s apart (by %s and %s.%s), and this join would pair a person's rows of different %ss; equate the epochs in the join: ON … AND date_trunc('%s', %s) = date_trunc('%s', %s) (or %s = %s, the same date)",
-				j.Alias, base.Name, j.Table, e.Every, e.Column, j.Alias, t.Epoch.Column, e.Every,
+				j.Alias, base.Name, j.Table, e.Every, e.Column, j.Alias, te.Column, e.Every,
 				e.Every, first, e.Every, col, first, col)
 		}
 		same[col] = true

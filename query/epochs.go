@@ -16,15 +16,15 @@ import (
 // charged for, and refuses, before any charge, what would mix one
 // person's rows of several epochs inside one unit's contribution. A join
 // of private tables must equate their epochs (epochJoins).
-func epochsOf(q *ir.Query, base *ir.Table, cat *catalog.Catalog) (*epoch.Range, error) {
+func epochsOf(q *ir.Query, base *ir.Table) (*epoch.Range, error) {
 	if base == nil || base.Epoch == nil {
 		return nil, nil
 	}
 	e := base.Epoch
 	if q.Pre != nil {
-		return preEpochs(q, base, cat)
+		return preEpochs(q, base)
 	}
-	if err := epochJoins(q, base, cat); err != nil {
+	if err := epochJoins(q, base); err != nil {
 		return nil, err
 	}
 	rel := base
@@ -87,13 +87,13 @@ func restrictEpochs(rel *ir.Table, where *ir.Expr) (epoch.Range, error) {
 // the epochs as a join outside does (epochJoins); COUNT(DISTINCT) over
 // several epochs, which would count a person once over epochs that are
 // protected separately, is refused.
-func preEpochs(q *ir.Query, base *ir.Table, cat *catalog.Catalog) (*epoch.Range, error) {
+func preEpochs(q *ir.Query, base *ir.Table) (*epoch.Range, error) {
 	e, pre := base.Epoch, q.Pre
 	if pre.Query == nil || pre.Relation == nil {
 		return nil, ir.Refuse("table %s declares epochs by %s of %s: this subquery cannot be grouped by (person, %s); aggregate the table directly (GROUP BY date_trunc('%s', %s) keeps the %ss apart)",
 			base.Name, e.Every, e.Column, e.Every, e.Every, e.Column, e.Every)
 	}
-	if err := epochJoins(pre.Query, base, cat); err != nil {
+	if err := epochJoins(pre.Query, base); err != nil {
 		return nil, err
 	}
 	if pre.Relation.Column(e.Column) == nil {

@@ -95,7 +95,7 @@ func prepareWith(ctx context.Context, cat *catalog.Catalog, d engine.Dialect, sq
 	if err := recordable(q); err != nil {
 		return nil, err
 	}
-	epochs, err := epochsOf(q, q.Base, cat)
+	epochs, err := epochsOf(q, q.Base)
 	if err != nil {
 		return nil, err
 	}

@@ -42,6 +42,9 @@ type Join struct {
 	// the epochs of the two sides (see the service's epoch joins); the SQL
 	// matches a row only when both dates lie within their declared bounds.
 	Trunc []string
+	// TableEpoch is the joined table's declared epoch, as bound (nil when
+	// it declares none).
+	TableEpoch *Epoch
 	// Epoch is, when the query reads epochs, the relation's name of this
 	// private occurrence's epoch column ("alias.column"): its rows are
 	// bounded per (person, epoch) before the join. Set by the service.

@@ -56,7 +56,7 @@ func (p *parser) fromJoin(je *pg.JoinExpr) error {
 		if err != nil {
 			return err
 		}
-		join := ir.Join{Table: right.Table.Name, Alias: right.Alias, Private: !right.Table.Public}
+		join := ir.Join{Table: right.Table.Name, Alias: right.Alias, Private: !right.Table.Public, TableEpoch: right.Table.Epoch}
 		if join.Private {
 			join.Unit = ir.QualifiedName(right.Alias, right.Table.PrivacyUnit)
 		}
