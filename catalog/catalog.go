@@ -198,33 +198,13 @@ func (c *Column) Bounded() bool { return c.Lower != nil && c.Upper != nil }
 // Table returns the table with the given name, compared case-insensitively
 // as SQL does for unquoted names, or nil.
 func (c *Catalog) Table(name string) *Table {
-	for _, t := range c.Tables {
-		if t.Name == name {
-			return t
-		}
-	}
-	for _, t := range c.Tables {
-		if strings.EqualFold(t.Name, name) {
-			return t
-		}
-	}
-	return nil
+	return schema.Named(c.Tables, func(t *Table) string { return t.Name }, name)
 }
 
 // Column returns the column with the given name (exact match first, then
 // case-insensitive), or nil.
 func (t *Table) Column(name string) *Column {
-	for _, c := range t.Columns {
-		if c.Name == name {
-			return c
-		}
-	}
-	for _, c := range t.Columns {
-		if strings.EqualFold(c.Name, name) {
-			return c
-		}
-	}
-	return nil
+	return schema.Named(t.Columns, func(c *Column) string { return c.Name }, name)
 }
 
 // HasPrivacyUnit reports whether one person may own several rows.

@@ -37,11 +37,7 @@ func (t *Table) Epochs() (epochs.Range, bool) {
 	if c == nil || !c.Bounded() {
 		return epochs.Range{}, false
 	}
-	return epochs.Range{
-		Every: t.Epoch.Every,
-		From:  epochs.Of(t.Epoch.Every, schema.Day(c.Type, int64(*c.Lower))),
-		To:    epochs.Of(t.Epoch.Every, schema.Day(c.Type, int64(*c.Upper))),
-	}, true
+	return epochs.Within(t.Epoch.Every, schema.Day(c.Type, int64(*c.Lower)), schema.Day(c.Type, int64(*c.Upper))), true
 }
 
 // checkEpoch checks a table's epoch declaration: a bounded date or

@@ -189,3 +189,10 @@ func Compact(every string, idx []int64) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// Within is the range of every epoch of kind every that holds a day from
+// first to last (days since 1970-01-01): the epochs a table declares by
+// its epoch column's bounds.
+func Within(every string, first, last int64) Range {
+	return Range{Every: every, From: Of(every, first), To: Of(every, last)}
+}

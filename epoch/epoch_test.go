@@ -63,3 +63,11 @@ func TestRange(t *testing.T) {
 		}
 	}
 }
+
+func TestWithin(t *testing.T) {
+	// 2024-01-01 is day 19723, 2024-03-31 day 19813.
+	r := Within(Month, 19723, 19813)
+	if r.Every != Month || r.From != Of(Month, 19723) || r.To != Of(Month, 19813) || r.To-r.From != 2 {
+		t.Errorf("Within(month, 2024-01-01, 2024-03-31) = %+v; want three months", r)
+	}
+}

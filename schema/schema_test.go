@@ -87,3 +87,15 @@ func TestReserved(t *testing.T) {
 		}
 	}
 }
+
+func TestNamed(t *testing.T) {
+	names := []string{"Age", "age", "Sex"}
+	id := func(s string) string { return s }
+	for _, c := range []struct{ want, got string }{
+		{"age", "age"}, {"Age", "Age"}, {"AGE", "Age"}, {"sex", "Sex"}, {"income", ""},
+	} {
+		if got := Named(names, id, c.want); got != c.got {
+			t.Errorf("Named(%q) = %q; want %q", c.want, got, c.got)
+		}
+	}
+}

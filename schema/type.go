@@ -64,3 +64,21 @@ const ReservedPrefix = "_dp_"
 func Reserved(name string) bool {
 	return len(name) >= len(ReservedPrefix) && strings.EqualFold(name[:len(ReservedPrefix)], ReservedPrefix)
 }
+
+// Named returns the item of items whose name (as name spells it) is want,
+// compared exactly first and then case-insensitively, as SQL compares
+// unquoted names; the zero value when there is none.
+func Named[T any](items []T, name func(T) string, want string) T {
+	for _, it := range items {
+		if name(it) == want {
+			return it
+		}
+	}
+	for _, it := range items {
+		if strings.EqualFold(name(it), want) {
+			return it
+		}
+	}
+	var zero T
+	return zero
+}

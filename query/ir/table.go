@@ -1,8 +1,6 @@
 package ir
 
 import (
-	"strings"
-
 	"github.com/dpstat/dpstat/epoch"
 	"github.com/dpstat/dpstat/schema"
 )
@@ -83,17 +81,7 @@ func (c *Column) Bounded() bool { return c.Lower != nil && c.Upper != nil }
 // Column returns the column with the given name (exact match first, then
 // case-insensitive), or nil.
 func (t *Table) Column(name string) *Column {
-	for _, c := range t.Columns {
-		if c.Name == name {
-			return c
-		}
-	}
-	for _, c := range t.Columns {
-		if strings.EqualFold(c.Name, name) {
-			return c
-		}
-	}
-	return nil
+	return schema.Named(t.Columns, func(c *Column) string { return c.Name }, name)
 }
 
 // HasPrivacyUnit reports whether one person may own several rows.
@@ -110,9 +98,5 @@ func (t *Table) Epochs() (epoch.Range, bool) {
 	if c == nil || !c.Bounded() {
 		return epoch.Range{}, false
 	}
-	return epoch.Range{
-		Every: t.Epoch.Every,
-		From:  epoch.Of(t.Epoch.Every, schema.Day(c.Type, int64(*c.Lower))),
-		To:    epoch.Of(t.Epoch.Every, schema.Day(c.Type, int64(*c.Upper))),
-	}, true
+	return epoch.Within(t.Epoch.Every, schema.Day(c.Type, int64(*c.Lower)), schema.Day(c.Type, int64(*c.Upper))), true
 }
