@@ -17,6 +17,7 @@ import (
 
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/ledger"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // Request is one DP SQL question from an authenticated analyst.
@@ -112,7 +113,7 @@ type Response struct {
 	// count, "date" or "timestamp" for a MIN, MAX or quantile of one (its
 	// interval stays in days or microseconds since 1970-01-01), "float"
 	// for the other aggregates and computed columns. Empty when unknown.
-	Types []string        `json:"types,omitempty"`
+	Types []schema.Type   `json:"types,omitempty"`
 	Rows  [][]any         `json:"rows"`
 	CI    [][]*[2]float64 `json:"ci"`
 	// Confidence is the level of the intervals.
@@ -180,12 +181,12 @@ type Refusal struct {
 // ColumnInfo is one declared column: its type and the data owner's declared
 // bounds or public values. It never carries data.
 type ColumnInfo struct {
-	Name     string   `json:"name"`
-	Type     string   `json:"type"`
-	Lower    *float64 `json:"lower,omitempty"`
-	Upper    *float64 `json:"upper,omitempty"`
-	Values   []string `json:"values,omitempty"`
-	Nullable bool     `json:"nullable,omitempty"`
+	Name     string      `json:"name"`
+	Type     schema.Type `json:"type"`
+	Lower    *float64    `json:"lower,omitempty"`
+	Upper    *float64    `json:"upper,omitempty"`
+	Values   []string    `json:"values,omitempty"`
+	Nullable bool        `json:"nullable,omitempty"`
 	// Range spells the bounds of a date or timestamp column as dates
 	// ("2024-01-01"); Lower and Upper then hold them as days (or
 	// microseconds) since 1970-01-01.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/answer"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // request builds the answerer's request for sql with the session settings.
@@ -74,7 +75,7 @@ func noisy(resp *answer.Response, j int) bool {
 // after each noisy one.
 func (ss *session) shape(resp *answer.Response) *description {
 	typed := len(resp.Types) == len(resp.Columns)
-	types := map[string]string{}
+	types := map[string]schema.Type{}
 	// Declared types do not depend on who asks: list every table, which
 	// needs no budget lookups.
 	for _, t := range ss.s.opts.Answerer.Tables("") {
@@ -93,13 +94,9 @@ func (ss *session) shape(resp *answer.Response) *description {
 			// are doubles. The answer types every column.
 			oid := uint32(oidFloat8)
 			if typed {
-				switch resp.Types[j] {
-				case "int":
-					oid = oidInt8
-				case "date":
-					oid = oidDate
-				case "timestamp":
-					oid = oidTimestamp
+				switch t := resp.Types[j]; t {
+				case schema.Int, schema.Date, schema.Timestamp:
+					oid = uint32(typeOf(t).oid)
 				}
 			}
 			d.cols = append(d.cols, column{name, oid})
@@ -115,18 +112,10 @@ func (ss *session) shape(resp *answer.Response) *description {
 			// lower(…)) or a column under an alias.
 			declared = resp.Types[j]
 		}
-		switch declared {
-		case "int", "integer", "bigint":
-			oid = oidInt8
-		case "float", "double", "real":
-			oid = oidFloat8
-		case "bool", "boolean":
-			oid = oidBool
-		case "date":
-			oid = oidDate
-		case "timestamp":
-			oid = oidTimestamp
-		case "":
+		switch _, known := declaredTypes[declared]; {
+		case known:
+			oid = uint32(typeOf(declared).oid)
+		case declared == "":
 			// A computed column without an interval (an expression over
 			// released values): typed by its values.
 			oid = valueType(resp, j)

@@ -297,7 +297,7 @@ func openCatalogDB(visible, all []answer.TableInfo, user string) (*catalogDB, er
 		add("INSERT INTO information_schema_tables VALUES ('dpstat', 'public', %s, 'BASE TABLE', NULL, NULL, NULL, NULL, NULL, 'NO', 'NO', NULL)", lit(t.Name))
 		add("INSERT INTO pg_description VALUES (%d, 1259, 0, %s)", oid, lit(tableNote(t)))
 		for j, c := range t.Columns {
-			st := typeOf(schema.Type(c.Type))
+			st := typeOf(c.Type)
 			byVal := st.size > 0
 			add("INSERT INTO pg_attribute VALUES (%d, %s, %d, -1, %d, %d, 0, -1, -1, %t, 'd', 'p', '', %t, false, false, '', '', false, true, 0, 0, NULL, NULL, NULL)",
 				oid, lit(c.Name), st.oid, st.size, j+1, byVal, !c.Nullable)
@@ -656,7 +656,7 @@ func columnNote(t *answer.TableInfo, c answer.ColumnInfo) string {
 		if len(vals) > 8 {
 			vals, more = vals[:8], ", ..."
 		}
-		parts = append(parts, c.Type+" in {"+strings.Join(vals, ", ")+more+"}")
+		parts = append(parts, string(c.Type)+" in {"+strings.Join(vals, ", ")+more+"}")
 	}
 	return strings.Join(parts, "; ")
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/dpstat/dpstat/answer"
 	"github.com/dpstat/dpstat/answer/answertest"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // TestEncodeTemporal checks released date and timestamp keys in both
@@ -33,7 +34,7 @@ func TestEncodeTemporal(t *testing.T) {
 // typed date and its interval columns stay numbers.
 func TestShapeTemporalAggregate(t *testing.T) {
 	ss := &session{s: &Server{opts: Options{Answerer: &answertest.Answerer{}}}, intervals: true}
-	resp := &answer.Response{Columns: []string{"min_signup"}, Types: []string{"date"},
+	resp := &answer.Response{Columns: []string{"min_signup"}, Types: []schema.Type{schema.Date},
 		Rows: [][]any{{"2024-01-15"}}, CI: [][]*[2]float64{{{19723, 20088}}}}
 	d := ss.shape(resp)
 	if len(d.cols) != 3 || d.cols[0].oid != oidDate || d.cols[1].oid != oidFloat8 {

@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,7 +115,7 @@ func TestColumnTypes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := strings.Join(p.Plan.ColumnTypes(), ","); got != tc.want {
+		if got := fmt.Sprint(p.Plan.ColumnTypes()); got != "["+strings.ReplaceAll(tc.want, ",", " ")+"]" {
 			t.Errorf("%s: column types = %s, want %s", tc.sql, got, tc.want)
 		}
 	}

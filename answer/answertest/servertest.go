@@ -14,6 +14,7 @@ import (
 	"github.com/dpstat/dpstat/accounting"
 	"github.com/dpstat/dpstat/answer"
 	"github.com/dpstat/dpstat/ledger"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // Answerer is a fake answer.Answerer over two declared tables, "adult" and
@@ -111,14 +112,14 @@ func (a *Answerer) Answer(ctx context.Context, req answer.Request) (*answer.Resp
 	cost := accounting.Approximate(eps, req.Delta)
 	resp := &answer.Response{
 		Columns: []string{"sex", "count"},
-		Types:   []string{"text", "int"},
+		Types:   []schema.Type{schema.Text, schema.Int},
 		Table:   table,
 		Cost:    answer.Pair{Epsilon: eps, Delta: req.Delta},
 	}
 	withAvg := strings.Contains(low, "avg(")
 	if withAvg {
 		resp.Columns = append(resp.Columns, "avg")
-		resp.Types = append(resp.Types, "float")
+		resp.Types = append(resp.Types, schema.Float)
 	}
 	if req.DryRun {
 		resp.DryRun = true

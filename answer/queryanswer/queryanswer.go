@@ -77,7 +77,7 @@ func tableInfo(t *catalog.Table) answer.TableInfo {
 		ti.MaxGroupsPerUnit, ti.MaxRowsPerGroup = int(t.MaxGroupsPerUnit), int(t.MaxRowsPerGroup)
 	}
 	for _, c := range t.Columns {
-		ci := answer.ColumnInfo{Name: c.Name, Type: string(c.Type), Lower: c.Lower, Upper: c.Upper, Nullable: c.Nullable}
+		ci := answer.ColumnInfo{Name: c.Name, Type: c.Type, Lower: c.Lower, Upper: c.Upper, Nullable: c.Nullable}
 		for _, v := range c.Values {
 			if c.Type.Temporal() {
 				ci.Values = append(ci.Values, schema.FormatValue(c.Type, v))

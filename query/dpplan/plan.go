@@ -123,8 +123,8 @@ func (p *Plan) KeyValues(g string) []any {
 // numbers); a MIN, MAX or quantile of a date or timestamp "date" or
 // "timestamp"; every other aggregate and computed output "float". Every
 // front end types its result columns by it.
-func (p *Plan) ColumnTypes() []string {
-	var out []string
+func (p *Plan) ColumnTypes() []schema.Type {
+	var out []schema.Type
 	for _, o := range p.Query.Outputs {
 		if o.Hidden {
 			continue
@@ -135,47 +135,47 @@ func (p *Plan) ColumnTypes() []string {
 }
 
 // outputType is the type of one output (see ColumnTypes).
-func (p *Plan) outputType(o ir.Output) string {
+func (p *Plan) outputType(o ir.Output) schema.Type {
 	switch {
 	case o.Post != nil:
-		return string(schema.Float)
+		return schema.Float
 	case o.Agg != nil:
 		if t := ir.AggTemporal(o.Agg, p.Query.Derived, p.Table); t != "" {
-			return string(t)
+			return t
 		}
 		if o.Agg.Func.Info().Result == ir.ResultInt {
-			return string(schema.Int)
+			return schema.Int
 		}
-		return string(schema.Float)
+		return schema.Float
 	}
 	b := p.Query.Buckets[o.Key]
 	if b == nil {
 		if c := p.Table.Column(o.Key); c != nil {
-			return string(c.Type)
+			return c.Type
 		}
 		return ""
 	}
 	switch {
 	case b.Kind == ir.DateBucket && b.Trunc:
-		return string(b.Type)
+		return b.Type
 	case b.Kind == ir.DateBucket, b.Kind == ir.WidthBucket, b.Kind == ir.RangeBucket:
-		return string(schema.Int)
+		return schema.Int
 	case b.Kind == ir.TextBucket:
-		return map[string]string{"text": "text", "number": "int", "bool": "bool"}[b.Fn.ValueKind()]
+		return map[string]schema.Type{"text": schema.Text, "number": schema.Int, "bool": schema.Bool}[b.Fn.ValueKind()]
 	case b.Kind == ir.CaseBucket && b.ValueKind() != "number":
-		return b.ValueKind()
+		return schema.Type(b.ValueKind())
 	}
 	// Numbers: typed as the planned values are (the SQL casts the key to
 	// that type too): any double makes the column a float.
 	if b.Kind == ir.FloorBucket {
-		return string(schema.Float)
+		return schema.Float
 	}
 	for _, v := range p.KeyValues(o.Key) {
 		if _, ok := v.(float64); ok {
-			return string(schema.Float)
+			return schema.Float
 		}
 	}
-	return string(schema.Int)
+	return schema.Int
 }
 
 // gridValue spells a candidate of an aggregate's quantile grid for
