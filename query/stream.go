@@ -104,7 +104,11 @@ func (s *Service) streamRanges(ctx context.Context, p *Prepared, f dpplan.Form, 
 			binary.LittleEndian.PutUint64(seed[8*i:], src.Uint64())
 		}
 		rows, err := streamRange(ctx, bs, pl, rs, seed)
-		if errors.Is(err, errUnordered) || errors.Is(err, errNotStreamable) {
+		reread := errors.Is(err, errUnordered) || errors.Is(err, errNotStreamable)
+		if streamObserved != nil {
+			streamObserved(!reread)
+		}
+		if reread {
 			text, err := p.RangeSQL(f, r)
 			if err != nil {
 				return nil, true, err
@@ -124,6 +128,10 @@ func (s *Service) streamRanges(ctx context.Context, p *Prepared, f dpplan.Form, 
 	}
 	return out, true, nil
 }
+
+// streamObserved, when set (by tests), is told for each range whether
+// the streaming form answered it (false: read again with SQL).
+var streamObserved func(streamed bool)
 
 // streamRange reads one range's rows (rs) and bounds them: the rows of
 // the range's groups, keys then statistics.
