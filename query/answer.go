@@ -423,6 +423,9 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 // whether running it would return a stored or a derived answer.
 func (s *Service) explainRun(p *Prepared, key ledger.Key, store AnswerStore, answerKey string) *Result {
 	res := explainResult(p)
+	if n := s.streamNote(p); n != "" {
+		res.Notes = append(res.Notes, n)
+	}
 	if store != nil {
 		if _, ok, err := storedResult(store, key, answerKey); err == nil && ok {
 			res.Notes = append(res.Notes, "this query was answered before: running it returns the stored answer at no cost")

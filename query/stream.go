@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -105,8 +106,8 @@ func (s *Service) streamRanges(ctx context.Context, p *Prepared, f dpplan.Form, 
 		}
 		rows, err := streamRange(ctx, bs, pl, rs, seed)
 		reread := errors.Is(err, errUnordered) || errors.Is(err, errNotStreamable)
-		if streamObserved != nil {
-			streamObserved(!reread)
+		if obs := streamObserved.Load(); obs != nil {
+			(*obs)(!reread)
 		}
 		if reread {
 			text, err := p.RangeSQL(f, r)
@@ -131,7 +132,16 @@ func (s *Service) streamRanges(ctx context.Context, p *Prepared, f dpplan.Form, 
 
 // streamObserved, when set (by tests), is told for each range whether
 // the streaming form answered it (false: read again with SQL).
-var streamObserved func(streamed bool)
+var streamObserved atomic.Pointer[func(streamed bool)]
+
+// streamNote says, for EXPLAIN, that p's ranges stream on s's engine; ""
+// when they do not.
+func (s *Service) streamNote(p *Prepared) string {
+	if _, ok := s.eng.(BatchStreamer); !ok || !streamable(p) {
+		return ""
+	}
+	return fmt.Sprintf("each range's rows are streamed to dpstat in the order of %s and bounded person by person (a range found out of that order runs its SQL statement instead)", p.Plan.Table.PrivacyUnit)
+}
 
 // streamRange reads one range's rows (rs) and bounds them: the rows of
 // the range's groups, keys then statistics.

@@ -130,14 +130,15 @@ func streamServices(t *testing.T, cat, data string) (stream, sql *Service) {
 // streaming form and those read again with SQL.
 func observeStreams(t *testing.T) (streamed, reread *int) {
 	var s, r int
-	streamObserved = func(ok bool) {
+	obs := func(ok bool) {
 		if ok {
 			s++
 		} else {
 			r++
 		}
 	}
-	t.Cleanup(func() { streamObserved = nil })
+	streamObserved.Store(&obs)
+	t.Cleanup(func() { streamObserved.Store(nil) })
 	return &s, &r
 }
 
@@ -263,6 +264,16 @@ func TestStreamChoice(t *testing.T) {
 		}
 		if streamable(p) != tt.want {
 			t.Errorf("%s: streamable %v, want %v", tt.q, !tt.want, tt.want)
+		}
+		if !tt.want {
+			continue
+		}
+		res, err := st.Answer(context.Background(), "EXPLAIN "+tt.q, exactOpts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if notes := strings.Join(res.Notes, "\n"); !strings.Contains(notes, "streamed to dpstat in the order of pid") {
+			t.Errorf("EXPLAIN %s: notes %q, want the streaming said", tt.q, notes)
 		}
 	}
 	for _, c := range []string{fmt.Sprintf(streamCatalog, 3), strings.Replace(cat, "clustered_by_unit: true", "clustered_by_unit: false", 1)} {
