@@ -59,8 +59,9 @@ func streamable(p *Prepared) bool {
 }
 
 // errNotStreamable reports a result schema the streaming form does not
-// read (a key or value type it has no reader for): a property of the plan's
-// statement, never of the data. The query then runs its SQL form.
+// read (a key or value type it has no reader for: a property of the plan's
+// statement, not of the data), or a NULL unit, which the statement's
+// filter excludes. The range then runs its SQL statement.
 var errNotStreamable = errors.New("the statement's columns cannot be streamed")
 
 // streamRanges runs p in form f in the streaming form, when p is
