@@ -4,6 +4,10 @@
 #   make install puts dpstat on PATH (go install, into $(go env GOPATH)/bin)
 
 GO ?= go
+# The embedded engine hands bounded queries over tables declared
+# clustered_by_unit to Go as Arrow batches (the streaming form) only when
+# built with this tag; without it they run the ranged SQL form.
+export GOFLAGS := $(strip $(GOFLAGS) -tags=duckdb_arrow)
 LEDGER ?= $(CURDIR)/.dpstat/demo-ledger.db
 
 # Packages with concurrent code, also tested under the race detector.

@@ -423,6 +423,9 @@ func (s *Service) Run(ctx context.Context, p *Prepared) (*Result, error) {
 // whether running it would return a stored or a derived answer.
 func (s *Service) explainRun(p *Prepared, key ledger.Key, store AnswerStore, answerKey string) *Result {
 	res := explainResult(p)
+	if n := s.streamNote(p); n != "" {
+		res.Notes = append(res.Notes, n)
+	}
 	if store != nil {
 		if _, ok, err := storedResult(store, key, answerKey); err == nil && ok {
 			res.Notes = append(res.Notes, "this query was answered before: running it returns the stored answer at no cost")
@@ -574,7 +577,8 @@ func (s *Service) exact(ctx context.Context, p *Prepared) (*dpplan.Exact, error)
 // queryRanges runs the statement of p in form f, or, on a table read in
 // ranges of its privacy unit (Prepared.Ranges), the statement of each
 // range in turn (the whole table's is then never built), one after the other so that the engine holds one
-// range's pairs at a time. The ranges' rows are concatenated:
+// range's pairs at a time (or, where the plan and the engine allow, the
+// streaming form: streamRanges). The ranges' rows are concatenated:
 // ReadExactForm adds the rows of one group exactly (each person is in one
 // range, so the sums of the ranges are the table's).
 func (s *Service) queryRanges(ctx context.Context, p *Prepared, f dpplan.Form, table string) (*engine.Rows, error) {
@@ -584,6 +588,9 @@ func (s *Service) queryRanges(ctx context.Context, p *Prepared, f dpplan.Form, t
 			return nil, err
 		}
 		return s.query(ctx, table, text)
+	}
+	if rows, ok, err := s.streamRanges(ctx, p, f, table); ok {
+		return rows, err
 	}
 	var all *engine.Rows
 	for _, r := range p.ranges {

@@ -47,7 +47,7 @@ func DeclaredUnclustered(ctx context.Context, cat *catalog.Catalog, eng engine.E
 			return nil, fmt.Errorf("table %s: checking clustered_by_unit: want counts, got %v", t.Name, rows.Rows[0])
 		}
 		if down > 0 {
-			out = append(out, fmt.Sprintf("table %s declares clustered_by_unit, but %d of its rows follow a row with a larger %s: write the file sorted by %s (or drop the declaration); the answers are the same either way, but each range of %s then reads most of the file", t.Name, down, col.Name, col.Name, col.Name))
+			out = append(out, fmt.Sprintf("table %s declares clustered_by_unit, but %d of its rows follow a row with a larger %s: write the file sorted by %s (or drop the declaration); the answers are the same either way, but each range of %s then reads most of the file (and a streamed range found out of order is read again with SQL)", t.Name, down, col.Name, col.Name, col.Name))
 		}
 		if outside > 0 {
 			out = append(out, fmt.Sprintf("table %s declares clustered_by_unit, but %d of its rows have %s outside its declared bounds [%d, %d]: they are read by the first or last range; declare the bounds that hold every %s", t.Name, outside, col.Name, int64(*col.Lower), int64(*col.Upper), col.Name))

@@ -10,7 +10,9 @@
 //   - "bounded": rows belong to persons (pid); each person keeps at most 2
 //     rows per group and at most 3 groups. dpstat answers over the table as
 //     declared (one statement) and declared clustered_by_unit (one statement
-//     per range of pid); beside them run dpstat's earlier bounded statement
+//     per range of pid, and, built with -tags duckdb_arrow, the streaming
+//     form: each range's rows streamed as Arrow batches and bounded person
+//     by person in Go); beside them run dpstat's earlier bounded statement
 //     (lists and a second read) and a bare GROUP BY pid, grp without any
 //     sampling, the floor of a hash aggregate over every pair.
 //
@@ -21,7 +23,7 @@
 //
 // The data is generated into a temporary directory, never the repository:
 //
-//	cd bench && go run ./sqlgoogle -rows 10000000 -runs 3
+//	cd bench && go run -tags duckdb_arrow ./sqlgoogle -rows 10000000 -runs 3
 package main
 
 import (
@@ -83,6 +85,16 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	// The ranged SQL form of the clustered table, on a service whose engine
+	// cannot stream (sqlOnly hides StreamBatches).
+	ranged, err := query.NewService(ctx, cat, sqlOnly{b.Engine, b.Engine}, benchdata.NoLedger{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, ok := any(b.Engine).(query.BatchStreamer); !ok {
+		log.Print("built without the duckdb_arrow tag: the streaming side runs the ranged SQL form (go run -tags duckdb_arrow ./sqlgoogle)")
+	}
+	clustered := "SELECT grp, COUNT(*), SUM(v), AVG(v) FROM events_clustered GROUP BY grp"
 	src := duckdb.Dialect.QuoteString(pq)
 	bare := fmt.Sprintf("SELECT grp, sum(c), sum(s) FROM (SELECT pid, grp, count(*) AS c, sum(least(greatest(v, 0), 100)) AS s FROM read_parquet(%s) GROUP BY pid, grp) GROUP BY grp", src)
 	type side struct {
@@ -100,7 +112,11 @@ func main() {
 		{"per-person bounding (L0=3, Linf=2): COUNT, SUM, AVG GROUP BY public key", []side{
 			{"Go + Google's library", func() error { return googleBounded(pq) }},
 			{"dpstat, one pass, one statement", dp(bounded)},
-			{"dpstat, one pass, clustered_by_unit (ranges of pid)", dp("SELECT grp, COUNT(*), SUM(v), AVG(v) FROM events_clustered GROUP BY grp")},
+			{"dpstat, one pass, clustered_by_unit (ranges of pid)", func() error {
+				_, err := ranged.Answer(ctx, clustered, opts)
+				return err
+			}},
+			{"dpstat, streaming, clustered_by_unit", dp(clustered)},
 			{"dpstat's earlier statement alone (lists, second read)", benchdata.Query(ctx, b.Engine, before.SQL)},
 			{"bare GROUP BY pid, grp (no sampling) in DuckDB", benchdata.Query(ctx, b.Engine, bare)},
 		}},
@@ -154,6 +170,13 @@ func containsAny(s string, words []string) bool {
 		}
 	}
 	return false
+}
+
+// sqlOnly is an engine without StreamBatches: its service runs the SQL
+// forms only.
+type sqlOnly struct {
+	engine.Engine
+	engine.Registrar
 }
 
 // samplerDialect is a dialect that bounds with aggregates.

@@ -64,13 +64,16 @@ var Tables = []Table{
       region: {type: text}
       zone:   {type: text}
 `},
+	// spread is written in the order of pid and says so: the embedded
+	// engine reads it in 4 ranges of pid (streamed where it can).
 	{Name: "spread", File: "spread.csv",
 		Columns: []Column{{"pid", schema.Int}, {"g", schema.Int}, {"v", schema.Int}},
 		Declaration: `    privacy_unit: pid
+    clustered_by_unit: true
     max_groups_per_unit: 2
     max_rows_per_group: 2
     columns:
-      pid: {type: int}
+      pid: {type: int, lower: 0, upper: 200000}
       g:   {type: int, values: [1, 2, 3]}
       v:   {type: int, lower: 0, upper: 10}
 `},

@@ -146,46 +146,8 @@ func (g *sqlGen) generate() (string, error) {
 		table = RawView(table)
 	}
 	rows, err := g.rowStage(table, func() ([]item, []string, error) {
-		var vals []item
-		for i, st := range p.Statistics {
-			if st.Summand.Kind == dpplan.NonNullCount {
-				continue
-			}
-			e, err := g.summand(st.Summand)
-			if err != nil {
-				return nil, nil, err
-			}
-			if e != "" {
-				rowExprs[i] = valueName(i)
-				vals = append(vals, as(e, rowExprs[i]))
-				exprOf[rowExprs[i]] = e
-			}
-		}
-		// A count of non-NULL values reuses the fixed-point summand of the
-		// same column when there is one (it is NULL exactly when the
-		// column is), so the bounding stages carry one column less.
-		// (Where NULLs are clamped to the lower bound, the summand is
-		// never NULL, so there is nothing to reuse.)
-		for i, st := range p.Statistics {
-			if st.Summand.Kind != dpplan.NonNullCount {
-				continue
-			}
-			for j, other := range p.Statistics {
-				if !g.nullsClamped() && other.Summand.Kind == dpplan.FixedPointSum && other.Summand.Column == st.Summand.Column {
-					rowExprs[i] = rowExprs[j]
-				}
-			}
-			if rowExprs[i] == "" {
-				e, err := g.summand(st.Summand)
-				if err != nil {
-					return nil, nil, err
-				}
-				rowExprs[i] = valueName(i)
-				vals = append(vals, as(e, rowExprs[i]))
-				exprOf[rowExprs[i]] = e
-			}
-		}
-		return vals, nil, nil
+		vals, err := g.rowValues(rowExprs, exprOf)
+		return vals, nil, err
 	})
 	if err != nil {
 		return "", err

@@ -1,0 +1,237 @@
+package query
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/dpstat/dpstat/catalog"
+	"github.com/dpstat/dpstat/engine"
+	"github.com/dpstat/dpstat/query/dpplan"
+	"github.com/dpstat/dpstat/query/sqlgen"
+	"github.com/dpstat/dpstat/random"
+)
+
+// BatchStreamer is implemented by engines that can hand a statement's
+// result over as Apache Arrow record batches, in the result's order (the
+// embedded DuckDB engine built with the duckdb_arrow tag). On such an
+// engine a bounded query over a table declared clustered_by_unit bounds
+// each person's contribution in Go while it reads the rows (the streaming
+// form, streamRanges).
+type BatchStreamer interface {
+	StreamBatches(ctx context.Context, sql string, fn func(arrow.RecordBatch) error) error
+}
+
+// maxStreamKeys caps the GROUP BY columns of the streaming form.
+const maxStreamKeys = 4
+
+// streamable reports whether plan p runs in the streaming form when its
+// engine can stream (BatchStreamer): a bounded plan read in ranges of its
+// unit (sqlgen.UnitRanges: a table declared clustered_by_unit, read alone,
+// with public keys), without epochs, whose statistics are counts of rows,
+// of values or of persons, and sums (COUNT, SUM, AVG, VARIANCE over
+// public keys), keeping at most 2 values per (person, group) when it
+// reads values (the one-pass form's bound). The choice depends on the
+// declarations and the plan only.
+func streamable(p *Prepared) bool {
+	pl := p.Plan
+	if len(p.ranges) == 0 || !pl.Bounded || pl.Epochs != nil || len(pl.Query.GroupBy) > maxStreamKeys || len(pl.Statistics) == 0 {
+		return false
+	}
+	if pl.SamplesValues() && (pl.Contribution.RowsPerGroup < 1 || pl.Contribution.RowsPerGroup > 2) {
+		return false
+	}
+	if pl.Contribution.RowsPerGroup < 1 || (pl.BoundGroups && (pl.Contribution.Groups < 1 || pl.Contribution.Groups > 1<<20)) {
+		return false
+	}
+	for _, st := range pl.Statistics {
+		switch st.Summand.Kind {
+		case dpplan.RowCount, dpplan.DistinctUnits, dpplan.NonNullCount, dpplan.FixedPointSum, dpplan.CentredSquareSum:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// errNotStreamable reports a result schema the streaming form does not
+// read (a key or value type it has no reader for: a property of the plan's
+// statement, not of the data), or a NULL unit, which the statement's
+// filter excludes. The range then runs its SQL statement.
+var errNotStreamable = errors.New("the statement's columns cannot be streamed")
+
+// streamRanges runs p in form f in the streaming form, when p is
+// streamable and the engine a BatchStreamer (false otherwise): for each
+// range of the unit, the engine reads the table's rows of that range
+// (filtered, keyed and clamped as the SQL forms' row stage does:
+// sqlgen.RowsSQL) and a boundPass bounds them person by person. Its rows
+// are those the ranged SQL form returns: one per group of each range.
+//
+// The declaration is not trusted: a range whose rows come back with a
+// unit below the previous one (a person's rows not contiguous, or the
+// table not in the order of its unit) is discarded and run again with the
+// range's SQL statement, with fresh randomness. Whether that happens
+// depends on the data's order only, never on the random choices, so the
+// answer has the SQL form's distribution either way; only the time
+// differs.
+func (s *Service) streamRanges(ctx context.Context, p *Prepared, f dpplan.Form, table string) (*engine.Rows, bool, error) {
+	bs, ok := s.eng.(BatchStreamer)
+	if !ok || !streamable(p) {
+		return nil, false, nil
+	}
+	src := p.Opts.Source
+	if src == nil {
+		src = random.Shared{}
+	}
+	pl := p.Plan
+	nk := len(pl.Query.GroupBy)
+	out := &engine.Rows{}
+	for i := range nk {
+		out.Columns = append(out.Columns, fmt.Sprintf("%sk%d", catalog.ReservedPrefix, i))
+	}
+	for i := range pl.Statistics {
+		out.Columns = append(out.Columns, fmt.Sprintf("%ss%d", catalog.ReservedPrefix, i))
+	}
+	for _, r := range p.ranges {
+		rs, err := sqlgen.RowsSQL(pl, p.dialect, f, r)
+		if err != nil {
+			return nil, true, err
+		}
+		var seed [32]byte
+		for i := range 4 {
+			binary.LittleEndian.PutUint64(seed[8*i:], src.Uint64())
+		}
+		rows, err := streamRange(ctx, bs, pl, rs, seed)
+		reread := errors.Is(err, errUnordered) || errors.Is(err, errNotStreamable)
+		if obs := streamObserved.Load(); obs != nil {
+			(*obs)(!reread)
+		}
+		if reread {
+			text, err := p.RangeSQL(f, r)
+			if err != nil {
+				return nil, true, err
+			}
+			sqlRows, err := s.query(ctx, table, text)
+			if err != nil {
+				return nil, true, err
+			}
+			rows = sqlRows.Rows
+		} else if err != nil {
+			if ctx.Err() != nil {
+				return nil, true, ctx.Err()
+			}
+			return nil, true, fmt.Errorf("engine error on table %s: %w", table, err)
+		}
+		out.Rows = append(out.Rows, rows...)
+	}
+	return out, true, nil
+}
+
+// streamObserved, when set (by tests), is told for each range whether
+// the streaming form answered it (false: read again with SQL).
+var streamObserved atomic.Pointer[func(streamed bool)]
+
+// streamNote says, for EXPLAIN, that p's ranges stream on s's engine; ""
+// when they do not.
+func (s *Service) streamNote(p *Prepared) string {
+	if _, ok := s.eng.(BatchStreamer); !ok || !streamable(p) {
+		return ""
+	}
+	return fmt.Sprintf("each range's rows are streamed to dpstat in the order of %s and bounded person by person (a range found out of that order runs its SQL statement instead)", p.Plan.Table.PrivacyUnit)
+}
+
+// streamRange reads one range's rows (rs) and bounds them: the rows of
+// the range's groups, keys then statistics.
+func streamRange(ctx context.Context, bs BatchStreamer, pl *dpplan.Plan, rs *sqlgen.StreamRows, seed [32]byte) ([][]any, error) {
+	nk := len(pl.Query.GroupBy)
+	// The value columns, each once (a count of values shares its sum's).
+	colOf := map[int]int{}
+	var valueCols []int
+	stats := make([]passStat, len(pl.Statistics))
+	for i, st := range pl.Statistics {
+		switch st.Summand.Kind {
+		case dpplan.RowCount:
+			stats[i].kind = passRows
+		case dpplan.DistinctUnits:
+			stats[i].kind = passUnits
+		case dpplan.NonNullCount:
+			stats[i].kind = passCount
+		default:
+			stats[i].kind = passSum
+		}
+		if stats[i].kind == passCount || stats[i].kind == passSum {
+			c := rs.Value[i]
+			if c < 0 {
+				return nil, errNotStreamable
+			}
+			if _, ok := colOf[c]; !ok {
+				colOf[c] = len(valueCols)
+				valueCols = append(valueCols, c)
+			}
+			stats[i].col = colOf[c]
+		}
+	}
+	var b *boundPass
+	keys := newKeyDicts(nk)
+	rd := &batchReader{}
+	err := bs.StreamBatches(ctx, rs.SQL, func(rec arrow.RecordBatch) error {
+		if b == nil {
+			isInt, err := valueTypes(rec.Schema(), valueCols)
+			if err != nil {
+				return err
+			}
+			b = newBoundPass(seed, pl.Contribution.RowsPerGroup, boundGroups(pl), stats, isInt)
+		}
+		return rd.read(rec, b, keys, valueCols)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if b == nil {
+		return nil, nil // no rows
+	}
+	b.finish()
+	var rows [][]any
+	for g, ok := range b.seen {
+		if !ok {
+			continue
+		}
+		row := append(make([]any, 0, nk+len(stats)), keys.values(g)...)
+		for s := range stats {
+			row = append(row, b.value(g, s))
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// boundGroups is L0 for a boundPass: 0 when the plan keeps every group.
+func boundGroups(pl *dpplan.Plan) int {
+	if !pl.BoundGroups {
+		return 0
+	}
+	return int(pl.Contribution.Groups)
+}
+
+// valueTypes says, for each value column, whether it holds integers
+// (else doubles); any other type is errNotStreamable.
+func valueTypes(sc *arrow.Schema, cols []int) ([]bool, error) {
+	out := make([]bool, len(cols))
+	for i, c := range cols {
+		if c >= sc.NumFields() {
+			return nil, errNotStreamable
+		}
+		switch sc.Field(c).Type.ID() {
+		case arrow.FLOAT64:
+		case arrow.INT64, arrow.INT32, arrow.INT16, arrow.INT8:
+			out[i] = true
+		default:
+			return nil, errNotStreamable
+		}
+	}
+	return out, nil
+}
