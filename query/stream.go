@@ -9,11 +9,11 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/query/dpplan"
 	"github.com/dpstat/dpstat/query/sqlgen"
 	"github.com/dpstat/dpstat/random"
+	"github.com/dpstat/dpstat/schema"
 )
 
 // BatchStreamer is implemented by engines that can hand a statement's
@@ -91,10 +91,10 @@ func (s *Service) streamRanges(ctx context.Context, p *Prepared, f dpplan.Form, 
 	nk := len(pl.Query.GroupBy)
 	out := &engine.Rows{}
 	for i := range nk {
-		out.Columns = append(out.Columns, fmt.Sprintf("%sk%d", catalog.ReservedPrefix, i))
+		out.Columns = append(out.Columns, fmt.Sprintf("%sk%d", schema.ReservedPrefix, i))
 	}
 	for i := range pl.Statistics {
-		out.Columns = append(out.Columns, fmt.Sprintf("%ss%d", catalog.ReservedPrefix, i))
+		out.Columns = append(out.Columns, fmt.Sprintf("%ss%d", schema.ReservedPrefix, i))
 	}
 	for _, r := range p.ranges {
 		rs, err := sqlgen.RowsSQL(pl, p.dialect, f, r)
