@@ -9,8 +9,9 @@
 // declaration, the same filter once its conditions on declared value lists
 // are taken out, the same clamping bounds and contribution bounds. Cells
 // differ only in the values of columns with declared value lists: a coarser
-// GROUP BY (over a column whose list the owner declared complete: not
-// nullable), a subset of keys, WHERE col = v or col IN (…), or in the
+// GROUP BY restricted to the listed values of the columns it leaves out (a
+// row may hold NULL or an unlisted value, which no GROUP BY releases), a
+// subset of keys, WHERE col = v or col IN (…), or in the
 // ranges and bins of a bounded int or date column (ranges.go). Overlapping
 // releases of one statistic are reconciled by generalized least squares
 // (reconcile.go), so that a derived total is the sum of its derived parts;

@@ -21,6 +21,11 @@ const (
 	maxAtoms        = 1 << 15
 	maxClasses      = 256
 	maxObservations = 4096
+	// maxCellChecks caps the query cells times the atoms whose membership
+	// is tested (the query's cells against the atoms, one test each), so
+	// that a query with many groups over many released cells falls back
+	// to the cell-by-cell derivation instead of planning for seconds.
+	maxCellChecks = 1 << 20
 )
 
 // system is the least-squares system of one statistic over some releases:
@@ -279,6 +284,9 @@ func build(id string, rs []*Record, boxes []map[string][]int, dom domain) (*syst
 		atomVals = append(atomVals, append([]int(nil), val...))
 	}
 	s.classes = len(classOf)
+	if len(boxes)*len(atomClass) > maxCellChecks {
+		return nil, false
+	}
 	// Each query cell's classes: every class wholly in the cell, or the
 	// cell is not a union of classes.
 	for _, b := range boxes {

@@ -32,9 +32,9 @@ type Shape struct {
 	// Restrict maps a column to the value indices WHERE restricts it to
 	// (sorted): of its declared value list, or, for an int or date column
 	// with declared bounds restricted to a range within them, the whole
-	// values v − lower (ranges.go). A column absent is not restricted. A column whose declared
-	// list is complete (a column declared not nullable) restricted to its
-	// whole list is absent.
+	// values v − lower (ranges.go). A column absent is not restricted. A column
+	// restricted to its whole declared list stays restricted: a row may
+	// hold NULL or a value outside the list.
 	Restrict map[string][]int
 	// GroupBy lists the grouped columns, and Keys each group's value
 	// indices in GroupBy order (following Plan.Keys).
@@ -48,7 +48,7 @@ type Shape struct {
 	// index; nil without bins.
 	Bins map[string][][]int
 	// complete maps each column with a declared value list that is
-	// complete to the list's length.
+	// complete to the list's length: none today (see ShapeOf).
 	complete map[string]int
 	// ranged marks the int and date columns whose ranges and bins can be
 	// a cell's coordinates (rangeColumn).
@@ -106,9 +106,14 @@ func ShapeOf(plan *dpplan.Plan, declared *catalog.Table, source string) (*Shape,
 		if _, _, n, ok := rangeColumn(t, c.Name); ok {
 			s.lists[c.Name], s.ranged[c.Name] = n, true
 		}
-		if len(c.Values) > 0 && !c.Nullable {
-			s.complete[c.Name] = len(c.Values)
-		}
+		// A declared value list is never taken as complete, not
+		// nullable or not: nothing in the engine drops a row whose value
+		// is NULL or outside the list from a query that does not group
+		// by the column, so the released cells of a GROUP BY need not
+		// add up to the table's total. Roll-ups over a column therefore
+		// need a release of every row (the unrestricted cell), which
+		// reconciliation combines with the listed cells; complete stays
+		// empty.
 	}
 	var residual []string
 	var rs ranges
