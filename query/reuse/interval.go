@@ -112,29 +112,44 @@ func mixtureHalfWidth(ts []term, confidence float64) (float64, bool) {
 	for i := 0; i < 200 && phi(T) > 1e-12; i++ {
 		T *= 1.5
 	}
+	// The grid of Simpson's rule has a power-of-two number of steps, at
+	// least T/h for h = min(0.25/x, 0.1/smax) (so that sin(x·t) and φ are
+	// sampled finely): the bisection below evaluates many x on few grids,
+	// and φ, the costly part (one logarithm per term), is computed once
+	// per grid point.
+	grids := map[int][]float64{}
 	cdf := func(x float64) (float64, bool) {
 		h := math.Min(0.25/x, 0.1/smax)
-		n := int(math.Ceil(T / h))
-		if n%2 == 1 {
-			n++
+		n := 2
+		for float64(n) < T/h {
+			n *= 2
 		}
 		if n > maxSteps {
 			return 0, false
 		}
 		h = T / float64(n)
-		f := func(t float64) float64 {
-			if t == 0 {
+		ph, ok := grids[n]
+		if !ok {
+			ph = make([]float64, n+1)
+			for i := range ph {
+				ph[i] = phi(float64(i) * h)
+			}
+			grids[n] = ph
+		}
+		f := func(i int) float64 {
+			if i == 0 {
 				return x
 			}
-			return math.Sin(x*t) / t * phi(t)
+			t := float64(i) * h
+			return math.Sin(x*t) / t * ph[i]
 		}
-		sum := f(0) + f(T)
+		sum := f(0) + f(n)
 		for i := 1; i < n; i++ {
 			w := 2.0
 			if i%2 == 1 {
 				w = 4
 			}
-			sum += w * f(float64(i)*h)
+			sum += w * f(i)
 		}
 		return 2 / math.Pi * sum * h / 3, true
 	}

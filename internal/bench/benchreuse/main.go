@@ -18,6 +18,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"time"
@@ -120,7 +121,18 @@ func main() {
 	budget := flag.Float64("budget", 3, "the analyst's ε budget on adult in each run")
 	accuracy := flag.Float64("accuracy", 40, "the 95% half-width asked of every COUNT")
 	seeds := flag.Int("seeds", 3, "sessions (each its own script order and noise)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx := context.Background()
 	cat, err := catalog.Load(*catPath)
 	if err != nil {
