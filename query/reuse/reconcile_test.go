@@ -306,4 +306,19 @@ func TestReconcileBounded(t *testing.T) {
 	if _, _, ok := reconcile("rows", []map[string][]int{{"a": {0}, "b": {0}}}, domain{lists: big, complete: big}, []*Record{r1, r2}); ok {
 		t.Error("a 300 × 300 system reconciled")
 	}
+	// A query of 200 × 160 groups over a total and one slice: the atoms
+	// stay under maxAtoms, but testing each of them against each group
+	// would take about 10^9 steps: the system is not built.
+	wide := map[string]int{"a": 200, "b": 160}
+	total := &Record{ReleaseID: 1, Keys: [][]int{{}}, Stats: []Measured{{ID: "rows", Law: recs[0].Stats[0].Law, Values: []float64{1}}}}
+	slice := &Record{ReleaseID: 2, Restrict: map[string][]int{"a": {0}}, Keys: [][]int{{}}, Stats: []Measured{{ID: "rows", Law: recs[0].Stats[0].Law, Values: []float64{1}}}}
+	var boxes []map[string][]int
+	for a := 0; a < wide["a"]; a++ {
+		for b := 0; b < wide["b"]; b++ {
+			boxes = append(boxes, map[string][]int{"a": {a}, "b": {b}})
+		}
+	}
+	if _, _, ok := reconcile("rows", boxes, domain{lists: wide}, []*Record{total, slice}); ok {
+		t.Error("a 32,000-group query reconciled from a total and a slice")
+	}
 }
