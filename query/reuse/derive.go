@@ -153,7 +153,7 @@ func Gather(req Request, recs []*Record) (*Prior, string) {
 			}
 			// Overlapping releases reconciled by least squares, or else
 			// each cell from the releases that cover it exactly.
-			dom := domain{lists: s.lists, complete: s.complete, ranged: s.ranged, binned: len(s.Bins) > 0}
+			dom := domain{lists: s.lists, ranged: s.ranged, binned: len(s.Bins) > 0}
 			est, from, ok := reconcile(s.Stats[i], boxes, dom, usable)
 			// The exact covers, unless reconciled; when a cell has one, the
 			// reconciled estimate must be at least as precise (the releases
@@ -162,7 +162,7 @@ func Gather(req Request, recs []*Record) (*Prior, string) {
 			single := make([]*estimate, len(boxes))
 			var covers [][]uint64
 			for g, box := range boxes {
-				e, cf := deriveStat(s.Stats[i], box, s.complete, usable)
+				e, cf := deriveStat(s.Stats[i], box, nil, usable)
 				single[g] = e
 				covers = append(covers, cf)
 				if ok && e != nil && !(est[g].variance() <= e.variance()*(1+1e-9)) {

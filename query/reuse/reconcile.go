@@ -48,8 +48,14 @@ type system struct {
 type domain struct {
 	// lists maps each column with a declared value list, or whose ranges
 	// can be coordinates (ranged), to its number of values.
-	lists, complete map[string]int
-	ranged          map[string]bool
+	lists map[string]int
+	// complete marks the lists known to hold every row's value, which
+	// then need no value for the rest (as Record.match takes them).
+	// Shapes mark none: a declared list does not exclude NULL or unlisted
+	// values (ShapeOf); the tests use it to check the least-squares
+	// system on tables whose lists cover every row.
+	complete map[string]int
+	ranged   map[string]bool
 	// binned says that the query groups by bins.
 	binned bool
 }

@@ -47,9 +47,6 @@ type Shape struct {
 	// bin's value indices (ranges.go), the key of a group being the bin's
 	// index; nil without bins.
 	Bins map[string][][]int
-	// complete maps each column with a declared value list that is
-	// complete to the list's length: none today (see ShapeOf).
-	complete map[string]int
 	// ranged marks the int and date columns whose ranges and bins can be
 	// a cell's coordinates (rangeColumn).
 	ranged map[string]bool
@@ -77,7 +74,7 @@ func ShapeOf(plan *dpplan.Plan, declared *catalog.Table, source string) (*Shape,
 	case plan.Selection != nil || plan.TopK != nil:
 		return nil, "the query selects its keys"
 	}
-	s := &Shape{Restrict: map[string][]int{}, complete: map[string]int{}, lists: map[string]int{}, ranged: map[string]bool{}}
+	s := &Shape{Restrict: map[string][]int{}, lists: map[string]int{}, ranged: map[string]bool{}}
 	for _, g := range q.GroupBy {
 		if b, ok := q.Buckets[g]; ok {
 			col, bins, why := floorBins(b, t)
@@ -110,10 +107,8 @@ func ShapeOf(plan *dpplan.Plan, declared *catalog.Table, source string) (*Shape,
 		// nullable or not: nothing in the engine drops a row whose value
 		// is NULL or outside the list from a query that does not group
 		// by the column, so the released cells of a GROUP BY need not
-		// add up to the table's total. Roll-ups over a column therefore
-		// need a release of every row (the unrestricted cell), which
-		// reconciliation combines with the listed cells; complete stays
-		// empty.
+		// add up to the table's total, and a restriction to the whole
+		// list stays a restriction.
 	}
 	var residual []string
 	var rs ranges
@@ -131,11 +126,6 @@ func ShapeOf(plan *dpplan.Plan, declared *catalog.Table, source string) (*Shape,
 			idx = intersect(prev, idx)
 		}
 		s.Restrict[col] = idx
-	}
-	for col, idx := range s.Restrict {
-		if n, ok := s.complete[col]; ok && len(idx) == n {
-			delete(s.Restrict, col)
-		}
 	}
 	residual = append(residual, rs.restrict(s, t)...)
 	sort.Strings(residual)
