@@ -47,6 +47,12 @@ type Service struct {
 	// of running twice.
 	mu    sync.Mutex
 	forms map[string]dpplan.Form
+	// unordered remembers the tables declared clustered_by_unit whose
+	// rows a streaming pass found out of the unit's order: their next
+	// queries run the ranged SQL form at once, so that how a person's rows
+	// lie in the file costs the time of a second read once, not on every
+	// query.
+	unordered map[string]bool
 	// flights holds a channel per repeat-safe query being answered now,
 	// closed when it is done, so that an identical query waits for its
 	// stored answer instead of paying again.
@@ -574,6 +580,16 @@ func (s *Service) exact(ctx context.Context, p *Prepared) (*dpplan.Exact, error)
 	}
 }
 
+// rangeRows runs the SQL statement of p in form f over range r of the
+// privacy unit.
+func (s *Service) rangeRows(ctx context.Context, p *Prepared, f dpplan.Form, r sqlgen.UnitRange, table string) (*engine.Rows, error) {
+	text, err := p.RangeSQL(f, r)
+	if err != nil {
+		return nil, err
+	}
+	return s.query(ctx, table, text)
+}
+
 // queryRanges runs the statement of p in form f, or, on a table read in
 // ranges of its privacy unit (Prepared.Ranges), the statement of each
 // range in turn (the whole table's is then never built), one after the other so that the engine holds one
@@ -594,11 +610,7 @@ func (s *Service) queryRanges(ctx context.Context, p *Prepared, f dpplan.Form, t
 	}
 	var all *engine.Rows
 	for _, r := range p.ranges {
-		text, err := p.RangeSQL(f, r)
-		if err != nil {
-			return nil, err
-		}
-		rows, err := s.query(ctx, table, text)
+		rows, err := s.rangeRows(ctx, p, f, r, table)
 		if err != nil {
 			return nil, err
 		}

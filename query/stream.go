@@ -77,10 +77,16 @@ var errNotStreamable = errors.New("the statement's columns cannot be streamed")
 // range's SQL statement, with fresh randomness. Whether that happens
 // depends on the data's order only, never on the random choices, so the
 // answer has the SQL form's distribution either way; only the time
-// differs.
+// differs, and only once: the table is remembered as out of order
+// (Service.unordered) and its later queries run the SQL form at once. A
+// range whose columns cannot be streamed (a property of the plan) ends
+// the streaming of the query's other ranges too.
 func (s *Service) streamRanges(ctx context.Context, p *Prepared, f dpplan.Form, table string) (*engine.Rows, bool, error) {
 	bs, ok := s.eng.(BatchStreamer)
-	if !ok || !streamable(p) {
+	s.mu.Lock()
+	unordered := s.unordered[table]
+	s.mu.Unlock()
+	if !ok || unordered || !streamable(p) {
 		return nil, false, nil
 	}
 	src := p.Opts.Source
@@ -96,26 +102,41 @@ func (s *Service) streamRanges(ctx context.Context, p *Prepared, f dpplan.Form, 
 	for i := range pl.Statistics {
 		out.Columns = append(out.Columns, fmt.Sprintf("%ss%d", schema.ReservedPrefix, i))
 	}
+	// stream turns false for the rest of the query once a range cannot be
+	// streamed: the statement's columns are the same in every range, and
+	// a table out of order is read with SQL from then on.
+	stream := true
 	for _, r := range p.ranges {
-		rs, err := sqlgen.RowsSQL(pl, p.dialect, f, r)
-		if err != nil {
-			return nil, true, err
+		var rows [][]any
+		err := errNotStreamable
+		if stream {
+			rs, err2 := sqlgen.RowsSQL(pl, p.dialect, f, r)
+			if err2 != nil {
+				return nil, true, err2
+			}
+			var seed [32]byte
+			for i := range 4 {
+				binary.LittleEndian.PutUint64(seed[8*i:], src.Uint64())
+			}
+			rows, err = streamRange(ctx, bs, pl, rs, seed)
 		}
-		var seed [32]byte
-		for i := range 4 {
-			binary.LittleEndian.PutUint64(seed[8*i:], src.Uint64())
-		}
-		rows, err := streamRange(ctx, bs, pl, rs, seed)
 		reread := errors.Is(err, errUnordered) || errors.Is(err, errNotStreamable)
-		if obs := streamObserved.Load(); obs != nil {
-			(*obs)(!reread)
+		if stream {
+			if obs := streamObserved.Load(); obs != nil {
+				(*obs)(!reread)
+			}
+		}
+		if errors.Is(err, errUnordered) {
+			s.mu.Lock()
+			if s.unordered == nil {
+				s.unordered = map[string]bool{}
+			}
+			s.unordered[table] = true
+			s.mu.Unlock()
 		}
 		if reread {
-			text, err := p.RangeSQL(f, r)
-			if err != nil {
-				return nil, true, err
-			}
-			sqlRows, err := s.query(ctx, table, text)
+			stream = false
+			sqlRows, err := s.rangeRows(ctx, p, f, r, table)
 			if err != nil {
 				return nil, true, err
 			}
