@@ -276,11 +276,12 @@ func TestReplanIsNewPlan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		measureRest(base, p.decl) // as Prepare does
 		re, err := base.Replan(table, 0.3, 1e-6)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(re.Releases, p.Plan.Releases) || !reflect.DeepEqual(re.Keys, p.Plan.Keys) ||
+		if !reflect.DeepEqual(re.Releases, p.Plan.Releases) || !reflect.DeepEqual(re.Keys, p.Plan.Keys) || re.Hidden != p.Plan.Hidden ||
 			re.Contribution != p.Plan.Contribution || re.BoundGroups != p.Plan.BoundGroups || !reflect.DeepEqual(re.Selection, p.Plan.Selection) {
 			t.Errorf("%s: Replan differs from NewPlanDelta:\n%+v\n%+v", sql, re, p.Plan)
 		}

@@ -62,20 +62,46 @@ func tableSource(t *catalog.Table) string {
 // bounds narrowed by the WHERE clause), else nil: reuse compares cells by
 // the declaration, never by bounds a query narrowed.
 func (s *Service) declared(p *Prepared) *catalog.Table {
-	q := p.Plan.Query
-	if p.decl == nil || q == nil || q.Base == nil || p.Plan.Table == nil {
+	return declaredFor(p.decl, p.Plan)
+}
+
+// declaredFor is decl when plan's relation is the one decl and plan's
+// query make, else nil (Service.declared).
+func declaredFor(decl *catalog.Table, plan *dpplan.Plan) *catalog.Table {
+	q := plan.Query
+	if decl == nil || q == nil || q.Base == nil || plan.Table == nil {
 		return nil
 	}
-	rel, err := ir.Relation(q, parse.Bind(p.decl, q.Base.Alias))
+	rel, err := ir.Relation(q, parse.Bind(decl, q.Base.Alias))
 	if err != nil {
 		return nil
 	}
 	a, errA := json.Marshal(rel)
-	b, errB := json.Marshal(p.Plan.Table)
+	b, errB := json.Marshal(plan.Table)
 	if errA != nil || errB != nil || string(a) != string(b) {
 		return nil
 	}
-	return p.decl
+	return decl
+}
+
+// measureRest makes plan measure the rows outside the lists of the
+// columns it groups by (dpplan.Plan.MeasureRest), when its cells are
+// kept for reuse: each grouped column with a declared value list that
+// WHERE does not restrict. The released answer is unchanged; the kept
+// measurements then add up to every total of their context, so that a
+// roll-up is a sum of them. It depends on the plan and the catalog only.
+func measureRest(plan *dpplan.Plan, decl *catalog.Table) {
+	shape, why := reuse.ShapeOf(plan, declaredFor(decl, plan), tableSource(decl))
+	if why != "" {
+		return
+	}
+	var cols []string
+	for _, c := range shape.GroupBy {
+		if _, restricted := shape.Restrict[c]; !restricted && shape.Bins[c] == nil {
+			cols = append(cols, c)
+		}
+	}
+	plan.MeasureRest(cols)
 }
 
 // measurements returns the record of a fresh answer's measurements, or nil
@@ -266,7 +292,7 @@ func derivedResult(p *Prepared, ans *reuse.Answer) *Result {
 	for _, o := range q.Outputs {
 		res.Columns = append(res.Columns, o.Name)
 	}
-	for g, key := range plan.Keys {
+	for g, key := range plan.Released() {
 		row := make([]any, len(q.Outputs))
 		ci := make([]*dpplan.Interval, len(q.Outputs))
 		vars := make([]float64, len(q.Outputs))

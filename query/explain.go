@@ -147,7 +147,7 @@ func (p *Prepared) Explain() *Explanation {
 		DroppedSQL:   p.DroppedSQL,
 		Form:         formName(p),
 		Notes:        append(append(plan.Notes(), nonEmpty(p.Noise.Choice)...), p.EngineNotes...),
-		Groups:       len(plan.Keys),
+		Groups:       len(plan.Released()),
 		Accuracy:     p.Accuracy,
 	}
 	if plan.Epochs != nil {

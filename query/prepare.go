@@ -139,6 +139,9 @@ func prepareWith(ctx context.Context, cat *catalog.Catalog, d engine.Dialect, sq
 	if err := ctx.Err(); err != nil {
 		return nil, parse.TimeRefusal(err)
 	}
+	if decl := cat.Table(q.Table); decl != nil {
+		measureRest(plan, decl)
+	}
 	nz, err := plan.NewNoise(opts.Source)
 	if err != nil {
 		return nil, err

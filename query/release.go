@@ -13,7 +13,7 @@ import (
 // re-noise one engine result many times.
 func (p *Prepared) Release(exact *dpplan.Exact) (*Result, error) {
 	plan, q := p.Plan, p.Plan.Query
-	keys := plan.Keys
+	keys := plan.Released()
 	if plan.Selection != nil {
 		exact = p.Noise.SelectKeys(exact)
 		keys = exact.Keys

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,8 +21,13 @@ import (
 
 // reuseRow is one person of the reuse tests' table.
 type reuseRow struct {
-	sex, race, work string // work "" is NULL
+	sex, race, work string // race and work "" are NULL
 	age, hours      int64
+}
+
+// listed says whether r's sex and race are in their declared lists.
+func (r reuseRow) listed() bool {
+	return (r.sex == "F" || r.sex == "M") && (r.race == "a" || r.race == "b" || r.race == "c")
 }
 
 // reuseRows returns n deterministic rows.
@@ -37,6 +43,16 @@ func reuseRows(n int) []reuseRow {
 			age: 18 + int64(next(73)), hours: 1 + int64(next(99))}
 		if w := next(3); w < 2 {
 			r.work = []string{"x", "y"}[w]
+		}
+		// Some rows hold NULL or a value outside a declared list: no
+		// GROUP BY releases them, and every total counts them.
+		switch next(16) {
+		case 0:
+			r.race = "" // NULL
+		case 1:
+			r.race = "z"
+		case 2:
+			r.sex = "X"
 		}
 		rows = append(rows, r)
 	}
@@ -131,15 +147,26 @@ func TestDerivedAnswersExact(t *testing.T) {
 		keep func(row []any) func(reuseRow) bool
 	}{
 		{"SELECT sex, COUNT(*) AS n, SUM(hours) AS h, AVG(hours) AS a FROM adult WHERE race IN ('a', 'b', 'c') GROUP BY sex",
-			func(row []any) func(reuseRow) bool { return func(r reuseRow) bool { return r.sex == row[0] } }},
+			func(row []any) func(reuseRow) bool {
+				return func(r reuseRow) bool { return r.sex == row[0] && (r.race == "a" || r.race == "b" || r.race == "c") }
+			}},
 		{"SELECT COUNT(*) AS n, SUM(hours) AS h, AVG(hours) AS a FROM adult WHERE sex IN ('F', 'M') AND race IN ('a', 'b', 'c')",
+			func([]any) func(reuseRow) bool { return reuseRow.listed }},
+		// Roll-ups: the release measured the rows outside the lists too
+		// (in cells it did not show), so the rows with NULL or an
+		// unlisted race or sex count.
+		{"SELECT sex, COUNT(*) AS n, SUM(hours) AS h, AVG(hours) AS a FROM adult GROUP BY sex",
+			func(row []any) func(reuseRow) bool { return func(r reuseRow) bool { return r.sex == row[0] } }},
+		{"SELECT COUNT(*) AS n, SUM(hours) AS h, AVG(hours) AS a FROM adult",
 			func([]any) func(reuseRow) bool { return all }},
 		{"SELECT race, COUNT(*) AS n, SUM(hours) AS h FROM adult WHERE sex = 'F' GROUP BY race",
 			func(row []any) func(reuseRow) bool {
 				return func(r reuseRow) bool { return r.sex == "F" && r.race == row[0] }
 			}},
 		{"SELECT COUNT(*) AS n, SUM(hours) AS h FROM adult WHERE race IN ('a', 'c') AND sex = 'M'",
-			func([]any) func(reuseRow) bool { return func(r reuseRow) bool { return r.race != "b" && r.sex == "M" } }},
+			func([]any) func(reuseRow) bool {
+				return func(r reuseRow) bool { return (r.race == "a" || r.race == "c") && r.sex == "M" }
+			}},
 		{"SELECT race, sex, COUNT(*) AS n FROM adult GROUP BY race, sex",
 			func(row []any) func(reuseRow) bool {
 				return func(r reuseRow) bool { return r.race == row[0] && r.sex == row[1] }
@@ -186,8 +213,7 @@ func TestDerivedAnswersExact(t *testing.T) {
 }
 
 // TestDerivedRefused: a query whose cells are not exactly unions of
-// released cells (another filter, a roll-up over a nullable column, a
-// computed summand), another analyst's release by default, --fresh, and a
+// released cells (another filter, a computed summand), another analyst's release by default, --fresh, and a
 // derived interval wider than asked are not answered for free.
 func TestDerivedRefused(t *testing.T) {
 	ctx := context.Background()
@@ -199,12 +225,11 @@ func TestDerivedRefused(t *testing.T) {
 	}{
 		{"over the whole value list", "", "SELECT sex, work, COUNT(*) AS n FROM adult WHERE race IN ('a', 'b', 'c') GROUP BY sex, work", accuracyOpts("ann", 1e6), true},
 		// A row may hold NULL or a value outside a declared list, whatever
-		// the declaration says of NULL, and nothing drops it from a query
-		// that does not group by the column: the listed cells of race do
-		// not add up to sex and work's.
-		{"roll-up over a value list", "", "SELECT sex, work, COUNT(*) AS n FROM adult GROUP BY sex, work", accuracyOpts("ann", 1e6), false},
+		// the declaration says of NULL: the release measured those rows
+		// too, in cells it did not show, so the roll-up is their sum.
+		{"roll-up over a value list", "", "SELECT sex, work, COUNT(*) AS n FROM adult GROUP BY sex, work", accuracyOpts("ann", 1e6), true},
 		{"another filter", "", "SELECT sex, COUNT(*) AS n FROM adult WHERE age > 30 GROUP BY sex", accuracyOpts("ann", 1e6), false},
-		{"roll-up over a nullable column", "", "SELECT sex, COUNT(*) AS n FROM adult GROUP BY sex", accuracyOpts("ann", 1e6), false},
+		{"roll-up over a nullable column", "", "SELECT sex, COUNT(*) AS n FROM adult GROUP BY sex", accuracyOpts("ann", 1e6), true},
 		{"computed summand", "", "SELECT sex, work, SUM(LEAST(hours, 50)) AS h FROM adult GROUP BY sex, work", accuracyOpts("ann", 1e6), false},
 		{"another analyst, own releases only", "", "SELECT sex, work, COUNT(*) AS n FROM adult WHERE race IN ('a', 'b', 'c') GROUP BY sex, work", accuracyOpts("bob", 1e6), false},
 		{"another analyst, shared releases", "    reuse_releases: shared\n", "SELECT sex, work, COUNT(*) AS n FROM adult WHERE race IN ('a', 'b', 'c') GROUP BY sex, work", accuracyOpts("bob", 1e6), true},
@@ -357,19 +382,25 @@ func TestDerivedVarianceAndCoverage(t *testing.T) {
 		keep      func(row []any) func(reuseRow) bool
 	}{
 		{"roll-up", "SELECT sex, COUNT(*) AS n, SUM(hours) AS h, AVG(hours) AS a FROM adult WHERE race IN ('a', 'b', 'c') GROUP BY sex", false,
-			func(row []any) func(reuseRow) bool { return func(r reuseRow) bool { return r.sex == row[0] } }},
+			func(row []any) func(reuseRow) bool {
+				return func(r reuseRow) bool { return r.sex == row[0] && r.listed() }
+			}},
 		{"total", "SELECT COUNT(*) AS n, SUM(hours) AS h, AVG(hours) AS a FROM adult WHERE sex IN ('F', 'M') AND race IN ('a', 'b', 'c')", false,
-			func([]any) func(reuseRow) bool { return func(reuseRow) bool { return true } }},
+			func([]any) func(reuseRow) bool { return reuseRow.listed }},
 		{"subset of keys", "SELECT sex, COUNT(*) AS n, SUM(hours) AS h FROM adult WHERE race IN ('a', 'b') GROUP BY sex", false,
 			func(row []any) func(reuseRow) bool {
-				return func(r reuseRow) bool { return r.sex == row[0] && r.race != "c" }
+				return func(r reuseRow) bool { return r.sex == row[0] && (r.race == "a" || r.race == "b") }
 			}},
 		{"one cell", "SELECT COUNT(*) AS n, SUM(hours) AS h FROM adult WHERE sex = 'F' AND race = 'b'", false,
 			func([]any) func(reuseRow) bool { return func(r reuseRow) bool { return r.sex == "F" && r.race == "b" } }},
 		{"two releases combined", "SELECT sex, COUNT(*) AS n, SUM(hours) AS h, AVG(hours) AS a FROM adult WHERE race IN ('a', 'b', 'c') GROUP BY sex", true,
-			func(row []any) func(reuseRow) bool { return func(r reuseRow) bool { return r.sex == row[0] } }},
+			func(row []any) func(reuseRow) bool {
+				return func(r reuseRow) bool { return r.sex == row[0] && r.listed() }
+			}},
 		{"topped up", "SELECT race, COUNT(*) AS n, SUM(hours) AS h, AVG(hours) AS a FROM adult WHERE sex IN ('F', 'M') GROUP BY race", false,
-			func(row []any) func(reuseRow) bool { return func(r reuseRow) bool { return r.race == row[0] } }},
+			func(row []any) func(reuseRow) bool {
+				return func(r reuseRow) bool { return r.race == row[0] && r.listed() }
+			}},
 	}
 	const runs = 1500
 	for _, sh := range shapes {
@@ -505,5 +536,65 @@ func TestTopUpChargesWhatIsNeeded(t *testing.T) {
 	h, err := led.History(ledger.Key{}, 1)
 	if err != nil || len(h) != 1 || h[0].Cost.Epsilon != d.TopUp {
 		t.Errorf("ledger's last release %+v, want a charge of ε=%v", h, d.TopUp)
+	}
+}
+
+// TestRestCellsNeighbours: the hidden cells of the rows outside the lists
+// (dpplan.Plan.MeasureRest) keep a GROUP BY's sensitivity. At ε = 1e20,
+// on D and on D without one person, every row of D in exactly one cell
+// of the measured values, the two differ in one cell only, by that
+// person's row: 1 in the count, the clamped hours in the sum. The person
+// is tried with a listed race, a NULL race, an unlisted race and an
+// unlisted sex.
+func TestRestCellsNeighbours(t *testing.T) {
+	ctx := context.Background()
+	rows := reuseRows(120)
+	sql := "SELECT sex, race, COUNT(*) AS n, SUM(hours) AS h FROM adult GROUP BY sex, race"
+	opts := Options{Epsilon: 1e20, Confidence: 0.95, Analyst: "ann", Fresh: true}
+	measure := func(rs []reuseRow) [][]float64 {
+		svc, _, _, _ := reuseService(t, rs, "")
+		res, err := svc.Answer(ctx, sql, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Rows) != 6 || len(res.measured) != 12 {
+			t.Fatalf("%d rows shown, %d cells measured; want 6 and 12", len(res.Rows), len(res.measured))
+		}
+		return res.measured
+	}
+	full := measure(rows)
+	var n float64
+	for _, c := range full {
+		n += c[0]
+	}
+	if n != float64(len(rows)) {
+		t.Fatalf("the cells count %v rows, want %d", n, len(rows))
+	}
+	for _, who := range []func(reuseRow) bool{
+		func(r reuseRow) bool { return r.listed() },
+		func(r reuseRow) bool { return r.race == "" },
+		func(r reuseRow) bool { return r.race == "z" },
+		func(r reuseRow) bool { return r.sex == "X" },
+	} {
+		i := slices.IndexFunc(rows, who)
+		if i < 0 {
+			t.Fatal("no such person in the rows")
+		}
+		minus := slices.Delete(slices.Clone(rows), i, i+1)
+		got := measure(minus)
+		changed := 0
+		for g := range full {
+			dn, dh := full[g][0]-got[g][0], full[g][1]-got[g][1]
+			if dn == 0 && dh == 0 {
+				continue
+			}
+			changed++
+			if dn != 1 || dh != float64(rows[i].hours) {
+				t.Errorf("without row %d (%+v): cell %d changed by %v, %v; want 1, %d", i, rows[i], g, dn, dh, rows[i].hours)
+			}
+		}
+		if changed != 1 {
+			t.Errorf("without row %d (%+v): %d cells changed, want 1", i, rows[i], changed)
+		}
 	}
 }

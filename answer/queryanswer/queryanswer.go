@@ -342,10 +342,10 @@ func (a *Answerer) preview(p *query.Prepared, st ledger.Status) (*answer.Respons
 			resp.Columns = append(resp.Columns, o.Name)
 		}
 	}
-	keys := p.Plan.Keys
+	keys := p.Plan.Released()
 	if len(keys) > maxPreviewGroups {
+		resp.Notes = append(resp.Notes, fmt.Sprintf("preview lists the first %d of %d groups", maxPreviewGroups, len(keys)))
 		keys = keys[:maxPreviewGroups]
-		resp.Notes = append(resp.Notes, fmt.Sprintf("preview lists the first %d of %d groups", maxPreviewGroups, len(p.Plan.Keys)))
 	}
 	half := make([]float64, len(p.Plan.Aggregates))
 	if len(p.Plan.Keys) <= maxPreviewGroups {

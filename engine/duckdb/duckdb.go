@@ -103,6 +103,15 @@ func Open(opts Options) (*Engine, error) {
 			return nil, fmt.Errorf("duckdb: memory limit %q: %w", opts.MemoryLimit, err)
 		}
 	}
+	// Parquet footers are kept between statements: a ranged or streamed
+	// query runs one statement per range of its privacy unit, and each
+	// would otherwise decode the footer of every row group again (on a
+	// 1-billion-row file, about 0.2 s per statement). DuckDB reads the
+	// footer again when the file was modified after it was cached.
+	if _, err := db.ExecContext(ctx, "SET parquet_metadata_cache = true"); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("duckdb: parquet metadata cache: %w", err)
+	}
 	dir := opts.SpillDir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "dpstat-duckdb-"); err != nil {

@@ -411,8 +411,16 @@ type Plan struct {
 	// (engine.ShardBounder).
 	PerShard bool
 	// Keys lists every group of the answer: the cross product of the
-	// GROUP BY columns' public value lists (one empty key without GROUP BY).
+	// GROUP BY columns' public value lists (one empty key without GROUP BY),
+	// followed by the Hidden cells MeasureRest adds.
 	Keys [][]any
+	// Hidden is the number of trailing Keys that the answer never shows:
+	// the rows whose value of a Rest column is NULL or outside its list,
+	// measured for reuse only (MeasureRest).
+	Hidden int
+	// Rest marks, per GROUP BY column, that some hidden cells hold its
+	// rows outside the list (their key is nil there).
+	Rest []bool
 	// Statistics are the exact aggregates the engine computes per group.
 	Statistics []Statistic
 	// Releases are the noisy values released per group.
@@ -472,6 +480,9 @@ func (p *Plan) Replan(table *ir.Table, epsilon, delta float64) (*Plan, error) {
 	// The epochs read are the query's, whatever its ε: a plan at another
 	// ε is charged in the same epochs and bounds the same units.
 	np.Epochs, np.EpochColumn, np.EpochEvery, np.DeclaredEpochs = p.Epochs, p.EpochColumn, p.EpochEvery, p.DeclaredEpochs
+	if np.Selection == nil {
+		np.Hidden, np.Rest = p.Hidden, p.Rest
+	}
 	return np, nil
 }
 

@@ -105,5 +105,5 @@ func (p *Plan) Candidates() string {
 	if p.Selection != nil {
 		return "the keys released by DP key selection"
 	}
-	return fmt.Sprintf("the %d keys of the public value lists", len(p.Keys))
+	return fmt.Sprintf("the %d keys of the public value lists", len(p.Released()))
 }

@@ -480,10 +480,12 @@ func serviceOver(t testing.TB, b Backend, cat *catalog.Catalog) (*query.Service,
 	return svc, eng, led
 }
 
-// Run runs the battery on the backend's engine.
+// Run runs the battery on the backend's engine, then checks the hidden
+// cells of the rows outside the value lists (runRestCells).
 func Run(t *testing.T, b Backend) {
-	svc, _, led := serviceOver(t, b, Catalog(t, b))
+	svc, eng, led := serviceOver(t, b, Catalog(t, b))
 	runBattery(t, b, svc, led)
+	t.Run("rest cells", func(t *testing.T) { runRestCells(t, b, svc, eng) })
 }
 
 // RunDeclared runs the battery on the backend's engine over a catalog

@@ -136,8 +136,8 @@ func Gather(req Request, recs []*Record) (*Prior, string) {
 	}
 	used := map[uint64]bool{}
 	pr := &Prior{}
-	boxes := make([]map[string][]int, len(s.Keys))
-	for g := range s.Keys {
+	boxes := make([]map[string][]int, len(s.Keys)-s.Hidden)
+	for g := range boxes {
 		boxes[g] = s.cellBox(g)
 		for _, idx := range boxes[g] {
 			if len(idx) == 0 {

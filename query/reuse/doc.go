@@ -9,8 +9,10 @@
 // declaration, the same filter once its conditions on declared value lists
 // are taken out, the same clamping bounds and contribution bounds. Cells
 // differ only in the values of columns with declared value lists: a coarser
-// GROUP BY restricted to the listed values of the columns it leaves out (a
-// row may hold NULL or an unlisted value, which no GROUP BY releases), a
+// GROUP BY or a total (a row may hold NULL or an unlisted value, which no
+// GROUP BY shows: a release's record also keeps the hidden cells of those
+// rows that its plan measured, dpplan.Plan.MeasureRest, and without them a
+// roll-up is derived only over the listed values), a
 // subset of keys, WHERE col = v or col IN (…), or in the
 // ranges and bins of a bounded int or date column (ranges.go). Overlapping
 // releases of one statistic are reconciled by generalized least squares

@@ -337,7 +337,7 @@ func valueClasses(c string, n, d int, rs []*Record, binOf []map[string][]int, bo
 				if inv, ok := binOf[ri][c]; ok {
 					k = inv[v]
 				} else if v >= n {
-					k = -1
+					k = r.restIndex(c)
 				}
 				if k >= 0 && inRestrict(r.Restrict, c, v) {
 					sig.WriteString(strconv.Itoa(k))
@@ -375,7 +375,7 @@ func atomCell(r *Record, cols []string, val []int, lists map[string]int, binOf m
 		if inv, ok := binOf[c]; ok {
 			k = inv[v]
 		} else if v >= lists[c] {
-			k = -1
+			k = r.restIndex(c)
 		}
 		if k < 0 || !inRestrict(r.Restrict, c, v) {
 			return -1

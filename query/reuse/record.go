@@ -25,6 +25,11 @@ type Record struct {
 	// Bins maps a column grouped by bins to each bin's value indices
 	// (Shape.Bins).
 	Bins map[string][][]int `json:"bins,omitempty"`
+	// Rest maps each grouped column whose rows outside its list were
+	// measured too (Shape.Hidden) to the index their cells' keys hold for
+	// it: the list's length. With it, the record's cells cover every row
+	// of its context and filter whatever the column holds.
+	Rest map[string]int `json:"rest,omitempty"`
 	// Stats holds one entry per statistic measured.
 	Stats []Measured `json:"stats"`
 
@@ -48,6 +53,23 @@ func NewRecord(s *Shape, nz *dpplan.Noise, measured [][]float64, releaseID uint6
 	}
 	r := &Record{ReleaseID: releaseID, Analyst: analyst, Context: s.Context, Where: s.Where,
 		Restrict: s.Restrict, GroupBy: s.GroupBy, Keys: s.Keys, Bins: s.Bins}
+	if s.Hidden > 0 {
+		for i, c := range s.GroupBy {
+			n, ok := s.lists[c]
+			if !ok || s.ranged[c] || s.Bins[c] != nil {
+				continue
+			}
+			for _, k := range s.Keys[len(s.Keys)-s.Hidden:] {
+				if k[i] == n {
+					if r.Rest == nil {
+						r.Rest = map[string]int{}
+					}
+					r.Rest[c] = n
+					break
+				}
+			}
+		}
+	}
 	seen := map[string]bool{}
 	for i, id := range s.Stats {
 		law, ok := nz.Law(i)
@@ -72,6 +94,15 @@ func NewRecord(s *Shape, nz *dpplan.Noise, measured [][]float64, releaseID uint6
 		return nil
 	}
 	return r
+}
+
+// restIndex is the index of column c's rest in r's cell keys (Rest), or
+// −1 when r did not measure it.
+func (r *Record) restIndex(c string) int {
+	if n, ok := r.Rest[c]; ok {
+		return n
+	}
+	return -1
 }
 
 // stat returns the record's measurement with ID id.
@@ -122,6 +153,9 @@ func (r *Record) match(box map[string][]int, complete map[string]int) ([]int, bo
 		t, ok := box[c]
 		if !ok {
 			n, full := complete[c]
+			if rn, rest := r.Rest[c]; rest && !full {
+				n, full = rn+1, true // the listed values and the rest
+			}
 			if !full {
 				return nil, false // the box holds rows r excluded (NULL)
 			}

@@ -40,6 +40,11 @@ type Shape struct {
 	// indices in GroupBy order (following Plan.Keys).
 	GroupBy []string
 	Keys    [][]int
+	// Hidden is the number of trailing Keys the answer does not show: the
+	// cells of the rows outside a column's list (dpplan.Plan.MeasureRest),
+	// whose key holds the list's length for that column. They are
+	// measured and kept, never asked for.
+	Hidden int
 	// Stats identifies each release of the plan (StatID), "" for one that
 	// cannot be reused.
 	Stats []string
@@ -139,13 +144,19 @@ func ShapeOf(plan *dpplan.Plan, declared *catalog.Table, source string) (*Shape,
 				}
 				continue
 			}
-			ki[i] = valueIndex(t.Column(q.GroupBy[i]).Values, v)
+			vals := t.Column(q.GroupBy[i]).Values
+			if v == nil && plan.RestColumn(i) {
+				ki[i] = len(vals) // the rest: NULL or outside the list
+				continue
+			}
+			ki[i] = valueIndex(vals, v)
 			if ki[i] < 0 {
 				return nil, fmt.Sprintf("group key %v of %s is not in its declared list", v, q.GroupBy[i])
 			}
 		}
 		s.Keys = append(s.Keys, ki)
 	}
+	s.Hidden = plan.Hidden
 	for i := range plan.Releases {
 		s.Stats = append(s.Stats, StatID(plan, i))
 	}

@@ -103,6 +103,15 @@ func (g *sqlGen) rowStage(table string, values func() ([]item, []string, error))
 		if err != nil {
 			return nil, err
 		}
+		if p.RestColumn(i) {
+			// Rows outside the list keep a NULL key: the plan's hidden
+			// cell of the rest (dpplan.Plan.MeasureRest).
+			in, err := g.inList(k, p.KeyValues(k))
+			if err != nil {
+				return nil, err
+			}
+			e = "CASE WHEN " + in + " THEN " + e + " END"
+		}
 		items = append(items, as(g.typedKey(k, e), keyName(i)))
 	}
 	vals, extra, err := values()
@@ -262,7 +271,8 @@ func (g *sqlGen) checkJoins() error {
 }
 
 // conditions renders the row filter: a known privacy unit, keys in their
-// public lists, and the query's WHERE.
+// public lists (but for the columns whose rest the plan measures), and the
+// query's WHERE.
 func (g *sqlGen) conditions() ([]string, error) {
 	p := g.p
 	var conds []string
@@ -270,7 +280,10 @@ func (g *sqlGen) conditions() ([]string, error) {
 		conds = append(conds, g.colRef(p.Table.PrivacyUnit)+" IS NOT NULL")
 		conds = append(conds, g.rangeConditions()...)
 	}
-	for _, k := range p.Query.GroupBy {
+	for i, k := range p.Query.GroupBy {
+		if p.RestColumn(i) {
+			continue // every row is kept: outside the list, in the rest's cell
+		}
 		if p.Query.Buckets[k] != nil {
 			// A computed key takes only its listed values, or NULL.
 			e, err := g.keyExpr(k)
