@@ -198,7 +198,7 @@ func TestDerivedAnswersExact(t *testing.T) {
 							t.Errorf("%v: n = %v, want %d", row, row[i], n)
 						}
 					case "h":
-						if math.Abs(row[i].(float64)-s) > 1e-6 {
+						if row[i].(float64) != s {
 							t.Errorf("%v: h = %v, want %v", row, row[i], s)
 						}
 					case "a":

@@ -370,6 +370,15 @@ func (req Request) finish(g int, est []*estimate, memo widths) ([]any, []dpplan.
 				ci[j] = feasible(iv, 0, math.Inf(1))
 				continue
 			}
+			if e.variance() == 0 && i < len(p.Releases) && p.Releases[i].Stat >= 0 && p.Releases[i].Stat < len(p.Statistics) {
+				// Every noise is below a double's precision (ε = 1e20):
+				// the sum is a whole number of its grid's steps, and the
+				// least-squares weights leave rounding error only.
+				step := math.Ldexp(1, p.Statistics[p.Releases[i].Stat].Summand.Exp)
+				if r := math.Round(v/step) * step; !math.IsInf(r, 0) && !math.IsNaN(r) {
+					v = r
+				}
+			}
 			row[j] = v
 			iv := dpplan.Interval{Low: v - h, High: v + h}
 			if a.Lower >= 0 {
