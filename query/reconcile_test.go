@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dpstat/dpstat/query/reuse"
 )
@@ -243,6 +244,64 @@ func TestDerivedBins(t *testing.T) {
 			// Derived: nothing charged, and no data read.
 			if derived := res.Derived != nil && res.Derived.TopUp == 0 && releases(t, led) == charged && rec.calls() == calls; derived != tc.derived {
 				t.Errorf("ε=%g %s: derived %v, want %v", eps, tc.sql, derived, tc.derived)
+				continue
+			}
+			if !tc.derived || eps != 1e20 {
+				continue
+			}
+			for _, row := range res.Rows {
+				n, s := reuseTruth(rows, tc.keep(row))
+				if row[len(row)-2] != n || row[len(row)-1].(float64) != s {
+					t.Errorf("%s: %v, want %d, %v", tc.sql, row, n, s)
+				}
+			}
+		}
+	}
+}
+
+// TestDerivedDateBuckets: date_trunc buckets of a bounded date column
+// (2024-01-01 to 2024-06-30) are derived from a release of finer buckets
+// whose unions they are (quarters and the half year from months, a range
+// of whole months), exactly at ε = 1e20, the first and last buckets
+// holding the rows the engine clamps into them; buckets that are not
+// unions (weeks) and a total (which also counts rows without a day) are
+// answered afresh.
+func TestDerivedDateBuckets(t *testing.T) {
+	ctx := context.Background()
+	rows := reuseRows(400)
+	quarter := func(d time.Time) string {
+		return time.Date(d.Year(), (d.Month()-1)/3*3+1, 1, 0, 0, 0, 0, time.UTC).Format(time.DateOnly)
+	}
+	clamped := func(r reuseRow) time.Time { return time.Date(2024, 1, 1+min(max(r.day, 0), 181), 0, 0, 0, 0, time.UTC) }
+	for _, eps := range []float64{1e20, 1} {
+		svc, rec, led, _ := reuseService(t, rows, "")
+		if _, err := svc.Answer(ctx, "SELECT date_trunc('month', day) AS m, COUNT(*) AS n, SUM(hours) AS h FROM adult GROUP BY m",
+			Options{Epsilon: eps, Confidence: 0.95, Analyst: "ann"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			sql     string
+			derived bool
+			keep    func(row []any) func(reuseRow) bool
+		}{
+			{"SELECT date_trunc('quarter', day) AS q, COUNT(*) AS n, SUM(hours) AS h FROM adult GROUP BY q", true,
+				func(row []any) func(reuseRow) bool {
+					return func(r reuseRow) bool { return quarter(clamped(r)) == fmt.Sprint(row[0]) }
+				}},
+			{"SELECT date_trunc('year', day) AS y, COUNT(*) AS n, SUM(hours) AS h FROM adult GROUP BY y", true,
+				func([]any) func(reuseRow) bool { return func(reuseRow) bool { return true } }},
+			{"SELECT COUNT(*) AS n, SUM(hours) AS h FROM adult WHERE day BETWEEN '2024-02-01' AND '2024-04-30'", true,
+				func([]any) func(reuseRow) bool { return func(r reuseRow) bool { return r.day >= 31 && r.day <= 120 } }},
+			{"SELECT date_trunc('week', day) AS w, COUNT(*) AS n FROM adult GROUP BY w", false, nil},
+			{"SELECT COUNT(*) AS n FROM adult", false, nil},
+		} {
+			charged, calls := releases(t, led), rec.calls()
+			res, err := svc.Answer(ctx, tc.sql, accuracyOpts("ann", 1e6))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if derived := res.Derived != nil && res.Derived.TopUp == 0 && releases(t, led) == charged && rec.calls() == calls; derived != tc.derived {
+				t.Errorf("ε=%g %s: derived %v, want %v (notes %q)", eps, tc.sql, derived, tc.derived, res.Notes)
 				continue
 			}
 			if !tc.derived || eps != 1e20 {

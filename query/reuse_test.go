@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dpstat/dpstat/catalog"
 	"github.com/dpstat/dpstat/engine/duckdb"
@@ -23,6 +24,14 @@ import (
 type reuseRow struct {
 	sex, race, work string // race and work "" are NULL
 	age, hours      int64
+	// day is the row's date, in days from 2024-01-01 (declared bounds
+	// 2024-01-01 to 2024-06-30: days 0 to 181).
+	day int
+}
+
+// date is the row's day as a date.
+func (r reuseRow) date() time.Time {
+	return time.Date(2024, 1, 1+r.day, 0, 0, 0, 0, time.UTC)
 }
 
 // listed says whether r's sex and race are in their declared lists.
@@ -44,6 +53,14 @@ func reuseRows(n int) []reuseRow {
 		if w := next(3); w < 2 {
 			r.work = []string{"x", "y"}[w]
 		}
+		// Days spread over the declared half year, a few outside it.
+		r.day = (i * 37) % 182
+		switch {
+		case i%29 == 5:
+			r.day = -10
+		case i%31 == 7:
+			r.day = 190
+		}
 		// Some rows hold NULL or a value outside a declared list: no
 		// GROUP BY releases them, and every total counts them.
 		switch next(16) {
@@ -64,9 +81,9 @@ func reuseRows(n int) []reuseRow {
 func writeReuseTable(t testing.TB, dir string, rows []reuseRow, extra string) string {
 	t.Helper()
 	var b strings.Builder
-	b.WriteString("id,age,hours,sex,race,work\n")
+	b.WriteString("id,age,hours,sex,race,work,day\n")
 	for i, r := range rows {
-		fmt.Fprintf(&b, "%d,%d,%d,%s,%s,%s\n", i, r.age, r.hours, r.sex, r.race, r.work)
+		fmt.Fprintf(&b, "%d,%d,%d,%s,%s,%s,%s\n", i, r.age, r.hours, r.sex, r.race, r.work, r.date().Format(time.DateOnly))
 	}
 	if err := os.WriteFile(filepath.Join(dir, "adult.csv"), []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
@@ -82,6 +99,7 @@ tables:
       sex:   {type: text, values: [F, M]}
       race:  {type: text, values: [a, b, c]}
       work:  {type: text, nullable: true, values: [x, y]}
+      day:   {type: date, lower: 2024-01-01, upper: 2024-06-30}
 `
 	path := filepath.Join(dir, "catalog.yaml")
 	if err := os.WriteFile(path, []byte(cat), 0o644); err != nil {

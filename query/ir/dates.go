@@ -154,6 +154,11 @@ func isoDow(d int64) int64 {
 	return r + 1
 }
 
+// DateKey is the key of the DateBucket b for a column value v (days for a
+// date, microseconds for a timestamp) already moved by its shift, as the
+// engines compute it.
+func (b *Bucket) DateKey(v int64) int64 { return b.dateValue(v) }
+
 // dateValue computes the bucket's key of a column value already moved by
 // the bucket's shift, as the engines do.
 func (b *Bucket) dateValue(v int64) int64 {

@@ -154,8 +154,11 @@ const (
 // before it divides (sqlgen), so a value below the lower bound is in the
 // first bin, one above the upper bound in the last, and NULL in none.
 func floorBins(b *ir.Bucket, t *ir.Table) (string, [][]int, string) {
+	if b.Kind == ir.DateBucket {
+		return dateBins(b, t)
+	}
 	if b.Kind != ir.FloorBucket {
-		return "", nil, "the query groups by computed keys other than floor(col / w) * w"
+		return "", nil, "the query groups by computed keys other than floor(col / w) * w and date_trunc"
 	}
 	lo, hi, n, ok := rangeColumn(t, b.Column)
 	if !ok || !(b.Width >= 1) || b.Width != math.Trunc(b.Width) {
@@ -175,6 +178,40 @@ func floorBins(b *ir.Bucket, t *ir.Table) (string, [][]int, string) {
 	}
 	bins[binOf(lo)] = append(bins[binOf(lo)], n+belowIndex)
 	bins[binOf(hi)] = append(bins[binOf(hi)], n+aboveIndex)
+	for j := range bins {
+		bins[j] = normalize(bins[j])
+	}
+	return t.Column(b.Column).Name, bins, ""
+}
+
+// dateBins returns, for a GROUP BY date_trunc(unit, col) over a date
+// column rangeColumn accepts, the column and each bucket's day indices
+// (d − lower), or why its groups cannot be derived. As with floor bins,
+// the engine clamps the value to the declared bounds before it truncates
+// it, so the first bucket also holds the rows below the lower bound and
+// the last those above the upper bound (rows without a value are in no
+// bucket).
+func dateBins(b *ir.Bucket, t *ir.Table) (string, [][]int, string) {
+	lo, hi, n, ok := rangeColumn(t, b.Column)
+	switch {
+	case !b.Trunc || b.Type != schema.Date || b.Shift != 0:
+		return "", nil, "date buckets other than date_trunc(unit, col) over a date column are answered afresh"
+	case !ok:
+		return "", nil, "buckets of " + b.Column + " are answered afresh (only a date column with at most 512 days in its declared bounds is derived)"
+	}
+	l, h := int64(lo), int64(hi)
+	keys := b.Values(t)
+	bins := make([][]int, len(keys))
+	binOf := func(d int64) int { return valueIndex(keys, b.DateKey(d)) }
+	for d := l; d <= h; d++ {
+		j := binOf(d)
+		if j < 0 {
+			return "", nil, "buckets of " + b.Column + " do not cover its declared bounds"
+		}
+		bins[j] = append(bins[j], int(d-l))
+	}
+	bins[binOf(l)] = append(bins[binOf(l)], n+belowIndex)
+	bins[binOf(h)] = append(bins[binOf(h)], n+aboveIndex)
 	for j := range bins {
 		bins[j] = normalize(bins[j])
 	}
