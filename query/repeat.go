@@ -17,6 +17,7 @@ import (
 	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query/dpplan"
 	"github.com/dpstat/dpstat/query/reuse"
+	"github.com/dpstat/dpstat/query/sqlgen"
 )
 
 // AnswerStore looks up answers stored with earlier charges; *ledger.Ledger
@@ -71,7 +72,7 @@ func (p *Prepared) AnswerKey() string {
 		strconv.FormatFloat(p.Opts.Epsilon, 'g', -1, 64),
 		strconv.FormatFloat(p.Opts.Delta, 'g', -1, 64),
 		strconv.FormatFloat(p.Opts.Confidence, 'g', -1, 64),
-		p.SQL,
+		keySQL(p),
 	} {
 		fmt.Fprintf(h, "%d:%s;", len(part), part)
 	}
@@ -82,6 +83,24 @@ func (p *Prepared) AnswerKey() string {
 		fmt.Fprintf(h, "%d:%s;", len(hs), hs)
 	}
 	return answerKeyVersion + ":" + hex.EncodeToString(h.Sum(nil))
+}
+
+// keySQL is the statement an answer key names: p's, or, when p's plan
+// also measures the rows outside its value lists in hidden cells
+// (dpplan.Plan.MeasureRest), the statement of the same plan without them.
+// The released groups are the same statistic either way, so an answer
+// stored before those cells were measured is found again.
+func keySQL(p *Prepared) string {
+	if p.Plan.Hidden == 0 || p.dialect == nil {
+		return p.SQL
+	}
+	np := *p.Plan
+	np.Keys, np.Hidden, np.Rest = np.Released(), 0, nil
+	text, err := sqlgen.SQL(&np, p.dialect)
+	if err != nil {
+		return p.SQL
+	}
+	return text
 }
 
 // storedCell is one answer value with its type kept.

@@ -17,6 +17,7 @@ import (
 	"github.com/dpstat/dpstat/query/dpplan"
 	"github.com/dpstat/dpstat/query/ir"
 	"github.com/dpstat/dpstat/query/reuse"
+	"github.com/dpstat/dpstat/query/sqlgen"
 	"github.com/dpstat/dpstat/random"
 )
 
@@ -614,5 +615,34 @@ func TestRestCellsNeighbours(t *testing.T) {
 		if changed != 1 {
 			t.Errorf("without row %d (%+v): %d cells changed, want 1", i, rows[i], changed)
 		}
+	}
+}
+
+// TestRestCellsKeepAnswerKey: measuring the rows outside the value lists
+// changes the engine SQL but not the released statistic, so the stored
+// answer's key is the one the same query had without the hidden cells
+// (an answer stored before them is found again).
+func TestRestCellsKeepAnswerKey(t *testing.T) {
+	svc, _, _, _ := reuseService(t, reuseRows(10), "")
+	p, err := svc.Prepare("SELECT sex, race, COUNT(*) AS n FROM adult GROUP BY sex, race", Options{Epsilon: 1, Confidence: 0.95, Analyst: "ann"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Plan.Hidden == 0 {
+		t.Fatal("no hidden cells")
+	}
+	before := *p
+	plan := *p.Plan
+	plan.Keys, plan.Hidden, plan.Rest = plan.Released(), 0, nil
+	text, err := sqlgen.SQL(&plan, p.dialect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before.Plan, before.SQL = &plan, text
+	if text == p.SQL {
+		t.Fatal("the statement did not change with the hidden cells")
+	}
+	if before.AnswerKey() != p.AnswerKey() {
+		t.Error("the answer key changed with the hidden cells")
 	}
 }

@@ -348,7 +348,9 @@ func (a *Answerer) preview(p *query.Prepared, st ledger.Status) (*answer.Respons
 		keys = keys[:maxPreviewGroups]
 	}
 	half := make([]float64, len(p.Plan.Aggregates))
-	if len(p.Plan.Keys) <= maxPreviewGroups {
+	if len(p.Plan.Released()) <= maxPreviewGroups {
+		// Every cell, the hidden ones too (dpplan.Plan.MeasureRest): the
+		// noise is laid out over all of them.
 		zero := &dpplan.Exact{Stats: make([][]*big.Int, len(p.Plan.Keys))}
 		for g := range zero.Stats {
 			zero.Stats[g] = make([]*big.Int, len(p.Plan.Statistics))

@@ -444,3 +444,32 @@ func TestDryRunSaysWouldRefuse(t *testing.T) {
 		t.Errorf("%d releases, want the one run", n)
 	}
 }
+
+// TestDryRunWithHiddenCells: a preview of a GROUP BY whose shown groups
+// fit the preview but whose cells with the hidden ones for the rows
+// outside the value lists do not (672 shown, 1,512 measured) still gives
+// every group its half-width.
+func TestDryRunWithHiddenCells(t *testing.T) {
+	s := start(t, filepath.Join(t.TempDir(), "ledger.db"))
+	_, tok, err := s.reg.Add("alice", analyst.RoleAnalyst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ledger.Grant(ledger.Key{Dataset: "adult", Analyst: "alice"}, accounting.EpsDelta{Epsilon: 1}, accounting.Basic); err != nil {
+		t.Fatal(err)
+	}
+	sql := "SELECT workclass, marital_status, relationship, sex, COUNT(*) AS n FROM adult GROUP BY workclass, marital_status, relationship, sex"
+	code, m := s.post(t, tok, `{"sql":"`+sql+`","epsilon":0.5,"dry_run":true}`)
+	if code != 200 {
+		t.Fatalf("dry run: %d %v", code, m)
+	}
+	rows, _ := m["rows"].([]any)
+	ci, _ := m["ci"].([]any)
+	if len(rows) != 672 || len(ci) != 672 {
+		t.Fatalf("%d rows, %d intervals; want 672", len(rows), len(ci))
+	}
+	iv, _ := json.Marshal(ci[0])
+	if !strings.Contains(string(iv), "-") || strings.Contains(string(iv), "[0,0]") || strings.Contains(string(iv), "[-0,0]") {
+		t.Errorf("the first group's interval is %s, want the count's half-width around 0", iv)
+	}
+}

@@ -339,7 +339,7 @@ func (b *bench) eventsCountSumAvg(table, cond string, rows []event, l0, linf, dr
 		ex := b.readExact(p)
 		exact := exactValues(p.Plan, ex)
 		index := map[int64]int{}
-		for i, k := range p.Plan.Keys {
+		for i, k := range p.Plan.Released() {
 			index[k[0].(int64)] = i
 		}
 		for _, g := range grps {

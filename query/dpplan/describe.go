@@ -61,7 +61,7 @@ func (p *Plan) DescribeKeys() string {
 	out := fmt.Sprintf("public value lists of %s (%s): %d group(s), all released, including empty ones; no data decides which",
 		p.Query.KeyNames(), source, len(p.Released()))
 	if p.Hidden > 0 {
-		out += fmt.Sprintf("; %d more cell(s) hold the rows whose value is NULL or outside the lists: measured with the same noise at no extra cost (every row falls in one cell) and kept for reuse only, never shown", p.Hidden)
+		out += fmt.Sprintf("; %d more cell(s) hold the rows whose value is NULL or outside the lists: measured with the same noise at no extra cost (every row falls in one cell) and kept for reuse only: never shown on their own, sums of them answer later roll-ups and totals", p.Hidden)
 	}
 	return out
 }
