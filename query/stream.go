@@ -26,6 +26,16 @@ type BatchStreamer interface {
 	StreamBatches(ctx context.Context, sql string, fn func(arrow.RecordBatch) error) error
 }
 
+// streamSpan is how many consecutive ranges of the unit (sqlgen.UnitRanges)
+// one streaming statement reads. Each statement costs a fixed time that
+// grows with the file (the engine considers every row group of the file
+// against the range's filter: about 20 µs per row group), and its result
+// is held by the engine until it is read (about 25 bytes a row): a span
+// of a few ranges cuts the statements of a large table by as much, for a
+// few tens of megabytes more. A span found out of order is read again
+// range by range with SQL.
+const streamSpan = 4
+
 // maxStreamKeys caps the GROUP BY columns of the streaming form.
 const maxStreamKeys = 4
 
@@ -66,20 +76,21 @@ var errNotStreamable = errors.New("the statement's columns cannot be streamed")
 
 // streamRanges runs p in form f in the streaming form, when p is
 // streamable and the engine a BatchStreamer (false otherwise): for each
-// range of the unit, the engine reads the table's rows of that range
-// (filtered, keyed and clamped as the SQL forms' row stage does:
-// sqlgen.RowsSQL) and a boundPass bounds them person by person. Its rows
-// are those the ranged SQL form returns: one per group of each range.
+// span of consecutive ranges of the unit (streamSpan), the engine reads
+// the table's rows of that span (filtered, keyed and clamped as the SQL
+// forms' row stage does: sqlgen.RowsSQL) and a boundPass bounds them
+// person by person. Its rows are one per group of each span, whose sums
+// add up as the ranged SQL form's do.
 //
-// The declaration is not trusted: a range whose rows come back with a
+// The declaration is not trusted: a span whose rows come back with a
 // unit below the previous one (a person's rows not contiguous, or the
-// table not in the order of its unit) is discarded and run again with the
-// range's SQL statement, with fresh randomness. Whether that happens
-// depends on the data's order only, never on the random choices, so the
-// answer has the SQL form's distribution either way; only the time
+// table not in the order of its unit) is discarded and its ranges run
+// again with their SQL statements, with fresh randomness. Whether that
+// happens depends on the data's order only, never on the random choices,
+// so the answer has the SQL form's distribution either way; only the time
 // differs, and only once: the table is remembered as out of order
 // (Service.unordered) and its later queries run the SQL form at once. A
-// range whose columns cannot be streamed (a property of the plan) ends
+// span whose columns cannot be streamed (a property of the plan) ends
 // the streaming of the query's other ranges too.
 func (s *Service) streamRanges(ctx context.Context, p *Prepared, f dpplan.Form, table string) (*engine.Rows, bool, error) {
 	bs, ok := s.eng.(BatchStreamer)
@@ -102,52 +113,57 @@ func (s *Service) streamRanges(ctx context.Context, p *Prepared, f dpplan.Form, 
 	for i := range pl.Statistics {
 		out.Columns = append(out.Columns, fmt.Sprintf("%ss%d", schema.ReservedPrefix, i))
 	}
-	// stream turns false for the rest of the query once a range cannot be
+	// stream turns false for the rest of the query once a span cannot be
 	// streamed: the statement's columns are the same in every range, and
 	// a table out of order is read with SQL from then on.
 	stream := true
-	for _, r := range p.ranges {
-		var rows [][]any
-		err := errNotStreamable
+	for i := 0; i < len(p.ranges); {
+		j := min(i+streamSpan, len(p.ranges))
 		if stream {
-			rs, err2 := sqlgen.RowsSQL(pl, p.dialect, f, r)
-			if err2 != nil {
-				return nil, true, err2
+			span := sqlgen.UnitRange{Lo: p.ranges[i].Lo, Hi: p.ranges[j-1].Hi}
+			rs, err := sqlgen.RowsSQL(pl, p.dialect, f, span)
+			if err != nil {
+				return nil, true, err
 			}
 			var seed [32]byte
-			for i := range 4 {
-				binary.LittleEndian.PutUint64(seed[8*i:], src.Uint64())
+			for k := range 4 {
+				binary.LittleEndian.PutUint64(seed[8*k:], src.Uint64())
 			}
-			rows, err = streamRange(ctx, bs, pl, rs, seed)
-		}
-		reread := errors.Is(err, errUnordered) || errors.Is(err, errNotStreamable)
-		if stream {
+			rows, err := streamRange(ctx, bs, pl, rs, seed)
+			reread := errors.Is(err, errUnordered) || errors.Is(err, errNotStreamable)
 			if obs := streamObserved.Load(); obs != nil {
 				(*obs)(!reread)
 			}
-		}
-		if errors.Is(err, errUnordered) {
-			s.mu.Lock()
-			if s.unordered == nil {
-				s.unordered = map[string]bool{}
+			if errors.Is(err, errUnordered) {
+				s.mu.Lock()
+				if s.unordered == nil {
+					s.unordered = map[string]bool{}
+				}
+				s.unordered[table] = true
+				s.mu.Unlock()
 			}
-			s.unordered[table] = true
-			s.mu.Unlock()
-		}
-		if reread {
+			switch {
+			case err == nil:
+				out.Rows = append(out.Rows, rows...)
+				i = j
+				continue
+			case !reread:
+				if ctx.Err() != nil {
+					return nil, true, ctx.Err()
+				}
+				return nil, true, fmt.Errorf("engine error on table %s: %w", table, err)
+			}
 			stream = false
+		}
+		// The span's ranges are read with their SQL statements.
+		for _, r := range p.ranges[i:j] {
 			sqlRows, err := s.rangeRows(ctx, p, f, r, table)
 			if err != nil {
 				return nil, true, err
 			}
-			rows = sqlRows.Rows
-		} else if err != nil {
-			if ctx.Err() != nil {
-				return nil, true, ctx.Err()
-			}
-			return nil, true, fmt.Errorf("engine error on table %s: %w", table, err)
+			out.Rows = append(out.Rows, sqlRows.Rows...)
 		}
-		out.Rows = append(out.Rows, rows...)
+		i = j
 	}
 	return out, true, nil
 }
@@ -162,7 +178,7 @@ func (s *Service) streamNote(p *Prepared) string {
 	if _, ok := s.eng.(BatchStreamer); !ok || !streamable(p) {
 		return ""
 	}
-	return fmt.Sprintf("each range's rows are streamed to dpstat in the order of %s and bounded person by person (a range found out of that order runs its SQL statement instead)", p.Plan.Table.PrivacyUnit)
+	return fmt.Sprintf("the rows of each span of up to %d ranges are streamed to dpstat in the order of %s and bounded person by person (a span found out of that order runs its ranges' SQL statements instead)", streamSpan, p.Plan.Table.PrivacyUnit)
 }
 
 // streamRange reads one range's rows (rs) and bounds them: the rows of

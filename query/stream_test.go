@@ -194,13 +194,13 @@ func TestStreamAgreesWithSQL(t *testing.T) {
 					}
 				}
 				if clustered && (*streamed == 0 || *reread > 0) {
-					t.Errorf("clustered file: %d ranges streamed, %d read again; want all streamed", *streamed, *reread)
+					t.Errorf("clustered file: %d spans streamed, %d read again; want all streamed", *streamed, *reread)
 				}
 				// Out of order, the first range found so is read again, and
 				// the table is remembered: every later range and query reads
 				// with SQL at once.
 				if !clustered && *reread != 1 {
-					t.Errorf("shuffled file: %d ranges read again (%d streamed); want 1: the table remembered as out of order", *reread, *streamed)
+					t.Errorf("shuffled file: %d spans read again (%d streamed); want 1: the table remembered as out of order", *reread, *streamed)
 				}
 			})
 		}

@@ -108,6 +108,13 @@ func Open(opts Options) (*Engine, error) {
 	// would otherwise decode the footer of every row group again (on a
 	// 1-billion-row file, about 0.2 s per statement). DuckDB reads the
 	// footer again when the file was modified after it was cached.
+	// Local files are cached by the operating system: DuckDB's own cache
+	// of file blocks would only grow the process (by tens of megabytes on
+	// a large table read in ranges).
+	if _, err := db.ExecContext(ctx, "SET enable_external_file_cache = false"); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("duckdb: external file cache: %w", err)
+	}
 	if _, err := db.ExecContext(ctx, "SET parquet_metadata_cache = true"); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("duckdb: parquet metadata cache: %w", err)
