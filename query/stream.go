@@ -168,8 +168,8 @@ func (s *Service) streamRanges(ctx context.Context, p *Prepared, f dpplan.Form, 
 	return out, true, nil
 }
 
-// streamObserved, when set (by tests), is told for each range whether
-// the streaming form answered it (false: read again with SQL).
+// streamObserved, when set (by tests), is told for each span whether
+// the streaming form answered it (false: its ranges read again with SQL).
 var streamObserved atomic.Pointer[func(streamed bool)]
 
 // streamNote says, for EXPLAIN, that p's ranges stream on s's engine; ""

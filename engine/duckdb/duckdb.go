@@ -107,7 +107,10 @@ func Open(opts Options) (*Engine, error) {
 	// query runs one statement per range of its privacy unit, and each
 	// would otherwise decode the footer of every row group again (on a
 	// 1-billion-row file, about 0.2 s per statement). DuckDB reads the
-	// footer again when the file was modified after it was cached.
+	// footer again when the file's last-modified time differs to the
+	// second (or is less than 10 s old); a file replaced in place by a
+	// copy that keeps its time needs a catalog reload, which opens a new
+	// engine (docs/server.md).
 	// Local files are cached by the operating system: DuckDB's own cache
 	// of file blocks would only grow the process (by tens of megabytes on
 	// a large table read in ranges).

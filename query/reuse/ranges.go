@@ -184,6 +184,10 @@ func floorBins(b *ir.Bucket, t *ir.Table) (string, [][]int, string) {
 	return t.Column(b.Column).Name, bins, ""
 }
 
+// maxEngineDay is the last day (since 1970-01-01) every engine's date type
+// holds as it is: 2105-12-31, the end of ClickHouse's Date.
+const maxEngineDay = 49672
+
 // dateBins returns, for a GROUP BY date_trunc(unit, col) over a date
 // column rangeColumn accepts, the column and each bucket's day indices
 // (d − lower), or why its groups cannot be derived. As with floor bins,
@@ -200,6 +204,11 @@ func dateBins(b *ir.Bucket, t *ir.Table) (string, [][]int, string) {
 		return "", nil, "buckets of " + b.Column + " are answered afresh (only a date column with at most 512 days in its declared bounds is derived)"
 	}
 	l, h := int64(lo), int64(hi)
+	if l < 0 || h > maxEngineDay {
+		// ClickHouse's dates clamp into 1970-01-01 … 2105-12-31 once more,
+		// which would merge buckets the bins keep apart.
+		return "", nil, "buckets of " + b.Column + " are answered afresh when its declared bounds reach before 1970-01-01 or after 2105-12-31"
+	}
 	keys := b.Values(t)
 	bins := make([][]int, len(keys))
 	binOf := func(d int64) int { return valueIndex(keys, b.DateKey(d)) }
