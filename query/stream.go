@@ -44,9 +44,9 @@ const maxStreamKeys = 4
 // unit (sqlgen.UnitRanges: a table declared clustered_by_unit, read alone,
 // with public keys), without epochs, whose statistics are counts of rows,
 // of values or of persons, and sums (COUNT, SUM, AVG, VARIANCE over
-// public keys), keeping at most 2 values per (person, group) when it
-// reads values (the one-pass form's bound). The choice depends on the
-// declarations and the plan only.
+// public keys; a COUNT of an int or float column), keeping at most 2
+// values per (person, group) when it reads values (the one-pass form's
+// bound). The choice depends on the declarations and the plan only.
 func streamable(p *Prepared) bool {
 	pl := p.Plan
 	if len(p.ranges) == 0 || !pl.Bounded || pl.Epochs != nil || len(pl.Query.GroupBy) > maxStreamKeys || len(pl.Statistics) == 0 {
@@ -60,7 +60,14 @@ func streamable(p *Prepared) bool {
 	}
 	for _, st := range pl.Statistics {
 		switch st.Summand.Kind {
-		case dpplan.RowCount, dpplan.DistinctUnits, dpplan.NonNullCount, dpplan.FixedPointSum, dpplan.CentredSquareSum:
+		case dpplan.RowCount, dpplan.DistinctUnits, dpplan.FixedPointSum, dpplan.CentredSquareSum:
+		case dpplan.NonNullCount:
+			// The values counted are read as they are: the reader takes
+			// integers and doubles (a sum's are clamped numbers always).
+			c := pl.Table.Column(st.Summand.Column)
+			if c == nil || (c.Type != schema.Int && c.Type != schema.Float) {
+				return false
+			}
 		default:
 			return false
 		}

@@ -260,6 +260,9 @@ func TestStreamChoice(t *testing.T) {
 		{streamQueries[0], true},
 		{"SELECT g, MEDIAN(v) FROM t GROUP BY g", false},
 		{"SELECT v, COUNT(*) FROM t GROUP BY v", false},
+		{"SELECT g, COUNT(x) FROM t GROUP BY g", true},
+		// A text column's values are not read by the streaming form.
+		{"SELECT g, COUNT(c) FROM t GROUP BY g", false},
 	} {
 		p, err := st.Prepare(tt.q, Options{Epsilon: 1, Delta: 1e-6, Confidence: 0.95, Analyst: "tester"})
 		if err != nil {
