@@ -115,10 +115,10 @@ func (s *Service) streamRanges(ctx context.Context, p *Prepared, f dpplan.Form, 
 	nk := len(pl.Query.GroupBy)
 	out := &engine.Rows{}
 	for i := range nk {
-		out.Columns = append(out.Columns, fmt.Sprintf("%sk%d", schema.ReservedPrefix, i))
+		out.Columns = append(out.Columns, sqlgen.KeyColumn(i))
 	}
 	for i := range pl.Statistics {
-		out.Columns = append(out.Columns, fmt.Sprintf("%ss%d", schema.ReservedPrefix, i))
+		out.Columns = append(out.Columns, sqlgen.StatColumn(i))
 	}
 	// stream turns false for the rest of the query once a span cannot be
 	// streamed: the statement's columns are the same in every range, and

@@ -102,6 +102,14 @@ const (
 // keyName is group key i's column.
 func keyName(i int) string { return schema.ReservedPrefix + "k" + strconv.Itoa(i) }
 
+// KeyColumn is the name of the statement's i-th key column (keyName), for
+// readers of the engine's rows.
+func KeyColumn(i int) string { return keyName(i) }
+
+// StatColumn is the name of the statement's i-th statistic column
+// (statName).
+func StatColumn(i int) string { return statName(i) }
+
 // valueName is statistic i's per-row value.
 func valueName(i int) string { return schema.ReservedPrefix + "v" + strconv.Itoa(i) }
 
