@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"strconv"
 	"strings"
@@ -366,6 +367,14 @@ func (a *Answerer) preview(p *query.Prepared, st ledger.Status) (*answer.Respons
 			for j, iv := range cis[0] {
 				half[j] = (iv.High - iv.Low) / 2
 			}
+		}
+	}
+	// A COUNT's or SUM's half-width does not depend on the data: it is
+	// the noise's, not the width of one noisy draw's interval (which the
+	// range a count or sum lies in can cut: a draw below zero gave ±0).
+	for j := range half {
+		if h, note := p.Noise.HalfWidth(j, p.Opts.Confidence); note == "" && h > 0 && !math.IsInf(h, 0) {
+			half[j] = h
 		}
 	}
 	aggCol := map[int]int{}

@@ -29,6 +29,8 @@ import (
 //
 //	u                 the person (the privacy unit) a row belongs to
 //	k0, k1, …         the group keys, in the query's GROUP BY order
+//	g0, g1, …         the group keys as read, before a value outside its
+//	                  column's list becomes NULL (the hidden cells)
 //	v0, v1, …         statistic i's clamped per-row value (the summand)
 //	s0, s1, …         statistic i's aggregate: per person and group in
 //	                  the bounding stages, per group in the result
@@ -53,6 +55,7 @@ import (
 //	                  beyond them (at most a cap), then their sums
 //
 // Stages and subqueries: r (the row stage: filter, keys, clamped values),
+// cells (the statistics per value of the keys as read, restCells),
 // r_bounded (at most L∞ rows per person and group), per_unit (per person
 // and group), per_unit_bounded (at most L0 groups per person),
 // thresholds (t per person), kept and kept_pairs (the kept pairs, or
@@ -77,6 +80,7 @@ const (
 	countName = schema.ReservedPrefix + "c"
 
 	rowsStage              = schema.ReservedPrefix + "r"
+	cellsStage             = schema.ReservedPrefix + "cells"
 	rowsBoundedStage       = schema.ReservedPrefix + "r_bounded"
 	perUnitStage           = schema.ReservedPrefix + "per_unit"
 	perUnitBoundedStage    = schema.ReservedPrefix + "per_unit_bounded"
@@ -109,6 +113,9 @@ func KeyColumn(i int) string { return keyName(i) }
 // StatColumn is the name of the statement's i-th statistic column
 // (statName).
 func StatColumn(i int) string { return statName(i) }
+
+// rawKeyName is group key i's column as read (restCells).
+func rawKeyName(i int) string { return schema.ReservedPrefix + "g" + strconv.Itoa(i) }
 
 // valueName is statistic i's per-row value.
 func valueName(i int) string { return schema.ReservedPrefix + "v" + strconv.Itoa(i) }

@@ -103,15 +103,6 @@ func (g *sqlGen) rowStage(table string, values func() ([]item, []string, error))
 		if err != nil {
 			return nil, err
 		}
-		if p.RestColumn(i) {
-			// Rows outside the list keep a NULL key: the plan's hidden
-			// cell of the rest (dpplan.Plan.MeasureRest).
-			in, err := g.inList(k, p.KeyValues(k))
-			if err != nil {
-				return nil, err
-			}
-			e = "CASE WHEN " + in + " THEN " + e + " END"
-		}
 		items = append(items, as(g.typedKey(k, e), keyName(i)))
 	}
 	vals, extra, err := values()
@@ -197,6 +188,17 @@ func (g *sqlGen) generate() (string, error) {
 		return &selectStmt{items: append(cols(keys...), aggs(sums)...), from: from, groupBy: keys}
 	}
 
+	if !p.Bounded && p.Hidden > 0 {
+		if _, nested := g.d.(engine.Nested); nested {
+			// The per-row inputs written inside the aggregates, as below.
+			for i, e := range rowExprs {
+				if e != "" {
+					rowExprs[i] = "(" + exprOf[e] + ")"
+				}
+			}
+		}
+		return g.restCells(rows, aggs(exact))
+	}
 	if _, nested := g.d.(engine.Nested); !p.Bounded && nested {
 		// One SELECT over the table, the per-row inputs written inside
 		// the aggregates: a distributed engine then aggregates on each
