@@ -207,6 +207,14 @@ var Battery = append([]Case{
 	{Name: "dropped rows by group", SQL: "SELECT g, COUNT(*) FROM visits GROUP BY g", Dropped: "63 12", Check: func([][]any) error { return nil }},
 	{Name: "dropped rows in all", SQL: "SELECT COUNT(*) FROM visits", Dropped: "63 6", Check: func([][]any) error { return nil }},
 	{Name: "bounded distinct persons", SQL: "SELECT g, COUNT(DISTINCT pid) FROM visits GROUP BY g", Want: "1 21; 2 21; 3 20"},
+	{Name: "sums past 2^63 with hidden cells", SQL: "SELECT g, COUNT(*), SUM(v) FROM bigsums GROUP BY g",
+		Check: func(rows [][]any) error {
+			want := 1030 * math.Ldexp(1, 53)
+			if len(rows) != 2 || rows[0][1] != int64(1030) || math.Abs(rows[0][2].(float64)-want) > 1e4 || rows[1][1] != int64(1) {
+				return fmt.Errorf("want a 1030 %g; b 1 5", want)
+			}
+			return nil
+		}},
 	{Name: "a person in every group keeps two", SQL: "SELECT g, COUNT(*), SUM(v) FROM spread GROUP BY g",
 		Check: func(rows [][]any) error {
 			var n, s float64

@@ -77,6 +77,16 @@ var Tables = []Table{
       g:   {type: int, values: [1, 2, 3]}
       v:   {type: int, lower: 0, upper: 10}
 `},
+	// Sums past 2^63 in one group (1,030 rows of 2^53), and rows outside
+	// the list (c, NULL): the hidden cells' partial sums are summed again
+	// in the engine's wide type.
+	{Name: "bigsums", File: "bigsums.csv",
+		Columns: []Column{{"id", schema.Int}, {"g", schema.Text}, {"v", schema.Int}},
+		Declaration: `    columns:
+      id: {type: int}
+      g:  {type: text, values: [a, b]}
+      v:  {type: int, lower: 0, upper: 9007199254740992}
+`},
 	{Name: "nullkeys", File: "nullkeys.csv",
 		Columns: []Column{{"pid", schema.Int}, {"k", schema.Text}, {"v", schema.Int}},
 		Declaration: `    privacy_unit: pid

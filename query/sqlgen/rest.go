@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/dpstat/dpstat/engine"
+	"github.com/dpstat/dpstat/query/dpplan"
 )
 
 // restCells writes the statement of an unbounded plan that also measures
@@ -61,8 +62,21 @@ func (g *sqlGen) restCells(rows *selectStmt, exact []item) (string, error) {
 		outer.items = append(outer.items, as(e, keyName(i)))
 	}
 	for i := range p.Statistics {
-		outer.items = append(outer.items, as(g.resum(i), statName(i)))
+		outer.items = append(outer.items, as(g.resumCells(i), statName(i)))
 	}
 	st.body = outer
 	return g.render(st), nil
+}
+
+// resumCells spells the sum of statistic i's partial values per raw key:
+// a grid-summed double in the double forms (every partial sum is a part
+// of the cell's, exact as the cell's is), otherwise a plain sum of the
+// engine's exact partial sums, in their own type (PostgreSQL's numeric,
+// DuckDB's HUGEINT, ClickHouse's Decimal128): cast back to a 64-bit
+// integer, a partial sum above 2^63 would fail the statement.
+func (g *sqlGen) resumCells(i int) string {
+	if g.form != dpplan.IntegerForm && g.p.GridSummed(i) {
+		return g.d.GridSum(statName(i))
+	}
+	return "sum(" + statName(i) + ")"
 }
