@@ -165,14 +165,22 @@ func floorBins(b *ir.Bucket, t *ir.Table) (string, [][]int, string) {
 		return "", nil, "bins of " + b.Column + " are answered afresh (only whole widths over an int or date column with at most 512 values in its declared bounds are derived)"
 	}
 	keys := b.Values(t)
-	bins := make([][]int, len(keys))
-	binOf := func(v float64) int {
-		return valueIndex(keys, math.Floor(v/b.Width)*b.Width)
-	}
+	return clampedBins(t, b.Column, int64(lo), int64(hi), n, len(keys), func(v int64) int {
+		return valueIndex(keys, math.Floor(float64(v)/b.Width)*b.Width)
+	})
+}
+
+// clampedBins lays out the bins of column col, whose declared bounds are
+// lo … hi (n values), for an engine that clamps a value to the bounds
+// before it bins it: each bin's value indices v − lo by binOf (nbins
+// bins), the rows below the bounds in lo's bin and those above in hi's;
+// or why not, when a value of the bounds is in no bin.
+func clampedBins(t *ir.Table, col string, lo, hi int64, n, nbins int, binOf func(int64) int) (string, [][]int, string) {
+	bins := make([][]int, nbins)
 	for v := lo; v <= hi; v++ {
 		j := binOf(v)
 		if j < 0 {
-			return "", nil, "bins of " + b.Column + " do not cover its declared bounds"
+			return "", nil, "bins of " + col + " do not cover its declared bounds"
 		}
 		bins[j] = append(bins[j], int(v-lo))
 	}
@@ -181,7 +189,7 @@ func floorBins(b *ir.Bucket, t *ir.Table) (string, [][]int, string) {
 	for j := range bins {
 		bins[j] = normalize(bins[j])
 	}
-	return t.Column(b.Column).Name, bins, ""
+	return t.Column(col).Name, bins, ""
 }
 
 // maxEngineDay is the last day (since 1970-01-01) every engine's date type
@@ -210,19 +218,5 @@ func dateBins(b *ir.Bucket, t *ir.Table) (string, [][]int, string) {
 		return "", nil, "buckets of " + b.Column + " are answered afresh when its declared bounds reach before 1970-01-01 or after 2105-12-31"
 	}
 	keys := b.Values(t)
-	bins := make([][]int, len(keys))
-	binOf := func(d int64) int { return valueIndex(keys, b.DateKey(d)) }
-	for d := l; d <= h; d++ {
-		j := binOf(d)
-		if j < 0 {
-			return "", nil, "buckets of " + b.Column + " do not cover its declared bounds"
-		}
-		bins[j] = append(bins[j], int(d-l))
-	}
-	bins[binOf(l)] = append(bins[binOf(l)], n+belowIndex)
-	bins[binOf(h)] = append(bins[binOf(h)], n+aboveIndex)
-	for j := range bins {
-		bins[j] = normalize(bins[j])
-	}
-	return t.Column(b.Column).Name, bins, ""
+	return clampedBins(t, b.Column, l, h, n, len(keys), func(d int64) int { return valueIndex(keys, b.DateKey(d)) })
 }
