@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpstat/dpstat/ledger"
 	"github.com/dpstat/dpstat/query/reuse"
 )
 
@@ -221,11 +222,7 @@ func TestDerivedBins(t *testing.T) {
 			Options{Epsilon: eps, Confidence: 0.95, Analyst: "ann"}); err != nil {
 			t.Fatal(err)
 		}
-		for _, tc := range []struct {
-			sql     string
-			derived bool
-			keep    func(row []any) func(reuseRow) bool
-		}{
+		checkDerived(t, svc, rec, led, rows, eps, []derivedCase{
 			{"SELECT floor(age / 20) * 20 AS b, COUNT(*) AS n, SUM(hours) AS h FROM adult GROUP BY floor(age / 20) * 20", true,
 				func(row []any) func(reuseRow) bool {
 					return func(r reuseRow) bool { return fmt.Sprint(clamp(r.age)/20*20) == fmt.Sprint(row[0]) }
@@ -235,25 +232,41 @@ func TestDerivedBins(t *testing.T) {
 			{"SELECT floor(age / 20) * 20 AS b, COUNT(*) AS n, SUM(hours) AS h FROM adult WHERE age BETWEEN 20 AND 59 GROUP BY floor(age / 20) * 20", false, nil},
 			{"SELECT floor(age / 15) * 15 AS b, COUNT(*) AS n FROM adult GROUP BY floor(age / 15) * 15", false, nil},
 			{"SELECT COUNT(*) AS n FROM adult", false, nil},
-		} {
-			charged, calls := releases(t, led), rec.calls()
-			res, err := svc.Answer(ctx, tc.sql, accuracyOpts("ann", 1e6))
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Derived: nothing charged, and no data read.
-			if derived := res.Derived != nil && res.Derived.TopUp == 0 && releases(t, led) == charged && rec.calls() == calls; derived != tc.derived {
-				t.Errorf("ε=%g %s: derived %v, want %v", eps, tc.sql, derived, tc.derived)
-				continue
-			}
-			if !tc.derived || eps != 1e20 {
-				continue
-			}
-			for _, row := range res.Rows {
-				n, s := reuseTruth(rows, tc.keep(row))
-				if row[len(row)-2] != n || row[len(row)-1].(float64) != s {
-					t.Errorf("%s: %v, want %d, %v", tc.sql, row, n, s)
-				}
+		})
+	}
+}
+
+// derivedCase is a query checkDerived asks: whether it must be derived
+// at no cost, and which rows each answer row sums (its truth).
+type derivedCase struct {
+	sql     string
+	derived bool
+	keep    func(row []any) func(reuseRow) bool
+}
+
+// checkDerived asks each case of svc, over rows, at an accuracy any
+// release meets: derived means nothing charged and no data read; at
+// ε = 1e20 a derived answer's last two columns (a count and a sum) must
+// equal the truth.
+func checkDerived(t *testing.T, svc *Service, rec *recordingEngine, led *ledger.Ledger, rows []reuseRow, eps float64, cases []derivedCase) {
+	t.Helper()
+	for _, tc := range cases {
+		charged, calls := releases(t, led), rec.calls()
+		res, err := svc.Answer(context.Background(), tc.sql, accuracyOpts("ann", 1e6))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if derived := res.Derived != nil && res.Derived.TopUp == 0 && releases(t, led) == charged && rec.calls() == calls; derived != tc.derived {
+			t.Errorf("ε=%g %s: derived %v, want %v (notes %q)", eps, tc.sql, derived, tc.derived, res.Notes)
+			continue
+		}
+		if !tc.derived || eps != 1e20 {
+			continue
+		}
+		for _, row := range res.Rows {
+			n, s := reuseTruth(rows, tc.keep(row))
+			if row[len(row)-2] != n || row[len(row)-1].(float64) != s {
+				t.Errorf("%s: %v, want %d, %v", tc.sql, row, n, s)
 			}
 		}
 	}
@@ -279,11 +292,7 @@ func TestDerivedDateBuckets(t *testing.T) {
 			Options{Epsilon: eps, Confidence: 0.95, Analyst: "ann"}); err != nil {
 			t.Fatal(err)
 		}
-		for _, tc := range []struct {
-			sql     string
-			derived bool
-			keep    func(row []any) func(reuseRow) bool
-		}{
+		checkDerived(t, svc, rec, led, rows, eps, []derivedCase{
 			{"SELECT date_trunc('quarter', day) AS q, COUNT(*) AS n, SUM(hours) AS h FROM adult GROUP BY q", true,
 				func(row []any) func(reuseRow) bool {
 					return func(r reuseRow) bool { return quarter(clamped(r)) == fmt.Sprint(row[0]) }
@@ -294,25 +303,6 @@ func TestDerivedDateBuckets(t *testing.T) {
 				func([]any) func(reuseRow) bool { return func(r reuseRow) bool { return r.day >= 31 && r.day <= 120 } }},
 			{"SELECT date_trunc('week', day) AS w, COUNT(*) AS n FROM adult GROUP BY w", false, nil},
 			{"SELECT COUNT(*) AS n FROM adult", false, nil},
-		} {
-			charged, calls := releases(t, led), rec.calls()
-			res, err := svc.Answer(ctx, tc.sql, accuracyOpts("ann", 1e6))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if derived := res.Derived != nil && res.Derived.TopUp == 0 && releases(t, led) == charged && rec.calls() == calls; derived != tc.derived {
-				t.Errorf("ε=%g %s: derived %v, want %v (notes %q)", eps, tc.sql, derived, tc.derived, res.Notes)
-				continue
-			}
-			if !tc.derived || eps != 1e20 {
-				continue
-			}
-			for _, row := range res.Rows {
-				n, s := reuseTruth(rows, tc.keep(row))
-				if row[len(row)-2] != n || row[len(row)-1].(float64) != s {
-					t.Errorf("%s: %v, want %d, %v", tc.sql, row, n, s)
-				}
-			}
-		}
+		})
 	}
 }

@@ -110,17 +110,14 @@ func Open(opts Options) (*Engine, error) {
 	// footer again when the file's last-modified time differs to the
 	// second (or is less than 10 s old); a file replaced in place by a
 	// copy that keeps its time needs a catalog reload, which opens a new
-	// engine (docs/server.md).
-	// Local files are cached by the operating system: DuckDB's own cache
-	// of file blocks would only grow the process (by tens of megabytes on
-	// a large table read in ranges).
-	if _, err := db.ExecContext(ctx, "SET enable_external_file_cache = false"); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("duckdb: external file cache: %w", err)
-	}
-	if _, err := db.ExecContext(ctx, "SET parquet_metadata_cache = true"); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("duckdb: parquet metadata cache: %w", err)
+	// engine (docs/server.md). Local files are cached by the operating
+	// system: DuckDB's own cache of file blocks would only grow the
+	// process (by tens of megabytes on a large table read in ranges).
+	for _, set := range []string{"SET parquet_metadata_cache = true", "SET enable_external_file_cache = false"} {
+		if _, err := db.ExecContext(ctx, set); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("duckdb: %s: %w", set, err)
+		}
 	}
 	dir := opts.SpillDir
 	if dir == "" {

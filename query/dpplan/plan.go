@@ -529,30 +529,20 @@ func newPlan(q *ir.Query, table *ir.Table, epsilon, delta float64, keys [][]any)
 	}
 
 	// Groups: the cross product of public value lists.
-	p.Keys = [][]any{{}}
-	if keys != nil && p.Selection == nil {
-		p.Keys = keys
-	}
-	for _, g := range q.GroupBy {
-		if p.Selection != nil {
-			p.Keys = nil
-			break
+	switch {
+	case p.Selection != nil && len(q.GroupBy) > 0:
+		p.Keys = nil
+	case keys != nil:
+		p.Keys = keys // reused (Replan)
+	default:
+		lists := make([][]any, len(q.GroupBy))
+		for i, g := range q.GroupBy {
+			lists[i] = p.KeyValues(g)
 		}
-		if keys != nil {
-			break // reused (Replan)
-		}
-		vals := p.KeyValues(g)
-		if len(p.Keys)*len(vals) > ir.MaxGroups {
+		var ok bool
+		if p.Keys, ok = crossProduct(lists); !ok {
 			return nil, ir.Refuse("GROUP BY %s gives more than %d groups; want at most %d", q.KeyNames(), ir.MaxGroups, ir.MaxGroups)
 		}
-		next := make([][]any, 0, len(p.Keys)*len(vals))
-		for _, k := range p.Keys {
-			for _, v := range vals {
-				nk := append(append([]any{}, k...), v)
-				next = append(next, nk)
-			}
-		}
-		p.Keys = next
 	}
 
 	// Stage 1: contribution bounding.

@@ -47,22 +47,16 @@ func (p *Plan) MeasureRest(cols []string) bool {
 	// Every cell of the cross product of the lists, each rest column's
 	// list followed by nil; the released cells keep their order, the
 	// others follow.
-	all := [][]any{{}}
+	lists := make([][]any, len(q.GroupBy))
 	for i, g := range q.GroupBy {
-		vals := p.KeyValues(g)
+		lists[i] = p.KeyValues(g)
 		if rest[i] {
-			vals = append(slices.Clip(vals), nil)
+			lists[i] = append(slices.Clip(lists[i]), nil)
 		}
-		if len(all)*len(vals) > ir.MaxGroups {
-			return false
-		}
-		next := make([][]any, 0, len(all)*len(vals))
-		for _, k := range all {
-			for _, v := range vals {
-				next = append(next, append(append([]any{}, k...), v))
-			}
-		}
-		all = next
+	}
+	all, ok := crossProduct(lists)
+	if !ok {
+		return false
 	}
 	var hidden [][]any
 	for _, k := range all {
@@ -85,4 +79,25 @@ func (p *Plan) Released() [][]any {
 // rows outside its list (MeasureRest).
 func (p *Plan) RestColumn(i int) bool {
 	return i < len(p.Rest) && p.Rest[i]
+}
+
+// crossProduct lists every key of the cross product of lists, the last
+// list varying fastest (one empty key without lists), or false when there
+// would be more than ir.MaxGroups: the count is checked before each list
+// is multiplied in, so the loop is bounded before it runs.
+func crossProduct(lists [][]any) ([][]any, bool) {
+	keys := [][]any{{}}
+	for _, vals := range lists {
+		if len(keys)*len(vals) > ir.MaxGroups {
+			return nil, false
+		}
+		next := make([][]any, 0, len(keys)*len(vals))
+		for _, k := range keys {
+			for _, v := range vals {
+				next = append(next, append(append([]any{}, k...), v))
+			}
+		}
+		keys = next
+	}
+	return keys, true
 }

@@ -147,6 +147,19 @@ const (
 	rangeExtra = 3
 )
 
+// bucketBins returns the column of a computed key and each of its bins'
+// value indices, or why it cannot be a cell's coordinate: bins
+// floor(col / w) * w (floorBins) and date_trunc buckets (dateBins).
+func bucketBins(b *ir.Bucket, t *ir.Table) (string, [][]int, string) {
+	switch b.Kind {
+	case ir.FloorBucket:
+		return floorBins(b, t)
+	case ir.DateBucket:
+		return dateBins(b, t)
+	}
+	return "", nil, "the query groups by computed keys other than floor(col / w) * w and date_trunc"
+}
+
 // floorBins returns the column of a computed key floor(col / w) * w and
 // each of its bins' value indices, or why it cannot be a cell's
 // coordinate: only bins of a whole width over an int or date column that
@@ -154,12 +167,6 @@ const (
 // before it divides (sqlgen), so a value below the lower bound is in the
 // first bin, one above the upper bound in the last, and NULL in none.
 func floorBins(b *ir.Bucket, t *ir.Table) (string, [][]int, string) {
-	if b.Kind == ir.DateBucket {
-		return dateBins(b, t)
-	}
-	if b.Kind != ir.FloorBucket {
-		return "", nil, "the query groups by computed keys other than floor(col / w) * w and date_trunc"
-	}
 	lo, hi, n, ok := rangeColumn(t, b.Column)
 	if !ok || !(b.Width >= 1) || b.Width != math.Trunc(b.Width) {
 		return "", nil, "bins of " + b.Column + " are answered afresh (only whole widths over an int or date column with at most 512 values in its declared bounds are derived)"

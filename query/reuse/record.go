@@ -26,7 +26,7 @@ type Record struct {
 	// (Shape.Bins).
 	Bins map[string][][]int `json:"bins,omitempty"`
 	// Rest maps each grouped column whose rows outside its list were
-	// measured too (Shape.Hidden) to the index their cells' keys hold for
+	// measured too (Shape.Rest) to the index their cells' keys hold for
 	// it: the list's length. With it, the record's cells cover every row
 	// of its context and filter whatever the column holds.
 	Rest map[string]int `json:"rest,omitempty"`
@@ -52,24 +52,7 @@ func NewRecord(s *Shape, nz *dpplan.Noise, measured [][]float64, releaseID uint6
 		return nil
 	}
 	r := &Record{ReleaseID: releaseID, Analyst: analyst, Context: s.Context, Where: s.Where,
-		Restrict: s.Restrict, GroupBy: s.GroupBy, Keys: s.Keys, Bins: s.Bins}
-	if s.Hidden > 0 {
-		for i, c := range s.GroupBy {
-			n, ok := s.lists[c]
-			if !ok || s.ranged[c] || s.Bins[c] != nil {
-				continue
-			}
-			for _, k := range s.Keys[len(s.Keys)-s.Hidden:] {
-				if k[i] == n {
-					if r.Rest == nil {
-						r.Rest = map[string]int{}
-					}
-					r.Rest[c] = n
-					break
-				}
-			}
-		}
-	}
+		Restrict: s.Restrict, GroupBy: s.GroupBy, Keys: s.Keys, Bins: s.Bins, Rest: s.Rest}
 	seen := map[string]bool{}
 	for i, id := range s.Stats {
 		law, ok := nz.Law(i)

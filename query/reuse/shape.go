@@ -45,6 +45,9 @@ type Shape struct {
 	// whose key holds the list's length for that column. They are
 	// measured and kept, never asked for.
 	Hidden int
+	// Rest maps each column with such cells to the index their keys hold
+	// for it (the list's length); nil without hidden cells.
+	Rest map[string]int
 	// Stats identifies each release of the plan (StatID), "" for one that
 	// cannot be reused.
 	Stats []string
@@ -82,7 +85,7 @@ func ShapeOf(plan *dpplan.Plan, declared *catalog.Table, source string) (*Shape,
 	s := &Shape{Restrict: map[string][]int{}, lists: map[string]int{}, ranged: map[string]bool{}}
 	for _, g := range q.GroupBy {
 		if b, ok := q.Buckets[g]; ok {
-			col, bins, why := floorBins(b, t)
+			col, bins, why := bucketBins(b, t)
 			if why != "" {
 				return nil, why
 			}
@@ -147,6 +150,10 @@ func ShapeOf(plan *dpplan.Plan, declared *catalog.Table, source string) (*Shape,
 			vals := t.Column(q.GroupBy[i]).Values
 			if v == nil && plan.RestColumn(i) {
 				ki[i] = len(vals) // the rest: NULL or outside the list
+				if s.Rest == nil {
+					s.Rest = map[string]int{}
+				}
+				s.Rest[q.GroupBy[i]] = len(vals)
 				continue
 			}
 			ki[i] = valueIndex(vals, v)

@@ -1,8 +1,6 @@
 package sqlgen
 
 import (
-	"strings"
-
 	"github.com/dpstat/dpstat/engine"
 	"github.com/dpstat/dpstat/query/dpplan"
 )
@@ -17,7 +15,8 @@ import (
 // computed key would lose; the partial statistics add up exactly (counts,
 // exact sums, and grid sums whose every partial sum is a part of the
 // cell's). exact are the statistics' aggregates over the rows, named s0,
-// s1, … (with a Nested dialect, over the table itself).
+// s1, … (with a Nested dialect, over the table itself, the per-row inputs
+// written inside them).
 func (g *sqlGen) restCells(rows *selectStmt, exact []item) (string, error) {
 	p := g.p
 	nk := len(p.Query.GroupBy)
@@ -49,15 +48,11 @@ func (g *sqlGen) restCells(rows *selectStmt, exact []item) (string, error) {
 	for i, k := range p.Query.GroupBy {
 		e := raw[i]
 		if p.RestColumn(i) {
-			lits := make([]string, 0, len(p.KeyValues(k)))
-			for _, v := range p.KeyValues(k) {
-				l, err := engine.Literal(g.d, v)
-				if err != nil {
-					return "", err
-				}
-				lits = append(lits, l)
+			in, err := g.inValues(e, p.KeyValues(k))
+			if err != nil {
+				return "", err
 			}
-			e = "CASE WHEN " + e + " IN (" + strings.Join(lits, ", ") + ") THEN " + e + " END"
+			e = "CASE WHEN " + in + " THEN " + e + " END"
 		}
 		outer.items = append(outer.items, as(e, keyName(i)))
 	}

@@ -188,18 +188,8 @@ func (g *sqlGen) generate() (string, error) {
 		return &selectStmt{items: append(cols(keys...), aggs(sums)...), from: from, groupBy: keys}
 	}
 
-	if !p.Bounded && p.Hidden > 0 {
-		if _, nested := g.d.(engine.Nested); nested {
-			// The per-row inputs written inside the aggregates, as below.
-			for i, e := range rowExprs {
-				if e != "" {
-					rowExprs[i] = "(" + exprOf[e] + ")"
-				}
-			}
-		}
-		return g.restCells(rows, aggs(exact))
-	}
-	if _, nested := g.d.(engine.Nested); !p.Bounded && nested {
+	_, nested := g.d.(engine.Nested)
+	if !p.Bounded && nested {
 		// One SELECT over the table, the per-row inputs written inside
 		// the aggregates: a distributed engine then aggregates on each
 		// shard and merges the partial aggregates.
@@ -208,6 +198,11 @@ func (g *sqlGen) generate() (string, error) {
 				rowExprs[i] = "(" + exprOf[e] + ")"
 			}
 		}
+	}
+	if !p.Bounded && p.Hidden > 0 {
+		return g.restCells(rows, aggs(exact))
+	}
+	if !p.Bounded && nested {
 		one := &selectStmt{items: append(rows.items[:nk:nk], aggs(exact)...), from: rows.from, where: rows.where, groupBy: keys}
 		return g.render(one), nil
 	}
@@ -395,6 +390,15 @@ func (g *sqlGen) clamp(col, lo, hi string) string {
 }
 
 func (g *sqlGen) inList(col string, values []any) (string, error) {
+	e, err := g.keyExpr(col)
+	if err != nil {
+		return "", err
+	}
+	return g.inValues(e, values)
+}
+
+// inValues spells e IN (values), each value a literal of the dialect.
+func (g *sqlGen) inValues(e string, values []any) (string, error) {
 	lits := make([]string, len(values))
 	for i, v := range values {
 		l, err := engine.Literal(g.d, v)
@@ -402,10 +406,6 @@ func (g *sqlGen) inList(col string, values []any) (string, error) {
 			return "", err
 		}
 		lits[i] = l
-	}
-	e, err := g.keyExpr(col)
-	if err != nil {
-		return "", err
 	}
 	return e + " IN (" + strings.Join(lits, ", ") + ")", nil
 }
